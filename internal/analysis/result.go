@@ -1,0 +1,98 @@
+package analysis
+
+import "time"
+
+// Metric names are a contract: scenario thresholds and report.json use them.
+const (
+	Requests          = "requests"
+	Allowed           = "allowed"
+	Denied            = "denied"
+	Errors            = "errors"
+	Dropped           = "dropped"
+	Ceiling           = "ceiling"
+	CeilingUpper      = "ceiling_upper"
+	CeilingRatio      = "ceiling_ratio"
+	Burst             = "burst"
+	SustainedRate     = "sustained_rate"
+	BoundaryAllowed   = "boundary_allowed"
+	RaceExcess        = "race_excess"
+	Slipped           = "slipped"
+	FailOpen          = "fail_open"
+	FailClosed        = "fail_closed"
+	AfterFaultCeiling = "after_fault_ceiling"
+	RecoverMs         = "recover_ms"
+	StrandedLease     = "stranded_lease"
+	RetryAfterMissing = "retry_after_missing"
+	P50               = "p50_ms"
+	P90               = "p90_ms"
+	P99               = "p99_ms"
+	P999              = "p999_ms"
+	Max               = "max_ms"
+)
+
+// Names lists every metric name, in report order.
+var Names = []string{
+	Requests, Allowed, Denied, Errors, Dropped, Ceiling, CeilingUpper,
+	CeilingRatio, Burst, SustainedRate, BoundaryAllowed, RaceExcess, Slipped,
+	FailOpen, FailClosed, AfterFaultCeiling, RecoverMs, StrandedLease,
+	RetryAfterMissing, P50, P90, P99, P999, Max,
+}
+
+// Metrics maps a metric name to its value. A metric that does not apply to
+// a run is absent, not zero.
+type Metrics map[string]float64
+
+// Point is one sample of a time series, at an offset from the run start.
+type Point struct {
+	At    time.Duration
+	Value float64
+}
+
+// Result is everything analysis measured for one run.
+type Result struct {
+	// Metrics are the scenario's figures: the worst identity's for ceiling,
+	// burst, sustained_rate; summed over identities for counts and
+	// race_excess; latencies over all requests.
+	Metrics Metrics
+	// PerIdentity holds each identity's own figures, in Meta order.
+	PerIdentity []IdentityResult
+	// PerGateway holds counts and latency per gateway, in Meta order.
+	PerGateway []GatewayResult
+	// Timeline is allowed requests per interval (all identities), for the
+	// "allowed per interval against the limit" chart; Interval is its step.
+	Timeline []Point
+	Interval time.Duration
+	// Sliding is the worst identity's allowed count in the trailing window
+	// over time, the curve to hold against the published limit.
+	Sliding []Point
+	// Percentiles is the latency percentile curve: Value in milliseconds at
+	// percentile At/1e6 (At carries the percentile scaled, see report).
+	Percentiles []PercentilePoint
+	// Histogram is the overall latency HdrHistogram, encoded, so runs from
+	// several machines can be merged exactly.
+	Histogram []byte
+}
+
+// PercentilePoint is one point of the latency percentile curve.
+type PercentilePoint struct {
+	Percentile float64 // 0..100
+	Millis     float64
+}
+
+// IdentityResult is one identity's figures.
+type IdentityResult struct {
+	Identity string
+	Metrics  Metrics
+}
+
+// GatewayResult is one gateway's figures.
+type GatewayResult struct {
+	Gateway   string
+	Allowed   int64
+	Denied    int64
+	Errors    int64
+	Dropped   int64
+	P50Millis float64
+	P99Millis float64
+	Histogram []byte
+}

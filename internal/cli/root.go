@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+)
+
+// Version is set at build time with -ldflags "-X .../cli.Version=...".
+var Version = "dev"
+
+// Main runs rlctl with the process's arguments, streams, environment and
+// signals, and returns the exit code. It is the only place that maps errors
+// to exit codes.
+func Main() int {
+	f := &Factory{
+		IO: &IOStreams{
+			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+			InTTY:  isatty.IsTerminal(os.Stdin.Fd()),
+			OutTTY: isatty.IsTerminal(os.Stdout.Fd()),
+			ErrTTY: isatty.IsTerminal(os.Stderr.Fd()),
+		},
+		Getenv: os.Getenv,
+		Now:    time.Now,
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	return Run(f, os.Args[1:], sig, func(code int) { os.Exit(code) })
+}
+
+// Run executes one command line. The first signal on sig cancels the
+// command's context so it can stop gracefully and write what it has; a
+// second one calls exit(130) at once. Tests call Run with their own streams,
+// signal channel and exit function.
+func Run(f *Factory, args []string, sig <-chan os.Signal, exit func(int)) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(f.IO.ErrOut, "rlctl: interrupted; stopping (press Ctrl-C again to exit now)")
+		cancel(errInterrupted)
+		select {
+		case <-sig:
+			fmt.Fprintln(f.IO.ErrOut, "rlctl: interrupted again; exiting now")
+			exit(int(exitcode.Interrupted))
+		case <-done:
+		}
+	}()
+
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return int(exitcode.OK)
+	}
+	if context.Cause(ctx) == errInterrupted && exitcode.Of(err) != exitcode.Failed {
+		// The command noticed the cancellation; whatever it returned, the
+		// process was interrupted.
+		printError(f.IO.ErrOut, err)
+		return int(exitcode.Interrupted)
+	}
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		printError(f.IO.ErrOut, err)
+	}
+	return int(exitcode.Of(err))
+}
+
+var errInterrupted = errors.New("interrupted")
+
+// silentError carries an exit code for an outcome the command has already
+// reported itself (a failed threshold, audit findings).
+type silentError struct{ code exitcode.Code }
+
+func (e *silentError) Error() string           { return fmt.Sprintf("exit %d", e.code) }
+func (e *silentError) ExitCode() exitcode.Code { return e.code }
+
+// failed returns the error a command returns when its checks failed and it
+// has already said so.
+func failed() error { return &silentError{code: exitcode.Failed} }
+
+func printError(w io.Writer, err error) {
+	msg := strings.TrimSpace(err.Error())
+	fmt.Fprintf(w, "rlctl: %s\n", msg)
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rlctl",
+		Short: "Operate and verify Redis-backed rate limiters",
+		Long: `rlctl operates a rate limiter's state in Redis (inspect, reset, repair TTLs,
+audit) and verifies what a limiter design or a live deployment really allows:
+true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
+` + exitCodesHelp(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if f.Output != "table" && f.Output != "json" {
+				return usageError("-o %q: want table or json", f.Output)
+			}
+			if f.Timeout <= 0 {
+				return usageError("--timeout must be positive")
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return exitcode.With(err, exitcode.Usage)
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.RedisURL, "redis", "", "Redis URL (env RLCTL_REDIS_URL, then REDIS_URL): redis://, rediss://, unix://, redis+sentinel://, redis+cluster://")
+	pf.StringVarP(&f.Output, "output", "o", "table", "output format: table or json")
+	pf.BoolVar(&f.NoProgress, "no-progress", false, "never draw progress bars")
+	pf.DurationVar(&f.Timeout, "timeout", 5*time.Second, "connect and command timeout for Redis")
+	pf.StringVar(&f.TLSCA, "tls-ca", "", "CA certificate file for rediss://")
+	pf.StringVar(&f.TLSCert, "tls-cert", "", "client certificate file for rediss://")
+	pf.StringVar(&f.TLSKey, "tls-key", "", "client key file for rediss://")
+	pf.BoolVar(&f.TLSSkipVerify, "tls-skip-verify", false, "do not verify the server certificate (testing only)")
+
+	for _, c := range commands(f) {
+		root.AddCommand(c)
+	}
+	// Every command's help ends with the exit codes.
+	var addExit func(c *cobra.Command)
+	addExit = func(c *cobra.Command) {
+		if !strings.Contains(c.Long, "Exit status:") {
+			if c.Long == "" {
+				c.Long = c.Short + "\n"
+			}
+			c.Long += exitCodesHelp()
+		}
+		c.SilenceUsage, c.SilenceErrors = true, true
+		for _, s := range c.Commands() {
+			addExit(s)
+		}
+	}
+	addExit(root)
+	return root
+}

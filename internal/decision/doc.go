@@ -1,0 +1,6 @@
+// Package decision names the two small facts every limiter decision and
+// every recorded request share: what happened to the request (Outcome) and
+// which path of the limiter decided it (By). It is a leaf package so the
+// limiter, the traffic engine, the history and the reports agree on these
+// names without importing each other.
+package decision

@@ -1,0 +1,57 @@
+package history
+
+import (
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// NoTime marks a Record time the target did not report (Decided) or that
+// does not exist (RetryAfter absent).
+const NoTime time.Duration = -1
+
+// NoRound marks a record that belongs to no race round or boundary phase.
+const NoRound int32 = -1
+
+// Record is one request as the traffic engine saw it. Times are offsets from
+// Meta.Start, so a record is a fixed-size value with no pointers.
+type Record struct {
+	Intended time.Duration // when the schedule said to send it
+	Sent     time.Duration // when it was handed to the target
+	Received time.Duration // when the answer (or error) came back
+	// Decided is when the target says it decided (a server timestamp mapped
+	// onto this run's clock), or NoTime. When known, ceiling bounds meet.
+	Decided    time.Duration
+	RetryAfter time.Duration // from the answer, or NoTime when absent
+	Identity   uint32        // index into Meta.Identities
+	Round      int32         // race round / boundary phase, or NoRound
+	Gateway    uint16        // index into Meta.Gateways
+	Endpoint   uint8         // index into Meta.Endpoints
+	Outcome    decision.Outcome
+	By         decision.By
+}
+
+// Fault is a fault the run injected, for the after-fault measures.
+type Fault struct {
+	At     time.Duration
+	For    time.Duration
+	Action string
+}
+
+// Meta describes the run a history belongs to.
+type Meta struct {
+	Scenario   string
+	Start      time.Time  // wall clock of offset 0
+	Limit      rate.Limit // the published limit, per identity
+	Identities []string
+	Gateways   []string
+	Endpoints  []string
+	// Boundaries are the window boundaries a boundary pattern aimed at, and
+	// BoundarySpan the half-width of the span counted around each.
+	Boundaries   []time.Duration
+	BoundarySpan time.Duration
+	Faults       []Fault
+	// Rounds is the number of race rounds fired (race pattern only).
+	Rounds int
+}

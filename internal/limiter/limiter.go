@@ -1,0 +1,87 @@
+package limiter
+
+import (
+	"context"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// Decision is one limiter answer.
+type Decision struct {
+	Allowed bool
+	// Remaining is what the limiter says is left after this request in its
+	// own terms (requests left in the window, whole tokens left), or -1 when
+	// the design cannot say. Example: a fixed window of 100 that has counted
+	// 87 including this request reports 13.
+	Remaining int64
+	// RetryAfter is how long a denied caller should wait before the next
+	// request can succeed; 0 when allowed.
+	RetryAfter time.Duration
+	// Reset is how long until the limiter is back to its full allowance
+	// (window end, bucket full), or 0 when unknown.
+	Reset time.Duration
+	// By says which path decided (redis, local, fail-open, ...).
+	By decision.By
+	// ServerTime is Redis TIME when the script read it, else zero.
+	ServerTime time.Time
+}
+
+// Limiter decides whether one identity may spend cost now.
+//
+// Implementations are safe for concurrent use. A returned error means no
+// decision was reached (the failure policy wrapper turns errors into
+// decisions); Decision is then meaningless.
+type Limiter interface {
+	Allow(ctx context.Context, id string, cost int64) (Decision, error)
+}
+
+// Clock is a gateway's notion of now. Skewed gateways have skewed clocks.
+type Clock func() time.Time
+
+// Algorithm names are a contract: scenario files use them.
+const (
+	LocalFixedWindow        = "local-fixed-window"
+	LocalTokenBucket        = "local-token-bucket"
+	RedisGetIncr            = "redis-get-incr"
+	RedisFixedWindow        = "redis-fixed-window"
+	RedisFixedWindowRefresh = "redis-fixed-window-refresh"
+	RedisClockWindow        = "redis-clock-window"
+	RedisTokenBucket        = "redis-token-bucket"
+	RedisSlidingWindow      = "redis-sliding-window"
+	RedisSlidingLog         = "redis-sliding-log"
+	RedisGCRA               = "redis-gcra"
+	Leasing                 = "leasing"
+)
+
+// Algorithms lists every algorithm name, in the order of DESIGN.md.
+var Algorithms = []string{
+	LocalFixedWindow, LocalTokenBucket, RedisGetIncr, RedisFixedWindow,
+	RedisFixedWindowRefresh, RedisClockWindow, RedisTokenBucket,
+	RedisSlidingWindow, RedisSlidingLog, RedisGCRA, Leasing,
+}
+
+// Config selects and parameterises one algorithm.
+type Config struct {
+	Algorithm string
+	Limit     rate.Limit // L per W
+	// Capacity is a token bucket's (or GCRA's) burst; 0 means Limit.Count.
+	Capacity int64
+	// Prefix starts every key ("rl:" by default).
+	Prefix string
+	// Clock is "gateway" (the caller's Clock, possibly skewed) or "redis"
+	// (TIME inside the script). Empty means the design's natural default.
+	Clock string
+	// Pause is redis-get-incr's gap between its read and its write, so the
+	// race shows on demand.
+	Pause time.Duration
+	Lease LeaseConfig
+}
+
+// LeaseConfig parameterises the leasing design.
+type LeaseConfig struct {
+	Size        int64   // slice granted per top-up; 0 = fixed default
+	RefillBelow float64 // top up when this fraction of the slice is left (default 0.2)
+	Adaptive    bool    // size slices by recent demand
+}

@@ -1,0 +1,42 @@
+package traffic
+
+import (
+	"context"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+)
+
+// Request is one request the engine asks a target to make.
+type Request struct {
+	Identity uint32 // index of the identity
+	ID       string // the identity itself ("user-3")
+	Gateway  int    // which gateway (index into Target.Gateways)
+	Endpoint int    // which endpoint (index into the target's endpoints)
+}
+
+// Response is what a target answered. Err set means Outcome is decision.Error.
+type Response struct {
+	Outcome decision.Outcome
+	By      decision.By
+	// RetryAfter from the answer, or -1 when the answer carried none.
+	RetryAfter time.Duration
+	// Remaining as the target reported it, or -1.
+	Remaining int64
+	// Reset as the target reported it, or -1.
+	Reset time.Duration
+	// Decided is the target's own decision time (e.g. Redis TIME), or zero.
+	Decided time.Time
+	Err     error
+}
+
+// Target makes requests. Do is called from many goroutines at once and must
+// return by the context's deadline.
+type Target interface {
+	Do(ctx context.Context, r Request) Response
+	// Gateways names the gateways requests can go through.
+	Gateways() []string
+	// Endpoints names the endpoints (at least one).
+	Endpoints() []string
+	Close() error
+}
