@@ -1,0 +1,176 @@
+package ceiling
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// Params describe a deployment.
+type Params struct {
+	Limit    rate.Limit    // the published limit L per W
+	Gateways int           // N: things that can enforce it independently
+	Lease    int64         // leasing: slice size S (0 = the design default)
+	Capacity int64         // token bucket / GCRA burst (0 = L)
+	Skew     time.Duration // largest gateway clock offset
+	OnError  string        // the failure policy: open | closed | local ("" = unknown)
+}
+
+// Theory is one design's worst case.
+type Theory struct {
+	Design string `json:"algorithm"`
+	// Ceiling is the most one identity can get admitted in any window of
+	// length W (sliding, not only aligned windows). Unbounded designs give
+	// +Inf with Bounded false.
+	Ceiling float64 `json:"ceiling"`
+	Bounded bool    `json:"bounded"`
+	// Ratio is Ceiling / L.
+	Ratio float64 `json:"ratio"`
+	// Aligned is the most admitted in one aligned window (what a dashboard
+	// that buckets by window would show).
+	Aligned float64 `json:"aligned_window"`
+	Why     string  `json:"why"`
+	// The four questions.
+	Atomic  string `json:"atomic"`
+	Clock   string `json:"clock"`
+	OnError string `json:"on_error"`
+}
+
+// DefaultLease is the lease slice a leasing deployment uses when none is
+// given: a tenth of the limit, at least one. limiter's leasing design uses
+// the same rule.
+func DefaultLease(l rate.Limit) int64 {
+	if s := l.Count / 10; s > 0 {
+		return s
+	}
+	return 1
+}
+
+// Of returns the theory for one design. An unknown design is an error.
+func Of(design string, p Params) (Theory, error) {
+	L := float64(p.Limit.Count)
+	N := float64(max(p.Gateways, 1))
+	C := float64(p.Capacity)
+	if C <= 0 {
+		C = L
+	}
+	skewRefill := 0.0
+	if p.Limit.Window > 0 {
+		skewRefill = 2 * p.Skew.Seconds() * p.Limit.PerSecond()
+	}
+	t := Theory{Design: design, Bounded: true, OnError: onError(design, p.OnError)}
+	switch design {
+	case limiter.LocalFixedWindow:
+		t.Aligned, t.Ceiling = N*L, 2*N*L
+		t.Why = fmt.Sprintf("each of %d gateways counts alone: %d×L per aligned window, and each can admit L just before and L just after a boundary", int(N), int(N))
+		t.Atomic = "per gateway only: the count is not shared"
+		t.Clock = "each gateway's own clock"
+	case limiter.LocalTokenBucket:
+		t.Aligned = N * (C + L)
+		t.Ceiling = t.Aligned
+		t.Why = fmt.Sprintf("%d independent buckets, each up to capacity (%g) plus its refill over W (L)", int(N), C)
+		t.Atomic = "per gateway only: the bucket is not shared"
+		t.Clock = "each gateway's own clock"
+	case limiter.RedisGetIncr:
+		t.Aligned = L + N - 1
+		t.Ceiling = 2 * t.Aligned
+		t.Bounded = false
+		t.Why = fmt.Sprintf("GET, compare and INCR are separate round trips: every request in flight between another's read and write passes at L−1; with one request in flight per gateway that is L+%d per window, and more in flight means more", int(N)-1)
+		t.Atomic = "no: GET then INCR leaves a gap between the read and the write"
+		t.Clock = "Redis expiry (one clock)"
+	case limiter.RedisFixedWindow:
+		t.Aligned, t.Ceiling = L, 2*L
+		t.Why = "one atomic counter per window: L per aligned window, but L at the end of one window and L at the start of the next are 2L within W"
+		t.Atomic = "yes: one Lua script"
+		t.Clock = "Redis expiry (one clock)"
+	case limiter.RedisFixedWindowRefresh:
+		t.Aligned, t.Ceiling = L, L
+		t.Why = "the expiry is refreshed on every request, so under continuous traffic the window never rolls: at most L — and a busy caller stays locked out until it is quiet for a whole window"
+		t.Atomic = "yes: one Lua script (but the TTL is refreshed on every request)"
+		t.Clock = "Redis expiry, pushed forward by every request"
+	case limiter.RedisClockWindow:
+		t.Aligned, t.Ceiling = L, 2*L
+		t.Why = "a key per clock window: L per window, 2L across a boundary"
+		t.Atomic = "yes: one Lua script"
+		t.Clock = "Redis TIME inside the script (clock: redis) or each gateway's clock (clock: gateway)"
+		if p.Skew > 0 {
+			t.Ceiling = 3 * L
+			t.Why = fmt.Sprintf("gateway clocks up to %s apart put the same instant in different windows: a span of W touches three windows' keys, up to 3L (with clock: redis, 2L)", p.Skew)
+			t.Clock = "each gateway's own clock (skewed)"
+		}
+	case limiter.RedisTokenBucket:
+		t.Aligned = C + L + skewRefill
+		t.Ceiling = t.Aligned
+		t.Why = fmt.Sprintf("one shared bucket: capacity %g plus refill over W (L); that is its envelope, not a leak", C)
+		if skewRefill > 0 {
+			t.Why += fmt.Sprintf("; gateway clocks %s apart refill up to %.1f extra", p.Skew, skewRefill)
+		}
+		t.Atomic = "yes: one Lua script"
+		t.Clock = "the caller's clock (clock: gateway) or Redis TIME (clock: redis)"
+	case limiter.RedisSlidingWindow:
+		t.Aligned = L
+		t.Ceiling = 2*L - 1
+		t.Why = "the weighted estimate assumes the previous window's requests were spread evenly; when they bunched at its end, a sliding span of W can hold up to 2L−1"
+		t.Atomic = "yes: one Lua script"
+		t.Clock = "Redis TIME or the caller's clock"
+	case limiter.RedisSlidingLog:
+		t.Aligned, t.Ceiling = L, L
+		t.Why = "an exact log of every admitted request: never more than L in any span of W (memory grows with traffic)"
+		t.Atomic = "yes: one Lua script"
+		t.Clock = "Redis TIME or the caller's clock"
+	case limiter.RedisGCRA:
+		t.Aligned = C + L - 1
+		t.Ceiling = t.Aligned
+		t.Why = fmt.Sprintf("GCRA is a token bucket measured in time: burst %g plus one emission per W/L", C)
+		t.Atomic = "yes: one Lua script"
+		t.Clock = "Redis TIME inside the script"
+	case limiter.Leasing:
+		S := float64(p.Lease)
+		if S <= 0 {
+			S = float64(DefaultLease(p.Limit))
+		}
+		t.Aligned = L + S*N
+		t.Ceiling = 2*L + S*N
+		t.Why = fmt.Sprintf("the budget L is handed out in slices of %g; every one of %d holders can still spend a slice it took before the window closed: L + %g×%d per window, and a fixed budget window doubles at its boundary", S, int(N), S, int(N))
+		t.Atomic = "yes for grants (one Lua script); spending a slice is local"
+		t.Clock = "Redis expiry for the budget window; local for spending"
+	default:
+		return Theory{}, fmt.Errorf("unknown algorithm %q", design)
+	}
+	if !t.Bounded {
+		t.Ceiling = math.Max(t.Ceiling, 0)
+	}
+	if L > 0 {
+		t.Ratio = t.Ceiling / L
+	}
+	return t, nil
+}
+
+func onError(design, policy string) string {
+	switch design {
+	case limiter.LocalFixedWindow, limiter.LocalTokenBucket:
+		return "not applicable: no Redis on the decision path"
+	}
+	switch policy {
+	case "open":
+		return "fail open: every request is admitted while Redis is unreachable (the limit is gone exactly when load is high)"
+	case "closed":
+		return "fail closed: every request is refused while Redis is unreachable (a Redis blip becomes an outage)"
+	case "local":
+		return "fall back to a smaller per-gateway allowance"
+	}
+	return "undecided: whatever the client library does on a timeout — decide it per endpoint (on_error: open | closed | local)"
+}
+
+// All returns the theory of every design, in DESIGN.md order.
+func All(p Params) []Theory {
+	out := make([]Theory, 0, len(limiter.Algorithms))
+	for _, a := range limiter.Algorithms {
+		t, _ := Of(a, p)
+		out = append(out, t)
+	}
+	return out
+}
