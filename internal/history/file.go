@@ -1,0 +1,436 @@
+package history
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+	"unsafe"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// The file format, all integers little-endian:
+//
+//	magic    "RLCTLHST"
+//	version  uint16 (FileVersion), flags uint16 (0)
+//	meta     uint32 length, then that many bytes of JSON (fileMeta)
+//	count    uint64 number of records n
+//	columns  intended int64×n; sent, received, decided, retry-after int32×n
+//	         (the packed form of store.go, so reading is a copy, not a
+//	         conversion); identity uint32×n; round int32×n; gateway
+//	         uint16×n; endpoint, outcome, by uint8×n
+//	big      for each of the 4 packed columns: uint32 count, int64×count
+//	crc      uint32 CRC-32 (Castagnoli) of every byte before it
+//
+// A new layout gets a new version; Read refuses versions it does not know
+// rather than guess.
+const (
+	fileMagic = "RLCTLHST"
+	// FileVersion is the history file format version this package writes.
+	FileVersion = 1
+	maxMetaLen  = 64 << 20
+	// readChunk bounds how much Read allocates ahead of the data actually
+	// present, so a corrupt count cannot ask for terabytes.
+	readChunk = 1 << 16
+)
+
+// ErrFormat is wrapped by every error Read returns for input that is not a
+// valid history file (as opposed to an I/O error).
+var ErrFormat = errors.New("not a valid rlctl history file")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fileMeta is Meta as stored: explicit units, so a zero limit or a time
+// zone survive the trip unchanged.
+type fileMeta struct {
+	Scenario     string      `json:"scenario"`
+	StartNanos   int64       `json:"start_unix_ns"`
+	LimitCount   int64       `json:"limit_count"`
+	LimitWindow  int64       `json:"limit_window_ns"`
+	Identities   []string    `json:"identities"`
+	Gateways     []string    `json:"gateways"`
+	Endpoints    []string    `json:"endpoints"`
+	Boundaries   []int64     `json:"boundaries_ns,omitempty"`
+	BoundarySpan int64       `json:"boundary_span_ns,omitempty"`
+	Faults       []fileFault `json:"faults,omitempty"`
+	Rounds       int         `json:"rounds,omitempty"`
+}
+
+type fileFault struct {
+	At     int64  `json:"at_ns"`
+	For    int64  `json:"for_ns"`
+	Action string `json:"action"`
+}
+
+func toFileMeta(m Meta) fileMeta {
+	fm := fileMeta{
+		Scenario: m.Scenario, LimitCount: m.Limit.Count, LimitWindow: int64(m.Limit.Window),
+		Identities: m.Identities, Gateways: m.Gateways, Endpoints: m.Endpoints,
+		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds,
+	}
+	if !m.Start.IsZero() {
+		fm.StartNanos = m.Start.UnixNano()
+	}
+	for _, b := range m.Boundaries {
+		fm.Boundaries = append(fm.Boundaries, int64(b))
+	}
+	for _, f := range m.Faults {
+		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Action: f.Action})
+	}
+	return fm
+}
+
+func (fm fileMeta) meta() Meta {
+	m := Meta{
+		Scenario: fm.Scenario, Limit: rate.Limit{Count: fm.LimitCount, Window: time.Duration(fm.LimitWindow)},
+		Identities: fm.Identities, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
+		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds,
+	}
+	if fm.StartNanos != 0 {
+		m.Start = time.Unix(0, fm.StartNanos).UTC()
+	}
+	for _, b := range fm.Boundaries {
+		m.Boundaries = append(m.Boundaries, time.Duration(b))
+	}
+	for _, f := range fm.Faults {
+		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Action: f.Action})
+	}
+	return m
+}
+
+// crcWriter counts and checksums what passes through it.
+type crcWriter struct {
+	w   io.Writer
+	crc hash.Hash32
+	n   int64
+	err error
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.crc.Write(p[:n])
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}
+
+// WriteTo writes the history in the binary file format. It implements
+// io.WriterTo.
+func (h *History) WriteTo(w io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
+	meta, err := json.Marshal(toFileMeta(h.Meta))
+	if err != nil {
+		return 0, fmt.Errorf("encode history meta: %w", err)
+	}
+	var hdr []byte
+	hdr = append(hdr, fileMagic...)
+	hdr = binary.LittleEndian.AppendUint16(hdr, FileVersion)
+	hdr = binary.LittleEndian.AppendUint16(hdr, 0)
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(meta)))
+	hdr = append(hdr, meta...)
+	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(h.Len()))
+	cw.Write(hdr)
+	writeColumn(cw, h.intended)
+	writeColumn(cw, h.sent)
+	writeColumn(cw, h.received)
+	writeColumn(cw, h.decided)
+	writeColumn(cw, h.retryAfter)
+	writeColumn(cw, h.identity)
+	writeColumn(cw, h.round)
+	writeColumn(cw, h.gateway)
+	writeColumn(cw, h.endpoint)
+	writeColumn(cw, h.outcome)
+	writeColumn(cw, h.by)
+	for _, b := range h.big {
+		cw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(b))))
+		writeColumn(cw, b)
+	}
+	if cw.err == nil {
+		crc := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
+		n, err := bw.Write(crc)
+		cw.n += int64(n)
+		cw.err = err
+	}
+	if cw.err == nil {
+		cw.err = bw.Flush()
+	}
+	if cw.err != nil {
+		return cw.n, fmt.Errorf("write history: %w", cw.err)
+	}
+	return cw.n, nil
+}
+
+type fixed interface {
+	~int64 | ~int32 | ~uint32 | ~uint16 | ~uint8
+}
+
+// writeColumn writes s in chunks through a small buffer, so saving ten
+// million records does not need a second copy of them.
+func writeColumn[T fixed](w io.Writer, s []T) {
+	size := sizeOf[T]()
+	var buf [4096]byte
+	for len(s) > 0 {
+		k := min(len(s), len(buf)/size)
+		for i, v := range s[:k] {
+			putFixed(buf[i*size:], size, v)
+		}
+		w.Write(buf[:k*size])
+		s = s[k:]
+	}
+}
+
+func putFixed[T fixed](b []byte, size int, v T) {
+	switch size {
+	case 8:
+		binary.LittleEndian.PutUint64(b, uint64(v))
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	default:
+		b[0] = byte(v)
+	}
+}
+
+func sizeOf[T fixed]() int {
+	var z T
+	return int(unsafe.Sizeof(z))
+}
+
+// crcReader checksums what it reads.
+type crcReader struct {
+	r   io.Reader
+	crc hash.Hash32
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.crc.Write(p[:n])
+	return n, err
+}
+
+func formatErr(what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %s: truncated", ErrFormat, what)
+	}
+	if err != nil {
+		return fmt.Errorf("read history %s: %w", what, err)
+	}
+	return fmt.Errorf("%w: %s", ErrFormat, what)
+}
+
+// Read reads a history written by WriteTo. Input that is not a history
+// file, of another version, truncated or corrupt gives an error wrapping
+// ErrFormat, never a panic.
+func Read(r io.Reader) (*History, error) {
+	cr := &crcReader{r: bufio.NewReaderSize(r, 1<<16), crc: crc32.New(castagnoli)}
+	var hdr [8 + 2 + 2 + 4]byte
+	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
+		return nil, formatErr("header", err)
+	}
+	if string(hdr[:8]) != fileMagic {
+		return nil, fmt.Errorf("%w: bad magic %q", ErrFormat, hdr[:8])
+	}
+	if v := binary.LittleEndian.Uint16(hdr[8:]); v != FileVersion {
+		return nil, fmt.Errorf("%w: version %d, this rlctl reads version %d", ErrFormat, v, FileVersion)
+	}
+	if f := binary.LittleEndian.Uint16(hdr[10:]); f != 0 {
+		return nil, fmt.Errorf("%w: unknown flags %#x", ErrFormat, f)
+	}
+	metaLen := binary.LittleEndian.Uint32(hdr[12:])
+	if metaLen > maxMetaLen {
+		return nil, fmt.Errorf("%w: meta length %d too large", ErrFormat, metaLen)
+	}
+	metaBytes, err := readBytes(cr, int(metaLen))
+	if err != nil {
+		return nil, formatErr("meta", err)
+	}
+	var fm fileMeta
+	if err := json.Unmarshal(metaBytes, &fm); err != nil {
+		return nil, fmt.Errorf("%w: meta: %v", ErrFormat, err)
+	}
+	var cnt [8]byte
+	if _, err := io.ReadFull(cr, cnt[:]); err != nil {
+		return nil, formatErr("record count", err)
+	}
+	n64 := binary.LittleEndian.Uint64(cnt[:])
+	if n64 > 1<<40 {
+		return nil, fmt.Errorf("%w: record count %d too large", ErrFormat, n64)
+	}
+	n := int(n64)
+	h := &History{Meta: fm.meta()}
+	steps := []struct {
+		name string
+		read func() error
+	}{
+		{"intended", func() (err error) { h.intended, err = readColumn[time.Duration](cr, n); return }},
+		{"sent", func() (err error) { h.sent, err = readColumn[int32](cr, n); return }},
+		{"received", func() (err error) { h.received, err = readColumn[int32](cr, n); return }},
+		{"decided", func() (err error) { h.decided, err = readColumn[int32](cr, n); return }},
+		{"retry-after", func() (err error) { h.retryAfter, err = readColumn[int32](cr, n); return }},
+		{"identity", func() (err error) { h.identity, err = readColumn[uint32](cr, n); return }},
+		{"round", func() (err error) { h.round, err = readColumn[int32](cr, n); return }},
+		{"gateway", func() (err error) { h.gateway, err = readColumn[uint16](cr, n); return }},
+		{"endpoint", func() (err error) { h.endpoint, err = readColumn[uint8](cr, n); return }},
+		{"outcome", func() (err error) { h.outcome, err = readColumn[decision.Outcome](cr, n); return }},
+		{"by", func() (err error) { h.by, err = readColumn[decision.By](cr, n); return }},
+	}
+	for _, s := range steps {
+		if err := s.read(); err != nil {
+			return nil, formatErr(s.name+" column", err)
+		}
+	}
+	for col := range h.big {
+		var c [4]byte
+		if _, err := io.ReadFull(cr, c[:]); err != nil {
+			return nil, formatErr("large values", err)
+		}
+		k := int(binary.LittleEndian.Uint32(c[:]))
+		if k > payloadMax {
+			return nil, fmt.Errorf("%w: %d large values", ErrFormat, k)
+		}
+		if h.big[col], err = readColumn[time.Duration](cr, k); err != nil {
+			return nil, formatErr("large values", err)
+		}
+	}
+	want := cr.crc.Sum32()
+	var sum [4]byte
+	if _, err := io.ReadFull(cr.r, sum[:]); err != nil {
+		return nil, formatErr("checksum", err)
+	}
+	if got := binary.LittleEndian.Uint32(sum[:]); got != want {
+		return nil, fmt.Errorf("%w: checksum mismatch (file corrupt)", ErrFormat)
+	}
+	if err := h.validate(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// validate checks what the checksum cannot: that a well-formed file holds
+// values this package can decode.
+func (h *History) validate() error {
+	cols := [numPacked][]int32{h.sent, h.received, h.decided, h.retryAfter}
+	for c, col := range cols {
+		for i, p := range col {
+			if p&3 == tagSpecial {
+				if k := int(p >> 2); k < 0 || k > len(h.big[c]) {
+					return fmt.Errorf("%w: record %d refers to large value %d of %d", ErrFormat, i, k, len(h.big[c]))
+				}
+			}
+		}
+	}
+	for i, o := range h.outcome {
+		if o > decision.Dropped {
+			return fmt.Errorf("%w: record %d has unknown outcome %d", ErrFormat, i, o)
+		}
+	}
+	if h.Meta.Limit.Count < 0 || h.Meta.Limit.Window < 0 {
+		return fmt.Errorf("%w: negative limit %d/%d", ErrFormat, h.Meta.Limit.Count, h.Meta.Limit.Window)
+	}
+	return nil
+}
+
+func readBytes(r io.Reader, n int) ([]byte, error) {
+	var out []byte
+	for len(out) < n {
+		k := min(n-len(out), readChunk)
+		start := len(out)
+		out = append(out, make([]byte, k)...)
+		if _, err := io.ReadFull(r, out[start:]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readColumn reads n values, growing the slice only as data arrives.
+func readColumn[T fixed](r io.Reader, n int) ([]T, error) {
+	size := sizeOf[T]()
+	out := make([]T, 0, min(n, readChunk))
+	var buf [4096]byte
+	for len(out) < n {
+		k := min(n-len(out), len(buf)/size)
+		b := buf[:k*size]
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		for i := 0; i < k; i++ {
+			out = append(out, decodeFixed[T](b[i*size:], size))
+		}
+	}
+	return out, nil
+}
+
+func decodeFixed[T fixed](b []byte, size int) T {
+	switch size {
+	case 8:
+		return T(binary.LittleEndian.Uint64(b))
+	case 4:
+		return T(binary.LittleEndian.Uint32(b))
+	case 2:
+		return T(binary.LittleEndian.Uint16(b))
+	}
+	return T(b[0])
+}
+
+// WriteFile saves the history at path atomically: it writes a temporary
+// file in the same directory and renames it, so a reader never sees half a
+// file and an interrupted save leaves any previous file intact.
+func (h *History) WriteFile(path string) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save history %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := h.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("save history %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("save history %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("save history %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("save history %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("save history %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFile reads a history saved by WriteFile.
+func ReadFile(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	h, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("read history %s: %w", path, err)
+	}
+	return h, nil
+}

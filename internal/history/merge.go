@@ -1,0 +1,152 @@
+package history
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Merge combines histories of one scenario run on several machines into one
+// history, as if a single machine had recorded everything:
+//
+//   - the scenario name and published limit must agree, else an error;
+//   - identities, gateways and endpoints are matched by name (the union, in
+//     order of first appearance), so "user-1" on two machines is one
+//     identity with one limit;
+//   - offsets are re-based on the earliest Meta.Start, so a record keeps its
+//     wall-clock instant exactly (to the nanosecond);
+//   - boundaries and faults are re-based too and de-duplicated; Rounds is the
+//     largest, since round k on every machine is the same scheduled instant;
+//   - records are sorted by Intended (stable, so ties keep input order).
+//
+// The inputs are not modified.
+func Merge(hs ...*History) (*History, error) {
+	if len(hs) == 0 {
+		return nil, errors.New("merge histories: nothing to merge")
+	}
+	for i, h := range hs {
+		if h == nil {
+			return nil, fmt.Errorf("merge histories: history %d is nil", i)
+		}
+	}
+	first := hs[0].Meta
+	start := first.Start
+	total := 0
+	for i, h := range hs {
+		if h.Meta.Scenario != first.Scenario {
+			return nil, fmt.Errorf("merge histories: history %d is scenario %q, history 0 is %q", i, h.Meta.Scenario, first.Scenario)
+		}
+		if h.Meta.Limit != first.Limit {
+			return nil, fmt.Errorf("merge histories: history %d has limit %v, history 0 has %v", i, h.Meta.Limit, first.Limit)
+		}
+		if h.Meta.Start.Before(start) {
+			start = h.Meta.Start
+		}
+		total += h.Len()
+	}
+
+	out := New(Meta{Scenario: first.Scenario, Start: start, Limit: first.Limit}, total)
+	var ids, gws, eps names
+	type source struct {
+		h        *History
+		shift    time.Duration
+		identity []uint32
+		gateway  []uint16
+		endpoint []uint8
+	}
+	srcs := make([]source, len(hs))
+	for i, h := range hs {
+		s := source{h: h, shift: h.Meta.Start.Sub(start)}
+		var err error
+		if s.identity, err = mapNames[uint32](&ids, h.Meta.Identities, "identities"); err != nil {
+			return nil, err
+		}
+		if s.gateway, err = mapNames[uint16](&gws, h.Meta.Gateways, "gateways"); err != nil {
+			return nil, err
+		}
+		if s.endpoint, err = mapNames[uint8](&eps, h.Meta.Endpoints, "endpoints"); err != nil {
+			return nil, err
+		}
+		for _, b := range h.Meta.Boundaries {
+			out.Meta.Boundaries = append(out.Meta.Boundaries, b+s.shift)
+		}
+		for _, f := range h.Meta.Faults {
+			f.At += s.shift
+			out.Meta.Faults = append(out.Meta.Faults, f)
+		}
+		out.Meta.BoundarySpan = max(out.Meta.BoundarySpan, h.Meta.BoundarySpan)
+		out.Meta.Rounds = max(out.Meta.Rounds, h.Meta.Rounds)
+		srcs[i] = s
+	}
+	out.Meta.Identities, out.Meta.Gateways, out.Meta.Endpoints = ids.list, gws.list, eps.list
+	slices.Sort(out.Meta.Boundaries)
+	out.Meta.Boundaries = slices.Compact(out.Meta.Boundaries)
+	slices.SortStableFunc(out.Meta.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
+	out.Meta.Faults = slices.Compact(out.Meta.Faults)
+
+	// Order (source, index) pairs by re-based Intended.
+	type ref struct {
+		at  time.Duration
+		src int32
+		i   int32
+	}
+	order := make([]ref, 0, total)
+	for si, s := range srcs {
+		for i := 0; i < s.h.Len(); i++ {
+			order = append(order, ref{s.h.intended[i] + s.shift, int32(si), int32(i)})
+		}
+	}
+	slices.SortStableFunc(order, func(a, b ref) int { return cmp.Compare(a.at, b.at) })
+	for _, o := range order {
+		s := srcs[o.src]
+		r := s.h.At(int(o.i))
+		r.Intended += s.shift
+		for _, t := range []*time.Duration{&r.Sent, &r.Received, &r.Decided} {
+			if *t != NoTime {
+				*t += s.shift
+			}
+		}
+		r.Identity = remap(s.identity, r.Identity)
+		r.Gateway = remap(s.gateway, r.Gateway)
+		r.Endpoint = remap(s.endpoint, r.Endpoint)
+		out.Append(r)
+	}
+	return out, nil
+}
+
+// names is an ordered set of names.
+type names struct {
+	list  []string
+	index map[string]int
+}
+
+func mapNames[T uint32 | uint16 | uint8](n *names, in []string, what string) ([]T, error) {
+	if n.index == nil {
+		n.index = map[string]int{}
+	}
+	out := make([]T, len(in))
+	for i, name := range in {
+		k, ok := n.index[name]
+		if !ok {
+			k = len(n.list)
+			if uint64(k) > uint64(^T(0)) {
+				return nil, fmt.Errorf("merge histories: more %s than fit in a record", what)
+			}
+			n.index[name] = k
+			n.list = append(n.list, name)
+		}
+		out[i] = T(k)
+	}
+	return out, nil
+}
+
+// remap translates a per-source index; an index the source's Meta does not
+// name is kept as is (it was already unnamed there).
+func remap[T uint32 | uint16 | uint8](m []T, v T) T {
+	if int(v) < len(m) {
+		return m[v]
+	}
+	return v
+}

@@ -1,0 +1,165 @@
+package history
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// FuzzReadChecked fuzzes the body behind a valid checksum, so the fuzzer
+// reaches the decoding and validation that a checksum would otherwise guard.
+func FuzzReadChecked(f *testing.F) {
+	for _, n := range []int{0, 3} {
+		var buf bytes.Buffer
+		sampleHistory(rand.New(rand.NewPCG(uint64(n), 9)), n).WriteTo(&buf)
+		f.Add(buf.Bytes()[:buf.Len()-4])
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b := binary.LittleEndian.AppendUint32(bytes.Clone(body), crc32.Checksum(body, castagnoli))
+		h, err := Read(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for i := range h.Len() {
+			_ = h.At(i)
+		}
+	})
+}
+
+// splitHistory deals whole's records out to two machines that started at
+// different instants and name only the gateways they used.
+func splitHistory(whole *History, shiftB time.Duration) (a, b *History) {
+	ma, mb := whole.Meta, whole.Meta
+	mb.Start = whole.Meta.Start.Add(shiftB)
+	ma.Gateways = []string{"g0", "g1"}
+	mb.Gateways = []string{"g2", "g1"} // g1 at another index
+	mb.Boundaries = nil
+	for _, x := range whole.Meta.Boundaries {
+		mb.Boundaries = append(mb.Boundaries, x-shiftB)
+	}
+	mb.Faults = nil
+	for _, f := range whole.Meta.Faults {
+		f.At -= shiftB
+		mb.Faults = append(mb.Faults, f)
+	}
+	a, b = New(ma, 0), New(mb, 0)
+	for i := range whole.Len() {
+		r := whole.At(i)
+		switch r.Gateway {
+		case 0:
+			a.Append(r)
+		case 2:
+			r.Gateway = 0
+			b.Append(shift(r, -shiftB))
+		case 1:
+			if i%2 == 0 {
+				a.Append(r)
+			} else {
+				r.Gateway = 1
+				b.Append(shift(r, -shiftB))
+			}
+		}
+	}
+	return a, b
+}
+
+func shift(r Record, d time.Duration) Record {
+	r.Intended += d
+	for _, t := range []*time.Duration{&r.Sent, &r.Received, &r.Decided} {
+		if *t != NoTime {
+			*t += d
+		}
+	}
+	return r
+}
+
+func TestMergeHalvesEqualsWhole(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	whole := New(Meta{
+		Scenario: "m", Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Limit: rate.Limit{Count: 5, Window: time.Second},
+		Identities: []string{"u0", "u1", "u2"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
+		Boundaries: []time.Duration{time.Second}, BoundarySpan: time.Millisecond,
+		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover"}}, Rounds: 2,
+	}, 0)
+	var at time.Duration
+	for range 3000 {
+		at += time.Duration(rng.Int64N(int64(time.Millisecond))) + 1 // distinct, so the order is unique
+		r := Record{
+			Intended: at, Sent: at + time.Duration(rng.Int64N(1e5)), Decided: NoTime, RetryAfter: NoTime,
+			Identity: rng.Uint32N(3), Round: NoRound, Gateway: uint16(rng.IntN(3)),
+			Outcome: decision.Outcome(1 + rng.IntN(4)), By: decision.ByRedis,
+		}
+		r.Received = r.Sent + time.Duration(rng.Int64N(3e8))
+		whole.Append(r)
+	}
+	for _, shiftB := range []time.Duration{0, 7*time.Millisecond + 3, -time.Second} {
+		a, b := splitHistory(whole, shiftB)
+		for _, order := range [][]*History{{a, b}, {b, a}} {
+			got, err := Merge(order...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Meta.Start.Equal(whole.Meta.Start) && shiftB >= 0 {
+				t.Fatalf("merged Start = %v, want %v", got.Meta.Start, whole.Meta.Start)
+			}
+			// Re-express the merged records on whole's clock and names.
+			base := got.Meta.Start.Sub(whole.Meta.Start)
+			if got.Len() != whole.Len() {
+				t.Fatalf("merged %d records, want %d", got.Len(), whole.Len())
+			}
+			for i := range whole.Len() {
+				r := shift(got.At(i), base)
+				r.Gateway = uint16(indexOf(whole.Meta.Gateways, got.Meta.Gateways[r.Gateway]))
+				if w := whole.At(i); r != w {
+					t.Fatalf("shift %v: record %d = %+v, want %+v", shiftB, i, r, w)
+				}
+			}
+			if len(got.Meta.Faults) != 1 || got.Meta.Faults[0].At+base != time.Second {
+				t.Fatalf("merged faults = %+v, want the one fault at 1s on the whole's clock", got.Meta.Faults)
+			}
+			if len(got.Meta.Boundaries) != 1 || got.Meta.Boundaries[0]+base != time.Second {
+				t.Fatalf("merged boundaries = %v", got.Meta.Boundaries)
+			}
+		}
+	}
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestMergeRejectsMismatch(t *testing.T) {
+	t.Parallel()
+	l := rate.Limit{Count: 5, Window: time.Second}
+	tests := []struct {
+		name string
+		hs   []*History
+		want string
+	}{
+		{"none", nil, "nothing to merge"},
+		{"nil", []*History{New(Meta{}, 0), nil}, "nil"},
+		{"scenario", []*History{New(Meta{Scenario: "a", Limit: l}, 0), New(Meta{Scenario: "b", Limit: l}, 0)}, "scenario"},
+		{"limit", []*History{New(Meta{Scenario: "a", Limit: l}, 0), New(Meta{Scenario: "a", Limit: rate.Limit{Count: 6, Window: time.Second}}, 0)}, "limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Merge(tt.hs...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Merge error = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
