@@ -84,4 +84,7 @@ type LeaseConfig struct {
 	Size        int64   // slice granted per top-up; 0 = fixed default
 	RefillBelow float64 // top up when this fraction of the slice is left (default 0.2)
 	Adaptive    bool    // size slices by recent demand
+	// Timeout bounds one asynchronous top-up (default 1s). A request that
+	// has nothing left waits for its own grant under its own context.
+	Timeout time.Duration
 }

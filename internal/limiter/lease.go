@@ -1,0 +1,297 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/decision"
+)
+
+// Lease is the leasing design on one gateway. Redis holds a global budget
+// per identity and window (Limit.Count per Limit.Window); the gateway takes
+// it in slices with an atomic script and spends its slice in memory, so a
+// request that finds budget left never waits on the network. When a slice
+// falls below RefillBelow of its size a background top-up (at most one per
+// identity in flight, bounded by LeaseConfig.Timeout) asks for the next one.
+//
+// A request that finds nothing left asks Redis itself: a grant lets it
+// through (By=lease); a refused grant denies it (By=redis) and the gateway
+// remembers the window is spent, denying locally (By=lease) until the
+// window ends without asking again.
+//
+// A slice lives until the end of the window it was granted in (as the
+// grant reported it). Left-over budget from a top-up that straddles a
+// window boundary is kept, so one window can see up to Limit.Count plus one
+// slice per gateway: that is the bound the design promises, not Limit.Count.
+//
+// Slice size: Lease.Size, default max(1, Limit.Count/10). Adaptive sizes
+// each top-up by recent demand: the rate spent since the previous grant
+// times a tenth of the window, between 1 and Limit.Count.
+type Lease struct {
+	client      redis.UniversalClient
+	clock       Clock
+	redisClock  bool
+	prefix      string
+	limit       int64
+	wms         int64
+	size        int64
+	refillBelow float64
+	adaptive    bool
+	timeout     time.Duration
+	window      time.Duration
+
+	mu    [shards]sync.Mutex
+	state [shards]map[string]*slice
+
+	wg     sync.WaitGroup
+	closed atomic.Bool
+	dead   atomic.Bool
+
+	granted, spent, expired, stranded, topUpErrors atomic.Int64
+}
+
+type slice struct {
+	left      int64
+	size      int64     // the size last asked for; the refill threshold scales with it
+	expires   time.Time // end of the window the budget was granted in
+	spentOut  time.Time // the window's budget is gone until then
+	inflight  bool
+	lastGrant time.Time
+	spentSinc int64 // spent since lastGrant, for adaptive sizing
+}
+
+// LeaseStats counts budget, all in request units.
+type LeaseStats struct {
+	Granted  int64 // taken from Redis
+	Spent    int64 // admitted from slices
+	Expired  int64 // left in slices when their window ended
+	Held     int64 // in live slices now (a killed gateway's are stranded instead)
+	Stranded int64 // held by this gateway when it was killed
+	// TopUpErrors counts background top-ups that failed.
+	TopUpErrors int64
+}
+
+// Unspent is budget granted but never admitted: expired, held or stranded.
+func (s LeaseStats) Unspent() int64 { return s.Granted - s.Spent }
+
+func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
+	l := &Lease{
+		client:      client,
+		clock:       clock,
+		redisClock:  cfg.Clock == ClockRedis,
+		prefix:      prefixOf(cfg) + tags[Leasing] + ":{",
+		limit:       cfg.Limit.Count,
+		wms:         cfg.Limit.Window.Milliseconds(),
+		window:      cfg.Limit.Window,
+		size:        cfg.Lease.Size,
+		refillBelow: cfg.Lease.RefillBelow,
+		adaptive:    cfg.Lease.Adaptive,
+		timeout:     cfg.Lease.Timeout,
+	}
+	if l.size <= 0 {
+		l.size = DefaultLeaseSize(cfg.Limit.Count)
+	}
+	if l.refillBelow == 0 {
+		l.refillBelow = 0.2
+	}
+	if l.timeout <= 0 {
+		l.timeout = time.Second
+	}
+	for i := range l.state {
+		l.state[i] = make(map[string]*slice)
+	}
+	return l
+}
+
+// DefaultLeaseSize is the fixed slice size when none is set:
+// max(1, limit/10).
+func DefaultLeaseSize(limit int64) int64 { return max(1, limit/10) }
+
+// Allow implements Limiter.
+func (l *Lease) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
+	now := l.clock()
+	i := shardOf(id)
+	l.mu[i].Lock()
+	s := l.state[i][id]
+	if s == nil {
+		s = &slice{size: l.size}
+		l.state[i][id] = s
+	}
+	l.expire(s, now)
+	if s.left >= cost {
+		d := l.spend(s, id, cost, now)
+		l.mu[i].Unlock()
+		return d, nil
+	}
+	if now.Before(s.spentOut) {
+		wait := s.spentOut.Sub(now)
+		l.mu[i].Unlock()
+		return Decision{RetryAfter: wait, Reset: wait, By: decision.ByLease}, nil
+	}
+	want := l.want(s, now)
+	l.mu[i].Unlock()
+
+	// Nothing left to spend: this request asks Redis for a slice itself.
+	g, err := l.grant(ctx, id, want)
+	if err != nil {
+		return Decision{}, err
+	}
+	now = l.clock()
+	l.mu[i].Lock()
+	defer l.mu[i].Unlock()
+	l.take(s, g, want, now)
+	if s.left >= cost {
+		d := l.spend(s, id, cost, now)
+		d.ServerTime = g.server
+		return d, nil
+	}
+	return Decision{RetryAfter: g.windowLeft, Reset: g.windowLeft, By: decision.ByRedis, ServerTime: g.server}, nil
+}
+
+// expire drops a slice whose window has ended. Caller holds the lock.
+func (l *Lease) expire(s *slice, now time.Time) {
+	if s.left > 0 && !s.expires.IsZero() && !now.Before(s.expires) {
+		l.expired.Add(s.left)
+		s.left = 0
+	}
+}
+
+// spend admits cost from the slice and starts a top-up when it runs low.
+// Caller holds the lock.
+func (l *Lease) spend(s *slice, id string, cost int64, now time.Time) Decision {
+	s.left -= cost
+	s.spentSinc += cost
+	l.spent.Add(cost)
+	if float64(s.left) < l.refillBelow*float64(s.size) && !s.inflight && !now.Before(s.spentOut) && !l.closed.Load() && !l.dead.Load() {
+		s.inflight = true
+		want := l.want(s, now)
+		l.wg.Add(1)
+		go l.topUp(id, s, want)
+	}
+	return Decision{Allowed: true, Remaining: s.left, Reset: max(0, s.expires.Sub(now)), By: decision.ByLease}
+}
+
+// want is the size of the next slice. Caller holds the lock.
+func (l *Lease) want(s *slice, now time.Time) int64 {
+	if !l.adaptive || s.lastGrant.IsZero() {
+		return l.size
+	}
+	el := now.Sub(s.lastGrant)
+	if el <= 0 {
+		return min(l.limit, s.size*2)
+	}
+	perWindow := float64(s.spentSinc) / float64(el) * float64(l.window)
+	w := int64(math.Ceil(perWindow / 10))
+	return min(l.limit, max(1, w))
+}
+
+// take adds a grant to the slice. Caller holds the lock.
+func (l *Lease) take(s *slice, g grant, want int64, now time.Time) {
+	if l.dead.Load() {
+		// a grant that lands after the gateway died is stranded with it
+		l.stranded.Add(g.n)
+		l.granted.Add(g.n)
+		return
+	}
+	l.granted.Add(g.n)
+	s.left += g.n
+	s.size = want
+	s.expires = now.Add(g.windowLeft)
+	s.lastGrant, s.spentSinc = now, 0
+	if g.n < want {
+		s.spentOut = now.Add(g.windowLeft)
+	}
+}
+
+func (l *Lease) topUp(id string, s *slice, want int64) {
+	defer l.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	g, err := l.grant(ctx, id, want)
+	cancel()
+	i := shardOf(id)
+	l.mu[i].Lock()
+	defer l.mu[i].Unlock()
+	s.inflight = false
+	if err != nil {
+		l.topUpErrors.Add(1)
+		return
+	}
+	now := l.clock()
+	l.expire(s, now)
+	l.take(s, g, want, now)
+}
+
+type grant struct {
+	n          int64
+	windowLeft time.Duration
+	server     time.Time
+}
+
+func (l *Lease) grant(ctx context.Context, id string, want int64) (grant, error) {
+	var now any = ""
+	if !l.redisClock {
+		now = l.clock().UnixMicro()
+	}
+	keys := [1]string{l.prefix + id + "}"}
+	r, err := leaseScript.Run(ctx, l.client, keys[:], l.limit, l.wms, want, now).Int64Slice()
+	if err != nil {
+		return grant{}, fmt.Errorf("leasing grant for %q: %w", id, err)
+	}
+	if len(r) != 5 {
+		return grant{}, fmt.Errorf("leasing grant for %q: reply has %d values, want 5", id, len(r))
+	}
+	g := grant{n: r[0], windowLeft: time.Duration(r[2]) * time.Millisecond}
+	if r[4] >= 0 {
+		g.server = time.UnixMicro(r[4])
+	}
+	return g, nil
+}
+
+// Kill marks the gateway dead: every slice it holds is stranded (budget
+// granted in Redis that nobody will spend until its window ends) and no
+// more top-ups start.
+func (l *Lease) Kill() {
+	if l.dead.Swap(true) {
+		return
+	}
+	now := l.clock()
+	for i := range l.state {
+		l.mu[i].Lock()
+		for _, s := range l.state[i] {
+			l.expire(s, now)
+			l.stranded.Add(s.left)
+			s.left = 0
+		}
+		l.mu[i].Unlock()
+	}
+}
+
+// Stats returns the budget counters.
+func (l *Lease) Stats() LeaseStats {
+	st := LeaseStats{
+		Granted: l.granted.Load(), Spent: l.spent.Load(), Expired: l.expired.Load(),
+		Stranded: l.stranded.Load(), TopUpErrors: l.topUpErrors.Load(),
+	}
+	for i := range l.state {
+		l.mu[i].Lock()
+		for _, s := range l.state[i] {
+			st.Held += s.left
+		}
+		l.mu[i].Unlock()
+	}
+	return st
+}
+
+// Close stops new top-ups and waits for those in flight (each bounded by
+// the top-up timeout).
+func (l *Lease) Close() error {
+	l.closed.Store(true)
+	l.wg.Wait()
+	return nil
+}

@@ -1,0 +1,186 @@
+package limiter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/decision"
+)
+
+// scriptLimiter runs one of the Lua designs: one EVALSHA per decision, one
+// round trip, atomic on the server.
+type scriptLimiter struct {
+	algo       string
+	script     *redis.Script
+	client     redis.UniversalClient
+	clock      Clock
+	redisClock bool
+	prefix     string // "<prefix><tag>:{"
+	// fixed holds the ARGV that precede cost, boxed once at New so the hot
+	// path does not box them again.
+	fixed []any
+	// member makes sliding-log entries unique: a random nonce per limiter
+	// plus a counter.
+	nonce string
+	seq   atomic.Uint64
+}
+
+func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*scriptLimiter, error) {
+	s := &scriptLimiter{
+		algo:       cfg.Algorithm,
+		client:     client,
+		clock:      clock,
+		redisClock: cfg.Clock == ClockRedis,
+		prefix:     prefixOf(cfg) + tags[cfg.Algorithm] + ":{",
+	}
+	limit := cfg.Limit.Count
+	wms := cfg.Limit.Window.Milliseconds()
+	switch cfg.Algorithm {
+	case RedisFixedWindow:
+		s.script, s.fixed = fixedWindowScript, []any{limit, wms}
+	case RedisFixedWindowRefresh:
+		s.script, s.fixed = fixedWindowRefreshScript, []any{limit, wms}
+	case RedisClockWindow:
+		s.script, s.fixed = clockWindowScript, []any{limit, wms}
+	case RedisTokenBucket:
+		rate := float64(limit) / float64(wms)
+		s.script, s.fixed = tokenBucketScript, []any{capacityOf(cfg), strconv.FormatFloat(rate, 'g', -1, 64)}
+	case RedisSlidingWindow:
+		s.script, s.fixed = slidingWindowScript, []any{limit, wms}
+	case RedisSlidingLog:
+		s.script, s.fixed = slidingLogScript, []any{limit, wms}
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("sliding log nonce: %w", err)
+		}
+		s.nonce = hex.EncodeToString(b[:]) + "-"
+	case RedisGCRA:
+		s.script, s.fixed = gcraScript, []any{capacityOf(cfg), limit, wms}
+	default:
+		return nil, fmt.Errorf("%s is not a Lua design", cfg.Algorithm)
+	}
+	return s, nil
+}
+
+func (s *scriptLimiter) key(id string) string {
+	b := make([]byte, 0, len(s.prefix)+len(id)+1)
+	b = append(b, s.prefix...)
+	b = append(b, id...)
+	b = append(b, '}')
+	return string(b)
+}
+
+// Allow implements Limiter.
+func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
+	var argv [6]any
+	n := copy(argv[:], s.fixed)
+	argv[n] = cost
+	n++
+	switch s.algo {
+	case RedisFixedWindow, RedisFixedWindowRefresh:
+		// no clock: the window is the key's TTL
+	default:
+		if s.redisClock {
+			argv[n] = ""
+		} else {
+			argv[n] = s.clock().UnixMicro()
+		}
+		n++
+	}
+	if s.algo == RedisSlidingLog {
+		argv[n] = s.nonce + strconv.FormatUint(s.seq.Add(1), 36)
+		n++
+	}
+	keys := [1]string{s.key(id)}
+	r, err := s.script.Run(ctx, s.client, keys[:], argv[:n]...).Int64Slice()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
+	}
+	return scriptDecision(r)
+}
+
+// scriptDecision reads the reply every script returns:
+// {allowed, remaining, retry_ms, reset_ms, server_us (-1 = gateway clock)}.
+func scriptDecision(r []int64) (Decision, error) {
+	if len(r) != 5 {
+		return Decision{}, fmt.Errorf("script reply has %d values, want 5", len(r))
+	}
+	d := Decision{
+		Allowed:    r[0] > 0,
+		Remaining:  r[1],
+		RetryAfter: time.Duration(r[2]) * time.Millisecond,
+		Reset:      time.Duration(r[3]) * time.Millisecond,
+		By:         decision.ByRedis,
+	}
+	if d.Allowed {
+		d.RetryAfter = 0
+	}
+	if r[4] >= 0 {
+		d.ServerTime = time.UnixMicro(r[4])
+	}
+	return d, nil
+}
+
+// getIncr is the design that races on purpose: GET (with PTTL, pipelined,
+// so the answer can carry an honest reset), compare in the gateway, then
+// INCRBY and, on the first increment, PEXPIRE — separate round trips with a
+// gap between the read and the write where another gateway reads the same
+// count.
+type getIncr struct {
+	client redis.UniversalClient
+	prefix string
+	limit  int64
+	window time.Duration
+	pause  time.Duration
+}
+
+// Allow implements Limiter.
+func (g *getIncr) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
+	key := g.prefix + id + "}"
+	pipe := g.client.Pipeline()
+	get := pipe.Get(ctx, key)
+	pttl := pipe.PTTL(ctx, key)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Decision{}, fmt.Errorf("redis-get-incr read %q: %w", id, err)
+	}
+	n, err := get.Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Decision{}, fmt.Errorf("redis-get-incr parse %q: %w", id, err)
+	}
+	ttl := pttl.Val()
+	if ttl < 0 {
+		ttl = g.window
+	}
+	if n+cost > g.limit {
+		return Decision{Remaining: max(0, g.limit-n), RetryAfter: ttl, Reset: ttl, By: decision.ByRedis}, nil
+	}
+	if g.pause > 0 {
+		t := time.NewTimer(g.pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Decision{}, fmt.Errorf("redis-get-incr pause for %q: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
+	after, err := g.client.IncrBy(ctx, key, cost).Result()
+	if err != nil {
+		return Decision{}, fmt.Errorf("redis-get-incr increment %q: %w", id, err)
+	}
+	if after == cost {
+		// first increment of the window: a third round trip sets the expiry
+		if err := g.client.PExpire(ctx, key, g.window).Err(); err != nil {
+			return Decision{}, fmt.Errorf("redis-get-incr expire %q: %w", id, err)
+		}
+		ttl = g.window
+	}
+	return Decision{Allowed: true, Remaining: max(0, g.limit-after), Reset: ttl, By: decision.ByRedis}, nil
+}
