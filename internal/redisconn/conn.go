@@ -1,12 +1,24 @@
 package redisconn
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
-	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
 )
+
+// DefaultTimeout bounds dialing and every command when Options.Timeout is
+// zero.
+const DefaultTimeout = 5 * time.Second
 
 // Options are the connection settings from the command line.
 type Options struct {
@@ -15,7 +27,7 @@ type Options struct {
 	TLSCert       string
 	TLSKey        string
 	TLSSkipVerify bool
-	// Timeout bounds dialing and every command.
+	// Timeout bounds dialing and every command; zero means DefaultTimeout.
 	Timeout time.Duration
 	// Getenv reads the environment (REDISCLI_AUTH); nil means none.
 	Getenv func(string) string
@@ -24,40 +36,235 @@ type Options struct {
 // Config is a parsed, validated connection target. NewClient may be called
 // many times: each call returns a client with its own pool.
 type Config struct {
-	opts      Options
-	universal *redis.UniversalOptions
+	opts    Options
+	target  *Target
+	tls     *tls.Config
+	timeout time.Duration
+	// label replaces the URL in String for servers rlctl runs itself
+	// ("embedded"), whose random port means nothing to the user.
+	label string
 }
 
-// Parse validates opts.URL and the TLS settings.
+// Parse validates opts.URL and the TLS settings. When the URL carries no
+// password, REDISCLI_AUTH (read through opts.Getenv) supplies it, as
+// redis-cli does. Errors never contain the password.
 func Parse(opts Options) (*Config, error) {
-	o, err := redis.ParseURL(opts.URL)
+	t, err := ParseURL(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %s: %w", Redact(opts.URL), err)
+		return nil, exitcode.With(err, exitcode.Usage)
 	}
-	u := &redis.UniversalOptions{Addrs: []string{o.Addr}, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig}
-	if opts.Timeout > 0 {
-		u.DialTimeout, u.ReadTimeout, u.WriteTimeout = opts.Timeout, opts.Timeout, opts.Timeout
+	if !t.PasswordSet && opts.Getenv != nil {
+		if pw := opts.Getenv("REDISCLI_AUTH"); pw != "" {
+			t.Password, t.PasswordSet = pw, true
+		}
 	}
-	return &Config{opts: opts, universal: u}, nil
+	c := &Config{opts: opts, target: t, timeout: opts.Timeout}
+	if t.Timeout > 0 {
+		c.timeout = t.Timeout
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	tlsUsed := opts.TLSCA != "" || opts.TLSCert != "" || opts.TLSKey != "" || opts.TLSSkipVerify
+	if tlsUsed && !t.TLS {
+		return nil, exitcode.Errorf(exitcode.Usage, "redis URL %s: --tls-* flags need a rediss:// URL", c)
+	}
+	if t.TLS {
+		if c.tls, err = tlsConfig(opts); err != nil {
+			return nil, exitcode.With(fmt.Errorf("redis URL %s: %w", c, err), exitcode.Usage)
+		}
+	}
+	return c, nil
 }
 
-// NewClient returns a new client with its own connection pool.
+// tlsConfig builds the client TLS settings from the --tls-* flags.
+func tlsConfig(opts Options) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.TLSSkipVerify} //nolint:gosec // only on explicit request
+	if opts.TLSCA != "" {
+		pem, err := os.ReadFile(opts.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("read --tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate found", opts.TLSCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if opts.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("load client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// Mode reports whether the URL names one server, a Sentinel set or a
+// Cluster.
+func (c *Config) Mode() Mode { return c.target.Mode }
+
+// Target returns the parsed URL. Callers must not modify it.
+func (c *Config) Target() *Target { return c.target }
+
+// Timeout is the connect and command timeout in effect.
+func (c *Config) Timeout() time.Duration { return c.timeout }
+
+// String is the redacted URL (or "embedded" for the embedded server).
+func (c *Config) String() string {
+	if c.label != "" {
+		return c.label
+	}
+	return c.target.URL()
+}
+
+// NewClient returns a new client with its own connection pool: a
+// *redis.Client, a Sentinel failover client or a *redis.ClusterClient
+// depending on Mode.
 func (c *Config) NewClient() redis.UniversalClient {
-	u := *c.universal
-	return redis.NewUniversalClient(&u)
+	t := c.target
+	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	var tlsCfg *tls.Config
+	if c.tls != nil {
+		tlsCfg = c.tls.Clone()
+	}
+	switch t.Mode {
+	case ModeCluster:
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: t.Addrs, Username: t.Username, Password: t.Password,
+			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
+			ContextTimeoutEnabled: true, TLSConfig: tlsCfg,
+			DisableIdentity: true, MaintNotificationsConfig: maint,
+		})
+	case ModeSentinel:
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: t.MasterName, SentinelAddrs: t.Addrs,
+			SentinelUsername: t.SentinelUsername, SentinelPassword: t.SentinelPassword,
+			Username: t.Username, Password: t.Password, DB: t.DB,
+			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
+			ContextTimeoutEnabled: true, TLSConfig: tlsCfg,
+			DisableIdentity: true,
+		})
+	default:
+		return redis.NewClient(&redis.Options{
+			Network: t.Network, Addr: t.Addrs[0], Username: t.Username, Password: t.Password, DB: t.DB,
+			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
+			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
+			ContextTimeoutEnabled: true, TLSConfig: tlsCfg,
+			DisableIdentity: true, MaintNotificationsConfig: maint,
+		})
+	}
 }
 
-// String is the redacted URL.
-func (c *Config) String() string { return Redact(c.opts.URL) }
-
-// Redact hides the password of a URL (and anything that cannot be parsed).
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
+// Connect returns a new client that has answered PING within the timeout,
+// or an error carrying exitcode.Unreachable (see Check).
+func (c *Config) Connect(ctx context.Context) (redis.UniversalClient, error) {
+	client := c.NewClient()
+	if err := c.Check(ctx, client); err != nil {
+		client.Close()
+		return nil, err
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return client, nil
 }
+
+// Check sends PING through client, bounded by the configured timeout. A
+// failure comes back as one line naming the redacted URL and what failed
+// (connection refused, timeout, authentication), carrying
+// exitcode.Unreachable. For a Cluster every primary must answer.
+func (c *Config) Check(ctx context.Context, client redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var err error
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := m.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("%s: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
+	} else {
+		err = client.Ping(ctx).Err()
+	}
+	if err == nil {
+		return nil
+	}
+	return c.ConnError(ctx, "ping", err)
+}
+
+// ConnError describes a failed Redis call as one line, "redis URL: what
+// failed: cause", with every password removed, and attaches
+// exitcode.Unreachable. Interruption (a cancelled parent context) is kept
+// as such so the caller can report it.
+func (c *Config) ConnError(ctx context.Context, what string, err error) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return fmt.Errorf("redis %s: %s: %w", c, what, err)
+	}
+	return exitcode.With(fmt.Errorf("redis %s: %s: %s: %w", c, what, Classify(err), c.RedactError(err)), exitcode.Unreachable)
+}
+
+// Classify names the kind of a connection failure in a few words.
+func Classify(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"),
+		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"),
+		strings.Contains(msg, "AUTH <password> called without any password"):
+		return "authentication failed"
+	case strings.Contains(msg, "NOPERM"):
+		return "permission denied"
+	case strings.Contains(msg, "connection refused"):
+		return "connection refused"
+	case strings.Contains(msg, "no such file or directory"):
+		return "no such socket"
+	case errors.Is(err, context.DeadlineExceeded), strings.Contains(msg, "i/o timeout"), strings.Contains(msg, "timeout"):
+		return "timed out"
+	case strings.Contains(msg, "certificate"), strings.Contains(msg, "tls:"):
+		return "TLS handshake failed"
+	case strings.Contains(msg, "all sentinels are unreachable"), strings.Contains(msg, "sentinel"):
+		return "sentinel lookup failed"
+	case strings.Contains(msg, "no such host"):
+		return "unknown host"
+	default:
+		return "failed"
+	}
+}
+
+// RedactError returns err with every secret this Config knows (URL
+// password, REDISCLI_AUTH, sentinel password) replaced by "xxxxx" in its
+// message, still unwrapping to err. go-redis does not put passwords in its
+// errors today; this keeps it that way if a dependency ever does.
+func (c *Config) RedactError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := c.RedactText(msg)
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}
+
+// RedactText removes this Config's secrets and any URL password from s.
+func (c *Config) RedactText(s string) string {
+	for _, secret := range []string{c.target.Password, c.target.SentinelPassword} {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, redactedPassword)
+		}
+	}
+	return s
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -1,0 +1,62 @@
+package redisconn
+
+import (
+	"context"
+	"strings"
+)
+
+// Special values of a redis spec (the --redis flag, a scenario's redis:).
+const (
+	// SpecEmbedded runs the in-process Redis (see Embedded).
+	SpecEmbedded = "embedded"
+	// SpecSpawn starts one real redis-server from PATH (see Spawn).
+	SpecSpawn = "spawn"
+)
+
+// Open resolves a redis spec: "embedded" starts the in-process server,
+// "spawn" a real redis-server on a free port, anything else is parsed as a
+// URL (opts.URL is ignored; the TLS settings, timeout and Getenv apply).
+// The returned stop function stops what Open started (a no-op for a URL)
+// and is never nil when err is nil.
+func Open(ctx context.Context, spec string, opts Options) (*Config, func() error, error) {
+	noop := func() error { return nil }
+	switch strings.TrimSpace(spec) {
+	case SpecEmbedded:
+		e, err := StartEmbedded(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.URL = e.URL()
+		c, err := Parse(opts)
+		if err != nil {
+			e.Close()
+			return nil, nil, err
+		}
+		c.label = SpecEmbedded
+		return c, e.Close, nil
+	case SpecSpawn:
+		d, err := Spawn(ctx, SpawnOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.URL = d.URL()
+		c, err := Parse(opts)
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
+		c.label = "spawn (" + d.Servers[0].Addr + ")"
+		return c, d.Close, nil
+	default:
+		opts.URL = spec
+		c, err := Parse(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, noop, nil
+	}
+}
+
+// IsEmbedded reports whether c points at the embedded server started by
+// Open.
+func (c *Config) IsEmbedded() bool { return c.label == SpecEmbedded }

@@ -1,0 +1,736 @@
+package redisconn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SpawnOptions say which deployment of real redis-server processes Spawn
+// starts. The zero value is one standalone server.
+type SpawnOptions struct {
+	// Replicas is the number of replicas of the primary (not with Cluster).
+	Replicas int
+	// Sentinels, when > 0, adds that many Sentinels monitoring the primary;
+	// the deployment's URL is then a redis+sentinel:// URL.
+	Sentinels int
+	// MasterName is the Sentinel master name; default "mymaster".
+	MasterName string
+	// Monitor, with Sentinels, is the host:port of an existing primary for
+	// the Sentinels to watch; no data node is started then.
+	Monitor string
+	// Cluster starts a Cluster of Masters primaries (default 3) with the
+	// 16384 slots split evenly, instead of a primary with replicas.
+	Cluster bool
+	Masters int
+	// Username and Password protect every data node: with only Password the
+	// default user needs it (requirepass); with Username an ACL user of
+	// that name gets all permissions and the default user is disabled.
+	// Replicas and Sentinels are configured to authenticate.
+	Username string
+	Password string
+	// TLS, when set, makes the data nodes serve TLS only (no plain port).
+	// Not with Cluster or Sentinels.
+	TLS *SpawnTLS
+	// Args are extra redis-server config directives for every data node,
+	// e.g. {"--maxmemory", "10mb"}.
+	Args []string
+	// Dir is the parent of the deployment's directory; default os.TempDir().
+	Dir string
+	// Binary is the redis-server to run; default "redis-server" from PATH.
+	Binary string
+	// StartTimeout bounds the whole start-up; default 15s.
+	StartTimeout time.Duration
+}
+
+// SpawnTLS are the files a TLS-only server uses.
+type SpawnTLS struct {
+	CertFile string // server certificate (PEM)
+	KeyFile  string // its private key
+	CAFile   string // the CA that signed it (and client certificates)
+	// AuthClients makes the server require a client certificate signed by
+	// CAFile; clients then use CertFile/KeyFile as theirs.
+	AuthClients bool
+}
+
+// Role says what a spawned process is.
+type Role string
+
+// The roles of spawned processes.
+const (
+	RolePrimary  Role = "primary"
+	RoleReplica  Role = "replica"
+	RoleSentinel Role = "sentinel"
+	RoleMaster   Role = "cluster-master"
+)
+
+// Process is one spawned redis-server (or Sentinel) process.
+type Process struct {
+	Role Role
+	Addr string // 127.0.0.1:port
+	Port int
+	// BusPort is the Cluster bus port (Cluster only).
+	BusPort int
+	Dir     string // its own directory: config, pid file, log
+	Pid     int
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// LogFile is the path of the process's log.
+func (p *Process) LogFile() string { return filepath.Join(p.Dir, "redis.log") }
+
+// Alive reports whether the process is still running.
+func (p *Process) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the process group with SIGKILL and waits for the process.
+func (p *Process) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	// The process leads its own group (Setpgid), so -pid reaches it and
+	// anything it forked.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// Deployment is a set of running redis-server processes started by Spawn.
+// Close stops them all; so does cancelling the context given to Spawn, and
+// so does rlctl's own death (each child gets SIGKILL when its parent dies).
+type Deployment struct {
+	// Dir holds one directory per process; removed by Close.
+	Dir string
+	// Servers are the data nodes: the primary first, then its replicas; or
+	// the Cluster masters.
+	Servers []*Process
+	// Sentinels are the Sentinel processes, if any.
+	Sentinels []*Process
+	// MasterName is the Sentinel master name (with Sentinels).
+	MasterName string
+
+	opts    SpawnOptions
+	tls     *tls.Config
+	mu      sync.Mutex
+	primary int
+	closed  bool
+	stop    context.CancelFunc
+}
+
+// Spawn starts the deployment opts describes on free loopback ports and
+// waits until it is ready (replicas in sync, Cluster slots covered,
+// Sentinels watching). On any error everything started is stopped.
+func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
+	if opts.Cluster && (opts.Replicas > 0 || opts.Sentinels > 0) {
+		return nil, errors.New("spawn: a Cluster is started without replicas or Sentinels")
+	}
+	if opts.TLS != nil && (opts.Cluster || opts.Sentinels > 0) {
+		return nil, errors.New("spawn: TLS is supported for standalone servers and replicas only")
+	}
+	if opts.Replicas < 0 || opts.Sentinels < 0 || opts.Masters < 0 {
+		return nil, errors.New("spawn: negative count")
+	}
+	if opts.Cluster && opts.Masters == 0 {
+		opts.Masters = 3
+	}
+	if opts.MasterName == "" {
+		opts.MasterName = "mymaster"
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 15 * time.Second
+	}
+	if opts.Binary == "" {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			return nil, fmt.Errorf("spawn: redis-server not found on PATH (install it, e.g. apt-get install redis-server, or use redis: embedded): %w", err)
+		}
+		opts.Binary = bin
+	}
+	dir, err := os.MkdirTemp(opts.Dir, "rlctl-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("spawn: make directory: %w", err)
+	}
+	d := &Deployment{Dir: dir, opts: opts}
+	if opts.Sentinels > 0 {
+		d.MasterName = opts.MasterName
+	}
+	if opts.TLS != nil {
+		to := Options{TLSCA: opts.TLS.CAFile}
+		if opts.TLS.AuthClients {
+			to.TLSCert, to.TLSKey = opts.TLS.CertFile, opts.TLS.KeyFile
+		}
+		if d.tls, err = tlsConfig(to); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("spawn: %w", err)
+		}
+	}
+
+	// Everything started dies with ctx, also after Spawn returned.
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	d.stop = stop
+	go func() {
+		select {
+		case <-ctx.Done():
+			d.Close()
+		case <-life.Done():
+		}
+	}()
+
+	startCtx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := d.start(startCtx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("spawn redis-server: %w", err)
+	}
+	return d, nil
+}
+
+func (d *Deployment) start(ctx context.Context) error {
+	o := d.opts
+	if o.Cluster {
+		for i := 0; i < o.Masters; i++ {
+			if _, err := d.startServer(ctx, RoleMaster, fmt.Sprintf("master%d", i), nil); err != nil {
+				return err
+			}
+		}
+		return d.formCluster(ctx)
+	}
+	if o.Monitor != "" {
+		host, port, err := net.SplitHostPort(o.Monitor)
+		if err != nil {
+			return fmt.Errorf("monitor %q: %w", o.Monitor, err)
+		}
+		for i := 0; i < o.Sentinels; i++ {
+			if err := d.startSentinel(ctx, i, host, port); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	primary, err := d.startServer(ctx, RolePrimary, "primary", nil)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < o.Replicas; i++ {
+		if _, err := d.startServer(ctx, RoleReplica, fmt.Sprintf("replica%d", i), primary); err != nil {
+			return err
+		}
+	}
+	for i := 1; i < len(d.Servers); i++ {
+		if err := d.waitInSync(ctx, d.Servers[i]); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < o.Sentinels; i++ {
+		if err := d.startSentinel(ctx, i, "127.0.0.1", strconv.Itoa(primary.Port)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverArgs are the directives for a data node on port in dir.
+func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
+	o := d.opts
+	args := []string{
+		"--bind", "127.0.0.1", "--dir", p.Dir, "--save", "", "--appendonly", "no",
+		"--pidfile", filepath.Join(p.Dir, "redis.pid"), "--logfile", p.LogFile(),
+		"--daemonize", "no",
+	}
+	if o.TLS != nil {
+		auth := "no"
+		if o.TLS.AuthClients {
+			auth = "yes"
+		}
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(p.Port),
+			"--tls-cert-file", o.TLS.CertFile, "--tls-key-file", o.TLS.KeyFile,
+			"--tls-ca-cert-file", o.TLS.CAFile, "--tls-auth-clients", auth, "--tls-replication", "yes")
+	} else {
+		args = append(args, "--port", strconv.Itoa(p.Port))
+	}
+	if o.Password != "" {
+		if o.Username != "" && o.Username != "default" {
+			args = append(args, "--user", o.Username, "on", ">"+o.Password, "~*", "&*", "+@all",
+				"--user", "default", "off")
+			args = append(args, "--masteruser", o.Username)
+		} else {
+			args = append(args, "--requirepass", o.Password)
+		}
+		args = append(args, "--masterauth", o.Password)
+	}
+	if p.Role == RoleMaster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(p.Dir, "nodes.conf"),
+			"--cluster-port", strconv.Itoa(p.BusPort), "--cluster-node-timeout", "2000")
+	}
+	if replicaOf != nil {
+		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(replicaOf.Port))
+	}
+	return append(args, o.Args...)
+}
+
+// startServer starts one data node, retrying on another port when the
+// free port it picked was taken in the meantime.
+func (d *Deployment) startServer(ctx context.Context, role Role, name string, replicaOf *Process) (*Process, error) {
+	pdir := filepath.Join(d.Dir, name)
+	if err := os.MkdirAll(pdir, 0o700); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var lastErr error
+	for try := 0; try < 5; try++ {
+		p := &Process{Role: role, Dir: pdir}
+		var err error
+		if p.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+		if role == RoleMaster {
+			if p.BusPort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port))
+		os.Remove(p.LogFile())
+		if err := d.run(p, d.opts.Binary, d.serverArgs(p, replicaOf)...); err != nil {
+			return nil, err
+		}
+		if lastErr = d.waitReady(ctx, p, false); lastErr == nil {
+			return p, nil
+		}
+		p.kill()
+		d.remove(p)
+		if !strings.Contains(readTail(p.LogFile()), "Address already in use") || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", name, lastErr)
+}
+
+// run starts the process in its own process group, with SIGKILL as its
+// parent-death signal so it cannot outlive rlctl, and records it.
+func (d *Deployment) run(p *Process, bin string, args ...string) error {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = p.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	p.cmd, p.Pid, p.exited = cmd, cmd.Process.Pid, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		p.kill()
+		return errors.New("deployment closed")
+	}
+	if p.Role == RoleSentinel {
+		d.Sentinels = append(d.Sentinels, p)
+	} else {
+		d.Servers = append(d.Servers, p)
+	}
+	return nil
+}
+
+func (d *Deployment) remove(p *Process) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, list := range []*[]*Process{&d.Servers, &d.Sentinels} {
+		for i, q := range *list {
+			if q == p {
+				*list = append((*list)[:i], (*list)[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// client returns a plain client for one process, with the deployment's
+// credentials and TLS settings (Sentinels take no TLS and no password).
+func (d *Deployment) client(p *Process) *redis.Client {
+	o := &redis.Options{Addr: p.Addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
+		WriteTimeout: 2 * time.Second, MaxRetries: -1, DisableIdentity: true, Protocol: 2}
+	if p.Role != RoleSentinel {
+		o.Username, o.Password = d.opts.Username, d.opts.Password
+		if d.tls != nil {
+			o.TLSConfig = d.tls.Clone()
+		}
+	}
+	return redis.NewClient(o)
+}
+
+// waitReady polls PING until the process answers, exits, or ctx ends.
+func (d *Deployment) waitReady(ctx context.Context, p *Process, sentinel bool) error {
+	c := d.client(p)
+	defer c.Close()
+	var err error
+	for {
+		if !p.Alive() {
+			return fmt.Errorf("%s exited: %s", p.Addr, lastLine(readTail(p.LogFile())))
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		if sentinel {
+			err = c.Do(pctx, "SENTINEL", "get-master-addr-by-name", d.opts.MasterName).Err()
+		} else {
+			err = c.Ping(pctx).Err()
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %v (log: %s)", p.Addr, err, lastLine(readTail(p.LogFile())))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitInSync waits until a replica's link to its primary is up.
+func (d *Deployment) waitInSync(ctx context.Context, p *Process) error {
+	c := d.client(p)
+	defer c.Close()
+	for {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replica %s never synced with its primary: %v", p.Addr, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// formCluster gives each master an even share of the slots, introduces
+// them to each other and waits until every node sees a healthy Cluster.
+func (d *Deployment) formCluster(ctx context.Context) error {
+	n := len(d.Servers)
+	clients := make([]*redis.Client, n)
+	for i, p := range d.Servers {
+		clients[i] = d.client(p)
+		defer clients[i].Close()
+	}
+	for i, c := range clients {
+		lo, hi := i*16384/n, (i+1)*16384/n-1
+		if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return fmt.Errorf("cluster addslotsrange on %s: %w", d.Servers[i].Addr, err)
+		}
+		// Distinct epochs avoid a round of collision handling.
+		if err := c.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return fmt.Errorf("cluster set-config-epoch on %s: %w", d.Servers[i].Addr, err)
+		}
+	}
+	for i := 1; i < n; i++ {
+		p := d.Servers[i]
+		if err := clients[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", p.Port, p.BusPort).Err(); err != nil {
+			return fmt.Errorf("cluster meet %s: %w", p.Addr, err)
+		}
+	}
+	want := "cluster_known_nodes:" + strconv.Itoa(n)
+	for i, c := range clients {
+		for {
+			info, err := c.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("cluster never became healthy on %s: %v", d.Servers[i].Addr, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func (d *Deployment) startSentinel(ctx context.Context, i int, mhost, mport string) error {
+	pdir := filepath.Join(d.Dir, fmt.Sprintf("sentinel%d", i))
+	if err := os.MkdirAll(pdir, 0o700); err != nil {
+		return err
+	}
+	quorum := d.opts.Sentinels/2 + 1
+	var lastErr error
+	for try := 0; try < 5; try++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		p := &Process{Role: RoleSentinel, Dir: pdir, Port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		m := d.opts.MasterName
+		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\npidfile %s\n"+
+			"sentinel monitor %s %s %s %d\n"+
+			"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n",
+			port, pdir, p.LogFile(), filepath.Join(pdir, "redis.pid"), m, mhost, mport, quorum, m, m)
+		if d.opts.Password != "" {
+			if d.opts.Username != "" && d.opts.Username != "default" {
+				conf += fmt.Sprintf("sentinel auth-user %s %s\n", m, d.opts.Username)
+			}
+			conf += fmt.Sprintf("sentinel auth-pass %s %s\n", m, d.opts.Password)
+		}
+		cfgPath := filepath.Join(pdir, "sentinel.conf")
+		// 0600: the file may hold the password.
+		if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+			return err
+		}
+		os.Remove(p.LogFile())
+		if err := d.run(p, d.opts.Binary, cfgPath, "--sentinel"); err != nil {
+			return err
+		}
+		if lastErr = d.waitReady(ctx, p, true); lastErr == nil {
+			return nil
+		}
+		p.kill()
+		d.remove(p)
+		if !strings.Contains(readTail(p.LogFile()), "Address already in use") || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("sentinel%d: %w", i, lastErr)
+}
+
+// Mode is the deployment's mode, as its URL names it.
+func (d *Deployment) Mode() Mode {
+	switch {
+	case d.opts.Cluster:
+		return ModeCluster
+	case d.opts.Sentinels > 0:
+		return ModeSentinel
+	default:
+		return ModeStandalone
+	}
+}
+
+// userInfo is the user info part of URLs, with the real password: these
+// URLs connect, they are not for display (pass them through Redact).
+func (d *Deployment) userInfo() string {
+	if d.opts.Password == "" {
+		return ""
+	}
+	return url.PathEscape(d.opts.Username) + ":" + url.PathEscape(d.opts.Password) + "@"
+}
+
+// URL connects to the whole deployment: the primary (redis:// or
+// rediss://), the Sentinel set (redis+sentinel://) or the Cluster
+// (redis+cluster://). It contains the password, if any: redact before
+// showing it.
+func (d *Deployment) URL() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch d.Mode() {
+	case ModeCluster:
+		return "redis+cluster://" + d.userInfo() + joinAddrs(d.Servers)
+	case ModeSentinel:
+		return "redis+sentinel://" + d.userInfo() + joinAddrs(d.Sentinels) + "/" + url.PathEscape(d.MasterName)
+	default:
+		return d.serverURL(d.Servers[d.primary])
+	}
+}
+
+// ServerURL connects to data node i alone (redis:// or rediss://).
+func (d *Deployment) ServerURL(i int) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.serverURL(d.Servers[i])
+}
+
+func (d *Deployment) serverURL(p *Process) string {
+	scheme := "redis://"
+	if d.opts.TLS != nil {
+		scheme = "rediss://"
+	}
+	return scheme + d.userInfo() + p.Addr
+}
+
+func joinAddrs(ps []*Process) string {
+	addrs := make([]string, len(ps))
+	for i, p := range ps {
+		addrs[i] = p.Addr
+	}
+	return strings.Join(addrs, ",")
+}
+
+// Primary is the index in Servers of the current primary (0 until Promote).
+func (d *Deployment) Primary() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.primary
+}
+
+// Promote makes replica i the primary (REPLICAOF NO ONE) and points the
+// other live replicas at it, as a manual failover does. The old primary is
+// left as it is: kill it first (Kill) to simulate a crash, or leave it up
+// to see a split brain. Not for Sentinel deployments (use Failover).
+func (d *Deployment) Promote(ctx context.Context, i int) error {
+	d.mu.Lock()
+	if i < 0 || i >= len(d.Servers) || d.opts.Cluster || i == d.primary {
+		d.mu.Unlock()
+		return fmt.Errorf("promote: server %d is not a replica", i)
+	}
+	old, servers := d.primary, append([]*Process(nil), d.Servers...)
+	d.mu.Unlock()
+	np := servers[i]
+	c := d.client(np)
+	err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
+	c.Close()
+	if err != nil {
+		return fmt.Errorf("promote %s: %w", np.Addr, err)
+	}
+	for j, p := range servers {
+		if j == i || j == old || !p.Alive() {
+			continue
+		}
+		c := d.client(p)
+		err := c.Do(ctx, "REPLICAOF", "127.0.0.1", np.Port).Err()
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("point %s at new primary %s: %w", p.Addr, np.Addr, err)
+		}
+	}
+	d.mu.Lock()
+	d.primary = i
+	d.mu.Unlock()
+	return nil
+}
+
+// Failover asks the first Sentinel for a failover and waits until it
+// reports a new primary address, which it returns.
+func (d *Deployment) Failover(ctx context.Context) (string, error) {
+	if len(d.Sentinels) == 0 {
+		return "", errors.New("failover: no Sentinels")
+	}
+	c := d.client(d.Sentinels[0])
+	defer c.Close()
+	before, err := c.Do(ctx, "SENTINEL", "get-master-addr-by-name", d.MasterName).StringSlice()
+	if err != nil {
+		return "", fmt.Errorf("failover: ask sentinel: %w", err)
+	}
+	if err := c.Do(ctx, "SENTINEL", "FAILOVER", d.MasterName).Err(); err != nil {
+		return "", fmt.Errorf("failover: %w", err)
+	}
+	for {
+		now, err := c.Do(ctx, "SENTINEL", "get-master-addr-by-name", d.MasterName).StringSlice()
+		if err == nil && len(now) == 2 && (now[0] != before[0] || now[1] != before[1]) {
+			addr := net.JoinHostPort(now[0], now[1])
+			d.mu.Lock()
+			for i, p := range d.Servers {
+				if p.Addr == addr {
+					d.primary = i
+				}
+			}
+			d.mu.Unlock()
+			return addr, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("failover: no new primary: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Kill stops data node i at once with SIGKILL, as a crash would.
+func (d *Deployment) Kill(i int) error {
+	d.mu.Lock()
+	if i < 0 || i >= len(d.Servers) {
+		d.mu.Unlock()
+		return fmt.Errorf("kill: no server %d", i)
+	}
+	p := d.Servers[i]
+	d.mu.Unlock()
+	p.kill()
+	return nil
+}
+
+// Pids lists the process ids of every process started, running or not.
+func (d *Deployment) Pids() []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var pids []int
+	for _, p := range append(append([]*Process(nil), d.Servers...), d.Sentinels...) {
+		pids = append(pids, p.Pid)
+	}
+	return pids
+}
+
+// Close stops every process, waits for them and removes Dir. It is safe to
+// call more than once and from several goroutines.
+func (d *Deployment) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	procs := append(append([]*Process(nil), d.Sentinels...), d.Servers...)
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.kill()
+		}()
+	}
+	wg.Wait()
+	if d.stop != nil {
+		d.stop()
+	}
+	if err := os.RemoveAll(d.Dir); err != nil {
+		return fmt.Errorf("remove %s: %w", d.Dir, err)
+	}
+	return nil
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func readTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return "(empty log)"
+}
