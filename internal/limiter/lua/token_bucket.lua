@@ -31,7 +31,7 @@ else
   retry = math.ceil((cost - tokens) / rate)
 end
 local reset = math.ceil((cap - tokens) / rate)
-redis.call('HSET', key, 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.17g', now))
 if reset < 1 then reset = 1 end
 redis.call('PEXPIRE', key, reset)
 return {allowed, math.floor(tokens), retry, reset, server}
