@@ -1,0 +1,440 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// job is one request handed to a worker: a fixed-size value, so handing it
+// over allocates nothing.
+type job struct {
+	intended time.Duration
+	identity uint32
+	round    int32
+	gateway  uint16
+	endpoint uint8
+	// wg, when set, is told when the request is done (or dropped): the
+	// boundary and race patterns wait for their batches.
+	wg *sync.WaitGroup
+}
+
+// engine is one run's state. The producer (the pattern) is one goroutine;
+// workers run requests; one consumer appends to the history, so nothing on
+// the hot path takes a shared lock.
+type engine struct {
+	t         Target
+	p         Plan
+	bal       Balancer
+	names     []string
+	endpoints int
+	shares    []float64 // cumulative endpoint shares, nil = even
+
+	start   time.Time // monotonic origin of every offset
+	ctx     context.Context
+	reqCtx  context.Context
+	timer   *time.Timer
+	budget  int64 // requests the producer may still schedule
+	results chan history.Record
+	jobs    chan job
+	free    atomic.Int64 // idle workers
+	workers sync.WaitGroup
+	side    sync.WaitGroup // pattern goroutines outside the pool (race, probes)
+
+	sent, allowed, denied, errors, dropped atomic.Uint64
+
+	// Filled by the patterns, read after the producer is done.
+	boundaries []time.Duration
+	span       time.Duration
+	rounds     int
+}
+
+// Run sends the plan's traffic to t and returns every request as a history.
+// It stops by itself at Plan.Duration or Plan.MaxRequests, whichever comes
+// first. When ctx is cancelled it stops pacing, lets in-flight requests
+// finish for RunOptions.Grace, and returns the partial history with an
+// error wrapping ctx.Err(), so the caller can mark its report incomplete.
+func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History, error) {
+	gateways, endpoints := t.Gateways(), t.Endpoints()
+	p, err := p.normalize(o.Meta, len(gateways), len(endpoints))
+	if err != nil {
+		return nil, err
+	}
+	bal := o.Balancer
+	if bal == nil {
+		if bal, err = newBalancer(p.Spread, len(gateways), p.Seed); err != nil {
+			return nil, fmt.Errorf("traffic: %w", err)
+		}
+	}
+	grace := o.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	e := &engine{
+		t: t, p: p, bal: bal, endpoints: len(endpoints),
+		ctx: ctx, budget: p.MaxRequests,
+		results: make(chan history.Record, 4096),
+		timer:   time.NewTimer(time.Hour),
+	}
+	e.timer.Stop()
+	if p.EndpointShares != nil {
+		e.shares = cumulative(p.EndpointShares)
+	}
+	if p.Pattern == PatternRace {
+		e.names = raceNames(p.Rounds, p.Identities)
+	} else {
+		e.names = p.identityNames()
+	}
+
+	meta := o.Meta
+	meta.Limit = p.Limit
+	meta.Identities = append([]string(nil), e.names...)
+	meta.Gateways = append([]string(nil), gateways...)
+	meta.Endpoints = append([]string(nil), endpoints...)
+	h := history.New(meta, e.capacity())
+
+	// In-flight requests must outlive a cancelled ctx for the grace period,
+	// so they get their own context, cancelled only after the grace.
+	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReq()
+	e.reqCtx = reqCtx
+
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for r := range e.results {
+			h.Append(r)
+			switch r.Outcome {
+			case decision.Allowed:
+				e.allowed.Add(1)
+			case decision.Denied:
+				e.denied.Add(1)
+			case decision.Dropped:
+				e.dropped.Add(1)
+			default:
+				e.errors.Add(1)
+			}
+		}
+	}()
+
+	e.start = time.Now()
+	h.Meta.Start = e.start
+
+	hookCtx, cancelHooks := context.WithCancel(ctx)
+	var hooks sync.WaitGroup
+	for _, hk := range o.Hooks {
+		if hk.Fn == nil || hk.At >= p.Duration {
+			continue
+		}
+		hooks.Add(1)
+		go func() {
+			defer hooks.Done()
+			tm := time.NewTimer(hk.At - time.Since(e.start))
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+				hk.Fn(hookCtx)
+			case <-hookCtx.Done():
+			}
+		}()
+	}
+
+	progressDone := make(chan struct{})
+	var progress sync.WaitGroup
+	if o.Progress != nil {
+		every := o.ProgressEvery
+		if every <= 0 {
+			every = 100 * time.Millisecond
+		}
+		progress.Add(1)
+		go func() {
+			defer progress.Done()
+			tk := time.NewTicker(every)
+			defer tk.Stop()
+			for {
+				select {
+				case <-tk.C:
+					o.Progress(e.stats(false))
+				case <-progressDone:
+					return
+				}
+			}
+		}()
+	}
+
+	if p.Model == ModelClosed {
+		e.runClosed()
+	} else {
+		e.startWorkers(p.Workers)
+		switch p.Pattern {
+		case PatternConstant:
+			e.runPaced(ConstantPacer{Rate: p.Rate, Duration: p.Duration})
+		case PatternRamp:
+			e.runPaced(RampPacer{From: p.RampFrom, To: p.Rate, Duration: p.Duration})
+		case PatternBurst:
+			e.runPaced(BurstPacer{Size: uint64(p.BurstSize * p.Identities), Every: p.Limit.Window, Duration: p.Duration})
+		case PatternBoundary:
+			e.runBoundary()
+		case PatternRace:
+			e.runRace()
+		}
+		close(e.jobs)
+	}
+
+	// Drain: in-flight requests get the grace period, then are cancelled
+	// (and come back as errors, still recorded).
+	drained := make(chan struct{})
+	go func() {
+		e.workers.Wait()
+		e.side.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(grace):
+		cancelReq()
+		<-drained
+	}
+	close(e.results)
+	<-consumed
+	cancelHooks()
+	hooks.Wait()
+	close(progressDone)
+	progress.Wait()
+	if o.Progress != nil {
+		o.Progress(e.stats(true))
+	}
+
+	h.Meta.Boundaries = e.boundaries
+	h.Meta.BoundarySpan = e.span
+	h.Meta.Rounds = e.rounds
+	if err := ctx.Err(); err != nil {
+		return h, fmt.Errorf("traffic run stopped after %s of %s: %w",
+			time.Since(e.start).Round(time.Millisecond), p.Duration, err)
+	}
+	return h, nil
+}
+
+func (e *engine) stats(done bool) Stats {
+	s := Stats{
+		Sent: e.sent.Load(), Allowed: e.allowed.Load(), Denied: e.denied.Load(),
+		Errors: e.errors.Load(), Dropped: e.dropped.Load(),
+		Elapsed: time.Since(e.start), Planned: e.p.Duration, Done: done,
+	}
+	if secs := s.Elapsed.Seconds(); secs > 0 {
+		s.Rate = float64(s.Allowed+s.Denied+s.Errors) / secs
+	}
+	return s
+}
+
+// capacity estimates how many records the run will hold, so the history is
+// allocated once; it never exceeds MaxRequests.
+func (e *engine) capacity() int {
+	p := e.p
+	secs := p.Duration.Seconds()
+	var n float64
+	switch {
+	case p.Model == ModelClosed:
+		n = float64(p.MaxRequests)
+	case p.Pattern == PatternConstant:
+		n = p.Rate.PerSecond() * secs
+	case p.Pattern == PatternRamp:
+		n = (p.Rate.PerSecond() + p.RampFrom.PerSecond()) / 2 * secs
+	case p.Pattern == PatternBurst:
+		n = float64(p.BurstSize*p.Identities) * (math.Floor(secs/p.Limit.Window.Seconds()) + 1)
+	case p.Pattern == PatternBoundary:
+		n = float64(2*p.Limit.Count*int64(p.Identities)) * (secs/(2*p.Limit.Window.Seconds()) + 1)
+	case p.Pattern == PatternRace:
+		n = float64(int64(p.Rounds*p.Identities) * (p.Limit.Count - 1 + int64(len(e.t.Gateways()))))
+	}
+	n = math.Min(n+64, float64(p.MaxRequests))
+	return int(math.Min(n, 1<<24))
+}
+
+func (e *engine) startWorkers(n int) {
+	e.jobs = make(chan job, n)
+	e.free.Store(int64(n))
+	e.workers.Add(n)
+	for range n {
+		go func() {
+			defer e.workers.Done()
+			for j := range e.jobs {
+				r, _ := e.exec(j)
+				e.free.Add(1)
+				e.results <- r
+				if j.wg != nil {
+					j.wg.Done()
+				}
+			}
+		}()
+	}
+}
+
+// elapsed is the run's clock.
+func (e *engine) elapsed() time.Duration { return time.Since(e.start) }
+
+// take reserves n requests of the budget; false when it is spent.
+func (e *engine) take(n int64) bool {
+	if e.budget < n {
+		return false
+	}
+	e.budget -= n
+	return true
+}
+
+// sleepUntil waits until offset at of the run's clock; false when the run
+// was cancelled or at lies past its duration.
+func (e *engine) sleepUntil(at time.Duration) bool {
+	if at > e.p.Duration {
+		return false
+	}
+	d := at - e.elapsed()
+	if d <= 0 {
+		return e.ctx.Err() == nil
+	}
+	e.timer.Reset(d)
+	select {
+	case <-e.timer.C:
+		return true
+	case <-e.ctx.Done():
+		e.timer.Stop()
+		return false
+	}
+}
+
+// dispatch hands j to a free worker, or records it as dropped when every
+// worker is busy: the open model never delays a request to wait for one.
+func (e *engine) dispatch(j job) {
+	if e.free.Add(-1) < 0 {
+		e.free.Add(1)
+		e.results <- history.Record{
+			Intended: j.intended, Sent: history.NoTime, Received: history.NoTime,
+			Decided: history.NoTime, RetryAfter: history.NoTime,
+			Identity: j.identity, Round: j.round, Gateway: j.gateway, Endpoint: j.endpoint,
+			Outcome: decision.Dropped,
+		}
+		if j.wg != nil {
+			j.wg.Done()
+		}
+		return
+	}
+	e.jobs <- j
+}
+
+// exec makes one request now and returns its record (and the raw response,
+// which the boundary pattern learns from).
+func (e *engine) exec(j job) (history.Record, Response) {
+	e.sent.Add(1)
+	sent := e.elapsed()
+	resp := e.t.Do(e.reqCtx, Request{
+		Identity: j.identity, ID: e.names[j.identity],
+		Gateway: int(j.gateway), Endpoint: int(j.endpoint),
+	})
+	r := history.Record{
+		Intended: j.intended, Sent: sent, Received: e.elapsed(),
+		Decided: history.NoTime, RetryAfter: history.NoTime,
+		Identity: j.identity, Round: j.round, Gateway: j.gateway, Endpoint: j.endpoint,
+		Outcome: resp.Outcome, By: resp.By,
+	}
+	if !resp.Decided.IsZero() {
+		r.Decided = resp.Decided.Sub(e.start)
+	}
+	if resp.RetryAfter >= 0 && resp.Outcome == decision.Denied {
+		r.RetryAfter = resp.RetryAfter
+	}
+	if resp.Err != nil || (resp.Outcome != decision.Allowed && resp.Outcome != decision.Denied) {
+		r.Outcome = decision.Error
+	}
+	return r, resp
+}
+
+// do makes one request on the calling goroutine (outside the pool, for
+// probes and race releases) and records it.
+func (e *engine) do(j job) (history.Record, Response) {
+	r, resp := e.exec(j)
+	e.results <- r
+	return r, resp
+}
+
+// endpointFor spreads hits over endpoints by their shares, deterministically.
+func (e *engine) endpointFor(hit uint64) uint8 {
+	if e.endpoints == 1 {
+		return 0
+	}
+	if e.shares == nil {
+		return uint8(hit % uint64(e.endpoints))
+	}
+	u := float64(mix64(hit^0x5851f42d4c957f2d)>>11) / (1 << 53)
+	i := sort.SearchFloat64s(e.shares, u)
+	return uint8(min(i, e.endpoints-1))
+}
+
+func cumulative(shares []float64) []float64 {
+	sum := 0.0
+	for _, s := range shares {
+		sum += s
+	}
+	out := make([]float64, len(shares))
+	acc := 0.0
+	for i, s := range shares {
+		acc += s
+		out[i] = acc / sum
+	}
+	return out
+}
+
+// hitJob is the job for hit number hit of an identity-interleaved pattern:
+// identities take turns, each identity's own requests spread by the balancer.
+func (e *engine) hitJob(hit uint64, at time.Duration) job {
+	n := uint64(len(e.names))
+	id := uint32(hit % n)
+	return job{
+		intended: at, identity: id, round: history.NoRound,
+		gateway: uint16(e.bal.Pick(id, hit/n)), endpoint: e.endpointFor(hit),
+	}
+}
+
+// runPaced is the open model's producer for the paced patterns.
+func (e *engine) runPaced(pc Pacer) {
+	for hit := uint64(0); ; hit++ {
+		at, ok := pc.Due(hit)
+		if !ok || !e.take(1) || !e.sleepUntil(at) {
+			return
+		}
+		e.dispatch(e.hitJob(hit, at))
+	}
+}
+
+// runClosed keeps Concurrency requests in flight until the duration or the
+// request budget is spent. A closed-model request is intended when sent.
+func (e *engine) runClosed() {
+	var hits atomic.Uint64
+	e.workers.Add(e.p.Concurrency)
+	for range e.p.Concurrency {
+		go func() {
+			defer e.workers.Done()
+			for e.ctx.Err() == nil {
+				hit := hits.Add(1) - 1
+				if hit >= uint64(e.p.MaxRequests) {
+					return
+				}
+				at := e.elapsed()
+				if at >= e.p.Duration {
+					return
+				}
+				e.do(e.hitJob(hit, at))
+			}
+		}()
+	}
+}
+
+// errStop ends a pattern early (duration, budget or cancellation).
+var errStop = errors.New("stop")

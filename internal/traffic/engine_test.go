@@ -1,0 +1,316 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+func perSecond(n int64) rate.Limit { return rate.Limit{Count: n, Window: time.Second} }
+
+func TestRunConstantRecordsEveryRequest(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(5, time.Hour, 3)
+	plan := Plan{Rate: perSecond(200), Duration: 300 * time.Millisecond, MaxRequests: 1000, Identities: 2}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Meta: history.Meta{Scenario: "s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200/s for 0.3 s is 60 requests, scheduled at i·5ms.
+	if h.Len() != 60 {
+		t.Fatalf("%d records; want 60", h.Len())
+	}
+	c := counts(h)
+	if c[decision.Allowed] != 10 || c[decision.Denied] != 50 {
+		t.Fatalf("outcomes %v; want 10 allowed (5 per identity), 50 denied", c)
+	}
+	if h.Meta.Scenario != "s" || len(h.Meta.Identities) != 2 || h.Meta.Identities[1] != "user-1" ||
+		len(h.Meta.Gateways) != 3 || h.Meta.Start.IsZero() {
+		t.Fatalf("meta not filled: %+v", h.Meta)
+	}
+	perGateway := map[uint16]int{}
+	intended := map[time.Duration]bool{}
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Sent < r.Intended || r.Received < r.Sent {
+			t.Fatalf("record %d: times out of order: %+v", i, r)
+		}
+		if r.Round != history.NoRound || r.By != decision.ByLocal || r.Decided == history.NoTime {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+		if r.Outcome == decision.Denied && r.RetryAfter <= 0 {
+			t.Fatalf("denied record %d without retry-after: %+v", i, r)
+		}
+		perGateway[r.Gateway]++
+		intended[r.Intended] = true
+	}
+	if len(perGateway) != 3 {
+		t.Fatalf("round-robin used gateways %v; want all 3", perGateway)
+	}
+	for i := 0; i < 60; i++ {
+		if !intended[time.Duration(i)*5*time.Millisecond] {
+			t.Fatalf("no request intended at %v", time.Duration(i)*5*time.Millisecond)
+		}
+	}
+}
+
+func TestRunBounded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		plan Plan
+		want int
+	}{
+		{"max requests first", Plan{Rate: perSecond(1000), Duration: time.Hour, MaxRequests: 25}, 25},
+		{"duration first", Plan{Rate: perSecond(100), Duration: 200 * time.Millisecond, MaxRequests: 1 << 30}, 20},
+		{"burst capped", Plan{Pattern: PatternBurst, Limit: rate.Limit{Count: 10, Window: 100 * time.Millisecond},
+			Duration: time.Hour, MaxRequests: 35}, 35},
+		{"burst duration", Plan{Pattern: PatternBurst, Limit: rate.Limit{Count: 10, Window: 100 * time.Millisecond},
+			Duration: 250 * time.Millisecond, MaxRequests: 1000}, 30},
+		{"ramp capped", Plan{Pattern: PatternRamp, Rate: perSecond(1000), Duration: 2 * time.Second, MaxRequests: 40}, 40},
+		{"closed capped", Plan{Model: ModelClosed, Concurrency: 4, Duration: time.Hour, MaxRequests: 500}, 500},
+		{"race capped", Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 100,
+			Duration: time.Hour, MaxRequests: 30}, 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			began := time.Now()
+			h, err := Run(context.Background(), newInstant(4), tt.plan, RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Len() != tt.want {
+				t.Fatalf("%d records; want %d", h.Len(), tt.want)
+			}
+			if took := time.Since(began); took > tt.plan.Duration+10*time.Second {
+				t.Fatalf("run took %v", took)
+			}
+		})
+	}
+}
+
+func TestRunClosedDuration(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(1000, time.Hour, 2)
+	lim.delay = time.Millisecond
+	plan := Plan{Model: ModelClosed, Concurrency: 3, Duration: 150 * time.Millisecond, MaxRequests: 1 << 40}
+	began := time.Now()
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Len() == 0 {
+		t.Fatal("closed run sent nothing")
+	}
+	for i := range h.Len() {
+		if r := h.At(i); r.Intended >= plan.Duration || r.Outcome != decision.Allowed {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("closed run took %v", took)
+	}
+}
+
+func TestOpenModelKeepsScheduleWhenTargetSlows(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(1<<30, time.Hour, 1)
+	lim.delay = 120 * time.Millisecond
+	// 2 workers, 100/s for 0.5 s: each request holds a worker for 120 ms, so
+	// most scheduled requests find no free worker.
+	plan := Plan{Rate: perSecond(100), Duration: 500 * time.Millisecond, MaxRequests: 1000, Workers: 2}
+	began := time.Now()
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	if h.Len() != 50 {
+		t.Fatalf("%d records; want all 50 scheduled requests", h.Len())
+	}
+	c := counts(h)
+	if c[decision.Dropped] == 0 || c[decision.Allowed] == 0 || c[decision.Dropped]+c[decision.Allowed] != 50 {
+		t.Fatalf("outcomes %v; want some dropped, the rest allowed", c)
+	}
+	// A dropped request keeps its place in the schedule; an answered one
+	// measures its latency from the intended time, so it includes the delay.
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Intended%(10*time.Millisecond) != 0 {
+			t.Fatalf("record %d intended at %v, off the 10ms schedule", i, r.Intended)
+		}
+		if r.Outcome == decision.Allowed && r.Received-r.Intended < lim.delay {
+			t.Fatalf("record %d: latency %v from intended is below the target's delay", i, r.Received-r.Intended)
+		}
+	}
+	// The schedule was not stretched to wait for workers: the run ends at
+	// its duration plus the last requests' delay, far from 50×120 ms.
+	if took > 5*time.Second {
+		t.Fatalf("run took %v; the schedule waited for the slow target", took)
+	}
+}
+
+func TestRunCancelReturnsPartialHistory(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	lim := newWindowLimiter(1<<30, time.Hour, 1)
+	lim.delay = 20 * time.Millisecond
+	plan := Plan{Rate: perSecond(200), Duration: time.Hour, MaxRequests: 1 << 30}
+	var hooked atomic.Bool
+	o := RunOptions{Hooks: []Hook{{At: 100 * time.Millisecond, Name: "cancel", Fn: func(context.Context) {
+		hooked.Store(true)
+		cancel()
+	}}}}
+	h, err := Run(ctx, NewSimulated(lim), plan, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v; want it to wrap context.Canceled", err)
+	}
+	if !hooked.Load() || h == nil || h.Len() == 0 {
+		t.Fatalf("no partial history (hook ran %v)", hooked.Load())
+	}
+	// In-flight requests were drained, not cut: none is an error.
+	if c := counts(h); c[decision.Error] != 0 {
+		t.Fatalf("outcomes %v; in-flight requests should finish within the grace", c)
+	}
+}
+
+func TestGraceCancelsStuckRequests(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(1<<30, time.Hour, 1)
+	lim.delay = time.Hour // never answers unless cancelled
+	plan := Plan{Rate: perSecond(50), Duration: 100 * time.Millisecond, MaxRequests: 100}
+	began := time.Now()
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(h); c[decision.Error] != 5 {
+		t.Fatalf("outcomes %v; want the 5 stuck requests as errors", c)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("run took %v", took)
+	}
+}
+
+func TestHooksAndProgress(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var fired []string
+	var last Stats
+	var calls int
+	o := RunOptions{
+		Hooks: []Hook{
+			{At: 50 * time.Millisecond, Name: "a", Fn: func(context.Context) { mu.Lock(); fired = append(fired, "a"); mu.Unlock() }},
+			{At: time.Hour, Name: "never", Fn: func(context.Context) { mu.Lock(); fired = append(fired, "never"); mu.Unlock() }},
+		},
+		ProgressEvery: 10 * time.Millisecond,
+		Progress:      func(s Stats) { mu.Lock(); last = s; calls++; mu.Unlock() },
+	}
+	plan := Plan{Rate: perSecond(100), Duration: 200 * time.Millisecond, MaxRequests: 1000}
+	h, err := Run(context.Background(), newInstant(1), plan, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(fired) != 1 || fired[0] != "a" {
+		t.Fatalf("hooks fired %v; want [a]", fired)
+	}
+	if calls < 2 || !last.Done || last.Completed() != uint64(h.Len()) || last.Allowed != 20 || last.Planned != plan.Duration {
+		t.Fatalf("progress: %d calls, last %+v; want the final snapshot to match %d records", calls, last, h.Len())
+	}
+}
+
+func TestPlanValidation(t *testing.T) {
+	t.Parallel()
+	lim := rate.Limit{Count: 10, Window: time.Second}
+	tests := []struct {
+		name string
+		plan Plan
+	}{
+		{"no duration", Plan{Rate: perSecond(1), MaxRequests: 1}},
+		{"no max", Plan{Rate: perSecond(1), Duration: time.Second}},
+		{"no rate", Plan{Duration: time.Second, MaxRequests: 1}},
+		{"unknown pattern", Plan{Pattern: "zigzag", Rate: perSecond(1), Duration: time.Second, MaxRequests: 1}},
+		{"unknown model", Plan{Model: "half-open", Rate: perSecond(1), Duration: time.Second, MaxRequests: 1}},
+		{"unknown spread", Plan{Spread: "hash", Rate: perSecond(1), Duration: time.Second, MaxRequests: 1}},
+		{"burst without limit", Plan{Pattern: PatternBurst, Duration: time.Second, MaxRequests: 1}},
+		{"boundary bad align", Plan{Pattern: PatternBoundary, Align: "moon", Limit: lim, Duration: time.Second, MaxRequests: 1}},
+		{"closed race", Plan{Model: ModelClosed, Pattern: PatternRace, Limit: lim, Duration: time.Second, MaxRequests: 1}},
+		{"shares mismatch", Plan{Rate: perSecond(1), Duration: time.Second, MaxRequests: 1, EndpointShares: []float64{1, 2}}},
+		{"names mismatch", Plan{Rate: perSecond(1), Duration: time.Second, MaxRequests: 1, Identities: 3, IdentityNames: []string{"a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Run(context.Background(), newInstant(1), tt.plan, RunOptions{})
+			if !errors.Is(err, ErrInvalidPlan) {
+				t.Fatalf("err = %v; want ErrInvalidPlan", err)
+			}
+		})
+	}
+}
+
+func TestBalancers(t *testing.T) {
+	t.Parallel()
+	for _, spread := range []string{SpreadRoundRobin, SpreadRandom, SpreadSticky} {
+		t.Run(spread, func(t *testing.T) {
+			b, err := newBalancer(spread, 5, 42)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := map[int]int{}
+			for seq := uint64(0); seq < 500; seq++ {
+				g := b.Pick(7, seq)
+				if g < 0 || g >= 5 {
+					t.Fatalf("Pick = %d out of range", g)
+				}
+				used[g]++
+			}
+			switch spread {
+			case SpreadSticky:
+				if len(used) != 1 {
+					t.Fatalf("sticky used %v", used)
+				}
+			case SpreadRoundRobin:
+				for g, n := range used {
+					if n != 100 {
+						t.Fatalf("round-robin gave gateway %d %d of 500", g, n)
+					}
+				}
+			case SpreadRandom:
+				if len(used) != 5 {
+					t.Fatalf("random used only %v", used)
+				}
+			}
+		})
+	}
+	if _, err := newBalancer("nope", 2, 0); err == nil {
+		t.Fatal("unknown spread accepted")
+	}
+}
+
+func TestEndpointShares(t *testing.T) {
+	t.Parallel()
+	tgt := newInstant(1)
+	tgt.eps = []string{"login", "feed"}
+	plan := Plan{Rate: perSecond(4000), Duration: 250 * time.Millisecond, MaxRequests: 1000, EndpointShares: []float64{0.2, 0.8}}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := [2]int{}
+	for i := range h.Len() {
+		n[h.At(i).Endpoint]++
+	}
+	if n[0] < 130 || n[0] > 270 {
+		t.Fatalf("endpoint split %v of %d; want about 20%% login", n, h.Len())
+	}
+}

@@ -1,0 +1,353 @@
+package traffic
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// raceNames are the race pattern's identities: a fresh set per round, so
+// every round starts from an empty quota ("race-<round>-<i>").
+func raceNames(rounds, identities int) []string {
+	names := make([]string, 0, rounds*identities)
+	for r := range rounds {
+		for i := range identities {
+			names = append(names, fmt.Sprintf("race-%d-%d", r, i))
+		}
+	}
+	return names
+}
+
+// epochAtOrAfter is the first offset at or after off where a window of
+// length w aligned to the Unix epoch starts.
+func (e *engine) epochAtOrAfter(off, w time.Duration) time.Duration {
+	abs := e.start.UnixNano() + int64(off)
+	b := abs / int64(w) * int64(w)
+	if b < abs {
+		b += int64(w)
+	}
+	return time.Duration(b - e.start.UnixNano())
+}
+
+// nearEpoch reports whether offset off lies within tol of an epoch-aligned
+// boundary of windows of length w.
+func (e *engine) nearEpoch(off, w, tol time.Duration) bool {
+	next := e.epochAtOrAfter(off, w)
+	return next-off <= tol || off-(next-w) <= tol
+}
+
+// decidedAt is the best estimate of when the target decided r: its own
+// timestamp when it gave one, else the middle of the round trip.
+func decidedAt(r history.Record) time.Duration {
+	if r.Decided != history.NoTime {
+		return r.Decided
+	}
+	return r.Sent + (r.Received-r.Sent)/2
+}
+
+// runRace runs Plan.Rounds rounds. Each round takes fresh identities, fills
+// each to one below the limit (L−1 requests), then releases one request per
+// identity through every gateway at the same instant. A correct limiter lets
+// exactly one of each identity's released requests through; the released
+// records carry Round so analysis can count the excess.
+func (e *engine) runRace() {
+	L, W := e.p.Limit.Count, e.p.Limit.Window
+	gws := len(e.t.Gateways())
+	n := e.p.Identities
+	// A round must not straddle a window boundary, or the second window's
+	// fresh quota looks like a race. With fresh identities only windows
+	// aligned to the clock can roll mid-round, so a round that would start
+	// too close to an epoch boundary waits until just after it.
+	margin := max(W/50, time.Millisecond)
+	guard := max(W/20, 5*time.Millisecond)
+	var lastRound time.Duration
+	for r := range e.p.Rounds {
+		if e.ctx.Err() != nil || !e.take(int64(n)*(L-1+int64(gws))) {
+			return
+		}
+		at := e.elapsed()
+		if next := e.epochAtOrAfter(at, W); next-at < max(guard, 2*lastRound) {
+			at = next + margin
+		}
+		if at >= e.p.Duration || !e.sleepUntil(at) {
+			return
+		}
+		began := e.elapsed()
+		endpoint := uint8(r % e.endpoints)
+		first := uint32(r * n)
+		e.prefill(first, n, L-1, endpoint)
+		e.release(first, n, gws, int32(r), endpoint)
+		e.rounds++
+		lastRound = e.elapsed() - began
+	}
+}
+
+// prefill sends count requests for each of n identities from first, a few
+// at a time, and waits for all of them: the race needs the quota held at
+// L−1 before the release.
+func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) {
+	const lanes = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		id := first + uint32(i)
+		per := (count + lanes - 1) / lanes
+		for lane := int64(0); lane < lanes && lane*per < count; lane++ {
+			from, to := lane*per, min((lane+1)*per, count)
+			wg.Add(1)
+			e.side.Add(1)
+			go func() {
+				defer e.side.Done()
+				defer wg.Done()
+				for seq := from; seq < to; seq++ {
+					e.do(job{
+						intended: e.elapsed(), identity: id, round: history.NoRound,
+						gateway: uint16(e.bal.Pick(id, uint64(seq))), endpoint: endpoint,
+					})
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// release sends one request per identity through every gateway at the same
+// instant: every goroutine is parked at a closed-channel barrier first.
+func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8) {
+	var ready, done sync.WaitGroup
+	gate := make(chan struct{})
+	var at time.Duration
+	for i := range n {
+		for g := range gws {
+			ready.Add(1)
+			done.Add(1)
+			e.side.Add(1)
+			go func() {
+				defer e.side.Done()
+				defer done.Done()
+				ready.Done()
+				<-gate
+				e.do(job{intended: at, identity: first + uint32(i), round: round, gateway: uint16(g), endpoint: endpoint})
+			}()
+		}
+	}
+	ready.Wait()
+	at = e.elapsed() // written before close(gate), which orders it before every read
+	close(gate)
+	done.Wait()
+}
+
+// runBoundary fires the quota L per identity just before a window boundary
+// and L just after it, each spread over a short span, for as many
+// boundaries as the run has time for. Between two aimed boundaries one
+// window is left idle, so the batch before a boundary meets a fresh window.
+func (e *engine) runBoundary() {
+	L, W := e.p.Limit.Count, e.p.Limit.Window
+	n := len(e.names)
+	span := max(W/20, time.Millisecond)
+	e.span = span
+	mode := e.p.Align
+	seq := make([]uint64, n)
+	var notBefore time.Duration
+	for k := int32(0); e.ctx.Err() == nil; k++ {
+		b, ok := e.nextBoundary(&mode, notBefore, span, seq)
+		if !ok || b+span > e.p.Duration || !e.take(2*L*int64(n)) {
+			return
+		}
+		e.boundaries = append(e.boundaries, b)
+		var wg sync.WaitGroup
+		for j := int64(0); j < 2*L; j++ {
+			at := b - span + span*time.Duration(j)/time.Duration(L)
+			if j >= L {
+				at = b + span*time.Duration(j-L)/time.Duration(L)
+			}
+			if !e.sleepUntil(at) {
+				return
+			}
+			for i := range n {
+				id := uint32(i)
+				wg.Add(1)
+				e.dispatch(job{
+					intended: at, identity: id, round: k,
+					gateway: uint16(e.bal.Pick(id, seq[i])), endpoint: 0, wg: &wg,
+				})
+				seq[i]++
+			}
+		}
+		wg.Wait()
+		notBefore = b + W + span
+	}
+}
+
+// nextBoundary finds the next boundary to aim at, no earlier than
+// notBefore (the end of the window the last batch opened). Auto may settle
+// the mode on the way.
+func (e *engine) nextBoundary(mode *string, notBefore, span time.Duration, seq []uint64) (time.Duration, bool) {
+	W := e.p.Limit.Window
+	// Time to schedule the batch before the boundary.
+	lead := span + 2*time.Millisecond
+	switch *mode {
+	case AlignEpoch:
+		return e.epochAtOrAfter(max(e.elapsed(), notBefore)+lead, W), true
+	case AlignFirstRequest:
+		if !e.sleepUntil(notBefore) {
+			return 0, false
+		}
+		// Probe until one allowed request opens the windows; a denial means
+		// the previous window has not ended yet.
+		for try := 0; try < 20; try++ {
+			recs, _, ok := e.probe(seq)
+			if !ok {
+				return 0, false
+			}
+			if b, ok := openedAt(recs); ok {
+				return b + W, true
+			}
+			if !e.sleepUntil(e.elapsed() + max(W/20, time.Millisecond)) {
+				return 0, false
+			}
+		}
+		return 0, false
+	default: // AlignAuto
+		if !e.sleepUntil(notBefore) {
+			return 0, false
+		}
+		recs, resps, ok := e.probe(seq)
+		if !ok {
+			return 0, false
+		}
+		if b, ok := fromHeaders(recs, resps); ok {
+			for b-lead < e.elapsed() {
+				b += W
+			}
+			return b, true
+		}
+		m, b, ok := e.learnByDenial(seq)
+		if !ok {
+			*mode = AlignEpoch
+			return e.nextBoundary(mode, notBefore, span, seq)
+		}
+		*mode = m
+		for b-lead < e.elapsed() {
+			b += W
+		}
+		return b, true
+	}
+}
+
+// probe sends one request per identity, in turn.
+func (e *engine) probe(seq []uint64) ([]history.Record, []Response, bool) {
+	n := len(e.names)
+	if e.ctx.Err() != nil || !e.take(int64(n)) {
+		return nil, nil, false
+	}
+	recs, resps := make([]history.Record, n), make([]Response, n)
+	for i := range n {
+		id := uint32(i)
+		recs[i], resps[i] = e.do(job{
+			intended: e.elapsed(), identity: id, round: history.NoRound,
+			gateway: uint16(e.bal.Pick(id, seq[i])),
+		})
+		seq[i]++
+	}
+	return recs, resps, true
+}
+
+// openedAt is when the allowed probes opened their windows (the median).
+func openedAt(recs []history.Record) (time.Duration, bool) {
+	var ts []time.Duration
+	for _, r := range recs {
+		if r.Outcome == decision.Allowed {
+			ts = append(ts, decidedAt(r))
+		}
+	}
+	return median(ts)
+}
+
+// fromHeaders is the boundary the probes' answers announce: when the window
+// resets (RateLimit-Reset and the like), or for a denial, when to retry.
+func fromHeaders(recs []history.Record, resps []Response) (time.Duration, bool) {
+	var ts []time.Duration
+	for i, resp := range resps {
+		switch {
+		case resp.Reset > 0:
+			ts = append(ts, decidedAt(recs[i])+resp.Reset)
+		case resp.Outcome == decision.Denied && resp.RetryAfter > 0:
+			ts = append(ts, decidedAt(recs[i])+resp.RetryAfter)
+		}
+	}
+	return median(ts)
+}
+
+func median(ts []time.Duration) (time.Duration, bool) {
+	if len(ts) == 0 {
+		return 0, false
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts[len(ts)/2], true
+}
+
+// learnByDenial spends identity 0's quota until a denial, then finds when
+// requests are allowed again: that is a boundary. Whether it sits on an
+// epoch multiple of W says which alignment the target uses.
+func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
+	L, W := e.p.Limit.Count, e.p.Limit.Window
+	send := func() (history.Record, Response, bool) {
+		if e.ctx.Err() != nil || !e.take(1) {
+			return history.Record{}, Response{}, false
+		}
+		r, resp := e.do(job{
+			intended: e.elapsed(), round: history.NoRound,
+			gateway: uint16(e.bal.Pick(0, seq[0])),
+		})
+		seq[0]++
+		return r, resp, true
+	}
+	var denied history.Record
+	found := false
+	for range L + 1 {
+		r, resp, ok := send()
+		if !ok {
+			return "", 0, false
+		}
+		if r.Outcome == decision.Denied {
+			denied, found = r, true
+			if resp.RetryAfter > 0 {
+				b := decidedAt(r) + resp.RetryAfter
+				return e.alignOf(b), b, true
+			}
+			break
+		}
+	}
+	if !found {
+		return "", 0, false
+	}
+	step := max(W/50, 2*time.Millisecond)
+	until := denied.Received + W + W/10
+	for at := e.elapsed() + step; at <= until; at += step {
+		if !e.sleepUntil(at) {
+			return "", 0, false
+		}
+		r, _, ok := send()
+		if !ok {
+			return "", 0, false
+		}
+		if r.Outcome == decision.Allowed {
+			b := decidedAt(r)
+			return e.alignOf(b), b, true
+		}
+	}
+	return "", 0, false
+}
+
+// alignOf says whether a boundary observed at b looks epoch-aligned.
+func (e *engine) alignOf(b time.Duration) string {
+	W := e.p.Limit.Window
+	if e.nearEpoch(b, W, max(W/25, 5*time.Millisecond)) {
+		return AlignEpoch
+	}
+	return AlignFirstRequest
+}

@@ -1,0 +1,291 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// Load models.
+const (
+	// ModelOpen schedules requests from absolute offsets whatever the target
+	// does; a request that finds no free worker is recorded as dropped.
+	ModelOpen = "open"
+	// ModelClosed keeps Plan.Concurrency requests in flight, no pacing.
+	ModelClosed = "closed"
+)
+
+// Traffic patterns (a contract: scenario files use these names).
+const (
+	PatternConstant = "constant"
+	PatternBurst    = "burst"
+	PatternRamp     = "ramp"
+	PatternBoundary = "boundary"
+	PatternRace     = "race"
+)
+
+// Window alignments the boundary pattern understands.
+const (
+	// AlignEpoch: windows start at multiples of W since the Unix epoch.
+	AlignEpoch = "epoch"
+	// AlignFirstRequest: an identity's first allowed request opens its window.
+	AlignFirstRequest = "first-request"
+	// AlignAuto learns the boundary from RateLimit-Reset / Retry-After, else
+	// from the first denial after a series of allowed requests, else epoch.
+	AlignAuto = "auto"
+)
+
+// Spreads of one identity's requests over gateways.
+const (
+	SpreadRoundRobin = "round-robin"
+	SpreadRandom     = "random"
+	SpreadSticky     = "sticky"
+)
+
+// Defaults for the zero values of Plan.
+const (
+	DefaultWorkers     = 256
+	DefaultConcurrency = 16
+	DefaultRounds      = 50
+	DefaultGrace       = time.Second
+)
+
+// Plan says what traffic to send. Duration and MaxRequests are both required:
+// every run is bounded and stops by itself at whichever comes first.
+type Plan struct {
+	Model   string // ModelOpen (default) or ModelClosed
+	Pattern string // PatternConstant (default), burst, ramp, boundary, race
+	// Rate is the offered load, all identities together (constant; ramp's
+	// final rate).
+	Rate rate.Limit
+	// RampFrom is ramp's starting rate; zero starts from nothing.
+	RampFrom    rate.Limit
+	Duration    time.Duration
+	MaxRequests int64
+	// Workers bounds requests in flight in the open model (default 256,
+	// raised to the largest batch a burst or boundary fires at once).
+	Workers int
+	// Concurrency is the closed model's number of looping workers.
+	Concurrency int
+	// Identities is how many identities share the load (default 1), named
+	// IdentityNames when given, else "user-0".."user-N-1".
+	Identities    int
+	IdentityNames []string
+	// Spread is how one identity's requests go over gateways (round-robin
+	// default) when RunOptions.Balancer is nil; Seed makes random
+	// reproducible.
+	Spread string
+	Seed   int64
+	// Limit is the target's published limit L per W; zero takes
+	// RunOptions.Meta.Limit. Burst, boundary and race need it.
+	Limit rate.Limit
+	// BurstSize is how many requests per identity a burst fires at once,
+	// every window; zero means the whole quota L.
+	BurstSize int
+	// Align is where the boundary pattern expects windows to roll (auto by
+	// default).
+	Align string
+	// Rounds is the race pattern's number of rounds (default 50).
+	Rounds int
+	// EndpointShares weights the target's endpoints (index i gets share i);
+	// nil spreads evenly.
+	EndpointShares []float64
+}
+
+// Hook is an action run at an offset of the run's clock (fault injection:
+// failover, redis-down, ...). Fn runs on its own goroutine; its context is
+// cancelled when the run ends.
+type Hook struct {
+	At   time.Duration
+	Name string
+	Fn   func(ctx context.Context)
+}
+
+// Stats is a snapshot of a run in progress, for progress displays.
+type Stats struct {
+	Sent, Allowed, Denied, Errors, Dropped uint64
+	Elapsed, Planned                       time.Duration
+	// Rate is answers (allowed, denied, errors) per second so far.
+	Rate float64
+	// Done is set on the last call, when the run has ended.
+	Done bool
+}
+
+// Completed is the number of requests that came back or were dropped.
+func (s Stats) Completed() uint64 { return s.Allowed + s.Denied + s.Errors + s.Dropped }
+
+// RunOptions are what the caller adds around a Plan.
+type RunOptions struct {
+	// Meta pre-fills the history's Meta (scenario, limit, faults); Run fills
+	// Start, Identities, Gateways, Endpoints, Boundaries and Rounds.
+	Meta  history.Meta
+	Hooks []Hook
+	// Progress, when set, is called every ProgressEvery (100 ms by default)
+	// from one goroutine, and once more with Done set at the end.
+	Progress      func(Stats)
+	ProgressEvery time.Duration
+	// Balancer picks the gateway for each request; nil builds one from
+	// Plan.Spread.
+	Balancer Balancer
+	// Grace is how long in-flight requests may finish after the schedule
+	// ends or the context is cancelled (default 1 s); then they are
+	// cancelled and come back as errors.
+	Grace time.Duration
+}
+
+// ErrInvalidPlan is wrapped by every Plan validation error.
+var ErrInvalidPlan = errors.New("invalid traffic plan")
+
+func planErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidPlan, fmt.Sprintf(format, a...))
+}
+
+// normalize fills defaults and checks p against the target's gateways and
+// endpoints.
+func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error) {
+	if p.Duration <= 0 {
+		return p, planErr("duration must be > 0")
+	}
+	if p.MaxRequests <= 0 {
+		return p, planErr("max requests must be > 0")
+	}
+	if p.Model == "" {
+		p.Model = ModelOpen
+	}
+	if p.Pattern == "" {
+		p.Pattern = PatternConstant
+	}
+	if p.Spread == "" {
+		p.Spread = SpreadRoundRobin
+	}
+	if p.Align == "" {
+		p.Align = AlignAuto
+	}
+	if p.Limit.IsZero() {
+		p.Limit = meta.Limit
+	}
+	if len(p.IdentityNames) > 0 {
+		if p.Identities != 0 && p.Identities != len(p.IdentityNames) {
+			return p, planErr("%d identities but %d identity names", p.Identities, len(p.IdentityNames))
+		}
+		p.Identities = len(p.IdentityNames)
+	}
+	if p.Identities <= 0 {
+		p.Identities = 1
+	}
+	if gateways <= 0 || gateways > 1<<16-1 {
+		return p, planErr("target has %d gateways (want 1..65535)", gateways)
+	}
+	if endpoints <= 0 || endpoints > 255 {
+		return p, planErr("target has %d endpoints (want 1..255)", endpoints)
+	}
+	if p.EndpointShares != nil {
+		if len(p.EndpointShares) != endpoints {
+			return p, planErr("%d endpoint shares for %d endpoints", len(p.EndpointShares), endpoints)
+		}
+		sum := 0.0
+		for _, s := range p.EndpointShares {
+			if s < 0 {
+				return p, planErr("negative endpoint share")
+			}
+			sum += s
+		}
+		if sum <= 0 {
+			return p, planErr("endpoint shares sum to zero")
+		}
+	}
+	switch p.Spread {
+	case SpreadRoundRobin, SpreadRandom, SpreadSticky:
+	default:
+		return p, planErr("unknown spread %q (want round-robin, random or sticky)", p.Spread)
+	}
+	switch p.Model {
+	case ModelOpen:
+	case ModelClosed:
+		if p.Pattern != PatternConstant {
+			return p, planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
+		}
+		if p.Concurrency <= 0 {
+			p.Concurrency = DefaultConcurrency
+		}
+		return p, nil
+	default:
+		return p, planErr("unknown model %q (want open or closed)", p.Model)
+	}
+	needLimit := func() error {
+		if p.Limit.Count <= 0 || p.Limit.Window <= 0 {
+			return planErr("pattern %s needs the published limit", p.Pattern)
+		}
+		return nil
+	}
+	batch := 1
+	switch p.Pattern {
+	case PatternConstant:
+		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
+			return p, planErr("pattern constant needs a rate")
+		}
+	case PatternRamp:
+		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
+			return p, planErr("pattern ramp needs a rate")
+		}
+		if p.RampFrom.Count < 0 || (p.RampFrom.Count > 0 && p.RampFrom.Window <= 0) {
+			return p, planErr("bad ramp start rate %s", p.RampFrom)
+		}
+	case PatternBurst:
+		if err := needLimit(); err != nil {
+			return p, err
+		}
+		if p.BurstSize < 0 {
+			return p, planErr("negative burst size")
+		}
+		if p.BurstSize == 0 {
+			p.BurstSize = int(p.Limit.Count)
+		}
+		batch = p.BurstSize * p.Identities
+	case PatternBoundary:
+		if err := needLimit(); err != nil {
+			return p, err
+		}
+		switch p.Align {
+		case AlignEpoch, AlignFirstRequest, AlignAuto:
+		default:
+			return p, planErr("unknown align %q (want epoch, first-request or auto)", p.Align)
+		}
+		batch = 2 * int(p.Limit.Count) * p.Identities
+	case PatternRace:
+		if err := needLimit(); err != nil {
+			return p, err
+		}
+		if p.Rounds < 0 {
+			return p, planErr("negative rounds")
+		}
+		if p.Rounds == 0 {
+			p.Rounds = DefaultRounds
+		}
+	default:
+		return p, planErr("unknown pattern %q (want constant, burst, ramp, boundary or race)", p.Pattern)
+	}
+	if p.Workers < 0 {
+		return p, planErr("negative workers")
+	}
+	if p.Workers == 0 {
+		p.Workers = max(DefaultWorkers, batch)
+	}
+	return p, nil
+}
+
+// identityNames returns the names of the plan's identities.
+func (p Plan) identityNames() []string {
+	if len(p.IdentityNames) > 0 {
+		return append([]string(nil), p.IdentityNames...)
+	}
+	names := make([]string, p.Identities)
+	for i := range names {
+		names[i] = fmt.Sprintf("user-%d", i)
+	}
+	return names
+}

@@ -1,0 +1,61 @@
+package traffic
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+// Decider is what the simulated target needs from a set of in-process
+// gateways (gateway.Set satisfies it): decide for one identity at one
+// gateway and endpoint.
+type Decider interface {
+	Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error)
+	Names() []string
+	Endpoints() []string
+}
+
+// NewSimulated returns a target that asks d directly, in-process. Closing
+// the target closes d when d has a Close method.
+func NewSimulated(d Decider) Target { return simulated{d: d} }
+
+type simulated struct{ d Decider }
+
+func (s simulated) Do(ctx context.Context, r Request) Response {
+	dec, err := s.d.Decide(ctx, r.Gateway, r.Endpoint, r.ID)
+	if err != nil {
+		return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1,
+			Err: fmt.Errorf("gateway %d: %w", r.Gateway, err)}
+	}
+	return FromDecision(dec)
+}
+
+// FromDecision maps a limiter decision onto a target response.
+func FromDecision(d limiter.Decision) Response {
+	resp := Response{Outcome: decision.Denied, By: d.By, RetryAfter: -1, Remaining: d.Remaining,
+		Reset: -1, Decided: d.ServerTime}
+	if d.Allowed {
+		resp.Outcome = decision.Allowed
+	} else if d.RetryAfter > 0 {
+		resp.RetryAfter = d.RetryAfter
+	}
+	if d.Reset > 0 {
+		resp.Reset = d.Reset
+	}
+	return resp
+}
+
+func (s simulated) Gateways() []string  { return s.d.Names() }
+func (s simulated) Endpoints() []string { return s.d.Endpoints() }
+
+func (s simulated) Close() error {
+	switch c := s.d.(type) {
+	case interface{ Close() error }:
+		return c.Close()
+	case interface{ Close() }:
+		c.Close()
+	}
+	return nil
+}
