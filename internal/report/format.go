@@ -1,0 +1,119 @@
+package report
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+)
+
+// keyMetrics are the figures the summary tables show, when measured.
+var keyMetrics = []string{
+	analysis.Burst, analysis.RaceExcess, analysis.BoundaryAllowed, analysis.P99,
+}
+
+// num prints a figure the way a person reads it: integers without a
+// fraction, others with at most three decimals.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatInt(int64(v), 10)
+	}
+	s := strconv.FormatFloat(v, 'f', 3, 64)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// metric prints a scenario's metric, "–" when it was not measured, with a
+// unit for latencies.
+func metric(m map[string]float64, name string) string {
+	v, ok := m[name]
+	if !ok {
+		return "–"
+	}
+	if strings.HasSuffix(name, "_ms") {
+		return num(v) + "ms"
+	}
+	return num(v)
+}
+
+// ceilingCell is "ceiling (..upper)" or just the ceiling when the bounds meet.
+func ceilingCell(m map[string]float64) string {
+	c, ok := m[analysis.Ceiling]
+	if !ok {
+		return "–"
+	}
+	u, ok := m[analysis.CeilingUpper]
+	if !ok || u == c {
+		return num(c)
+	}
+	return num(c) + "–" + num(u)
+}
+
+func ratioCell(m map[string]float64) string {
+	v, ok := m[analysis.CeilingRatio]
+	if !ok {
+		return "–"
+	}
+	return num(v) + "×"
+}
+
+// observedCell prints a threshold's observed value.
+func observedCell(t Threshold) string {
+	if t.Observed == nil {
+		return "–"
+	}
+	return num(*t.Observed)
+}
+
+func thresholdCounts(sc Scenario) (pass, total int) {
+	for _, t := range sc.Thresholds {
+		if t.Status == StatusPass {
+			pass++
+		}
+	}
+	return pass, len(sc.Thresholds)
+}
+
+func upper(s string) string { return strings.ToUpper(s) }
+
+func durationMs(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+// orderedMetrics lists the metrics present in m: analysis names in their
+// order first, then any others sorted, so new metrics still show.
+func orderedMetrics(m map[string]float64) []string {
+	var out []string
+	known := map[string]bool{}
+	for _, n := range analysis.Names {
+		known[n] = true
+		if _, ok := m[n]; ok {
+			out = append(out, n)
+		}
+	}
+	var extra []string
+	for n := range m {
+		if !known[n] {
+			extra = append(extra, n)
+		}
+	}
+	sortStrings(extra)
+	return append(out, extra...)
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package report
+
+import (
+	"bufio"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// JUnit document types, in the layout common CI readers accept (Jenkins,
+// GitLab, GitHub test reporters): <testsuites> with totals, one
+// <testsuite> per scenario, one <testcase> per threshold.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnit writes junit.xml. A failed threshold is a <failure> whose message
+// carries the observed value; a threshold that could not be checked, and a
+// scenario that could not run, is an <error>. A scenario that erred before
+// any threshold gets one test case named "run" holding the error.
+func JUnit(w io.Writer, r *Report) error {
+	doc := junitSuites{Name: "rlctl verify", Time: seconds(r.DurationMs)}
+	if r.Suite != "" {
+		doc.Name += " " + r.Suite
+	}
+	for _, sc := range r.Scenarios {
+		s := junitSuite{Name: sc.Name, Time: "0", Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05")}
+		s.Properties = append(s.Properties, junitProperty{Name: "limit", Value: sc.Limit.String()})
+		if sc.Target != "" {
+			s.Properties = append(s.Properties, junitProperty{Name: "target", Value: sc.Target})
+		}
+		for _, n := range orderedMetrics(sc.Metrics) {
+			s.Properties = append(s.Properties, junitProperty{Name: n, Value: num(sc.Metrics[n])})
+		}
+		for _, t := range sc.Thresholds {
+			c := junitCase{Name: t.Expr, Classname: sc.Name, Time: "0"}
+			switch {
+			case t.Error != "":
+				c.Error = &junitProblem{Message: t.Error, Type: "not-measured", Text: t.Expr + ": " + t.Error}
+			case t.Status != StatusPass:
+				msg := fmt.Sprintf("%s does not hold: observed %s", t.Expr, observedCell(t))
+				c.Failure = &junitProblem{Message: msg, Type: "threshold", Text: msg}
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		if sc.Status == StatusError || sc.Error != "" {
+			if len(s.Cases) == 0 {
+				s.Cases = append(s.Cases, junitCase{Name: "run", Classname: sc.Name, Time: "0"})
+			}
+			// Marking the first case keeps the counts honest: the
+			// scenario erred once, not once per threshold.
+			if s.Cases[0].Error == nil {
+				s.Cases[0].Failure = nil
+				s.Cases[0].Error = &junitProblem{Message: sc.Error, Type: "scenario-error", Text: sc.Error}
+			}
+		}
+		for _, c := range s.Cases {
+			s.Tests++
+			if c.Failure != nil {
+				s.Failures++
+			}
+			if c.Error != nil {
+				s.Errors++
+			}
+		}
+		if len(sc.Notes) > 0 {
+			s.SystemOut = strings.Join(sc.Notes, "\n")
+		}
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		doc.Suites = append(doc.Suites, s)
+	}
+	b := bufio.NewWriter(w)
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write junit.xml: %w", err)
+	}
+	b.WriteString("\n")
+	if err := b.Flush(); err != nil {
+		return fmt.Errorf("write junit.xml: %w", err)
+	}
+	return nil
+}
+
+func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Markdown writes report.md: a summary table of every scenario, then a
+// section per scenario with its description, target, metrics, thresholds
+// with observed values, and notes.
+func Markdown(w io.Writer, r *Report) error {
+	b := bufio.NewWriter(w)
+	title := "rlctl verify report"
+	if r.Suite != "" {
+		title += ": " + r.Suite
+	}
+	fmt.Fprintf(b, "# %s\n\n", mdText(title))
+	passed := 0
+	for _, sc := range r.Scenarios {
+		if sc.Status == StatusPass {
+			passed++
+		}
+	}
+	fmt.Fprintf(b, "**%s** · %d of %d scenarios passed · started %s · took %s\n\n",
+		upper(r.Status), passed, len(r.Scenarios), r.Started.UTC().Format(time.RFC3339), durationMs(r.DurationMs))
+
+	fmt.Fprintln(b, "| scenario | status | limit | ceiling | ratio | burst | race excess | boundary | p99 | thresholds |")
+	fmt.Fprintln(b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, sc := range r.Scenarios {
+		p, n := thresholdCounts(sc)
+		fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
+			mdCell(sc.Name), anchor(sc.Name), upper(sc.Status), sc.Limit, ceilingCell(sc.Metrics), ratioCell(sc.Metrics),
+			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
+			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), p, n)
+	}
+
+	for _, sc := range r.Scenarios {
+		fmt.Fprintf(b, "\n## %s\n\n", mdText(sc.Name))
+		fmt.Fprintf(b, "**%s**", upper(sc.Status))
+		if sc.Target != "" {
+			fmt.Fprintf(b, " · target: %s", mdText(sc.Target))
+		}
+		fmt.Fprintf(b, " · published limit: %s per identity\n\n", sc.Limit)
+		if sc.Description != "" {
+			fmt.Fprintf(b, "%s\n\n", mdText(sc.Description))
+		}
+		if sc.Error != "" {
+			fmt.Fprintf(b, "> **Error:** %s\n\n", mdText(sc.Error))
+		}
+		if names := orderedMetrics(sc.Metrics); len(names) > 0 {
+			fmt.Fprintln(b, "| metric | value |")
+			fmt.Fprintln(b, "|---|---:|")
+			for _, n := range names {
+				fmt.Fprintf(b, "| %s | %s |\n", n, metric(sc.Metrics, n))
+			}
+			fmt.Fprintln(b)
+		}
+		if len(sc.Thresholds) > 0 {
+			fmt.Fprintln(b, "| threshold | status | observed |")
+			fmt.Fprintln(b, "|---|---|---:|")
+			for _, t := range sc.Thresholds {
+				obs := observedCell(t)
+				if t.Error != "" {
+					obs = mdCell(t.Error)
+				}
+				fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdCode(t.Expr), upper(t.Status), obs)
+			}
+			fmt.Fprintln(b)
+		}
+		if len(sc.Notes) > 0 {
+			fmt.Fprintln(b, "Notes:")
+			fmt.Fprintln(b)
+			for _, n := range sc.Notes {
+				fmt.Fprintf(b, "- %s\n", mdText(n))
+			}
+			fmt.Fprintln(b)
+		}
+	}
+	if err := b.Flush(); err != nil {
+		return fmt.Errorf("write report.md: %w", err)
+	}
+	return nil
+}
+
+// mdText keeps user text from turning into Markdown or HTML structure.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"<", "&lt;", ">", "&gt;", "|", `\|`, "#", `\#`, "\n", " ", "\r", " ",
+)
+
+func mdText(s string) string { return mdEscaper.Replace(s) }
+
+func mdCell(s string) string { return mdText(s) }
+
+// mdCode keeps a backtick or pipe inside inline code from ending it.
+func mdCode(s string) string {
+	return strings.NewReplacer("`", "'", "|", `\|`, "\n", " ").Replace(s)
+}
+
+// anchor is the heading id GitHub gives "## name".
+func anchor(name string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteRune(c)
+		case c == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"time"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// Schema is the version of report.json's layout.
+const Schema = "rlctl.report/v1"
+
+// Report statuses.
+const (
+	StatusPass       = "pass"
+	StatusFail       = "fail"
+	StatusIncomplete = "incomplete"
+	// StatusError is a scenario that could not be run (target unreachable,
+	// a bad script); the report's overall status is then fail.
+	StatusError = "error"
+)
+
+// Report is one verify run. Its JSON form is the report.json contract of
+// DESIGN.md: field names, and metrics keyed by analysis names.
+type Report struct {
+	Schema     string     `json:"schema"`
+	Status     string     `json:"status"`
+	Started    time.Time  `json:"started"`
+	DurationMs int64      `json:"duration_ms"`
+	Scenarios  []Scenario `json:"scenarios"`
+	// Suite names the run's suite (the directory name), for titles.
+	Suite string `json:"suite,omitempty"`
+	// Incomplete marks a run that was interrupted: Finish then reports
+	// StatusIncomplete whatever the scenarios say.
+	Incomplete bool `json:"-"`
+}
+
+// Scenario is one scenario's outcome.
+type Scenario struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Status is pass, fail or error (the scenario could not be run).
+	Status string `json:"status"`
+	Error  string `json:"error"`
+	Limit  Limit  `json:"limit"`
+	// Metrics holds only the metrics that apply to this scenario.
+	Metrics    map[string]float64 `json:"metrics"`
+	Thresholds []Threshold        `json:"thresholds"`
+	// Notes are plain-language findings, e.g. why a token bucket's 2L-1 in
+	// one window is its envelope and not a leak.
+	Notes []string `json:"notes,omitempty"`
+	// Target describes what was driven: "simulated redis-fixed-window ×50".
+	Target string `json:"target,omitempty"`
+	// Result carries the series the HTML charts draw; it is not part of
+	// report.json.
+	Result *analysis.Result `json:"-"`
+}
+
+// Limit is a published limit in report.json's form.
+type Limit struct {
+	Count    int64 `json:"count"`
+	WindowMs int64 `json:"window_ms"`
+}
+
+// LimitOf converts a rate.Limit.
+func LimitOf(l rate.Limit) Limit {
+	return Limit{Count: l.Count, WindowMs: l.Window.Milliseconds()}
+}
+
+// Rate converts back to a rate.Limit.
+func (l Limit) Rate() rate.Limit {
+	return rate.Limit{Count: l.Count, Window: time.Duration(l.WindowMs) * time.Millisecond}
+}
+
+func (l Limit) String() string { return l.Rate().String() }
+
+// Threshold is one threshold's outcome.
+type Threshold struct {
+	Expr string `json:"expr"`
+	// Status is pass or fail; a threshold that could not be checked (its
+	// metric was not measured) is fail with Error set.
+	Status string `json:"status"`
+	// Observed is the metric side's value, nil when it was not measured.
+	Observed *float64 `json:"observed"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// Finish computes each scenario's status from its thresholds (unless it is
+// an error) and the report's overall status: incomplete when interrupted,
+// else fail when any scenario failed or erred, else pass. It also sets
+// Schema.
+func (r *Report) Finish() {
+	r.Schema = Schema
+	overall := StatusPass
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		if sc.Status != StatusError && sc.Error == "" {
+			sc.Status = StatusPass
+			for _, t := range sc.Thresholds {
+				if t.Status != StatusPass {
+					sc.Status = StatusFail
+				}
+			}
+		} else {
+			sc.Status = StatusError
+		}
+		if sc.Status != StatusPass {
+			overall = StatusFail
+		}
+	}
+	if r.Incomplete {
+		overall = StatusIncomplete
+	}
+	r.Status = overall
+}

@@ -1,0 +1,61 @@
+// Package scenario reads rlctl scenario files: YAML documents that say which
+// limiter design (or live deployment) to drive, with what traffic and faults,
+// and which thresholds must hold for the run to pass.
+//
+// Decoding is strict. It walks yaml.Node trees itself so every mistake names
+// the file, the line and the field path, for example
+//
+//	bad.yaml:7: target.gateways: want an integer, got "many"
+//
+// and it collects every mistake in a file instead of stopping at the first,
+// so a user fixes a file in one pass. Load errors carry exitcode.Usage.
+//
+// A file holds one scenario per YAML document ("---" separates them). Load
+// takes files and directories (every *.yaml and *.yml in a directory,
+// sorted by name, not recursive) and checks that names are unique across
+// all of them. LoadFS does the same over an fs.FS, for the suite embedded
+// in the binary.
+//
+// # Defaults
+//
+// Defaults are applied in one place (applyDefaults), after decoding and
+// before validation, so a Scenario handed out is complete:
+//
+//	target.kind               simulated
+//	target.redis              embedded (simulated and redis-script)
+//	target.gateways           1 (http: the number of urls)
+//	target.timeout            50ms
+//	target.prefix             rl:
+//	target.lease.refill_below 0.2 (leasing only)
+//	target.endpoints          one endpoint "default", share 1
+//	endpoint.on_error         open
+//	endpoint.on_failover      trust
+//	endpoint.timeout          target.timeout
+//	target.method             GET (http)
+//	target.identity           {header: X-API-Key} (http)
+//	target.denied_status      [429] (http)
+//	traffic.pattern           constant
+//	traffic.model             open
+//	traffic.duration          5s
+//	traffic.max_requests      100000
+//	traffic.identities        1
+//	traffic.spread            round-robin
+//	traffic.rounds            50 (race only)
+//	traffic.align             auto (boundary only)
+//	traffic.burst_size        the limit's count (burst only)
+//	traffic.concurrency       gateways × identities (closed model only)
+//
+// traffic.workers 0 means the traffic engine's own default.
+//
+// # Thresholds
+//
+// A threshold is "OPERAND OP OPERAND" with OP one of < <= > >= == !=. An
+// operand is a metric name (analysis.Names), "limit" (the published count),
+// a number, a duration ("5ms"), or a product of those with at most one name
+// ("2*limit", "limit * 1.1"). The latency aliases p50, p90, p99, p999, max
+// and recover stand for p50_ms ... max_ms and recover_ms and compare with
+// durations: "p99 < 5ms" compares p99_ms with 5. Mixing a latency alias
+// with a plain number, or a count with a duration, is an error at load time,
+// as is an unknown name. A metric the run did not measure makes the
+// threshold fail with an error when evaluated, never pass silently.
+package scenario

@@ -1,0 +1,270 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+)
+
+// maxFileSize bounds a scenario file (and a script it names); scenario
+// files are hand-written and small.
+const maxFileSize = 4 << 20
+
+// source is where scenario files and the scripts they name are read from.
+type source struct {
+	read func(name string) ([]byte, error)
+	// rel resolves a script path relative to the scenario file.
+	rel func(file, script string) string
+}
+
+var osSource = source{
+	read: readLimited,
+	rel: func(file, script string) string {
+		if filepath.IsAbs(script) {
+			return script
+		}
+		return filepath.Join(filepath.Dir(file), script)
+	},
+}
+
+func readLimited(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxFileSize)
+	}
+	return b, nil
+}
+
+func fsSource(fsys fs.FS) source {
+	return source{
+		read: func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) },
+		rel:  func(file, script string) string { return path.Join(path.Dir(file), script) },
+	}
+}
+
+// LoadFile reads every scenario in one file (one per YAML document). The
+// error lists every mistake found, each naming file:line and field, and
+// carries exitcode.Usage.
+func LoadFile(name string) ([]*Scenario, error) {
+	scs, errs := loadFile(osSource, name)
+	errs = append(errs, checkUnique(scs)...)
+	return scs, asError(errs)
+}
+
+// LoadFS reads a file or every *.yaml and *.yml in a directory of fsys,
+// for the suite embedded in the binary. Names must be unique.
+func LoadFS(fsys fs.FS, name string) ([]*Scenario, error) {
+	src := fsSource(fsys)
+	files, err := expandFS(fsys, name)
+	if err != nil {
+		return nil, exitcode.With(err, exitcode.Usage)
+	}
+	var scs []*Scenario
+	var errs Errors
+	for _, f := range files {
+		s, e := loadFile(src, f)
+		scs, errs = append(scs, s...), append(errs, e...)
+	}
+	errs = append(errs, checkUnique(scs)...)
+	return scs, asError(errs)
+}
+
+// Load reads files and directories (every *.yaml and *.yml directly in a
+// directory, sorted by name). Names must be unique across all of them.
+func Load(paths []string) ([]*Scenario, error) {
+	var scs []*Scenario
+	var errs Errors
+	for _, p := range paths {
+		files, err := expandOS(p)
+		if err != nil {
+			errs = append(errs, &Error{File: p, Msg: err.Error()})
+			continue
+		}
+		for _, f := range files {
+			s, e := loadFile(osSource, f)
+			scs, errs = append(scs, s...), append(errs, e...)
+		}
+	}
+	errs = append(errs, checkUnique(scs)...)
+	return scs, asError(errs)
+}
+
+func asError(errs Errors) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return exitcode.With(errs, exitcode.Usage)
+}
+
+func isYAML(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func expandOS(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("read scenarios: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario directory: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && isYAML(e.Name()) {
+			out = append(out, filepath.Join(p, e.Name()))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no *.yaml or *.yml scenario files in this directory")
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func expandFS(fsys fs.FS, name string) ([]string, error) {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read scenarios %q: %w", name, err)
+	}
+	if !st.IsDir() {
+		return []string{name}, nil
+	}
+	entries, err := fs.ReadDir(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario directory %q: %w", name, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && isYAML(e.Name()) {
+			out = append(out, path.Join(name, e.Name()))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no *.yaml or *.yml scenario files", name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func loadFile(src source, name string) ([]*Scenario, Errors) {
+	data, err := src.read(name)
+	if err != nil {
+		return nil, Errors{{File: name, Msg: fmt.Sprintf("read scenario file: %v", err)}}
+	}
+	return parse(data, name, src)
+}
+
+// Parse decodes scenarios from data as if read from file name. Scripts a
+// redis-script target names are read from the file system relative to
+// name. It is LoadFile without the file.
+func Parse(data []byte, name string) ([]*Scenario, error) {
+	scs, errs := parse(data, name, osSource)
+	errs = append(errs, checkUnique(scs)...)
+	return scs, asError(errs)
+}
+
+func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []*Scenario
+	var errs Errors
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			errs = append(errs, syntaxError(name, err))
+			break // the YAML parser cannot resume after a syntax error
+		}
+		if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
+			continue // an empty document, e.g. after a trailing "---"
+		}
+		d := newDecoder(name)
+		sc := d.document(doc.Content[0])
+		if sc != nil && !d.spent {
+			applyDefaults(sc, d.lines)
+			d.validate(sc)
+		}
+		if sc != nil && sc.Target.Kind == KindRedisScript && sc.Target.Script != "" {
+			p := src.rel(name, sc.Target.Script)
+			b, err := src.read(p)
+			if err != nil {
+				d.errorf(d.lines["target.script"], "target.script", "read script: %v", err)
+			} else {
+				sc.Target.Script, sc.Target.ScriptSource = p, string(b)
+			}
+		}
+		if len(d.errs) > 0 {
+			errs = append(errs, d.errs...)
+			continue
+		}
+		out = append(out, sc)
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	return out, errs
+}
+
+// syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into an Error
+// with the line pulled out.
+func syntaxError(name string, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	e := &Error{File: name, Msg: "YAML: " + msg}
+	var line int
+	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr == nil && line > 0 {
+		e.Line = line
+		if _, rest, ok := strings.Cut(msg, ": "); ok {
+			e.Msg = "YAML: " + rest
+		}
+	}
+	return e
+}
+
+// checkUnique reports a name used by more than one scenario.
+func checkUnique(scs []*Scenario) Errors {
+	var errs Errors
+	first := map[string]*Scenario{}
+	for _, sc := range scs {
+		if f, dup := first[sc.Name]; dup {
+			errs = append(errs, &Error{File: sc.File, Line: sc.Line, Path: "name",
+				Msg: fmt.Sprintf("scenario name %q is already used at %s:%d; names must be unique in a suite", sc.Name, f.File, f.Line)})
+			continue
+		}
+		first[sc.Name] = sc
+	}
+	return errs
+}
+
+// Names returns the scenarios' names in order.
+func Names(scs []*Scenario) []string {
+	out := make([]string, len(scs))
+	for i, sc := range scs {
+		out[i] = sc.Name
+	}
+	return slices.Clip(out)
+}

@@ -1,0 +1,249 @@
+package scenario
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+func mustThreshold(t *testing.T, expr string, line int) Threshold {
+	t.Helper()
+	th, err := ParseThreshold(expr)
+	if err != nil {
+		t.Fatalf("ParseThreshold(%q): %v", expr, err)
+	}
+	th.Line = line
+	return th
+}
+
+func TestLoadFileRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file string
+		want func(t *testing.T) []*Scenario
+	}{
+		{
+			file: "testdata/full.yaml",
+			want: func(t *testing.T) []*Scenario {
+				return []*Scenario{{
+					Name:        "lua-fixed-window-holds",
+					Description: "One Lua script decides atomically, so the published cap holds under overload.",
+					File:        "testdata/full.yaml", Line: 1,
+					Limit: rate.Limit{Count: 20, Window: time.Second},
+					Target: Target{
+						Kind: KindSimulated, Algorithm: "redis-fixed-window", Gateways: 50,
+						Redis: RedisEmbedded, Timeout: 50 * time.Millisecond, Prefix: "rl:",
+						Endpoints: []Endpoint{
+							{Name: "login", Share: 0.2, OnError: OnErrorClosed, OnFailover: OnFailoverDeny, Timeout: 50 * time.Millisecond},
+							{Name: "feed", Share: 0.8, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: 50 * time.Millisecond},
+						},
+					},
+					Traffic: Traffic{
+						Pattern: PatternConstant, Rate: rate.Limit{Count: 400, Window: time.Second},
+						Duration: 5 * time.Second, MaxRequests: 100000, Identities: 4,
+						Spread: SpreadRoundRobin, Model: ModelOpen,
+					},
+					Faults: []Fault{
+						{At: 2 * time.Second, Action: FaultFailover, Gateway: -1, Line: 22},
+						{At: 3 * time.Second, For: time.Second, Action: FaultRedisLatency, Latency: 90 * time.Millisecond, Gateway: -1, Line: 23},
+					},
+					Thresholds: []Threshold{
+						mustThreshold(t, "ceiling <= limit", 25),
+						mustThreshold(t, "race_excess == 0", 26),
+						mustThreshold(t, "p99 < 5ms", 27),
+					},
+				}}
+			},
+		},
+		{
+			file: "testdata/minimal.yaml",
+			want: func(t *testing.T) []*Scenario {
+				defaults := Target{
+					Kind: KindSimulated, Gateways: 1, Redis: RedisEmbedded, Timeout: DefaultTimeout, Prefix: "rl:",
+					Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+				}
+				first, second := defaults, defaults
+				first.Algorithm = "local-fixed-window"
+				second.Algorithm, second.Gateways, second.Pause = "redis-get-incr", 8, 2*time.Millisecond
+				return []*Scenario{
+					{
+						Name: "minimal", File: "testdata/minimal.yaml", Line: 1,
+						Limit:  rate.Limit{Count: 100, Window: time.Minute},
+						Target: first,
+						Traffic: Traffic{
+							Pattern: PatternConstant, Rate: rate.Limit{Count: 10, Window: time.Second},
+							Duration: DefaultDuration, MaxRequests: DefaultMaxRequests, Identities: 1,
+							Spread: SpreadRoundRobin, Model: ModelOpen,
+						},
+						Thresholds: []Threshold{mustThreshold(t, "ceiling <= limit", 8)},
+					},
+					{
+						Name: "race", File: "testdata/minimal.yaml", Line: 10,
+						Limit:  rate.Limit{Count: 5, Window: time.Second},
+						Target: second,
+						Traffic: Traffic{
+							Pattern: PatternRace, Duration: DefaultDuration, MaxRequests: DefaultMaxRequests,
+							Identities: 1, Spread: SpreadRoundRobin, Rounds: DefaultRounds, Model: ModelOpen,
+						},
+					},
+				}
+			},
+		},
+		{
+			file: "testdata/script.yaml",
+			want: func(t *testing.T) []*Scenario {
+				src, err := os.ReadFile("testdata/scripts/limit.lua")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []*Scenario{{
+					Name: "my-script", File: "testdata/script.yaml", Line: 1,
+					Limit: rate.Limit{Count: 10, Window: time.Second},
+					Target: Target{
+						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout, Prefix: "rl:",
+						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+						Script:    filepath.Join("testdata", "scripts", "limit.lua"), ScriptSource: string(src),
+						Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_s}", "{now_ms}"}, Allowed: "== 1",
+					},
+					Traffic: Traffic{
+						Pattern: PatternConstant, Rate: rate.Limit{Count: 50, Window: time.Second},
+						Duration: 2 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
+						Spread: SpreadRoundRobin, Model: ModelOpen,
+					},
+				}}
+			},
+		},
+		{
+			file: "testdata/http.yaml",
+			want: func(t *testing.T) []*Scenario {
+				return []*Scenario{{
+					Name: "http-gateways", File: "testdata/http.yaml", Line: 1,
+					Limit: rate.Limit{Count: 10, Window: time.Second},
+					Target: Target{
+						Kind: KindHTTP, Gateways: 2, Timeout: DefaultTimeout,
+						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+						URLs:      []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"},
+						Method:    "POST", Identity: Identity{Query: "api_key"},
+						Headers: map[string]string{"Content-Type": "application/json"},
+						Body:    `{"user":"{id}"}`, DeniedStatus: []int{429, 503},
+					},
+					Traffic: Traffic{
+						Pattern: PatternBoundary, Rate: rate.Limit{Count: 100, Window: time.Second},
+						Duration: 3 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
+						Spread: SpreadRoundRobin, Align: AlignAuto, Model: ModelOpen,
+					},
+					Thresholds: []Threshold{
+						mustThreshold(t, "boundary_allowed <= 2 * limit", 16),
+						mustThreshold(t, "p99 < 20ms", 17),
+					},
+				}}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			t.Parallel()
+			got, err := LoadFile(tt.file)
+			if err != nil {
+				t.Fatalf("LoadFile: %v", err)
+			}
+			want := tt.want(t)
+			if len(got) != len(want) {
+				t.Fatalf("got %d scenarios, want %d", len(got), len(want))
+			}
+			for i := range want {
+				diffScenario(t, i, got[i], want[i])
+			}
+		})
+	}
+}
+
+func TestLoadDirectoryAndUniqueness(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("b.yml", "name: beta\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
+	write("a.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
+	write("notes.txt", "not a scenario")
+
+	scs, err := Load([]string{dir})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := strings.Join(Names(scs), ","); got != "alpha,beta" {
+		t.Errorf("names = %s, want alpha,beta (sorted by file, .txt ignored)", got)
+	}
+
+	write("c.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
+	_, err = Load([]string{dir})
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:1: name: scenario name \"alpha\" is already used at "+filepath.Join(dir, "a.yaml")+":1") {
+		t.Fatalf("duplicate name: err = %v", err)
+	}
+	if exitcode.Of(err) != exitcode.Usage {
+		t.Errorf("exit code = %d, want %d", exitcode.Of(err), exitcode.Usage)
+	}
+}
+
+func TestLoadFS(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"suite/one.yaml":   {Data: []byte("name: one\nlimit: 3/s\ntarget:\n  kind: redis-script\n  script: lua/x.lua\n  keys: [\"k:{id}\"]\n  allowed: \"> 0\"\ntraffic: {rate: 5/s}\n")},
+		"suite/lua/x.lua":  {Data: []byte("return 1")},
+		"suite/two.yml":    {Data: []byte("name: two\nlimit: 3/s\ntarget: {algorithm: leasing, lease: {size: 4}}\ntraffic: {pattern: race}\n")},
+		"suite/README.md":  {Data: []byte("# not yaml")},
+		"suite/sub/x.yaml": {Data: []byte("not: loaded")},
+	}
+	scs, err := LoadFS(fsys, "suite")
+	if err != nil {
+		t.Fatalf("LoadFS: %v", err)
+	}
+	if len(scs) != 2 {
+		t.Fatalf("got %d scenarios, want 2", len(scs))
+	}
+	if scs[0].Target.ScriptSource != "return 1" || scs[0].Target.Script != "suite/lua/x.lua" {
+		t.Errorf("script = %q %q, want it read relative to the scenario", scs[0].Target.Script, scs[0].Target.ScriptSource)
+	}
+	if l := scs[1].Target.Lease; l.Size != 4 || l.RefillBelow != DefaultRefillBelow {
+		t.Errorf("lease = %+v, want size 4 and default refill_below", l)
+	}
+	if _, err := LoadFS(fsys, "missing"); err == nil {
+		t.Error("LoadFS of a missing path: want an error")
+	}
+}
+
+func TestErrorsUnwrap(t *testing.T) {
+	t.Parallel()
+	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml")
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("errors.As(*Error) failed for %v", err)
+	}
+	if e.File != "x.yaml" || e.Line != 3 || e.Path != "bogus" {
+		t.Errorf("error = %+v, want x.yaml line 3 path bogus", e)
+	}
+}
+
+// diffScenario reports which top-level part of a scenario differs, with
+// both values printed field by field (Target's String would hide them).
+func diffScenario(t *testing.T, i int, got, want *Scenario) {
+	t.Helper()
+	gv, wv := reflect.ValueOf(*got), reflect.ValueOf(*want)
+	for f := 0; f < gv.NumField(); f++ {
+		if !reflect.DeepEqual(gv.Field(f).Interface(), wv.Field(f).Interface()) {
+			t.Errorf("scenario %d: %s:\n got %#v\nwant %#v", i, gv.Type().Field(f).Name, gv.Field(f).Interface(), wv.Field(f).Interface())
+		}
+	}
+}

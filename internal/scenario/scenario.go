@@ -1,0 +1,210 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// Target kinds.
+const (
+	KindSimulated   = "simulated"
+	KindHTTP        = "http"
+	KindRedisScript = "redis-script"
+)
+
+// Redis modes of target.redis besides a URL.
+const (
+	RedisEmbedded = "embedded"
+	RedisSpawn    = "spawn"
+)
+
+// Traffic patterns.
+const (
+	PatternConstant = "constant"
+	PatternBurst    = "burst"
+	PatternRamp     = "ramp"
+	PatternBoundary = "boundary"
+	PatternRace     = "race"
+)
+
+// Load-balancer spreads of one identity over gateways.
+const (
+	SpreadRoundRobin = "round-robin"
+	SpreadRandom     = "random"
+	SpreadSticky     = "sticky"
+)
+
+// Boundary alignments: where window boundaries are assumed to fall.
+const (
+	AlignEpoch        = "epoch"
+	AlignFirstRequest = "first-request"
+	AlignAuto         = "auto"
+)
+
+// Traffic models.
+const (
+	ModelOpen   = "open"
+	ModelClosed = "closed"
+)
+
+// Endpoint failure policies.
+const (
+	OnErrorOpen     = "open"
+	OnErrorClosed   = "closed"
+	OnErrorLocal    = "local"
+	OnFailoverTrust = "trust"
+	OnFailoverDeny  = "deny"
+)
+
+// Fault actions.
+const (
+	FaultFailover     = "failover"
+	FaultRedisDown    = "redis-down"
+	FaultRedisLatency = "redis-latency"
+	FaultRedisReset   = "redis-reset"
+	FaultGatewayDown  = "gateway-down"
+)
+
+// Clocks a limiter can read.
+const (
+	ClockGateway = "gateway"
+	ClockRedis   = "redis"
+)
+
+var (
+	kinds       = []string{KindSimulated, KindHTTP, KindRedisScript}
+	patterns    = []string{PatternConstant, PatternBurst, PatternRamp, PatternBoundary, PatternRace}
+	spreads     = []string{SpreadRoundRobin, SpreadRandom, SpreadSticky}
+	aligns      = []string{AlignEpoch, AlignFirstRequest, AlignAuto}
+	models      = []string{ModelOpen, ModelClosed}
+	onErrors    = []string{OnErrorOpen, OnErrorClosed, OnErrorLocal}
+	onFailovers = []string{OnFailoverTrust, OnFailoverDeny}
+	actions     = []string{FaultFailover, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
+	clocks      = []string{ClockGateway, ClockRedis}
+)
+
+// Scenario is one decoded, defaulted and validated scenario.
+type Scenario struct {
+	Name        string
+	Description string
+	// File and Line say where the scenario's document starts, for messages.
+	File string
+	Line int
+	// Limit is the published limit per identity.
+	Limit      rate.Limit
+	Target     Target
+	Traffic    Traffic
+	Faults     []Fault
+	Thresholds []Threshold
+}
+
+// Target says what the traffic is fired at.
+type Target struct {
+	Kind string // simulated | http | redis-script
+	// Algorithm is a limiter.Algorithms name (simulated only).
+	Algorithm string
+	// Gateways is how many gateways share the limit. For http it is the
+	// number of URLs.
+	Gateways int
+	// Redis is embedded, spawn or a redis:// URL (simulated, redis-script).
+	Redis string
+	// Timeout bounds each Redis call; an endpoint may override it.
+	Timeout time.Duration
+	// ClockSkew is the largest per-gateway clock offset; gateways get
+	// offsets spread over [-ClockSkew, +ClockSkew].
+	ClockSkew time.Duration
+	// Pause is redis-get-incr's gap between read and write.
+	Pause time.Duration
+	// Clock is gateway, redis or empty (the design's natural default).
+	Clock string
+	// Prefix starts every limiter key.
+	Prefix string
+	// Capacity is a token bucket's or GCRA's burst; 0 means the limit count.
+	Capacity  int64
+	Lease     Lease
+	Endpoints []Endpoint
+
+	// http targets.
+	URLs     []string
+	Method   string
+	Identity Identity
+	// Headers and Body are templates: {id} stands for the identity.
+	Headers      map[string]string
+	Body         string
+	DeniedStatus []int
+
+	// redis-script targets.
+	// Script is the script's path, resolved relative to the scenario file;
+	// ScriptSource is its text, read at load time.
+	Script       string
+	ScriptSource string
+	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
+	Keys, Args []string
+	// Allowed is the rule on the script's reply that means allowed, e.g.
+	// "== 1"; see ParseAllowed.
+	Allowed string
+}
+
+// Lease parameterises the leasing design.
+type Lease struct {
+	Size        int64   // slice granted per top-up; 0 = the design's default
+	RefillBelow float64 // top up below this fraction of a slice (default 0.2)
+	Adaptive    bool    // size slices by recent demand
+}
+
+// Endpoint is one endpoint behind the gateways, with its share of the
+// traffic and its failure policy.
+type Endpoint struct {
+	Name       string
+	Share      float64 // fraction of requests; shares sum to 1
+	OnError    string  // open | closed | local
+	OnFailover string  // trust | deny
+	Timeout    time.Duration
+	// Local is the smaller per-gateway allowance used when OnError is local.
+	Local rate.Limit
+}
+
+// Identity says how an http target receives the identity: exactly one of
+// Header and Query is set.
+type Identity struct {
+	Header string
+	Query  string
+}
+
+// Traffic is the load fired at the target. Every run is bounded by both
+// Duration and MaxRequests.
+type Traffic struct {
+	Pattern string
+	// Rate is the offered load of all identities together (open model).
+	Rate        rate.Limit
+	Duration    time.Duration
+	MaxRequests int
+	Identities  int
+	Spread      string
+	// Rounds is how many race rounds to fire (race only).
+	Rounds int
+	// Align says where window boundaries fall (boundary only).
+	Align string
+	// Model is open (scheduled, drops when no worker is free) or closed
+	// (Concurrency users each waiting for an answer before the next).
+	Model       string
+	Concurrency int
+	// Workers bounds requests in flight in the open model; 0 means the
+	// traffic engine's default.
+	Workers int
+	// BurstSize is how many requests each burst fires (burst only).
+	BurstSize int
+}
+
+// Fault is one fault injected during the run.
+type Fault struct {
+	At  time.Duration // offset from the run start
+	For time.Duration // 0 means until the end (or instantaneous actions)
+	// Action is failover, redis-down, redis-latency, redis-reset or
+	// gateway-down.
+	Action  string
+	Latency time.Duration // redis-latency only
+	Gateway int           // gateway-down only: index of the gateway
+	Line    int
+}

@@ -1,0 +1,282 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// LimitName is the operand that stands for the published count.
+const LimitName = "limit"
+
+// latencyAliases map the short names that compare with durations to the
+// metric they read (in milliseconds).
+var latencyAliases = map[string]string{
+	"p50":     analysis.P50,
+	"p90":     analysis.P90,
+	"p99":     analysis.P99,
+	"p999":    analysis.P999,
+	"max":     analysis.Max,
+	"recover": analysis.RecoverMs,
+}
+
+// Op is a comparison operator.
+type Op string
+
+// The comparison operators a threshold may use.
+const (
+	Less         Op = "<"
+	LessEqual    Op = "<="
+	Greater      Op = ">"
+	GreaterEqual Op = ">="
+	Equal        Op = "=="
+	NotEqual     Op = "!="
+)
+
+func (o Op) holds(a, b float64) bool {
+	switch o {
+	case Less:
+		return a < b
+	case LessEqual:
+		return a <= b
+	case Greater:
+		return a > b
+	case GreaterEqual:
+		return a >= b
+	case Equal:
+		return a == b
+	case NotEqual:
+		return a != b
+	}
+	return false
+}
+
+// Operand is one side of a threshold: Factor × the value of Name, or the
+// constant Factor when Name is empty. Durations are held in milliseconds.
+type Operand struct {
+	// Name is a metric name from analysis.Names, LimitName, or "".
+	Name string
+	// Factor multiplies Name's value; for a constant it is the value.
+	Factor float64
+	// Duration says the operand is a time in milliseconds (a latency alias
+	// or a constant like 5ms), so it only compares with other durations.
+	Duration bool
+}
+
+// IsMetric reports whether the operand reads a measured metric.
+func (o Operand) IsMetric() bool { return o.Name != "" && o.Name != LimitName }
+
+func (o Operand) value(m analysis.Metrics, limit rate.Limit) (float64, error) {
+	switch o.Name {
+	case "":
+		return o.Factor, nil
+	case LimitName:
+		return o.Factor * float64(limit.Count), nil
+	}
+	v, ok := m[o.Name]
+	if !ok {
+		return 0, fmt.Errorf("%s was not measured in this scenario", o.Name)
+	}
+	return o.Factor * v, nil
+}
+
+// Threshold is one parsed threshold expression: Left Op Right.
+type Threshold struct {
+	Expr  string // as written, trimmed
+	Left  Operand
+	Op    Op
+	Right Operand
+	Line  int // line in the scenario file, 0 when not from a file
+}
+
+// ParseThreshold parses "OPERAND OP OPERAND", e.g. "ceiling <= limit",
+// "p99 < 5ms", "ceiling <= 1.1 * limit". At least one side must read a
+// measured metric, and both sides must be durations or neither.
+func ParseThreshold(expr string) (Threshold, error) {
+	expr = strings.TrimSpace(expr)
+	th := Threshold{Expr: expr}
+	fail := func(format string, args ...any) (Threshold, error) {
+		return Threshold{}, fmt.Errorf("threshold %q: %s", expr, fmt.Sprintf(format, args...))
+	}
+	i, op := findOp(expr)
+	if i < 0 {
+		return fail("want OPERAND OP OPERAND with OP one of < <= > >= == !=")
+	}
+	th.Op = op
+	var err error
+	if th.Left, err = parseOperand(expr[:i]); err != nil {
+		return fail("%v", err)
+	}
+	if th.Right, err = parseOperand(expr[i+len(op):]); err != nil {
+		return fail("%v", err)
+	}
+	if !th.Left.IsMetric() && !th.Right.IsMetric() {
+		return fail("compares no measured metric (want one of %s)", strings.Join(MetricNames(), ", "))
+	}
+	if th.Left.Duration != th.Right.Duration {
+		dur, num := th.Left, th.Right
+		if th.Right.Duration {
+			dur, num = th.Right, th.Left
+		}
+		if dur.Name != "" {
+			return fail("%s is a latency: compare it with a duration like 5ms, not %s", aliasOf(dur.Name), describeOperand(num))
+		}
+		return fail("a duration compares only with a latency (p50, p90, p99, p999, max, recover), not %s", describeOperand(num))
+	}
+	return th, nil
+}
+
+func aliasOf(metric string) string {
+	for a, m := range latencyAliases {
+		if m == metric {
+			return a
+		}
+	}
+	return metric
+}
+
+func describeOperand(o Operand) string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return "a plain number"
+}
+
+// findOp finds the one comparison operator in expr.
+func findOp(expr string) (int, Op) {
+	at, found := -1, Op("")
+	for i := 0; i < len(expr); i++ {
+		var op Op
+		switch {
+		case strings.HasPrefix(expr[i:], "<="), strings.HasPrefix(expr[i:], ">="),
+			strings.HasPrefix(expr[i:], "=="), strings.HasPrefix(expr[i:], "!="):
+			op = Op(expr[i : i+2])
+		case expr[i] == '<' || expr[i] == '>':
+			op = Op(expr[i : i+1])
+		case expr[i] == '=' || expr[i] == '!':
+			return -1, "" // a lone '=' or '!' is a mistake, not an operator
+		default:
+			continue
+		}
+		if at >= 0 {
+			return -1, "" // two operators: "a < b < c" is not supported
+		}
+		at, found = i, op
+		i += len(op) - 1
+	}
+	return at, found
+}
+
+// parseOperand reads FACTOR ('*' FACTOR)* with at most one name.
+func parseOperand(s string) (Operand, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Operand{}, errors.New("missing operand")
+	}
+	out := Operand{Factor: 1}
+	for part := range strings.SplitSeq(s, "*") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return Operand{}, fmt.Errorf("%q: missing factor around '*'", s)
+		}
+		switch {
+		case isNameStart(part[0]):
+			name, dur, err := resolveName(part)
+			if err != nil {
+				return Operand{}, err
+			}
+			if out.Name != "" {
+				return Operand{}, fmt.Errorf("%q: at most one name per side", s)
+			}
+			if dur && out.Duration {
+				return Operand{}, fmt.Errorf("%q: a duration times a duration is not a duration", s)
+			}
+			out.Name, out.Duration = name, out.Duration || dur
+		default:
+			v, dur, err := parseConstant(part)
+			if err != nil {
+				return Operand{}, err
+			}
+			if dur && out.Duration {
+				return Operand{}, fmt.Errorf("%q: a duration times a duration is not a duration", s)
+			}
+			out.Factor *= v
+			out.Duration = out.Duration || dur
+		}
+	}
+	if math.IsInf(out.Factor, 0) || math.IsNaN(out.Factor) {
+		return Operand{}, fmt.Errorf("%q: number out of range", s)
+	}
+	return out, nil
+}
+
+func isNameStart(c byte) bool { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
+
+func resolveName(s string) (name string, duration bool, err error) {
+	if s == LimitName {
+		return LimitName, false, nil
+	}
+	if m, ok := latencyAliases[s]; ok {
+		return m, true, nil
+	}
+	if slices.Contains(analysis.Names, s) {
+		return s, false, nil
+	}
+	return "", false, fmt.Errorf("unknown name %q (want limit, a metric: %s)", s, strings.Join(MetricNames(), ", "))
+}
+
+// parseConstant reads a number ("40", "1.1") or a Go duration ("5ms"),
+// returning durations in milliseconds.
+func parseConstant(s string) (float64, bool, error) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "xXpPiInN_") {
+		return v, false, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, false, fmt.Errorf("%q is not a number, a duration or a name", s)
+	}
+	return float64(d) / float64(time.Millisecond), true, nil
+}
+
+// MetricNames lists every name a threshold may use besides limit: the
+// metric names and the latency aliases.
+func MetricNames() []string {
+	out := slices.Clone(analysis.Names)
+	for _, a := range []string{"p50", "p90", "p99", "p999", "max", "recover"} {
+		out = append(out, a)
+	}
+	return out
+}
+
+// Eval checks the threshold against measured metrics. observed is the value
+// of the metric side (the left one when both are metrics), unscaled, so a
+// report can show "ceiling = 40" beside "ceiling <= limit". A metric absent
+// from m is an error (the threshold failed to be checked), never a pass.
+func (t Threshold) Eval(m analysis.Metrics, limit rate.Limit) (observed float64, pass bool, err error) {
+	side := t.Left
+	if !side.IsMetric() {
+		side = t.Right
+	}
+	if v, ok := m[side.Name]; ok {
+		observed = v
+	}
+	a, err := t.Left.value(m, limit)
+	if err != nil {
+		return observed, false, err
+	}
+	b, err := t.Right.value(m, limit)
+	if err != nil {
+		return observed, false, err
+	}
+	return observed, t.Op.holds(a, b), nil
+}
+
+// String returns the expression as written.
+func (t Threshold) String() string { return t.Expr }

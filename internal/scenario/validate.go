@@ -1,0 +1,360 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+// Default values; see the package documentation for the full table.
+const (
+	DefaultGateways    = 1
+	DefaultTimeout     = 50 * time.Millisecond
+	DefaultPrefix      = "rl:"
+	DefaultRefillBelow = 0.2
+	DefaultDuration    = 5 * time.Second
+	DefaultMaxRequests = 100000
+	DefaultIdentities  = 1
+	DefaultRounds      = 50
+	DefaultMethod      = "GET"
+	DefaultIDHeader    = "X-API-Key"
+	DefaultEndpoint    = "default"
+)
+
+func algorithms() []string { return limiter.Algorithms }
+
+// nameRE is what a scenario name may look like: safe as a file name and in
+// a JUnit class name on every platform.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// applyDefaults fills every field the file left unset. It is the one place
+// defaults live.
+func applyDefaults(sc *Scenario, lines map[string]int) {
+	t := &sc.Target
+	if t.Kind == "" {
+		t.Kind = KindSimulated
+	}
+	if t.Kind != KindHTTP && t.Redis == "" {
+		t.Redis = RedisEmbedded
+	}
+	if t.Gateways == 0 && lines["target.gateways"] == 0 {
+		t.Gateways = DefaultGateways
+		if t.Kind == KindHTTP && len(t.URLs) > 0 {
+			t.Gateways = len(t.URLs)
+		}
+	}
+	if t.Timeout == 0 && lines["target.timeout"] == 0 {
+		t.Timeout = DefaultTimeout
+	}
+	if t.Prefix == "" && t.Kind != KindHTTP {
+		t.Prefix = DefaultPrefix
+	}
+	if t.Algorithm == limiter.Leasing && lines["target.lease.refill_below"] == 0 {
+		t.Lease.RefillBelow = DefaultRefillBelow
+	}
+	if lines["target.endpoints"] == 0 {
+		t.Endpoints = []Endpoint{{Name: DefaultEndpoint, Share: 1}}
+	}
+	for i := range t.Endpoints {
+		e := &t.Endpoints[i]
+		if e.OnError == "" {
+			e.OnError = OnErrorOpen
+		}
+		if e.OnFailover == "" {
+			e.OnFailover = OnFailoverTrust
+		}
+		if e.Timeout == 0 {
+			e.Timeout = t.Timeout
+		}
+	}
+	if t.Kind == KindHTTP {
+		if t.Method == "" {
+			t.Method = DefaultMethod
+		}
+		if t.Identity == (Identity{}) && lines["target.identity"] == 0 {
+			t.Identity.Header = DefaultIDHeader
+		}
+		if t.DeniedStatus == nil {
+			t.DeniedStatus = []int{429}
+		}
+	}
+
+	tr := &sc.Traffic
+	if tr.Pattern == "" {
+		tr.Pattern = PatternConstant
+	}
+	if tr.Model == "" {
+		tr.Model = ModelOpen
+	}
+	if tr.Duration == 0 && lines["traffic.duration"] == 0 {
+		tr.Duration = DefaultDuration
+	}
+	if tr.MaxRequests == 0 && lines["traffic.max_requests"] == 0 {
+		tr.MaxRequests = DefaultMaxRequests
+	}
+	if tr.Identities == 0 && lines["traffic.identities"] == 0 {
+		tr.Identities = DefaultIdentities
+	}
+	if tr.Spread == "" {
+		tr.Spread = SpreadRoundRobin
+	}
+	if tr.Pattern == PatternRace && tr.Rounds == 0 && lines["traffic.rounds"] == 0 {
+		tr.Rounds = DefaultRounds
+	}
+	if tr.Pattern == PatternBoundary && tr.Align == "" {
+		tr.Align = AlignAuto
+	}
+	if tr.Pattern == PatternBurst && tr.BurstSize == 0 && lines["traffic.burst_size"] == 0 {
+		tr.BurstSize = int(min(sc.Limit.Count, math.MaxInt32))
+	}
+	if tr.Model == ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
+		tr.Concurrency = max(1, t.Gateways*tr.Identities)
+	}
+}
+
+// validate checks the rules that span fields. It runs after applyDefaults,
+// so "absent" is told apart by lines (the fields the file named).
+func (d *decoder) validate(sc *Scenario) {
+	line := func(path string) int {
+		for p := path; ; {
+			if l := d.lines[p]; l > 0 {
+				return l
+			}
+			i := strings.LastIndexAny(p, ".[")
+			if i < 0 {
+				return sc.Line
+			}
+			p = p[:i]
+		}
+	}
+	bad := func(path, format string, args ...any) { d.errorf(line(path), path, format, args...) }
+	set := func(path string) bool { return d.lines[path] > 0 }
+
+	switch {
+	case !set("name"):
+		bad("name", "missing: every scenario needs a name")
+	case !nameRE.MatchString(sc.Name):
+		bad("name", "%q is not a safe name: use letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100 characters", sc.Name)
+	}
+	if !set("limit") {
+		bad("limit", "missing: the published limit, like 100/1m")
+	}
+
+	t := &sc.Target
+	switch t.Kind {
+	case KindSimulated:
+		if !set("target.algorithm") {
+			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(limiter.Algorithms, ", "))
+		}
+	case KindHTTP:
+		if len(t.URLs) == 0 {
+			bad("target.urls", "an http target needs urls")
+		}
+		for i, u := range t.URLs {
+			pu, err := url.Parse(u)
+			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+				bad(index("target.urls", i), "want an http:// or https:// URL, got %q", u)
+			}
+		}
+		if t.Identity.Header != "" && t.Identity.Query != "" {
+			bad("target.identity", "give header or query, not both")
+		} else if t.Identity.Header == "" && t.Identity.Query == "" {
+			bad("target.identity", "give header or query")
+		}
+		if set("target.gateways") && t.Gateways != len(t.URLs) {
+			bad("target.gateways", "an http target has one gateway per URL (%d), got %d", len(t.URLs), t.Gateways)
+		}
+	case KindRedisScript:
+		if t.Script == "" {
+			bad("target.script", "a redis-script target needs script (a Lua file, relative to this file)")
+		}
+		if len(t.Keys) == 0 {
+			bad("target.keys", "a redis-script target needs keys, like [\"rl:{id}\"]")
+		}
+		if !set("target.allowed") {
+			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
+		} else if _, err := ParseAllowed(t.Allowed); err != nil {
+			bad("target.allowed", "%v", err)
+		}
+	}
+	onlyFor := func(field, kind string) {
+		if set(field) && t.Kind != kind {
+			bad(field, "applies to %s targets only, not %s", kind, t.Kind)
+		}
+	}
+	for _, f := range []string{"target.urls", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status"} {
+		onlyFor(f, KindHTTP)
+	}
+	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed"} {
+		onlyFor(f, KindRedisScript)
+	}
+	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
+		onlyFor(f, KindSimulated)
+	}
+	if t.Kind == KindHTTP && set("target.redis") {
+		bad("target.redis", "an http target reaches its own Redis; redis does not apply")
+	}
+	if t.Redis != "" && t.Redis != RedisEmbedded && t.Redis != RedisSpawn {
+		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis-sentinel", "redis-cluster", "unix"}, u.Scheme) {
+			bad("target.redis", "want embedded, spawn or a redis:// URL, got %q", redactURL(t.Redis))
+		}
+	}
+	if t.Gateways < 1 {
+		bad("target.gateways", "need at least one gateway")
+	}
+	if set("target.lease") && t.Algorithm != limiter.Leasing {
+		bad("target.lease", "applies to the leasing algorithm only")
+	}
+	if rb := t.Lease.RefillBelow; rb < 0 || rb >= 1 {
+		bad("target.lease.refill_below", "want a fraction from 0 to below 1, got %v", rb)
+	}
+	if set("target.pause") && t.Algorithm != limiter.RedisGetIncr {
+		bad("target.pause", "applies to redis-get-incr only")
+	}
+	if t.Timeout <= 0 {
+		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
+	}
+
+	if len(t.Endpoints) == 0 {
+		bad("target.endpoints", "need at least one endpoint")
+	}
+	if len(t.Endpoints) > math.MaxUint8 {
+		bad("target.endpoints", "at most %d endpoints", math.MaxUint8)
+	}
+	names := map[string]bool{}
+	var sum float64
+	for i, e := range t.Endpoints {
+		p := index("target.endpoints", i)
+		if e.Name == "" {
+			bad(p+".name", "missing: every endpoint needs a name")
+		} else if names[e.Name] {
+			bad(p+".name", "endpoint %q given twice", e.Name)
+		}
+		names[e.Name] = true
+		if e.Share <= 0 || e.Share > 1 {
+			bad(p+".share", "want a share above 0 and at most 1, got %v", e.Share)
+		}
+		sum += e.Share
+		if e.OnError == OnErrorLocal && e.Local.IsZero() {
+			bad(p+".local", "on_error: local needs local, the smaller per-gateway allowance, like 5/1s")
+		}
+		if !e.Local.IsZero() && e.OnError != OnErrorLocal {
+			bad(p+".local", "applies with on_error: local only")
+		}
+		if e.Timeout <= 0 {
+			bad(p+".timeout", "must be positive")
+		}
+	}
+	if len(t.Endpoints) > 0 && math.Abs(sum-1) > 1e-6 {
+		bad("target.endpoints", "shares sum to %v, want 1", sum)
+	}
+
+	tr := &sc.Traffic
+	if tr.Duration <= 0 {
+		bad("traffic.duration", "must be positive: every run is bounded in time")
+	}
+	if tr.MaxRequests < 1 {
+		bad("traffic.max_requests", "must be at least 1: every run is bounded in requests")
+	}
+	if tr.Identities < 1 {
+		bad("traffic.identities", "need at least one identity")
+	}
+	switch tr.Pattern {
+	case PatternConstant, PatternBurst, PatternRamp:
+		if !set("traffic.rate") && tr.Model == ModelOpen {
+			bad("traffic.rate", "missing: the %s pattern needs a rate, like 400/s", tr.Pattern)
+		}
+	case PatternRace:
+		if tr.Rounds < 1 {
+			bad("traffic.rounds", "need at least one round")
+		}
+	}
+	if set("traffic.rounds") && tr.Pattern != PatternRace {
+		bad("traffic.rounds", "applies to the race pattern only")
+	}
+	if set("traffic.align") && tr.Pattern != PatternBoundary {
+		bad("traffic.align", "applies to the boundary pattern only")
+	}
+	if set("traffic.burst_size") && tr.Pattern != PatternBurst {
+		bad("traffic.burst_size", "applies to the burst pattern only")
+	}
+	if tr.Pattern == PatternBurst && tr.BurstSize < 1 {
+		bad("traffic.burst_size", "must be at least 1")
+	}
+	if set("traffic.concurrency") && tr.Model != ModelClosed {
+		bad("traffic.concurrency", "applies to the closed model only")
+	}
+	if tr.Model == ModelClosed && tr.Concurrency < 1 {
+		bad("traffic.concurrency", "must be at least 1")
+	}
+
+	for i, f := range sc.Faults {
+		p := index("faults", i)
+		if f.Action == "" {
+			if !set(p + ".action") {
+				bad(p+".action", "missing: one of %s", strings.Join(actions, ", "))
+			}
+			continue
+		}
+		if !set(p + ".at") {
+			bad(p+".at", "missing: when the fault starts, like 2s")
+		}
+		if tr.Duration > 0 && f.At >= tr.Duration {
+			bad(p+".at", "%s is not before the end of the run (%s)", f.At, tr.Duration)
+		}
+		if t.Kind == KindHTTP && f.Action != FaultGatewayDown {
+			bad(p+".action", "%s needs a Redis rlctl controls; an http target's Redis is its own", f.Action)
+		}
+		if f.Action == FaultRedisLatency && f.Latency <= 0 {
+			bad(p+".latency", "redis-latency needs latency, like 90ms")
+		}
+		if f.Action != FaultRedisLatency && set(p+".latency") {
+			bad(p+".latency", "applies to redis-latency only")
+		}
+		if f.Action == FaultGatewayDown {
+			if f.Gateway < 0 {
+				bad(p+".gateway", "gateway-down needs gateway, the index of the gateway to stop")
+			} else if f.Gateway >= t.Gateways {
+				bad(p+".gateway", "gateway %d does not exist (gateways 0 to %d)", f.Gateway, t.Gateways-1)
+			}
+		} else if set(p + ".gateway") {
+			bad(p+".gateway", "applies to gateway-down only")
+		}
+	}
+}
+
+// redactURL drops any password from a URL before it goes into a message.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			return "…@" + s[i+1:]
+		}
+		return s
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// String describes a scenario's target in a few words, for reports:
+// "simulated redis-fixed-window ×50".
+func (t Target) String() string {
+	switch t.Kind {
+	case KindHTTP:
+		if len(t.URLs) == 1 {
+			return fmt.Sprintf("http %s", redactURL(t.URLs[0]))
+		}
+		return fmt.Sprintf("http ×%d", len(t.URLs))
+	case KindRedisScript:
+		return fmt.Sprintf("redis-script %s ×%d", t.Script, t.Gateways)
+	}
+	return fmt.Sprintf("%s %s ×%d", t.Kind, t.Algorithm, t.Gateways)
+}
