@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
 )
 
@@ -70,7 +71,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	}
 	bal := o.Balancer
 	if bal == nil {
-		if bal, err = newBalancer(p.Spread, len(gateways), p.Seed); err != nil {
+		if bal, err = gateway.NewBalancer(p.Spread, len(gateways), p.Seed); err != nil {
 			return nil, fmt.Errorf("traffic: %w", err)
 		}
 	}

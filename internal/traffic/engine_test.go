@@ -258,42 +258,25 @@ func TestPlanValidation(t *testing.T) {
 	}
 }
 
-func TestBalancers(t *testing.T) {
+func TestSpreadSticky(t *testing.T) {
 	t.Parallel()
-	for _, spread := range []string{SpreadRoundRobin, SpreadRandom, SpreadSticky} {
-		t.Run(spread, func(t *testing.T) {
-			b, err := newBalancer(spread, 5, 42)
-			if err != nil {
-				t.Fatal(err)
-			}
-			used := map[int]int{}
-			for seq := uint64(0); seq < 500; seq++ {
-				g := b.Pick(7, seq)
-				if g < 0 || g >= 5 {
-					t.Fatalf("Pick = %d out of range", g)
-				}
-				used[g]++
-			}
-			switch spread {
-			case SpreadSticky:
-				if len(used) != 1 {
-					t.Fatalf("sticky used %v", used)
-				}
-			case SpreadRoundRobin:
-				for g, n := range used {
-					if n != 100 {
-						t.Fatalf("round-robin gave gateway %d %d of 500", g, n)
-					}
-				}
-			case SpreadRandom:
-				if len(used) != 5 {
-					t.Fatalf("random used only %v", used)
-				}
-			}
-		})
+	plan := Plan{Rate: perSecond(1000), Duration: time.Second, MaxRequests: 100, Identities: 3, Spread: SpreadSticky, Seed: 7}
+	h, err := Run(context.Background(), newInstant(8), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := newBalancer("nope", 2, 0); err == nil {
-		t.Fatal("unknown spread accepted")
+	gw := map[uint32]map[uint16]bool{}
+	for i := range h.Len() {
+		r := h.At(i)
+		if gw[r.Identity] == nil {
+			gw[r.Identity] = map[uint16]bool{}
+		}
+		gw[r.Identity][r.Gateway] = true
+	}
+	for id, g := range gw {
+		if len(g) != 1 {
+			t.Fatalf("sticky identity %d went to gateways %v", id, g)
+		}
 	}
 }
 

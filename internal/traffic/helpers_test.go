@@ -25,6 +25,7 @@ type windowLimiter struct {
 	delay        time.Duration // added to every decision
 	checkThenSet bool
 	pause        time.Duration
+	noHints      bool // answer without Reset or RetryAfter, like a bare 429
 
 	mu    sync.Mutex
 	state map[string]*fixedWin
@@ -98,6 +99,9 @@ func (l *windowLimiter) Decide(ctx context.Context, gateway, endpoint int, id st
 	now := time.Now()
 	w := l.current(id, now)
 	reset := w.start.Add(l.window).Sub(now)
+	if l.noHints {
+		reset = 0
+	}
 	if w.count >= l.limit {
 		return limiter.Decision{Remaining: 0, RetryAfter: reset, Reset: reset, By: decision.ByLocal, ServerTime: now}, nil
 	}

@@ -1,0 +1,225 @@
+package traffic
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// raceShape checks the records of a race run: per round, N·(L−1) prefill
+// records (NoRound) and N·G released records marked with the round, each
+// gateway once per identity. It returns the allowed released requests per
+// round and identity.
+func raceShape(t *testing.T, h *history.History, rounds, n, gws int, l int64) map[[2]int]int {
+	t.Helper()
+	if h.Meta.Rounds != rounds {
+		t.Fatalf("Meta.Rounds = %d; want %d", h.Meta.Rounds, rounds)
+	}
+	released := map[[2]int]map[uint16]bool{}
+	allowed := map[[2]int]int{}
+	prefill := map[uint32]int{}
+	for i := range h.Len() {
+		r := h.At(i)
+		name := h.Meta.Identities[r.Identity]
+		var round, idx int
+		if _, err := fmt.Sscanf(name, "race-%d-%d", &round, &idx); err != nil {
+			t.Fatalf("record %d: identity %q is not a race identity", i, name)
+		}
+		if r.Round == history.NoRound {
+			prefill[r.Identity]++
+			continue
+		}
+		if int(r.Round) != round {
+			t.Fatalf("record %d: identity %q released in round %d", i, name, r.Round)
+		}
+		k := [2]int{round, idx}
+		if released[k] == nil {
+			released[k] = map[uint16]bool{}
+		}
+		if released[k][r.Gateway] {
+			t.Fatalf("round %d identity %d: gateway %d released twice", round, idx, r.Gateway)
+		}
+		released[k][r.Gateway] = true
+		if r.Outcome == decision.Allowed {
+			allowed[k]++
+		}
+	}
+	if len(released) != rounds*n {
+		t.Fatalf("%d released (round, identity) pairs; want %d", len(released), rounds*n)
+	}
+	for k, g := range released {
+		if len(g) != gws {
+			t.Fatalf("round %v released through %d gateways; want %d", k, len(g), gws)
+		}
+	}
+	for id, c := range prefill {
+		if int64(c) != l-1 {
+			t.Fatalf("identity %q prefilled %d; want %d", h.Meta.Identities[id], c, l-1)
+		}
+	}
+	return allowed
+}
+
+func TestRaceCorrectLimiterAdmitsOnePerRound(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(5, time.Hour, 6)
+	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 10, Identities: 2,
+		Duration: 20 * time.Second, MaxRequests: 100000}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := raceShape(t, h, 10, 2, 6, 5)
+	for k, a := range allowed {
+		if a != 1 {
+			t.Fatalf("round %v: %d released requests allowed; a locked limiter admits exactly 1", k, a)
+		}
+	}
+}
+
+func TestRaceExposesCheckThenIncrement(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(3, time.Hour, 8)
+	lim.checkThenSet, lim.pause = true, 2*time.Millisecond
+	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 5,
+		Duration: 20 * time.Second, MaxRequests: 100000}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	excess := 0
+	for _, a := range raceShape(t, h, 5, 1, 8, 3) {
+		excess += a - 1
+	}
+	if excess <= 0 {
+		t.Fatalf("race excess %d; a check-then-increment limiter released through 8 gateways at once should over-admit", excess)
+	}
+}
+
+func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
+	t.Parallel()
+	const w = 300 * time.Millisecond
+	lim := newWindowLimiter(4, w, 4)
+	lim.epoch = true
+	lim.delay = time.Millisecond // rounds take a few ms, so 200 of them cross boundaries
+	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 4, Window: w}, Rounds: 200,
+		Duration: 1200 * time.Millisecond, MaxRequests: 100000}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta.Rounds == 0 {
+		t.Fatal("no rounds")
+	}
+	if last := h.At(h.Len() - 1).Sent; last < w {
+		t.Fatalf("rounds ended at %v, inside the first window: the test does not cross a boundary", last)
+	}
+	raceShape(t, h, h.Meta.Rounds, 1, 4, 4)
+	// Every round's records (prefill and release) fall in one epoch window.
+	win := map[int]int64{}
+	for i := range h.Len() {
+		r := h.At(i)
+		var round, idx int
+		fmt.Sscanf(h.Meta.Identities[r.Identity], "race-%d-%d", &round, &idx)
+		wid := (h.Meta.Start.UnixNano() + int64(r.Sent)) / int64(w)
+		if prev, ok := win[round]; ok && prev != wid {
+			t.Fatalf("round %d spans windows %d and %d", round, prev, wid)
+		}
+		win[round] = wid
+	}
+}
+
+// boundaryShape checks the boundary records: per aimed boundary, L per
+// identity intended in [B−span, B) and L in [B, B+span), marked with the
+// boundary's index. It returns how many of them were allowed.
+func boundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed int) {
+	t.Helper()
+	m := h.Meta
+	if len(m.Boundaries) == 0 || m.BoundarySpan <= 0 {
+		t.Fatalf("no boundaries recorded: %v span %v", m.Boundaries, m.BoundarySpan)
+	}
+	before, after := map[int32]int{}, map[int32]int{}
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Round == history.NoRound {
+			continue
+		}
+		if int(r.Round) >= len(m.Boundaries) {
+			t.Fatalf("record %d marks boundary %d of %d", i, r.Round, len(m.Boundaries))
+		}
+		b := m.Boundaries[r.Round]
+		switch {
+		case r.Intended >= b-m.BoundarySpan && r.Intended < b:
+			before[r.Round]++
+		case r.Intended >= b && r.Intended < b+m.BoundarySpan:
+			after[r.Round]++
+		default:
+			t.Fatalf("record %d intended at %v, outside boundary %v ± %v", i, r.Intended, b, m.BoundarySpan)
+		}
+		if r.Outcome == decision.Allowed {
+			allowed++
+		}
+	}
+	for k := range m.Boundaries {
+		if before[int32(k)] != n*int(l) || after[int32(k)] != n*int(l) {
+			t.Fatalf("boundary %d: %d before, %d after; want %d each", k, before[int32(k)], after[int32(k)], n*int(l))
+		}
+	}
+	for k := 1; k < len(m.Boundaries); k++ {
+		if m.Boundaries[k] <= m.Boundaries[k-1] {
+			t.Fatalf("boundaries not increasing: %v", m.Boundaries)
+		}
+	}
+	return allowed
+}
+
+func TestBoundary(t *testing.T) {
+	t.Parallel()
+	const w = 400 * time.Millisecond
+	const l = 5
+	tests := []struct {
+		name    string
+		align   string
+		epoch   bool
+		noHints bool
+	}{
+		{"epoch", AlignEpoch, true, false},
+		{"first request", AlignFirstRequest, false, false},
+		{"auto from reset", AlignAuto, true, false},
+		{"auto from denials, epoch", AlignAuto, true, true},
+		{"auto from denials, first request", AlignAuto, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lim := newWindowLimiter(l, w, 3)
+			lim.epoch, lim.noHints = tt.epoch, tt.noHints
+			plan := Plan{Pattern: PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
+				Duration: 2500 * time.Millisecond, MaxRequests: 100000}
+			h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			allowed := boundaryShape(t, h, 2, l)
+			if tt.epoch && tt.align != AlignFirstRequest {
+				for _, b := range h.Meta.Boundaries {
+					off := (h.Meta.Start.UnixNano() + int64(b)) % int64(w)
+					if d := min(off, int64(w)-off); time.Duration(d) > w/20 {
+						t.Fatalf("boundary %v is %v from an epoch multiple of %v", b, time.Duration(d), w)
+					}
+				}
+			}
+			// A fixed window lets nearly 2L through around each boundary:
+			// far more than the L a correct limit of L per W allows.
+			if limitOnly := len(h.Meta.Boundaries) * l * 2 /* identities */; allowed <= limitOnly {
+				t.Fatalf("%d allowed around %d boundaries; the fixed window's boundary burst should exceed %d",
+					allowed, len(h.Meta.Boundaries), limitOnly)
+			}
+		})
+	}
+}
