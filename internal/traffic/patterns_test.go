@@ -216,7 +216,7 @@ func TestBoundary(t *testing.T) {
 			}
 			// A fixed window lets nearly 2L through around each boundary:
 			// far more than the L a correct limit of L per W allows.
-			if limitOnly := len(h.Meta.Boundaries) * l * 2 /* identities */; allowed <= limitOnly {
+			if limitOnly := len(h.Meta.Boundaries) * l * 2; /* identities */ allowed <= limitOnly {
 				t.Fatalf("%d allowed around %d boundaries; the fixed window's boundary burst should exceed %d",
 					allowed, len(h.Meta.Boundaries), limitOnly)
 			}
