@@ -6,5 +6,6 @@ import "github.com/spf13/cobra"
 func commands(f *Factory) []*cobra.Command {
 	return []*cobra.Command{
 		newCmdVersion(f, nil),
+		newCmdPing(f, nil),
 	}
 }

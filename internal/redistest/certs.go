@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -35,12 +36,24 @@ type Certs struct {
 // temporary directory. The keys are ECDSA P-256, valid for one hour.
 func GenerateCerts(t testing.TB) *Certs {
 	t.Helper()
-	dir := t.TempDir()
+	c, err := WriteCerts(t.TempDir())
+	if err != nil {
+		t.Fatalf("generate certificates: %v", err)
+	}
+	return c
+}
+
+// WriteCerts is GenerateCerts for callers without a testing.TB (testscript
+// commands): it writes the files into dir.
+func WriteCerts(dir string) (*Certs, error) {
 	c := &Certs{Dir: dir, CA: filepath.Join(dir, "ca.crt"),
 		ServerCert: filepath.Join(dir, "server.crt"), ServerKey: filepath.Join(dir, "server.key"),
 		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key")}
 	now := time.Now()
-	caKey := newKey(t)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rlctl test CA"},
 		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),
@@ -49,18 +62,23 @@ func GenerateCerts(t testing.TB) *Certs {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		t.Fatalf("create CA: %v", err)
+		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	caCert, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		t.Fatalf("parse CA: %v", err)
+		return nil, fmt.Errorf("parse CA: %w", err)
 	}
-	writePEM(t, c.CA, "CERTIFICATE", caDER)
+	if err := writePEM(c.CA, "CERTIFICATE", caDER); err != nil {
+		return nil, err
+	}
 	c.Pool = x509.NewCertPool()
 	c.Pool.AddCert(caCert)
 
-	leaf := func(serial int64, cn string, usage []x509.ExtKeyUsage, certPath, keyPath string) {
-		key := newKey(t)
+	leaf := func(serial int64, cn string, usage []x509.ExtKeyUsage, certPath, keyPath string) error {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return fmt.Errorf("generate key: %w", err)
+		}
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 			NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour),
@@ -70,34 +88,33 @@ func GenerateCerts(t testing.TB) *Certs {
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 		if err != nil {
-			t.Fatalf("create %s certificate: %v", cn, err)
+			return fmt.Errorf("create %s certificate: %w", cn, err)
 		}
-		writePEM(t, certPath, "CERTIFICATE", der)
+		if err := writePEM(certPath, "CERTIFICATE", der); err != nil {
+			return err
+		}
 		kder, err := x509.MarshalPKCS8PrivateKey(key)
 		if err != nil {
-			t.Fatalf("marshal key: %v", err)
+			return fmt.Errorf("marshal key: %w", err)
 		}
-		writePEM(t, keyPath, "PRIVATE KEY", kder)
+		return writePEM(keyPath, "PRIVATE KEY", kder)
 	}
 	// The server certificate is also the client certificate a TLS replica
 	// presents to its primary, hence both usages.
-	leaf(2, "127.0.0.1", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, c.ServerCert, c.ServerKey)
-	leaf(3, "rlctl test client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, c.ClientCert, c.ClientKey)
-	return c
-}
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("generate key: %v", err)
+	if err := leaf(2, "127.0.0.1", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, c.ServerCert, c.ServerKey); err != nil {
+		return nil, err
 	}
-	return k
+	if err := leaf(3, "rlctl test client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, c.ClientCert, c.ClientKey); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
+func writePEM(path, typ string, der []byte) error {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatalf("write %s: %v", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return nil
 }
 
 func randHex(t testing.TB, n int) string {

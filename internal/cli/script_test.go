@@ -1,0 +1,68 @@
+package cli_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// TestMain lets testscript run the test binary itself as the rlctl
+// command. It is the only TestMain of package cli's tests.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"rlctl": func() { os.Exit(cli.Main()) },
+	})
+}
+
+// TestScript runs every testdata/script/*.txtar end to end. Besides the
+// standard commands, scripts have redis-server, redis-cluster,
+// redis-sentinel and redis-cli-cmd (see redistest.ScriptCmds) and
+// exit-code.
+func TestScript(t *testing.T) {
+	cmds := redistest.ScriptCmds()
+	cmds["exit-code"] = cmdExitCode
+	testscript.Run(t, testscript.Params{
+		Dir:  "testdata/script",
+		Cmds: cmds,
+		Setup: func(env *testscript.Env) error {
+			// A developer's own settings must not leak into the scripts.
+			for _, k := range []string{"RLCTL_REDIS_URL", "REDIS_URL", "REDISCLI_AUTH"} {
+				env.Setenv(k, "")
+			}
+			return nil
+		},
+	})
+}
+
+// cmdExitCode runs a program and fails unless it exits with the given
+// status; its stdout and stderr are then checked with stdout/stderr.
+//
+//	exit-code CODE PROG [ARGS...]
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exit-code CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exit-code: bad code %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exit-code: run %s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
