@@ -1,0 +1,720 @@
+package keyspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// Severity grades a finding.
+type Severity string
+
+// Severities, from fine to broken. Any fail makes `rlctl audit` exit 1.
+const (
+	OK   Severity = "ok"
+	Warn Severity = "warn"
+	Fail Severity = "fail"
+)
+
+// Check names, in report order. They are stable: scripts grep for them.
+const (
+	CheckLimiterKeys = "limiter-keys"
+	CheckNoTTL       = "no-ttl"
+	CheckTTLTooLong  = "ttl-too-long"
+	CheckTTLRefresh  = "ttl-refresh"
+	CheckHot         = "hot-identities"
+	CheckBigKeys     = "big-keys"
+	CheckEviction    = "eviction-policy"
+	CheckDurability  = "durability"
+	CheckShards      = "shards"
+	CheckCrossSlot   = "crossslot"
+	CheckClock       = "clock"
+	CheckLatency     = "latency"
+	CheckAuth        = "auth"
+	CheckProtected   = "protected-mode"
+	CheckCeiling     = "ceiling"
+)
+
+// Finding is one audit result. The JSON form is stable.
+type Finding struct {
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	// Count is how many keys (or nodes) the finding is about, when it
+	// counts something.
+	Count int64 `json:"count,omitempty"`
+	// Sample names some of them (bounded).
+	Sample []string `json:"sample,omitempty"`
+}
+
+// AuditOptions tune the audit. Zero values take the defaults shown.
+type AuditOptions struct {
+	Schemas []*Schema
+	// RefreshInterval separates the two TTL samples that reveal a TTL
+	// refreshed on every request (1s).
+	RefreshInterval time.Duration
+	// RefreshSample bounds the keys sampled for that check, per primary (200).
+	RefreshSample int
+	// SampleSize bounds the key names kept per finding (10).
+	SampleSize int
+	// BigKeyEntries flags logs with more entries (10000).
+	BigKeyEntries int64
+	// HotRatio flags identities at or above this share of their limit (0.9).
+	HotRatio float64
+	// LatencyProbes is the number of PINGs timed (100).
+	LatencyProbes int
+	// LatencyWarn flags a p99 round trip above it (25ms).
+	LatencyWarn time.Duration
+	// ClockWarn flags a clock difference above it (1s).
+	ClockWarn time.Duration
+	// LocalNow is this machine's clock (time.Now).
+	LocalNow func() time.Time
+	// Published, Gateways, Algorithm and Lease add the design's true
+	// ceiling beside the published one when Published is set.
+	Published rate.Limit
+	Gateways  int
+	Algorithm string
+	Lease     int64
+}
+
+func (o *AuditOptions) defaults() {
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = time.Second
+	}
+	if o.RefreshSample <= 0 {
+		o.RefreshSample = 200
+	}
+	if o.SampleSize <= 0 {
+		o.SampleSize = 10
+	}
+	if o.BigKeyEntries <= 0 {
+		o.BigKeyEntries = 10000
+	}
+	if o.HotRatio <= 0 {
+		o.HotRatio = 0.9
+	}
+	if o.LatencyProbes <= 0 {
+		o.LatencyProbes = 100
+	}
+	if o.LatencyWarn <= 0 {
+		o.LatencyWarn = 25 * time.Millisecond
+	}
+	if o.ClockWarn <= 0 {
+		o.ClockWarn = time.Second
+	}
+	if o.LocalNow == nil {
+		o.LocalNow = time.Now
+	}
+}
+
+// ShardStats is one primary's share of the limiter keys.
+type ShardStats struct {
+	Node        string `json:"node"`
+	Keys        int64  `json:"keys"`
+	LimiterKeys int64  `json:"limiter_keys"`
+	OpsPerSec   int64  `json:"ops_per_sec"`
+}
+
+// Latency are round-trip percentiles of PING, in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+// AuditReport is the outcome of an audit. The JSON form is stable.
+type AuditReport struct {
+	Failed   bool             `json:"failed"`
+	Findings []Finding        `json:"findings"`
+	Scanned  int64            `json:"scanned"`
+	BySchema map[string]int64 `json:"limiter_keys"`
+	Shards   []ShardStats     `json:"shards"`
+	Latency  Latency          `json:"latency"`
+	Ceiling  *Ceiling         `json:"ceiling,omitempty"`
+}
+
+// sampler keeps at most n names.
+type sampler struct {
+	n     int
+	count int64
+	names []string
+}
+
+func (s *sampler) add(name string) {
+	s.count++
+	if len(s.names) < s.n {
+		s.names = append(s.names, name)
+	}
+}
+
+type hotKey struct {
+	key   string
+	ratio float64
+	used  int64
+	limit int64
+}
+
+type refreshCand struct {
+	key  string
+	node Node
+}
+
+// auditState is what the streaming scan keeps: counts and bounded samples,
+// so memory does not grow with the keyspace.
+type auditState struct {
+	opts     AuditOptions
+	mu       sync.Mutex
+	scanned  int64
+	bySchema map[string]int64
+	noTTL    sampler
+	tooLong  sampler
+	big      []hotKey // by entries, bounded
+	hot      []hotKey // by ratio, bounded
+	refresh  []refreshCand
+	seenRef  int64
+	shards   map[string]*ShardStats
+	slots    map[string]int // multi-key identity → slot (bounded)
+	cross    sampler
+	cluster  bool
+}
+
+const maxSlotsTracked = 100000
+
+// Audit makes one pass over the deployment's Redis — every primary on a
+// Cluster — and reports findings. Reads are pipelined per SCAN page and
+// only counts and bounded samples are kept.
+func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*AuditReport, error) {
+	opts.defaults()
+	_, isCluster := c.(*redis.ClusterClient)
+	st := &auditState{
+		opts: opts, bySchema: map[string]int64{}, shards: map[string]*ShardStats{},
+		noTTL: sampler{n: opts.SampleSize}, tooLong: sampler{n: opts.SampleSize},
+		cross: sampler{n: opts.SampleSize}, slots: map[string]int{}, cluster: isCluster,
+	}
+	now, err := ServerTime(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	local := opts.LocalNow()
+	rep := &AuditReport{BySchema: st.bySchema}
+
+	// Per-node configuration, then the keyspace.
+	var cfgMu sync.Mutex
+	var cfgs []nodeConfig
+	err = ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
+		nc, err := readNodeConfig(ctx, n)
+		if err != nil {
+			return err
+		}
+		cfgMu.Lock()
+		cfgs = append(cfgs, nc)
+		st.shards[n.Addr] = &ShardStats{Node: n.Addr, Keys: nc.keys, OpsPerSec: nc.ops}
+		cfgMu.Unlock()
+		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, keys, now) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	refreshed, err := st.checkRefresh(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	lat, err := measureLatency(ctx, c, opts.LatencyProbes)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	rep.Latency = lat
+	rep.Scanned = st.scanned
+	for _, s := range st.shards {
+		rep.Shards = append(rep.Shards, *s)
+	}
+	sort.Slice(rep.Shards, func(i, j int) bool { return rep.Shards[i].Node < rep.Shards[j].Node })
+
+	add := func(f Finding) {
+		if f.Severity == Fail {
+			rep.Failed = true
+		}
+		rep.Findings = append(rep.Findings, f)
+	}
+	add(st.keysFinding())
+	add(samplerFinding(CheckNoTTL, Fail, &st.noTTL, "%d limiter keys have no TTL: they count forever, so those identities stay limited (or a window never rolls)", "every limiter key has a TTL"))
+	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, "%d limiter keys have a TTL longer than their schema allows: windows last longer than published", "no TTL beyond what its schema allows"))
+	add(refreshed)
+	add(st.hotFinding(ctx, cfgs))
+	add(st.bigFinding())
+	for _, f := range configFindings(cfgs) {
+		add(f)
+	}
+	if isCluster {
+		add(st.shardFinding(rep.Shards))
+		add(samplerFinding(CheckCrossSlot, Fail, &st.cross, "%d identities of multi-key layouts have keys in different slots: their scripts fail with CROSSSLOT on Cluster (use a {hash tag})", "every multi-key identity keeps its keys in one slot"))
+	}
+	add(clockFinding(now, local, opts.ClockWarn))
+	add(latencyFinding(lat, opts.LatencyWarn))
+	if !opts.Published.IsZero() && opts.Algorithm != "" {
+		cl, err := TrueCeiling(opts.Algorithm, opts.Published, opts.Gateways, opts.Lease)
+		if err != nil {
+			return nil, err
+		}
+		rep.Ceiling = &cl
+		sev := OK
+		if cl.True > cl.Published {
+			sev = Warn
+		}
+		add(Finding{Check: CheckCeiling, Severity: sev, Message: fmt.Sprintf("published %s, true ceiling %d per %s with %d gateways (%.2f×): %s",
+			opts.Published, cl.True, human(opts.Published.Window), cl.Gateways, cl.Ratio, cl.Why)})
+	}
+	return rep, nil
+}
+
+func samplerFinding(check string, sev Severity, s *sampler, bad, good string) Finding {
+	if s.count == 0 {
+		return Finding{Check: check, Severity: OK, Message: good}
+	}
+	return Finding{Check: check, Severity: sev, Message: fmt.Sprintf(bad, s.count), Count: s.count, Sample: s.names}
+}
+
+func isServerError(err error) bool {
+	var re redis.Error
+	return errors.Is(err, redis.Nil) || errors.As(err, &re)
+}
+
+func (st *auditState) page(ctx context.Context, n Node, names []string, now time.Time) error {
+	type cand struct {
+		s    *Schema
+		p    Parsed
+		typ  *redis.StatusCmd
+		ttl  *redis.DurationCmd
+		str  *redis.StringCmd
+		card *redis.IntCmd
+	}
+	var cs []cand
+	pipe := n.Client.Pipeline()
+	for _, k := range names {
+		s, p, ok := Match(st.opts.Schemas, k, "")
+		if !ok {
+			continue
+		}
+		c := cand{s: s, p: p, typ: pipe.Type(ctx, k), ttl: pipe.PTTL(ctx, k)}
+		switch s.Type {
+		case TypeString:
+			c.str = pipe.Get(ctx, k)
+		case TypeZSet:
+			c.card = pipe.ZCard(ctx, k)
+		}
+		cs = append(cs, c)
+	}
+	if len(cs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
+			return fmt.Errorf("read keys on %s: %w", n.Addr, err)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.scanned += int64(len(names))
+	for _, c := range cs {
+		typ := c.typ.Val()
+		s, p := c.s, c.p
+		if typ != s.Type || !s.hasType(typ) {
+			// The type decides between layouts sharing names.
+			var ok bool
+			if s, p, ok = Match(st.opts.Schemas, p.Key, typ); !ok {
+				continue
+			}
+		}
+		st.bySchema[s.Name]++
+		st.shards[n.Addr].LimiterKeys++
+		ttl := c.ttl.Val()
+		switch {
+		case ttl == -1:
+			st.noTTL.add(p.Key)
+		case ttl > 0:
+			if max := s.MaxTTL(p); max > 0 && ttl > max+time.Second {
+				st.tooLong.add(p.Key)
+			}
+			if !s.WindowInKey && ttl > 2*st.opts.RefreshInterval {
+				// Reservoir sample, so every key has the same chance.
+				st.seenRef++
+				if len(st.refresh) < st.opts.RefreshSample {
+					st.refresh = append(st.refresh, refreshCand{p.Key, n})
+				} else if i := rand.Int64N(st.seenRef); i < int64(len(st.refresh)) {
+					st.refresh[i] = refreshCand{p.Key, n}
+				}
+			}
+		}
+		if c.str != nil && typ == TypeString {
+			if v, err := strconv.ParseInt(c.str.Val(), 10, 64); err == nil {
+				if lim := limitFor(s, p); lim > 0 && float64(v) >= st.opts.HotRatio*float64(lim) {
+					st.hot = keepTop(st.hot, hotKey{p.Key, float64(v) / float64(lim), v, lim}, st.opts.SampleSize)
+				}
+			}
+		}
+		if c.card != nil && typ == TypeZSet && c.card.Val() > st.opts.BigKeyEntries {
+			st.big = keepTop(st.big, hotKey{key: p.Key, ratio: float64(c.card.Val()), used: c.card.Val()}, st.opts.SampleSize)
+		}
+		if st.cluster && s.MultiKey {
+			id := s.Name + "\x00" + p.ID
+			slot := Slot(p.Key)
+			if prev, ok := st.slots[id]; ok {
+				if prev != slot && prev >= 0 {
+					st.cross.add(p.ID + " (" + s.Name + ")")
+					st.slots[id] = -1 // report an identity once
+				}
+			} else if len(st.slots) < maxSlotsTracked {
+				st.slots[id] = slot
+			}
+		}
+	}
+	return nil
+}
+
+// limitFor is the limit a counter key is held to, when known.
+func limitFor(s *Schema, p Parsed) int64 {
+	switch s.Name {
+	case "redis-token-bucket", "redis-gcra", SchemaRedisRate, SchemaSpring, SchemaUpstashBucket:
+		return 0 // not counters
+	}
+	return s.params.Limit.Count
+}
+
+// keepTop keeps the n entries with the largest ratio.
+func keepTop(list []hotKey, h hotKey, n int) []hotKey {
+	list = append(list, h)
+	sort.Slice(list, func(i, j int) bool { return list[i].ratio > list[j].ratio })
+	if len(list) > n {
+		list = list[:n]
+	}
+	return list
+}
+
+func (st *auditState) keysFinding() Finding {
+	var total int64
+	var parts []string
+	for name, n := range st.bySchema {
+		total += n
+		parts = append(parts, fmt.Sprintf("%s %d", name, n))
+	}
+	sort.Strings(parts)
+	if total == 0 {
+		return Finding{Check: CheckLimiterKeys, Severity: Warn, Message: fmt.Sprintf("no limiter keys among %d keys: wrong database, prefix or schema?", st.scanned)}
+	}
+	return Finding{Check: CheckLimiterKeys, Severity: OK, Count: total, Message: fmt.Sprintf("%d limiter keys among %d: %s", total, st.scanned, strings.Join(parts, ", "))}
+}
+
+// checkRefresh samples each candidate's PTTL twice, RefreshInterval
+// apart. A TTL that fell by less than half the interval while the counter
+// did not restart was pushed out in between: the refresh-every-request bug
+// that keeps a window from ever rolling under steady traffic.
+func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
+	f := Finding{Check: CheckTTLRefresh, Severity: OK, Message: "no TTL refreshed between two samples"}
+	if len(st.refresh) == 0 {
+		f.Message = "no keys to sample for TTL refreshes"
+		return f, nil
+	}
+	type probe struct {
+		ttl *redis.DurationCmd
+		val *redis.StringCmd
+	}
+	read := func() ([]probe, error) {
+		byNode := map[string][]int{}
+		nodes := map[string]Node{}
+		for i, r := range st.refresh {
+			byNode[r.node.Addr] = append(byNode[r.node.Addr], i)
+			nodes[r.node.Addr] = r.node
+		}
+		ps := make([]probe, len(st.refresh))
+		for addr, idx := range byNode {
+			pipe := nodes[addr].Client.Pipeline()
+			for _, i := range idx {
+				ps[i] = probe{pipe.PTTL(ctx, st.refresh[i].key), pipe.Get(ctx, st.refresh[i].key)}
+			}
+			if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
+				return nil, fmt.Errorf("sample TTLs on %s: %w", addr, err)
+			}
+		}
+		return ps, nil
+	}
+	first, err := read()
+	if err != nil {
+		return f, err
+	}
+	t := time.NewTimer(st.opts.RefreshInterval)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return f, ctx.Err()
+	case <-t.C:
+	}
+	second, err := read()
+	if err != nil {
+		return f, err
+	}
+	s := sampler{n: st.opts.SampleSize}
+	for i, r := range st.refresh {
+		a, b := first[i].ttl.Val(), second[i].ttl.Val()
+		if a <= 0 || b <= 0 {
+			continue
+		}
+		if b > a-st.opts.RefreshInterval/2 {
+			va, errA := strconv.ParseInt(first[i].val.Val(), 10, 64)
+			vb, errB := strconv.ParseInt(second[i].val.Val(), 10, 64)
+			if errA == nil && errB == nil && vb < va {
+				continue // the key expired and a new window began
+			}
+			s.add(r.key)
+		}
+	}
+	if s.count > 0 {
+		f = Finding{Check: CheckTTLRefresh, Severity: Fail, Count: s.count, Sample: s.names,
+			Message: fmt.Sprintf("%d of %d sampled keys had their TTL pushed out within %s: the window never rolls while traffic continues (TTL must be set once, when the window opens)", s.count, len(st.refresh), st.opts.RefreshInterval)}
+	} else {
+		f.Message = fmt.Sprintf("no TTL refreshed among %d sampled keys over %s", len(st.refresh), st.opts.RefreshInterval)
+	}
+	return f, nil
+}
+
+func (st *auditState) hotFinding(ctx context.Context, cfgs []nodeConfig) Finding {
+	if len(st.hot) == 0 {
+		return Finding{Check: CheckHot, Severity: OK, Message: fmt.Sprintf("no identity at %.0f%% of a known limit or more", st.opts.HotRatio*100)}
+	}
+	var sample []string
+	for _, h := range st.hot {
+		sample = append(sample, fmt.Sprintf("%s (%d of %d)", h.key, h.used, h.limit))
+	}
+	msg := fmt.Sprintf("%d identities at %.0f%% of their limit or over", len(st.hot), st.opts.HotRatio*100)
+	if len(cfgs) > 0 && strings.Contains(cfgs[0].policy, "lfu") {
+		msg += " (OBJECT FREQ shows their access frequency under the LFU policy)"
+	}
+	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}
+}
+
+func (st *auditState) bigFinding() Finding {
+	if len(st.big) == 0 {
+		return Finding{Check: CheckBigKeys, Severity: OK, Message: fmt.Sprintf("no sliding log above %d entries", st.opts.BigKeyEntries)}
+	}
+	var sample []string
+	for _, b := range st.big {
+		sample = append(sample, fmt.Sprintf("%s (%d entries)", b.key, b.used))
+	}
+	return Finding{Check: CheckBigKeys, Severity: Warn, Count: int64(len(st.big)), Sample: sample,
+		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more", len(st.big), st.opts.BigKeyEntries)}
+}
+
+func (st *auditState) shardFinding(shards []ShardStats) Finding {
+	var total int64
+	var parts []string
+	for _, s := range shards {
+		total += s.LimiterKeys
+		parts = append(parts, fmt.Sprintf("%s %d keys, %d ops/s", s.Node, s.LimiterKeys, s.OpsPerSec))
+	}
+	f := Finding{Check: CheckShards, Severity: OK, Message: "limiter keys per primary: " + strings.Join(parts, "; ")}
+	if len(shards) > 1 && total >= 100 {
+		mean := float64(total) / float64(len(shards))
+		for _, s := range shards {
+			if float64(s.LimiterKeys) > 2*mean {
+				f.Severity = Warn
+				f.Message = fmt.Sprintf("hot shard %s holds %d of %d limiter keys; ", s.Node, s.LimiterKeys, total) + f.Message
+			}
+		}
+	}
+	return f
+}
+
+// nodeConfig is what one primary says about itself.
+type nodeConfig struct {
+	addr        string
+	policy      string
+	aof         bool
+	save        string
+	replicas    int
+	role        string
+	nopass      bool
+	allPerms    bool
+	aclKnown    bool
+	protected   string
+	keys        int64
+	ops         int64
+	configKnown bool
+}
+
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
+	nc := nodeConfig{addr: n.Addr}
+	info, err := n.Client.Info(ctx, "memory", "persistence", "replication", "stats", "keyspace").Result()
+	if err != nil {
+		return nc, fmt.Errorf("INFO on %s: %w", n.Addr, err)
+	}
+	nc.policy = infoField(info, "maxmemory_policy")
+	nc.aof = infoField(info, "aof_enabled") == "1"
+	nc.role = infoField(info, "role")
+	nc.replicas, _ = strconv.Atoi(infoField(info, "connected_slaves"))
+	nc.ops, _ = strconv.ParseInt(infoField(info, "instantaneous_ops_per_sec"), 10, 64)
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "db") {
+			if _, rest, ok := strings.Cut(line, "keys="); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				k, _ := strconv.ParseInt(v, 10, 64)
+				nc.keys += k
+			}
+		}
+	}
+	// CONFIG and ACL may be denied on managed services; then those checks
+	// say so instead of guessing.
+	if m, err := n.Client.ConfigGet(ctx, "save").Result(); err == nil {
+		nc.configKnown = true
+		nc.save = m["save"]
+		if pm, err := n.Client.ConfigGet(ctx, "protected-mode").Result(); err == nil {
+			nc.protected = pm["protected-mode"]
+		}
+	}
+	if u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Slice(); err == nil {
+		nc.aclKnown = true
+		for i := 0; i+1 < len(u); i += 2 {
+			name, _ := u[i].(string)
+			switch name {
+			case "flags":
+				for _, fl := range toStrings(u[i+1]) {
+					if fl == "nopass" {
+						nc.nopass = true
+					}
+				}
+			case "commands":
+				s, _ := u[i+1].(string)
+				nc.allPerms = strings.Contains(s, "+@all")
+			}
+		}
+	}
+	return nc, nil
+}
+
+func toStrings(v any) []string {
+	switch x := v.(type) {
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			s, _ := e.(string)
+			out = append(out, s)
+		}
+		return out
+	case []string:
+		return x
+	}
+	return nil
+}
+
+// configFindings grade every primary's settings; a problem on several
+// primaries is one finding naming them.
+func configFindings(cfgs []nodeConfig) []Finding {
+	sort.Slice(cfgs, func(i, j int) bool { return cfgs[i].addr < cfgs[j].addr })
+	group := func(check string, pred func(nodeConfig) bool) []string {
+		var nodes []string
+		for _, c := range cfgs {
+			if pred(c) {
+				nodes = append(nodes, c.addr)
+			}
+		}
+		return nodes
+	}
+	var out []Finding
+	policy := "unknown"
+	if len(cfgs) > 0 {
+		policy = cfgs[0].policy
+	}
+	if nodes := group(CheckEviction, func(c nodeConfig) bool { return strings.HasPrefix(c.policy, "allkeys-") }); len(nodes) > 0 {
+		out = append(out, Finding{Check: CheckEviction, Severity: Fail, Count: int64(len(nodes)), Sample: nodes,
+			Message: "maxmemory-policy allkeys-*: under memory pressure Redis evicts limiter keys, and an evicted counter silently fails open"})
+	} else if nodes := group(CheckEviction, func(c nodeConfig) bool { return strings.HasPrefix(c.policy, "volatile-") }); len(nodes) > 0 {
+		out = append(out, Finding{Check: CheckEviction, Severity: Warn, Count: int64(len(nodes)), Sample: nodes,
+			Message: "maxmemory-policy volatile-*: limiter keys all carry TTLs, so they are the first evicted, and an evicted counter fails open"})
+	} else {
+		out = append(out, Finding{Check: CheckEviction, Severity: OK, Message: "maxmemory-policy " + policy + ": limiter keys are not evicted"})
+	}
+	if nodes := group(CheckDurability, func(c nodeConfig) bool { return c.configKnown && !c.aof && c.save == "" && c.replicas == 0 }); len(nodes) > 0 {
+		out = append(out, Finding{Check: CheckDurability, Severity: Warn, Count: int64(len(nodes)), Sample: nodes,
+			Message: "no persistence and no replica: a restart empties every counter, so every identity gets a fresh quota at once"})
+	} else {
+		var notes []string
+		if n := group("", func(c nodeConfig) bool { return c.replicas > 0 }); len(n) > 0 {
+			notes = append(notes, "replication is asynchronous: a failover can lose the last increments, so counters may go back")
+		}
+		if n := group("", func(c nodeConfig) bool { return c.replicas == 0 }); len(n) > 0 {
+			notes = append(notes, fmt.Sprintf("%d primaries without a replica: no failover, restarts reload from disk", len(n)))
+		}
+		out = append(out, Finding{Check: CheckDurability, Severity: OK, Message: strings.Join(notes, "; ")})
+	}
+	if nodes := group(CheckAuth, func(c nodeConfig) bool { return c.aclKnown && c.nopass }); len(nodes) > 0 {
+		out = append(out, Finding{Check: CheckAuth, Severity: Fail, Count: int64(len(nodes)), Sample: nodes,
+			Message: "the default user needs no password (and holds every permission): anyone who reaches the port can reset any quota"})
+	} else {
+		msg := "the default user requires a password"
+		if n := group("", func(c nodeConfig) bool { return c.allPerms }); len(n) > 0 {
+			msg += "; it holds every permission (consider a limiter user limited to EVALSHA/GET/INCR on the limiter prefix)"
+		}
+		if len(group("", func(c nodeConfig) bool { return !c.aclKnown })) > 0 {
+			msg = "ACL GETUSER not permitted: authentication not checked"
+		}
+		out = append(out, Finding{Check: CheckAuth, Severity: OK, Message: msg})
+	}
+	if nodes := group(CheckProtected, func(c nodeConfig) bool { return c.protected == "no" }); len(nodes) > 0 {
+		out = append(out, Finding{Check: CheckProtected, Severity: Warn, Count: int64(len(nodes)), Sample: nodes,
+			Message: "protected-mode is off: without a password Redis accepts connections from any interface"})
+	} else {
+		out = append(out, Finding{Check: CheckProtected, Severity: OK, Message: "protected-mode on (or not readable)"})
+	}
+	return out
+}
+
+func clockFinding(redisNow, local time.Time, warn time.Duration) Finding {
+	d := local.Sub(redisNow)
+	if d < 0 {
+		d = -d
+	}
+	f := Finding{Check: CheckClock, Severity: OK, Message: fmt.Sprintf("this machine's clock is within %s of Redis TIME", human(d))}
+	if d > warn {
+		f.Severity = Warn
+		f.Message = fmt.Sprintf("this machine's clock differs from Redis TIME by %s: designs that take the gateway's clock (clock windows, client-side buckets) drift by as much", human(d))
+	}
+	return f
+}
+
+func latencyFinding(l Latency, warn time.Duration) Finding {
+	f := Finding{Check: CheckLatency, Severity: OK, Message: fmt.Sprintf("round trip p50 %.2fms p99 %.2fms max %.2fms: the on-path cost of every decision", l.P50, l.P99, l.Max)}
+	if l.P99 > float64(warn)/float64(time.Millisecond) {
+		f.Severity = Warn
+		f.Message += fmt.Sprintf(" (p99 above %s)", warn)
+	}
+	return f
+}
+
+// measureLatency times n sequential PINGs.
+func measureLatency(ctx context.Context, c redis.UniversalClient, n int) (Latency, error) {
+	d := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if err := c.Ping(ctx).Err(); err != nil {
+			return Latency{}, fmt.Errorf("ping: %w", err)
+		}
+		d = append(d, float64(time.Since(t0).Microseconds())/1000)
+	}
+	sort.Float64s(d)
+	at := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return Latency{P50: at(0.5), P99: at(0.99), Max: d[len(d)-1]}, nil
+}

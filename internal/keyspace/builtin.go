@@ -1,0 +1,494 @@
+package keyspace
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+// DefaultPrefix starts rlctl's own keys.
+const DefaultPrefix = "rl:"
+
+// Schema names of other libraries' layouts.
+const (
+	SchemaEnvoy          = "envoy-ratelimit"
+	SchemaRedisRate      = "go-redis-rate"
+	SchemaSpring         = "spring-cloud-gateway"
+	SchemaKong           = "kong-rate-limiting"
+	SchemaUlule          = "ulule-limiter"
+	SchemaRateLimitRedis = "rate-limit-redis"
+	SchemaUpstashWindow  = "upstash-window"
+	SchemaUpstashBucket  = "upstash-token-bucket"
+)
+
+// ownLayout is one of rlctl's algorithms' key layouts:
+// <prefix><short>:{<id>}[:<window index>].
+type ownLayout struct {
+	alg, short, typ string
+	indexed         bool
+	ttlWindows      int64 // TTL in windows (W or 2W)
+	layout          string
+	interpret       func(s *Schema, k *Key, now time.Time)
+}
+
+var ownLayouts = []ownLayout{
+	{limiter.RedisGetIncr, "gi", TypeString, false, 1, "rl:gi:{id} string counter; EXPIRE W on the first INCR", interpretCounter},
+	{limiter.RedisFixedWindow, "fw", TypeString, false, 1, "rl:fw:{id} string counter; TTL W set once when the window opens", interpretCounter},
+	{limiter.RedisFixedWindowRefresh, "fwr", TypeString, false, 1, "rl:fwr:{id} string counter; TTL W pushed out on every request (the bug)", interpretCounter},
+	{limiter.RedisClockWindow, "cw", TypeString, true, 1, "rl:cw:{id}:<floor(now_ms/W_ms)> string counter; TTL W", interpretCounter},
+	{limiter.RedisTokenBucket, "tb", TypeHash, false, 1, "rl:tb:{id} hash {tokens (float), ts (ms)}", interpretOwnBucket},
+	{limiter.RedisSlidingWindow, "sw", TypeString, true, 2, "rl:sw:{id}:<window index> string counters (current and previous); TTL 2W", interpretCounter},
+	{limiter.RedisSlidingLog, "sl", TypeZSet, false, 1, "rl:sl:{id} sorted set, one member per request, score = ms; TTL W", interpretLog},
+	{limiter.RedisGCRA, "gcra", TypeString, false, 1, "rl:gcra:{id} string TAT (theoretical arrival time, ms)", interpretOwnGCRA},
+	{limiter.Leasing, "lease", TypeString, true, 1, "rl:lease:{id}:<window index> string budget granted so far; TTL W", interpretCounter},
+}
+
+// builtin returns the built-in schemas with p applied: rlctl's own first,
+// then the libraries'.
+func builtin(p Params) []*Schema {
+	var out []*Schema
+	for _, l := range ownLayouts {
+		out = append(out, ownSchema(l, p))
+	}
+	out = append(out,
+		envoySchema(p), redisRateSchema(p), springSchema(p), kongSchema(p),
+		ululeSchema(p), rateLimitRedisSchema(p), upstashWindowSchema(p), upstashBucketSchema(p))
+	return out
+}
+
+func prefixOr(p Params, def string) string {
+	if p.Prefix != "" {
+		return p.Prefix
+	}
+	return def
+}
+
+// windowTTL returns a TTL rule of n windows of the published limit.
+func windowTTL(n int64) func(s *Schema, k Parsed) time.Duration {
+	return func(s *Schema, k Parsed) time.Duration {
+		w := k.WindowLen
+		if w == 0 {
+			w = s.params.Limit.Window
+		}
+		return time.Duration(n) * w
+	}
+}
+
+func ownSchema(l ownLayout, p Params) *Schema {
+	s := &Schema{
+		Name:        l.alg,
+		Description: "rlctl " + l.alg,
+		Source:      "rlctl internal/limiter (the layout in DESIGN.md)",
+		Type:        l.typ,
+		Layout:      l.layout,
+		Clock:       "redis or gateway",
+		WindowInKey: l.indexed,
+		MultiKey:    l.alg == limiter.RedisSlidingWindow,
+		Prefix:      prefixOr(p, DefaultPrefix),
+		params:      p,
+		ttl:         windowTTL(l.ttlWindows),
+		interpret:   l.interpret,
+	}
+	head := l.short + ":{"
+	s.glob = escapeGlob(s.Prefix+head) + "*}"
+	if l.indexed {
+		s.glob += ":*"
+	}
+	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
+		rest, ok := strings.CutPrefix(key, s.Prefix+head)
+		if !ok {
+			return Parsed{}, false
+		}
+		if !l.indexed {
+			id, ok := strings.CutSuffix(rest, "}")
+			if !ok || id == "" {
+				return Parsed{}, false
+			}
+			return Parsed{ID: id, Window: -1}, true
+		}
+		i := strings.LastIndex(rest, "}:")
+		if i <= 0 {
+			return Parsed{}, false
+		}
+		n, err := strconv.ParseInt(rest[i+2:], 10, 64)
+		if err != nil || n < 0 {
+			return Parsed{}, false
+		}
+		return Parsed{ID: rest[:i], Window: n}, true
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		base := s.Prefix + head + id + "}"
+		if l.indexed {
+			return nil, []string{escapeGlob(base) + ":*"}
+		}
+		return []string{base}, nil
+	}
+	if l.alg == limiter.RedisGCRA || l.alg == limiter.RedisTokenBucket {
+		// A bucket or TAT never needs to live longer than a full refill.
+		s.maxTTL = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
+		s.ttl = s.maxTTL
+	}
+	return s
+}
+
+// bucketSpan is how long an empty bucket takes to fill: capacity/rate.
+func bucketSpan(p Params) time.Duration {
+	if p.Limit.Count <= 0 {
+		return 0
+	}
+	return time.Duration(float64(p.Limit.Window) * float64(p.burst()) / float64(p.Limit.Count))
+}
+
+// envoySchema: envoyproxy/ratelimit, checked against src/limiter/cache_key.go
+// (GenerateCacheKey) and src/redis/fixed_cache_impl.go (DoLimit). The key is
+// the optional cache-key prefix, the domain, then every descriptor entry as
+// key_value, each followed by "_", then the window start in unix seconds
+// (now floored to the unit). The value is a plain counter raised with INCRBY
+// on every request (denied ones too); EXPIRE is sent with every INCRBY, at
+// the unit in seconds plus a random jitter (EXPIRATION_JITTER_MAX_SECONDS).
+// Windows follow the ratelimit service's clock; a new window is a new key.
+func envoySchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaEnvoy,
+		Description: "envoyproxy/ratelimit fixed window",
+		Source:      "envoyproxy/ratelimit src/limiter/cache_key.go, src/redis/fixed_cache_impl.go",
+		Type:        TypeString,
+		Layout:      "<prefix><domain>_<key>_<value>[_<key>_<value>...]_<window start, unix s> string counter; EXPIRE unit + jitter on every hit",
+		Clock:       "client",
+		WindowInKey: true,
+		Prefix:      prefixOr(p, ""),
+		params:      p,
+		ttl:         windowTTL(1),
+		interpret:   interpretCounter,
+	}
+	s.glob = escapeGlob(s.Prefix) + "*_*_*_[0-9]*"
+	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
+		rest, ok := strings.CutPrefix(key, s.Prefix)
+		if !ok {
+			return Parsed{}, false
+		}
+		i := strings.LastIndexByte(rest, '_')
+		if i < 0 {
+			return Parsed{}, false
+		}
+		start, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		// Window starts are unix seconds: between 2001 and 2286.
+		if err != nil || start < 1e9 || start >= 1e10 {
+			return Parsed{}, false
+		}
+		head := rest[:i]
+		d := strings.IndexByte(head, '_')
+		if d <= 0 || strings.Count(head[d+1:], "_") < 1 {
+			return Parsed{}, false
+		}
+		return Parsed{ID: head[d+1:], Part: head[:d], Window: start}, true
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		return nil, []string{escapeGlob(s.Prefix) + "*_" + escapeGlob(id) + "_[0-9]*"}
+	}
+	s.hasID = envoyHasID
+	s.maxTTL = func(s *Schema, k Parsed) time.Duration {
+		if s.params.Limit.Window == 0 {
+			return 0
+		}
+		// The default jitter bound is unset (0); allow a generous 5 minutes.
+		return s.params.Limit.Window + 5*time.Minute
+	}
+	return s
+}
+
+// envoyHasID: an envoy identity is any descriptor value, or the whole
+// key_value chain.
+func envoyHasID(p Parsed, id string) bool {
+	return p.ID == id || strings.HasSuffix(p.ID, "_"+id) || strings.Contains(p.ID, "_"+id+"_")
+}
+
+// redisRateGCRAEpoch is go-redis/redis_rate's TAT epoch: its script keeps
+// times as seconds since 2017-01-01 to keep float precision.
+const redisRateGCRAEpoch = 1483228800
+
+// redisRateSchema: go-redis/redis_rate v10, checked against rate.go
+// (defaultRedisPrefix "rate:", key = prefix + key) and lua.go (allowN:
+// GCRA with Redis TIME; the value is the TAT in float seconds since
+// 2017-01-01, SET with EX ceil(TAT - now)).
+func redisRateSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaRedisRate,
+		Description: "go-redis/redis_rate GCRA",
+		Source:      "go-redis/redis_rate rate.go, lua.go",
+		Type:        TypeString,
+		Layout:      "rate:<key> string TAT (float seconds since 2017-01-01); EX ceil(TAT-now)",
+		Clock:       "redis",
+		Prefix:      prefixOr(p, "rate:"),
+		params:      p,
+		interpret:   interpretRedisRate,
+	}
+	plainPrefixed(s)
+	s.ttl = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
+	s.maxTTL = func(s *Schema, k Parsed) time.Duration {
+		if d := bucketSpan(s.params); d > 0 {
+			return d + time.Second // EX rounds up to whole seconds
+		}
+		return 0
+	}
+	return s
+}
+
+// plainPrefixed makes s a <prefix><id> layout.
+func plainPrefixed(s *Schema) {
+	s.glob = escapeGlob(s.Prefix) + "?*"
+	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
+		id, ok := strings.CutPrefix(key, s.Prefix)
+		if !ok || id == "" {
+			return Parsed{}, false
+		}
+		return Parsed{ID: id, Window: -1}, true
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		return []string{s.Prefix + id}, nil
+	}
+}
+
+// springSchema: Spring Cloud Gateway's RedisRateLimiter, checked against
+// RedisRateLimiter.java (getKeys: "request_rate_limiter.{" + id + "}.tokens"
+// and "}.timestamp", hash-tagged for Cluster) and
+// META-INF/scripts/request_rate_limiter.lua (token bucket: tokens left and
+// last refill in unix seconds from Redis TIME, both with EXPIRE
+// floor(2 * capacity / rate)). Newer releases keep both in one hash
+// request_rate_limiter.{id} with fields tokens and timestamp; both forms
+// are read.
+func springSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaSpring,
+		Description: "Spring Cloud Gateway RedisRateLimiter token bucket",
+		Source:      "spring-cloud/spring-cloud-gateway RedisRateLimiter.java, META-INF/scripts/request_rate_limiter.lua",
+		Type:        TypeString,
+		types:       []string{TypeString, TypeHash},
+		Layout:      "request_rate_limiter.{id}.tokens and .timestamp strings (or one hash request_rate_limiter.{id} {tokens, timestamp}); EXPIRE floor(2*capacity/rate) s",
+		Clock:       "redis",
+		MultiKey:    true,
+		Prefix:      prefixOr(p, "request_rate_limiter."),
+		params:      p,
+		interpret:   interpretSpring,
+	}
+	s.glob = escapeGlob(s.Prefix) + "{*}*"
+	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
+		rest, ok := strings.CutPrefix(key, s.Prefix+"{")
+		if !ok {
+			return Parsed{}, false
+		}
+		for _, part := range []string{"tokens", "timestamp"} {
+			if id, ok := strings.CutSuffix(rest, "}."+part); ok && id != "" && typ != TypeHash {
+				return Parsed{ID: id, Part: part, Window: -1}, true
+			}
+		}
+		if id, ok := strings.CutSuffix(rest, "}"); ok && id != "" && typ != TypeString {
+			return Parsed{ID: id, Part: "bucket", Window: -1}, true
+		}
+		return Parsed{}, false
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		b := s.Prefix + "{" + id + "}"
+		return []string{b + ".tokens", b + ".timestamp", b}, nil
+	}
+	s.ttl = func(s *Schema, k Parsed) time.Duration {
+		// floor(2 * capacity / rate) seconds.
+		if s.params.Limit.Count <= 0 {
+			return 0
+		}
+		sec := int64(2 * bucketSpan(s.params).Seconds())
+		return time.Duration(sec) * time.Second
+	}
+	return s
+}
+
+// kongPeriods are Kong's rate-limiting periods and their expirations, from
+// kong/plugins/rate-limiting/expiration.lua.
+var kongPeriods = map[string]time.Duration{
+	"second": time.Second,
+	"minute": time.Minute,
+	"hour":   time.Hour,
+	"day":    24 * time.Hour,
+	"month":  2592000 * time.Second,
+	"year":   31536000 * time.Second,
+}
+
+// kongSchema: Kong's rate-limiting plugin with policy redis, checked against
+// kong/plugins/rate-limiting/policies/init.lua (get_local_key:
+// "ratelimit:<route_id>:<service_id>:<identifier>:<period_date>:<period>",
+// empty ids are the nil UUID; INCR then EXPIRE on the first hit, or
+// EXPIREAT period start + expiration when syncing in batches) and
+// kong/plugins/rate-limiting/expiration.lua (second 1 ... year 31536000).
+// period_date is the period's start in unix milliseconds, from Kong's clock.
+func kongSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaKong,
+		Description: "Kong rate-limiting plugin (redis policy)",
+		Source:      "Kong/kong kong/plugins/rate-limiting/policies/init.lua, expiration.lua",
+		Type:        TypeString,
+		Layout:      "ratelimit:<route id>:<service id>:<identifier>:<period start ms>:<period> string counter; TTL = the period's expiration, set on the first hit",
+		Clock:       "client",
+		WindowInKey: true,
+		Prefix:      prefixOr(p, "ratelimit:"),
+		params:      p,
+		interpret:   interpretCounter,
+	}
+	s.glob = escapeGlob(s.Prefix) + "*:*:*:[0-9]*:*"
+	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
+		rest, ok := strings.CutPrefix(key, s.Prefix)
+		if !ok {
+			return Parsed{}, false
+		}
+		parts := strings.Split(rest, ":")
+		// route, service, identifier (may hold colons: IPv6), date, period.
+		if len(parts) < 5 {
+			return Parsed{}, false
+		}
+		period := parts[len(parts)-1]
+		w, ok := kongPeriods[period]
+		if !ok {
+			return Parsed{}, false
+		}
+		start, err := strconv.ParseInt(parts[len(parts)-2], 10, 64)
+		if err != nil || start < 0 {
+			return Parsed{}, false
+		}
+		id := strings.Join(parts[2:len(parts)-2], ":")
+		if id == "" {
+			return Parsed{}, false
+		}
+		return Parsed{ID: id, Part: period, Window: start, WindowLen: w}, true
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		return nil, []string{escapeGlob(s.Prefix) + "*:*:" + escapeGlob(id) + ":[0-9]*:*"}
+	}
+	s.ttl = func(s *Schema, k Parsed) time.Duration { return k.WindowLen }
+	return s
+}
+
+// ululeSchema: ulule/limiter's Redis store, checked against
+// drivers/store/redis/store.go (key = Prefix + ":" + key, default prefix
+// "limiter"; SETNX 1 with the period as expiry on the first hit, INCR
+// after, and EXPIRE re-asserted when PTTL says none) . The clock is the
+// client's (expiry is relative, so only the Redis clock matters in effect).
+func ululeSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaUlule,
+		Description: "ulule/limiter Redis store",
+		Source:      "ulule/limiter drivers/store/redis/store.go",
+		Type:        TypeString,
+		Layout:      "limiter:<key> string counter; expiry = period, set when created (re-set if lost)",
+		Clock:       "redis",
+		Prefix:      prefixOr(p, "limiter:"),
+		params:      p,
+		ttl:         windowTTL(1),
+		interpret:   interpretCounter,
+	}
+	plainPrefixed(s)
+	return s
+}
+
+// rateLimitRedisSchema: express-rate-limit's rate-limit-redis, checked
+// against source/lib.ts (key = prefix + client key, default prefix "rl:")
+// and source/scripts.ts (INCR, then PEXPIRE windowMs when PTTL < 0, or on
+// every hit with resetExpiryOnChange). Keys that are rlctl's own layouts
+// (same "rl:" prefix) are not claimed.
+func rateLimitRedisSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaRateLimitRedis,
+		Description: "express rate-limit-redis store",
+		Source:      "express-rate-limit/rate-limit-redis source/lib.ts, source/scripts.ts",
+		Type:        TypeString,
+		Layout:      "rl:<client key> string hit counter; PEXPIRE windowMs when missing",
+		Clock:       "redis",
+		Prefix:      prefixOr(p, "rl:"),
+		params:      p,
+		ttl:         windowTTL(1),
+		interpret:   interpretCounter,
+	}
+	plainPrefixed(s)
+	plain := s.parse
+	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
+		for _, l := range ownLayouts {
+			if strings.HasPrefix(key, s.Prefix+l.short+":{") {
+				return Parsed{}, false
+			}
+		}
+		return plain(s, key, typ)
+	}
+	return s
+}
+
+// upstashWindowSchema: Upstash ratelimit's fixedWindow, slidingWindow and
+// cachedFixedWindow, checked against src/single.ts (key =
+// [prefix, identifier].join(":") then ":" + floor(now_ms / window); the
+// sliding window reads the previous window's key too) and
+// src/lua-scripts/single.ts (INCRBY; PEXPIRE window on the first hit for
+// fixed windows, window*2+1000 for sliding ones). Default prefix
+// "@upstash/ratelimit"; the clock is the client's (Date.now()).
+func upstashWindowSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaUpstashWindow,
+		Description: "Upstash ratelimit fixed/sliding window",
+		Source:      "upstash/ratelimit-js src/single.ts, src/lua-scripts/single.ts",
+		Type:        TypeString,
+		Layout:      "@upstash/ratelimit:<id>:<floor(now_ms/W)> string counter; PEXPIRE W (fixed) or 2W+1s (sliding) on the first hit",
+		Clock:       "client",
+		WindowInKey: true,
+		MultiKey:    true,
+		Prefix:      prefixOr(p, "@upstash/ratelimit:"),
+		params:      p,
+		ttl:         windowTTL(1),
+		interpret:   interpretCounter,
+	}
+	s.glob = escapeGlob(s.Prefix) + "*:[0-9]*"
+	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
+		rest, ok := strings.CutPrefix(key, s.Prefix)
+		if !ok {
+			return Parsed{}, false
+		}
+		i := strings.LastIndexByte(rest, ':')
+		if i <= 0 {
+			return Parsed{}, false
+		}
+		n, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		if err != nil || n < 0 {
+			return Parsed{}, false
+		}
+		return Parsed{ID: rest[:i], Window: n}, true
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		return nil, []string{escapeGlob(s.Prefix+id) + ":[0-9]*"}
+	}
+	s.maxTTL = func(s *Schema, k Parsed) time.Duration {
+		if w := s.params.Limit.Window; w > 0 {
+			return 2*w + time.Second
+		}
+		return 0
+	}
+	return s
+}
+
+// upstashBucketSchema: Upstash ratelimit's tokenBucket, checked against
+// src/single.ts (key = [prefix, identifier].join(":")) and
+// src/lua-scripts/single.ts (hash {refilledAt (ms), tokens}; refills
+// refillRate per interval, whole intervals only; PEXPIRE
+// ceil((max - remaining)/refillRate) * interval).
+func upstashBucketSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaUpstashBucket,
+		Description: "Upstash ratelimit token bucket",
+		Source:      "upstash/ratelimit-js src/single.ts, src/lua-scripts/single.ts",
+		Type:        TypeHash,
+		Layout:      "@upstash/ratelimit:<id> hash {refilledAt (ms), tokens}; PEXPIRE time to refill",
+		Clock:       "client",
+		Prefix:      prefixOr(p, "@upstash/ratelimit:"),
+		params:      p,
+		interpret:   interpretUpstashBucket,
+	}
+	plainPrefixed(s)
+	s.ttl = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
+	return s
+}

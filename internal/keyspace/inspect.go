@@ -1,0 +1,159 @@
+package keyspace
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Inspection is what inspect found for one identity or key. Its JSON form
+// is stable.
+type Inspection struct {
+	// Query is the identity or key asked about.
+	Query string `json:"query"`
+	// ExactKey is true when Query named an existing key.
+	ExactKey bool `json:"exact_key"`
+	// ServerTime is Redis TIME, the clock the interpretation used.
+	ServerTime time.Time `json:"server_time"`
+	// Keys are the identity's limiter keys, sorted by name.
+	Keys []*Key `json:"keys"`
+}
+
+// Inspect reads every limiter key of an identity under schemas — or, when
+// arg names an existing key, that key alone — and interprets each.
+func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, arg string) (*Inspection, error) {
+	now, err := ServerTime(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Query: arg, ServerTime: now, Keys: []*Key{}}
+	n, err := c.Exists(ctx, arg).Result()
+	if err != nil {
+		return nil, fmt.Errorf("look up key %q: %w", arg, err)
+	}
+	if n == 1 {
+		in.ExactKey = true
+		keys, err := ReadKeys(ctx, c, schemas, []string{arg}, now)
+		if err != nil {
+			return nil, err
+		}
+		in.Keys = append(in.Keys, keys...)
+		return in, nil
+	}
+	names, err := IdentityKeys(ctx, c, schemas, arg)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := ReadKeys(ctx, c, schemas, names, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		// The type decides between layouts that share names (Upstash's
+		// window counter and bucket): keep a key only if the schema that
+		// claims it with its type names this identity.
+		if k.schema != nil && k.schema.HasID(k.parsed, arg) {
+			in.Keys = append(in.Keys, k)
+		}
+	}
+	return in, nil
+}
+
+// IdentityKeys finds the existing keys of identity id under schemas: the
+// exact names each schema would use, checked with EXISTS, and the names
+// that carry more (window indexes, Kong routes, envoy domains) found by one
+// SCAN pass per primary whose MATCH holds the identity literally.
+func IdentityKeys(ctx context.Context, c redis.UniversalClient, schemas []*Schema, id string) ([]string, error) {
+	seen := map[string]bool{}
+	var exact, globs []string
+	for _, s := range schemas {
+		e, g := s.IdentityKeys(id)
+		for _, k := range e {
+			if !seen[k] {
+				seen[k] = true
+				exact = append(exact, k)
+			}
+		}
+		globs = append(globs, g...)
+	}
+	found := map[string]bool{}
+	if len(exact) > 0 {
+		pipe := c.Pipeline()
+		cmds := make([]*redis.IntCmd, len(exact))
+		for i, k := range exact {
+			cmds[i] = pipe.Exists(ctx, k)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("look up %s's keys: %w", id, err)
+		}
+		for i, k := range exact {
+			if cmds[i].Val() == 1 {
+				found[k] = true
+			}
+		}
+	}
+	if len(globs) > 0 {
+		var mu sync.Mutex
+		err := ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
+			return ScanNode(ctx, n, "*"+escapeGlob(id)+"*", func(keys []string) error {
+				for _, k := range keys {
+					for _, g := range globs {
+						if globMatch(g, k) {
+							mu.Lock()
+							found[k] = true
+							mu.Unlock()
+							break
+						}
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find %s's keys: %w", id, err)
+		}
+	}
+	out := make([]string, 0, len(found))
+	for k := range found {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Delete removes keys atomically: one DEL on a single node, one DEL per
+// hash slot on a Cluster (a multi-key DEL must stay within a slot). It
+// returns how many keys were removed.
+func Delete(ctx context.Context, c redis.UniversalClient, keys []string) (int64, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		n, err := c.Del(ctx, keys...).Result()
+		if err != nil {
+			return 0, fmt.Errorf("delete %d keys: %w", len(keys), err)
+		}
+		return n, nil
+	}
+	bySlot := map[int][]string{}
+	for _, k := range keys {
+		bySlot[Slot(k)] = append(bySlot[Slot(k)], k)
+	}
+	pipe := c.Pipeline()
+	var cmds []*redis.IntCmd
+	for _, ks := range bySlot {
+		cmds = append(cmds, pipe.Del(ctx, ks...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("delete %d keys: %w", len(keys), err)
+	}
+	var n int64
+	for _, cmd := range cmds {
+		n += cmd.Val()
+	}
+	return n, nil
+}

@@ -1,0 +1,58 @@
+package keyspace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ScanCount is the COUNT hint of every SCAN: large enough to keep round
+// trips few, small enough that one call never blocks Redis noticeably.
+const ScanCount = 1000
+
+// Node is one primary being scanned: its address and a client for it.
+type Node struct {
+	Addr   string
+	Client redis.UniversalClient
+}
+
+// ForEachPrimary calls fn for every primary: once for a standalone or
+// Sentinel client, once per master (concurrently) on a Cluster. fn must
+// be safe for concurrent use.
+func ForEachPrimary(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, n Node) error) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return fn(ctx, Node{Addr: m.Options().Addr, Client: m})
+		})
+	}
+	addr := ""
+	if rc, ok := c.(*redis.Client); ok {
+		addr = rc.Options().Addr
+	}
+	return fn(ctx, Node{Addr: addr, Client: c})
+}
+
+// ScanNode walks one node's keyspace with SCAN MATCH pattern, handing each
+// page to fn. It stops at the first error or when ctx is done.
+func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string) error) error {
+	var cursor uint64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		keys, next, err := n.Client.Scan(ctx, cursor, pattern, ScanCount).Result()
+		if err != nil {
+			return fmt.Errorf("scan %s on %s: %w", pattern, n.Addr, err)
+		}
+		if len(keys) > 0 {
+			if err := fn(keys); err != nil {
+				return err
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
