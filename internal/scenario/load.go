@@ -194,7 +194,7 @@ func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
 	var errs Errors
 	for {
 		var doc yaml.Node
-		err := dec.Decode(&doc)
+		err := safeDecode(dec, &doc)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -267,4 +267,15 @@ func Names(scs []*Scenario) []string {
 		out[i] = sc.Name
 	}
 	return slices.Clip(out)
+}
+
+// safeDecode turns a panic inside the YAML parser into an error: a scenario
+// file is user input, and a bad one must be a message, not a crash.
+func safeDecode(dec *yaml.Decoder, doc *yaml.Node) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("yaml: cannot parse: %v", p)
+		}
+	}()
+	return dec.Decode(doc)
 }

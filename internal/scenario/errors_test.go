@@ -1,0 +1,132 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+)
+
+// base is a valid scenario; each case appends or replaces lines so the
+// mistake sits on a known line.
+const base = `name: ok
+limit: 10/1s
+target:
+  algorithm: redis-fixed-window
+traffic:
+  rate: 100/s
+`
+
+// baseT is base with target last, so appended lines land in target.
+const baseT = `name: ok
+limit: 10/1s
+traffic:
+  rate: 100/s
+target:
+  algorithm: redis-fixed-window
+`
+
+func TestLoadMistakes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want []string // each must appear in the error, in this order
+	}{
+		{"wrong type", base + "  identities: many\n", []string{`bad.yaml:7: traffic.identities: want an integer, got "many"`}},
+		{"gateways not integer", "name: x\nlimit: 1/s\ntarget:\n  algorithm: redis-gcra\n  gateways: many\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:5: target.gateways: want an integer, got "many"`}},
+		{"float for integer", base + "  identities: 1.5\n", []string{`bad.yaml:7: traffic.identities: want an integer, got "1.5"`}},
+		{"unknown top field", base + "thresholdz: []\n", []string{`bad.yaml:7: thresholdz: unknown field`}},
+		{"unknown nested field", base + "  rte: 5/s\n", []string{`bad.yaml:7: traffic.rte: unknown field`}},
+		{"field twice", base + "  rate: 5/s\n", []string{`bad.yaml:7: traffic.rate: field given twice`}},
+		{"bad limit", strings.Replace(base, "10/1s", "10 per second", 1), []string{`bad.yaml:2: limit: limit "10 per second": want N/DURATION`}},
+		{"bad rate", strings.Replace(base, "100/s", "0/s", 1), []string{`bad.yaml:6: traffic.rate: limit "0/s": count must be a positive integer`}},
+		{"bad duration", base + "  duration: 5 seconds\n", []string{`bad.yaml:7: traffic.duration: want a duration like 50ms, got "5 seconds"`}},
+		{"negative duration", base + "  duration: -1s\n", []string{`bad.yaml:7: traffic.duration: must not be negative`}},
+		{"unknown algorithm", strings.Replace(base, "redis-fixed-window", "redis-magic", 1), []string{`bad.yaml:4: target.algorithm: unknown algorithm "redis-magic" (want one of local-fixed-window,`}},
+		{"unknown kind", base + "faults: []\n" + "x: 1\n", []string{`bad.yaml:8: x: unknown field`}},
+		{"unknown target kind", strings.Replace(base, "target:\n", "target:\n  kind: grpc\n", 1), []string{`bad.yaml:4: target.kind: unknown target kind "grpc"`}},
+		{"unknown pattern", base + "  pattern: zigzag\n", []string{`bad.yaml:7: traffic.pattern: unknown traffic pattern "zigzag"`}},
+		{"unknown spread", base + "  spread: hashed\n", []string{`bad.yaml:7: traffic.spread: unknown spread "hashed"`}},
+		{"unknown align", base + "  pattern: boundary\n  align: noon\n", []string{`bad.yaml:8: traffic.align: unknown align "noon"`}},
+		{"unknown on_error", baseT + "  endpoints:\n    - {name: a, share: 1, on_error: maybe}\n", []string{`bad.yaml:8: target.endpoints[0].on_error: unknown on_error policy "maybe"`}},
+		{"unknown on_failover", baseT + "  endpoints:\n    - {name: a, share: 1, on_failover: panic}\n", []string{`bad.yaml:8: target.endpoints[0].on_failover: unknown on_failover policy "panic"`}},
+		{"unknown fault action", base + "faults:\n  - {at: 1s, action: meteor}\n", []string{`bad.yaml:8: faults[0].action: unknown fault action "meteor"`}},
+		{"unknown metric", base + "thresholds:\n  - ceiling <= limit\n  - leakage == 0\n", []string{`bad.yaml:9: thresholds[1]: threshold "leakage == 0": unknown name "leakage"`}},
+		{"latency vs number", base + "thresholds:\n  - p99 < 5\n", []string{`bad.yaml:8: thresholds[0]: threshold "p99 < 5": p99 is a latency: compare it with a duration like 5ms`}},
+		{"count vs duration", base + "thresholds:\n  - ceiling < 5ms\n", []string{`bad.yaml:8: thresholds[0]: threshold "ceiling < 5ms": a duration compares only with a latency`}},
+		{"http needs urls", "name: h\nlimit: 1/s\ntarget:\n  kind: http\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:3: target.urls: an http target needs urls`}},
+		{"http bad url", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://x\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: want an http:// or https:// URL, got "ftp://x"`}},
+		{"script needs script keys allowed", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\ntraffic: {rate: 1/s}\n", []string{
+			`bad.yaml:3: target.script: a redis-script target needs script`,
+			`bad.yaml:3: target.keys: a redis-script target needs keys`,
+			`bad.yaml:3: target.allowed: a redis-script target needs allowed`,
+		}},
+		{"script missing file", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\n  script: nope.lua\n  keys: [k]\n  allowed: '== 1'\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:5: target.script: read script:`}},
+		{"bad allowed rule", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\n  script: testdata/scripts/limit.lua\n  keys: [k]\n  allowed: 'yes please'\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.allowed: allowed "yes please": want OP VALUE`}},
+		{"lease with leasing is fine", strings.Replace(baseT, "redis-fixed-window", "leasing", 1) + "  lease: {size: 5, refill_below: 0.5, adaptive: true}\n", nil},
+		{"lease only for leasing", strings.Replace(base, "target:\n", "target:\n  lease: {size: 5}\n", 1), []string{`bad.yaml:4: target.lease: applies to the leasing algorithm only`}},
+		{"shares sum", baseT + "  endpoints:\n    - {name: a, share: 0.5}\n    - {name: b, share: 0.4}\n", []string{`bad.yaml:7: target.endpoints: shares sum to 0.9, want 1`}},
+		{"endpoint name twice", baseT + "  endpoints:\n    - {name: a, share: 0.5}\n    - {name: a, share: 0.5}\n", []string{`bad.yaml:9: target.endpoints[1].name: endpoint "a" given twice`}},
+		{"local needs local limit", baseT + "  endpoints:\n    - {name: a, share: 1, on_error: local}\n", []string{`bad.yaml:8: target.endpoints[0].local: on_error: local needs local`}},
+		{"rounds only for race", base + "  rounds: 10\n", []string{`bad.yaml:7: traffic.rounds: applies to the race pattern only`}},
+		{"align only for boundary", base + "  align: epoch\n", []string{`bad.yaml:7: traffic.align: applies to the boundary pattern only`}},
+		{"missing name and limit", "target: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:1: name: missing`, `bad.yaml:1: limit: missing`}},
+		{"unsafe name", strings.Replace(base, "name: ok", "name: ../../etc/passwd", 1), []string{`bad.yaml:1: name: "../../etc/passwd" is not a safe name`}},
+		{"missing algorithm", "name: x\nlimit: 1/s\ntarget:\n  gateways: 3\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:3: target.algorithm: missing`}},
+		{"missing rate", "name: x\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic:\n  duration: 1s\n", []string{`bad.yaml:4: traffic.rate: missing`}},
+		{"redis latency needs latency", base + "faults:\n  - {at: 1s, action: redis-latency}\n", []string{`bad.yaml:8: faults[0].latency: redis-latency needs latency`}},
+		{"fault after the end", base + "faults:\n  - {at: 9s, action: redis-down}\n", []string{`bad.yaml:8: faults[0].at: 9s is not before the end of the run (5s)`}},
+		{"gateway-down index", base + "faults:\n  - {at: 1s, action: gateway-down, gateway: 3}\n", []string{`bad.yaml:8: faults[0].gateway: gateway 3 does not exist (gateways 0 to 0)`}},
+		{"password redacted", strings.Replace(base, "target:\n", "target:\n  redis: 'http://user:hunter2@host:1'\n", 1), []string{`bad.yaml:4: target.redis: want embedded, spawn or a redis:// URL, got "http://user:xxxxx@host:1"`}},
+		{"not a mapping", "- just\n- a list\n", []string{`bad.yaml:1: want a mapping, got a list`}},
+		{"yaml syntax", "name: [unclosed\n", []string{`bad.yaml:`, `YAML:`}},
+		{"merge key", "base: &b {a: 1}\n<<: *b\n", []string{`bad.yaml:2: merge keys (<<) are not supported`}},
+		{"second document", base + "---\nname: two\nlimit: 1/s\ntarget: {algorithm: leasing}\ntraffic: {rate: x}\n", []string{`bad.yaml:11: traffic.rate: limit "x"`}},
+		{"several mistakes collected", "name: x\nlimit: 1/s\ntarget:\n  algorithm: nope\n  gateways: -1\ntraffic:\n  rate: 1/s\n  spread: wide\n", []string{
+			`bad.yaml:4: target.algorithm: unknown algorithm "nope"`,
+			`bad.yaml:5: target.gateways: want an integer from 0 to 65535, got -1`,
+			`bad.yaml:8: traffic.spread: unknown spread "wide"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tt.yaml), "bad.yaml")
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("want no error, got:\n%v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error mentioning %q, got none", tt.want)
+			}
+			if exitcode.Of(err) != exitcode.Usage {
+				t.Errorf("exit code %d, want %d (usage)", exitcode.Of(err), exitcode.Usage)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "hunter2") {
+				t.Errorf("error shows a password: %s", msg)
+			}
+			rest := msg
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("error does not contain %q (in order); got:\n%s", w, msg)
+				}
+				rest = rest[i+len(w):]
+			}
+			var list Errors
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Errorf("want an Errors list, got %T %v", err, err)
+			}
+			for _, e := range list {
+				if e.File != "bad.yaml" || e.Line < 1 {
+					t.Errorf("error without file:line: %+v", e)
+				}
+			}
+		})
+	}
+}
