@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"math"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -92,8 +93,8 @@ func scenarioCharts(sc Scenario) ([]chart, error) {
 		p := newPlot("latency by percentile", "percentile", "latency (ms)")
 		xys := make(plotter.XYs, 0, len(res.Percentiles))
 		for _, pp := range res.Percentiles {
-			if finite(pp.Percentile) && finite(pp.Millis) {
-				xys = append(xys, plotter.XY{X: pp.Percentile, Y: pp.Millis})
+			if finite(pp.Percentile) && finite(pp.Millis) && pp.Percentile >= 0 {
+				xys = append(xys, plotter.XY{X: nines(pp.Percentile), Y: pp.Millis})
 			}
 		}
 		if len(xys) > 0 {
@@ -103,9 +104,10 @@ func scenarioCharts(sc Scenario) ([]chart, error) {
 			}
 			l.Color, l.Width = seriesColor, vg.Points(1.5)
 			p.Add(l)
-			p.X.Min, p.X.Max = 0, 100
+			p.X.Min, p.X.Max = 0, maxNines
+			p.X.Tick.Marker = ninesTicks{}
 			p.Y.Min = 0
-			caption := "Latency from the intended send time, by percentile, all gateways."
+			caption := "Latency from the intended send time, by percentile (tail stretched: each step right is one more nine), all gateways."
 			if v, ok := sc.Metrics[analysis.P99]; ok {
 				caption += fmt.Sprintf(" p99 = %sms.", num(v))
 			}
@@ -138,6 +140,33 @@ func scenarioCharts(sc Scenario) ([]chart, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxNines is where the percentile axis ends: 99.999, and 100 is drawn
+// there too.
+const maxNines = 5
+
+// nines maps a percentile to "how many nines": 90 -> 1, 99 -> 2, 99.9 -> 3,
+// so the tail, where limiters hurt, gets as much room as the median.
+func nines(p float64) float64 {
+	if p >= 100 {
+		return maxNines
+	}
+	return min(math.Log10(100/(100-p)), maxNines)
+}
+
+// ninesTicks labels the percentile axis at 0, 90, 99, 99.9, ...
+type ninesTicks struct{}
+
+func (ninesTicks) Ticks(lo, hi float64) []plot.Tick {
+	labels := []string{"0", "90", "99", "99.9", "99.99", "99.999"}
+	var out []plot.Tick
+	for i, l := range labels {
+		if v := float64(i); v >= lo && v <= hi {
+			out = append(out, plot.Tick{Value: v, Label: l})
+		}
+	}
+	return out
 }
 
 func barWidth(n int) vg.Length {

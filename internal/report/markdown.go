@@ -36,9 +36,10 @@ func Markdown(w io.Writer, r *Report) error {
 			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
 			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), p, n)
 	}
+	fmt.Fprintln(b)
 
 	for _, sc := range r.Scenarios {
-		fmt.Fprintf(b, "\n## %s\n\n", mdText(sc.Name))
+		fmt.Fprintf(b, "## %s\n\n", mdText(sc.Name))
 		fmt.Fprintf(b, "**%s**", upper(sc.Status))
 		if sc.Target != "" {
 			fmt.Fprintf(b, " · target: %s", mdText(sc.Target))

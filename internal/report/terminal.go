@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 const (
@@ -34,8 +35,10 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 		}
 		return upper(s)
 	}
-	t := tablewriter.NewWriter(w)
-	t.Header("scenario", "limit", "ceiling", "ratio", "burst", "race excess", "boundary", "p99", "result")
+	// Auto-format would turn "p99" into "P 99"; the headers are written
+	// as they should read.
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header("SCENARIO", "LIMIT", "CEILING", "RATIO", "BURST", "RACE EXCESS", "BOUNDARY", "P99", "RESULT")
 	for _, sc := range r.Scenarios {
 		res := status(sc.Status)
 		for _, th := range sc.Thresholds {
@@ -55,7 +58,9 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	var failed []string
 	for _, sc := range r.Scenarios {
 		if sc.Error != "" {
+			// Its thresholds were never checked; the error says why.
 			failed = append(failed, fmt.Sprintf("  %s: error: %s", sc.Name, sc.Error))
+			continue
 		}
 		for _, th := range sc.Thresholds {
 			switch {

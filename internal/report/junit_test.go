@@ -1,0 +1,125 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+)
+
+// The reader's view of junit.xml, declared independently of the writer's
+// types so a tag typo in either shows up.
+type readSuites struct {
+	XMLName  xml.Name    `xml:"testsuites"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     string      `xml:"time,attr"`
+	Suites   []readSuite `xml:"testsuite"`
+}
+
+type readSuite struct {
+	Name     string     `xml:"name,attr"`
+	Tests    int        `xml:"tests,attr"`
+	Failures int        `xml:"failures,attr"`
+	Errors   int        `xml:"errors,attr"`
+	Cases    []readCase `xml:"testcase"`
+}
+
+type readCase struct {
+	Name      string `xml:"name,attr"`
+	Classname string `xml:"classname,attr"`
+	Failure   *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"failure"`
+	Error *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"error"`
+}
+
+func TestJUnitParsesBack(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := JUnit(&buf, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(buf.Bytes(), []byte(`<?xml version="1.0" encoding="UTF-8"?>`)) {
+		t.Errorf("no XML declaration: %.60s", buf.String())
+	}
+	var doc readSuites
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("junit.xml does not parse: %v\n%s", err, buf.String())
+	}
+	if doc.Tests != 6 || doc.Failures != 1 || doc.Errors != 2 || doc.Time != "12.345" {
+		t.Errorf("totals tests=%d failures=%d errors=%d time=%s, want 6 1 2 12.345", doc.Tests, doc.Failures, doc.Errors, doc.Time)
+	}
+	if len(doc.Suites) != 3 {
+		t.Fatalf("got %d suites, want one per scenario (3)", len(doc.Suites))
+	}
+	type want struct {
+		suite, name     string
+		failure, errMsg string
+	}
+	wants := []want{
+		{"lua-fixed-window-holds", "ceiling <= limit", "", ""},
+		{"lua-fixed-window-holds", "p99 < 5ms", "", ""},
+		{"local-counters-leak", "ceiling <= limit", "ceiling <= limit does not hold: observed 980", ""},
+		{"local-counters-leak", "ceiling_ratio >= 40", "", ""},
+		{"local-counters-leak", "p99 < 5ms", "", "p99_ms was not measured in this scenario"},
+		{"staging-http", "ceiling <= limit", "", "reach target: connection refused"},
+	}
+	var got []want
+	for _, s := range doc.Suites {
+		sumF, sumE := 0, 0
+		for _, c := range s.Cases {
+			if c.Classname != s.Name {
+				t.Errorf("case %q classname %q, want the scenario %q", c.Name, c.Classname, s.Name)
+			}
+			w := want{suite: s.Name, name: c.Name}
+			if c.Failure != nil {
+				w.failure = c.Failure.Message
+				sumF++
+			}
+			if c.Error != nil {
+				w.errMsg = c.Error.Message
+				sumE++
+			}
+			got = append(got, w)
+		}
+		if s.Tests != len(s.Cases) || s.Failures != sumF || s.Errors != sumE {
+			t.Errorf("suite %s counts %d/%d/%d do not match its cases %d/%d/%d", s.Name, s.Tests, s.Failures, s.Errors, len(s.Cases), sumF, sumE)
+		}
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("cases = %+v, want %+v", got, wants)
+	}
+	for i := range wants {
+		if got[i] != wants[i] {
+			t.Errorf("case %d = %+v, want %+v", i, got[i], wants[i])
+		}
+	}
+}
+
+func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
+	t.Parallel()
+	r := &Report{Scenarios: []Scenario{{Name: "x & <y>", Error: `bad "thing"`}}}
+	r.Finish()
+	var buf bytes.Buffer
+	if err := JUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc readSuites
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if doc.Errors != 1 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 1 {
+		t.Fatalf("doc = %+v, want one erred case", doc)
+	}
+	c := doc.Suites[0].Cases[0]
+	if c.Name != "run" || c.Error == nil || c.Error.Message != `bad "thing"` || doc.Suites[0].Name != "x & <y>" {
+		t.Errorf("case = %+v", c)
+	}
+	if strings.Contains(buf.String(), "<y>") {
+		t.Error("unescaped text in XML")
+	}
+}
