@@ -5,7 +5,10 @@ import "github.com/spf13/cobra"
 // commands lists rlctl's top-level commands, in help order.
 func commands(f *Factory) []*cobra.Command {
 	return []*cobra.Command{
+		newCmdGateway(f, nil),
 		newCmdVersion(f, nil),
 		newCmdPing(f, nil),
+		newCmdKeys(f),
+		newCmdAudit(f, nil),
 	}
 }

@@ -1,0 +1,9 @@
+// Package verify runs one scenario end to end: it builds the target
+// (simulated gateways on the embedded, spawned or given Redis; real HTTP
+// gateways; the user's own Lua script), schedules the scenario's faults on
+// the run's clock, fires the traffic, analyses the history and checks the
+// thresholds, returning a report.Scenario and the raw history.
+//
+// Data flows one way: scenario → verify → (gateway → limiter) via traffic →
+// history → analysis → report. verify knows nothing of the command line.
+package verify

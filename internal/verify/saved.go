@@ -1,0 +1,95 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/scenario"
+)
+
+// Saved is what `report render` and `report merge` need beside a history to
+// score a run again exactly as verify did: the thresholds, the analysis
+// options (the design's envelope) and the figures a history cannot hold.
+// verify writes it next to each history as <name>.json.
+type Saved struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Target      string           `json:"target"`
+	Algorithm   string           `json:"algorithm,omitempty"`
+	Limit       rate.Limit       `json:"limit"`
+	Thresholds  []string         `json:"thresholds"`
+	Analysis    analysis.Options `json:"analysis"`
+	// Extra are measured figures that live outside the history, such as
+	// the lease budget stranded on gateways; merging adds them up.
+	Extra map[string]float64 `json:"extra,omitempty"`
+	// Notes from setting the run up (e.g. how a failover was staged).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// SavedOf describes sc for re-scoring.
+func SavedOf(sc *scenario.Scenario) Saved {
+	s := Saved{Name: sc.Name, Description: sc.Description, Target: describeTarget(sc),
+		Limit: sc.Limit, Analysis: analysisOptions(sc)}
+	if sc.Target.Kind == scenario.KindSimulated {
+		s.Algorithm = sc.Target.Algorithm
+	}
+	for _, th := range sc.Thresholds {
+		s.Thresholds = append(s.Thresholds, th.Expr)
+	}
+	return s
+}
+
+// Score analyses h and checks s's thresholds, as verify does at the end of
+// a run.
+func Score(h *history.History, s Saved) (report.Scenario, error) {
+	ths := make([]scenario.Threshold, 0, len(s.Thresholds))
+	for _, e := range s.Thresholds {
+		th, err := scenario.ParseThreshold(e)
+		if err != nil {
+			return report.Scenario{}, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		ths = append(ths, th)
+	}
+	res := analysis.Analyze(h, s.Analysis)
+	for k, v := range s.Extra {
+		res.Metrics[k] = v
+	}
+	r := report.Scenario{
+		Name: s.Name, Description: s.Description, Target: s.Target,
+		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
+	}
+	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
+	r.Notes = append(append([]string(nil), s.Notes...), notes(s.Algorithm, s.Limit, res.Metrics)...)
+	return r, nil
+}
+
+// WriteFile saves s as JSON at path.
+func (s Saved) WriteFile(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadSaved reads a Saved written by WriteFile.
+func ReadSaved(path string) (Saved, error) {
+	var s Saved
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,403 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/gateway"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/traffic"
+)
+
+// Options are what the caller adds around a scenario.
+type Options struct {
+	// Redis, when set, replaces every scenario's target.redis (--redis).
+	Redis string
+	// RedisOptions carry TLS settings, the timeout and the environment for
+	// URL targets.
+	RedisOptions redisconn.Options
+	// Progress is called with live traffic statistics.
+	Progress func(traffic.Stats)
+}
+
+// Outcome is one scenario's result.
+type Outcome struct {
+	Report  report.Scenario
+	History *history.History // nil when the scenario could not start
+	// Saved is what re-scoring the history later needs.
+	Saved Saved
+	// Interrupted is set when ctx was cancelled mid-run: Report holds what
+	// was measured until then.
+	Interrupted bool
+}
+
+// Run runs one scenario. A scenario that cannot be set up (Redis
+// unreachable, a bad script) comes back as an Outcome with status error
+// and the error, so a suite can go on; the error carries its exit code.
+func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
+	out := &Outcome{Report: report.Scenario{
+		Name: sc.Name, Description: sc.Description, Limit: report.LimitOf(sc.Limit),
+		Target: describeTarget(sc),
+	}}
+	fail := func(err error) (*Outcome, error) {
+		out.Report.Status = report.StatusError
+		out.Report.Error = err.Error()
+		return out, err
+	}
+	env, err := build(ctx, sc, o)
+	if err != nil {
+		return fail(err)
+	}
+	defer env.close()
+
+	plan := planOf(sc)
+	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
+	for _, f := range sc.Faults {
+		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Action: f.Action})
+	}
+	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
+		Meta: meta, Hooks: env.hooks, Progress: o.Progress,
+	})
+	if runErr != nil && h == nil {
+		if errors.Is(runErr, traffic.ErrInvalidPlan) {
+			runErr = exitcode.With(fmt.Errorf("%s:%d: traffic: %w", sc.File, sc.Line, runErr), exitcode.Usage)
+		}
+		return fail(runErr)
+	}
+	out.History = h
+	if runErr != nil {
+		if ctx.Err() == nil {
+			return fail(runErr)
+		}
+		out.Interrupted = true
+	}
+
+	out.Saved = SavedOf(sc)
+	out.Saved.Notes = env.notes
+	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
+		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
+	}
+	r, err := Score(h, out.Saved)
+	if err != nil {
+		return fail(err)
+	}
+	out.Report = r
+	return out, nil
+}
+
+// env is a built target and what must be stopped after the run.
+type env struct {
+	target  traffic.Target
+	set     *gateway.Set
+	hooks   []traffic.Hook
+	closers []func() error
+	notes   []string
+}
+
+func (e *env) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+}
+
+func build(ctx context.Context, sc *scenario.Scenario, o Options) (e *env, err error) {
+	e = &env{}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	spec := sc.Target.Redis
+	if o.Redis != "" {
+		spec = o.Redis
+	}
+	switch sc.Target.Kind {
+	case scenario.KindHTTP:
+		t, err := traffic.NewHTTP(traffic.HTTPOptions{
+			URLs: sc.Target.URLs, Method: sc.Target.Method,
+			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
+			Headers: sc.Target.Headers, Body: sc.Target.Body,
+			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout,
+		})
+		if err != nil {
+			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
+		}
+		e.target = t
+		e.closers = append(e.closers, t.Close)
+		return e, nil
+	case scenario.KindRedisScript:
+		cfg, stop, err := openRedis(ctx, spec, o)
+		if err != nil {
+			return nil, err
+		}
+		e.closers = append(e.closers, stop)
+		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
+			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
+			NewClient: cfg.NewClient, Keys: sc.Target.Keys, Args: sc.Target.Args,
+			Allowed: sc.Target.Allowed, Limit: sc.Limit, Timeout: sc.Target.Timeout,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: redis-script target: %w", sc.Name, err)
+		}
+		e.target = t
+		e.closers = append(e.closers, t.Close)
+		return e, nil
+	}
+
+	// Simulated gateways.
+	lc := limiterConfig(sc)
+	var newClient func() redis.UniversalClient
+	if !limiter.IsLocal(lc.Algorithm) {
+		cfg, stop, err := openRedis(ctx, spec, o)
+		if err != nil {
+			return nil, err
+		}
+		e.closers = append(e.closers, stop)
+		newClient = cfg.NewClient
+		if len(sc.Faults) > 0 {
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o)
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	eps := make([]gateway.Endpoint, len(sc.Target.Endpoints))
+	for i, ep := range sc.Target.Endpoints {
+		timeout := ep.Timeout
+		if timeout <= 0 {
+			timeout = sc.Target.Timeout
+		}
+		eps[i] = gateway.Endpoint{Name: ep.Name, Share: ep.Share, Policy: limiter.Policy{
+			OnError: ep.OnError, Timeout: timeout, Local: ep.Local, OnFailover: ep.OnFailover,
+		}}
+	}
+	set, err := gateway.New(ctx, gateway.Options{
+		N: sc.Target.Gateways, Limiter: lc, Endpoints: eps, NewClient: newClient,
+		ClockSkew: sc.Target.ClockSkew,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: gateways: %w", sc.Name, err)
+	}
+	e.set = set
+	e.closers = append(e.closers, set.Close)
+	e.target = traffic.NewSimulated(set)
+	for _, f := range sc.Faults {
+		if f.Action == scenario.FaultGatewayDown {
+			gw := f.Gateway
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) { set.Kill(gw) }})
+		}
+	}
+	return e, nil
+}
+
+func openRedis(ctx context.Context, spec string, o Options) (*redisconn.Config, func() error, error) {
+	cfg, stop, err := redisconn.Open(ctx, spec, o.RedisOptions)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := cfg.NewClient()
+	defer c.Close()
+	if err := cfg.Check(ctx, c); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return cfg, stop, nil
+}
+
+// withFaults puts a fault proxy between the gateways and Redis and turns
+// the scenario's Redis faults into hooks on the run's clock. It returns the
+// client constructor the gateways must use (through the proxy).
+func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options) (func() redis.UniversalClient, error) {
+	t := cfg.Target()
+	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
+		return nil, exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
+	}
+	proxy, err := fault.NewProxy(t.Addrs[0])
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, proxy.Close)
+	popts := o.RedisOptions
+	popts.URL = "redis://" + proxy.Addr()
+	if t.Username != "" || t.Password != "" {
+		popts.URL = "redis://" + t.Username + ":" + t.Password + "@" + proxy.Addr()
+	}
+	pcfg, err := redisconn.Parse(popts)
+	if err != nil {
+		return nil, err
+	}
+	admin := cfg.NewClient()
+	e.closers = append(e.closers, admin.Close)
+	prefix := limiterConfig(sc).Prefix
+	for _, f := range sc.Faults {
+		f := f
+		switch f.Action {
+		case scenario.FaultRedisDown:
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				fault.Hold(ctx, f.For, func() { proxy.SetDown(true) }, func() { proxy.SetDown(false) })
+			}})
+		case scenario.FaultRedisLatency:
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				fault.Hold(ctx, f.For, func() { proxy.SetLatency(f.Latency) }, func() { proxy.SetLatency(0) })
+			}})
+		case scenario.FaultRedisReset:
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				deletePrefix(ctx, admin, prefix)
+			}})
+		case scenario.FaultFailover:
+			// The promoted replica had not caught up: it starts with empty
+			// counters (and without the failover marker), which is what a
+			// failover does to in-flight counts under async replication.
+			rcfg, stop, err := openRedis(ctx, spec, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)
+			}
+			e.closers = append(e.closers, stop)
+			addr := rcfg.Target().Addrs[0]
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) {
+				proxy.SetUpstream(addr)
+			}})
+			e.notes = append(e.notes, "failover: the gateways' Redis was replaced by a promoted replica that had not caught up (empty counters, no marker)")
+		}
+	}
+	return pcfg.NewClient, nil
+}
+
+// deletePrefix removes the limiter's keys (SCAN, never KEYS): the counters
+// a reset Redis loses, without touching anything else in a shared Redis.
+func deletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			return
+		}
+		if len(keys) > 0 {
+			c.Unlink(ctx, keys...)
+		}
+		if cursor = next; cursor == 0 {
+			return
+		}
+	}
+}
+
+func limiterConfig(sc *scenario.Scenario) limiter.Config {
+	prefix := sc.Target.Prefix
+	if prefix == "" {
+		prefix = "rl:"
+	}
+	return limiter.Config{
+		Algorithm: sc.Target.Algorithm, Limit: sc.Limit, Capacity: sc.Target.Capacity,
+		Prefix: prefix, Clock: sc.Target.Clock, Pause: sc.Target.Pause,
+		Lease: limiter.LeaseConfig{Size: sc.Target.Lease.Size, RefillBelow: sc.Target.Lease.RefillBelow, Adaptive: sc.Target.Lease.Adaptive},
+	}
+}
+
+func planOf(sc *scenario.Scenario) traffic.Plan {
+	tr := sc.Traffic
+	p := traffic.Plan{
+		Model: tr.Model, Pattern: tr.Pattern, Rate: tr.Rate, Duration: tr.Duration,
+		MaxRequests: int64(tr.MaxRequests), Workers: tr.Workers, Concurrency: tr.Concurrency,
+		Identities: tr.Identities, Spread: tr.Spread, Limit: sc.Limit, BurstSize: tr.BurstSize,
+		Align: tr.Align, Rounds: tr.Rounds,
+	}
+	if len(sc.Target.Endpoints) > 1 {
+		for _, ep := range sc.Target.Endpoints {
+			p.EndpointShares = append(p.EndpointShares, ep.Share)
+		}
+	}
+	return p
+}
+
+// analysisOptions sets the envelope a correct limiter of the scenario's own
+// design obeys, so `slipped` counts what the design should never allow and
+// not what it allows by design (a fixed window's 2L at a boundary, a token
+// bucket's capacity plus refill).
+func analysisOptions(sc *scenario.Scenario) analysis.Options {
+	L := float64(sc.Limit.Count)
+	r := sc.Limit.PerSecond()
+	c := float64(sc.Target.Capacity)
+	if c <= 0 {
+		c = L
+	}
+	burst := 2 * L // the most generous correct L-per-W design: a fixed window
+	if sc.Target.Kind == scenario.KindSimulated {
+		switch sc.Target.Algorithm {
+		case limiter.RedisSlidingLog:
+			burst = L
+		case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
+			burst = c
+		case limiter.Leasing:
+			// Leasing knowingly buys latency with an overage of one slice per
+			// holder; only what exceeds that counts as slipped.
+			size := sc.Target.Lease.Size
+			if size <= 0 {
+				size = ceiling.DefaultLease(sc.Limit)
+			}
+			burst = 2*L + float64(size*int64(sc.Target.Gateways))
+		}
+	}
+	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: r}
+}
+
+func describeTarget(sc *scenario.Scenario) string {
+	switch sc.Target.Kind {
+	case scenario.KindHTTP:
+		return fmt.Sprintf("http ×%d (%s)", len(sc.Target.URLs), strings.Join(sc.Target.URLs, ", "))
+	case scenario.KindRedisScript:
+		return fmt.Sprintf("redis-script %s ×%d", sc.Target.Script, sc.Target.Gateways)
+	}
+	s := fmt.Sprintf("simulated %s ×%d", sc.Target.Algorithm, sc.Target.Gateways)
+	if sc.Target.Clock != "" {
+		s += ", clock " + sc.Target.Clock
+	}
+	if sc.Target.ClockSkew > 0 {
+		s += fmt.Sprintf(", skew ±%s", sc.Target.ClockSkew)
+	}
+	return s
+}
+
+// notes turn figures into the plain-language findings a reader needs.
+func notes(algorithm string, limit rate.Limit, m analysis.Metrics) []string {
+	var out []string
+	L := float64(limit.Count)
+	W := limit.Window
+	if c, ok := m[analysis.Ceiling]; ok && c > L {
+		out = append(out, fmt.Sprintf("admitted up to %g for one identity within %s: %.1f× the published %g", c, W, c/L, L))
+	}
+	if v := m[analysis.RaceExcess]; v > 0 {
+		out = append(out, fmt.Sprintf("%g requests passed the check at L−1 beside the one that should: the read and the write are not one atomic step", v))
+	}
+	if v, ok := m[analysis.BoundaryAllowed]; ok && v > L {
+		out = append(out, fmt.Sprintf("%g admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", v))
+	}
+	switch algorithm {
+	case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
+		out = append(out, "a bucket of capacity C refilled at L per W admits up to C+L−1 in one sliding window: that is its envelope (burst + sustained rate), not a leak")
+	case limiter.RedisFixedWindowRefresh:
+		out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
+	}
+	if v := m[analysis.FailOpen]; v > 0 {
+		out = append(out, fmt.Sprintf("%g requests admitted with no limit while Redis failed (fail-open)", v))
+	}
+	if v := m[analysis.FailClosed]; v > 0 {
+		out = append(out, fmt.Sprintf("%g requests refused because Redis failed (fail-closed)", v))
+	}
+	if v := m[analysis.Dropped]; v > 0 {
+		out = append(out, fmt.Sprintf("%g requests were dropped: no worker was free at their scheduled time (rlctl, not the limiter, was the bottleneck for those)", v))
+	}
+	return out
+}
