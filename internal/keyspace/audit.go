@@ -585,22 +585,29 @@ func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 			nc.protected = pm["protected-mode"]
 		}
 	}
-	if u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Slice(); err == nil {
-		nc.aclKnown = true
-		for i := 0; i+1 < len(u); i += 2 {
-			name, _ := u[i].(string)
-			switch name {
-			case "flags":
-				for _, fl := range toStrings(u[i+1]) {
-					if fl == "nopass" {
-						nc.nopass = true
-					}
-				}
-			case "commands":
-				s, _ := u[i+1].(string)
-				nc.allPerms = strings.Contains(s, "+@all")
+	if u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Result(); err == nil {
+		// RESP2 answers a flat list of name, value pairs; RESP3 a map.
+		fields := map[string]any{}
+		switch x := u.(type) {
+		case []any:
+			for i := 0; i+1 < len(x); i += 2 {
+				name, _ := x[i].(string)
+				fields[name] = x[i+1]
+			}
+		case map[any]any:
+			for k, v := range x {
+				name, _ := k.(string)
+				fields[name] = v
 			}
 		}
+		nc.aclKnown = len(fields) > 0
+		for _, fl := range toStrings(fields["flags"]) {
+			if fl == "nopass" {
+				nc.nopass = true
+			}
+		}
+		cmds, _ := fields["commands"].(string)
+		nc.allPerms = strings.Contains(cmds, "+@all")
 	}
 	return nc, nil
 }

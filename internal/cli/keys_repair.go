@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/rlctl/rlctl/internal/keyspace"
+)
+
+type keysRepairTTLOptions struct {
+	f       *Factory
+	Match   string
+	TTL     time.Duration
+	DryRun  bool
+	Yes     bool
+	Force   bool
+	MaxRate float64
+	Schemas schemaFlags
+}
+
+func newCmdKeysRepairTTL(f *Factory, runF func(*keysRepairTTLOptions) error) *cobra.Command {
+	opts := &keysRepairTTLOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "repair-ttl [--schema NAME | --match PATTERN] [--ttl D] [--dry-run] [--yes] [--max-rate N]",
+		Short: "Find limiter keys without a TTL and set it, only where it is still missing",
+		Long: `Walk the limiter keys with SCAN (never KEYS; every primary on a Cluster), find
+the keys without a TTL — a key without one counts forever, so its identity stays
+limited, or its window never rolls — and give each the TTL its schema sets
+(--ttl overrides; rlctl's own layouts and several others need --limit to know
+it). Keys whose right TTL is unknown are counted and left alone.
+
+The TTL is set by a script that checks, atomically, that the key still has none:
+a gateway that opened a new window meanwhile keeps its own TTL, and no value is
+ever changed. The run is safe to interrupt and to run again.
+
+--dry-run lists what it would repair. Otherwise rlctl asks on a terminal (after
+a dry pass that shows the count) and refuses off one unless --yes is given.
+--max-rate caps the keys scanned per second so production latency is not
+disturbed. A --match pattern that would match everything is refused unless
+--force.
+
+-o json prints {"scanned", "limiter_keys", "missing_ttl", "repaired",
+"skipped_fixed_meanwhile", "skipped_unknown_ttl", "sample", "dry_run"}.
+`,
+		Example: `  rlctl keys repair-ttl --schema redis-fixed-window --limit 100/1m --dry-run
+  rlctl keys repair-ttl --limit 100/1m --yes --max-rate 5000
+  rlctl keys repair-ttl --match 'myrl:*' --ttl 1m --yes
+  rlctl keys repair-ttl --schema kong-rate-limiting --yes -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Match != "" && keyspace.MatchesEverything(opts.Match) && !opts.Force {
+				return usageError("--match %q matches every key; refusing without --force", opts.Match)
+			}
+			if opts.TTL < 0 {
+				return usageError("--ttl must be positive")
+			}
+			if opts.Match != "" && opts.TTL > 0 && opts.TTL < time.Millisecond {
+				return usageError("--ttl must be at least 1ms")
+			}
+			if opts.MaxRate < 0 {
+				return usageError("--max-rate must not be negative")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runKeysRepairTTL(cmd.Context(), opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Match, "match", "", "SCAN pattern of the keys to repair, instead of the schemas' own")
+	fs.DurationVar(&opts.TTL, "ttl", 0, "TTL to set (default: the schema's rule)")
+	fs.BoolVar(&opts.DryRun, "dry-run", false, "list keys without a TTL, change nothing")
+	fs.BoolVarP(&opts.Yes, "yes", "y", false, "repair without asking")
+	fs.BoolVar(&opts.Force, "force", false, "allow a --match pattern that matches every key")
+	fs.Float64Var(&opts.MaxRate, "max-rate", 0, "most keys scanned per second (0: no cap)")
+	opts.Schemas.register(fs)
+	return cmd
+}
+
+func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
+	f := opts.f
+	schemas, err := opts.Schemas.schemas()
+	if err != nil {
+		return err
+	}
+	// Refuse before touching Redis when nobody can be asked.
+	if !opts.DryRun && !opts.Yes && !f.IO.InTTY {
+		_, err := confirm(f, false, "repair TTLs", "")
+		return err
+	}
+	cfg, client, err := connect(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ro := keyspace.RepairOptions{Schemas: schemas, Match: opts.Match, TTL: opts.TTL, MaxRate: opts.MaxRate}
+
+	if !opts.DryRun && !opts.Yes {
+		ro.DryRun = true
+		st, err := repairWithProgress(ctx, f, client, ro)
+		if err != nil {
+			return opError(ctx, cfg, "find keys without TTL", err)
+		}
+		printRepairSummary(f, st, f.IO.ErrOut)
+		if st.MissingTTL-st.NoRule == 0 {
+			return writeRepair(f, st)
+		}
+		ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %d keys (only where still missing)?", st.MissingTTL-st.NoRule))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(f.IO.ErrOut, "not confirmed: nothing changed")
+			return nil
+		}
+		ro.DryRun = false
+	}
+	ro.DryRun = opts.DryRun
+	st, err := repairWithProgress(ctx, f, client, ro)
+	if err != nil {
+		// Whatever was repaired stays repaired; say how far it got.
+		printRepairSummary(f, st, f.IO.ErrOut)
+		return opError(ctx, cfg, "repair TTLs", err)
+	}
+	return writeRepair(f, st)
+}
+
+// repairWithProgress runs one pass with a progress bar on a terminal, or a
+// status line every few seconds off one.
+func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalClient, ro keyspace.RepairOptions) (keyspace.RepairStats, error) {
+	var total atomic.Int64
+	_ = keyspace.ForEachPrimary(ctx, client, func(ctx context.Context, n keyspace.Node) error {
+		if v, err := n.Client.DBSize(ctx).Result(); err == nil {
+			total.Add(v)
+		}
+		return nil
+	})
+	verb := "repair-ttl"
+	if ro.DryRun {
+		verb = "repair-ttl (dry run)"
+	}
+	if f.ShowProgress() {
+		p := mpb.NewWithContext(ctx, mpb.WithOutput(f.IO.ErrOut), mpb.WithWidth(40))
+		bar := p.AddBar(total.Load(),
+			mpb.PrependDecorators(decor.Name(verb+" "), decor.CountersNoUnit("%d / %d keys")),
+			mpb.AppendDecorators(decor.Percentage()))
+		ro.Progress = func(s keyspace.RepairStats) { bar.SetCurrent(s.Scanned) }
+		st, err := keyspace.RepairTTL(ctx, client, ro)
+		bar.SetTotal(-1, true)
+		p.Wait()
+		return st, err
+	}
+	if f.NoProgress || f.JSON() {
+		return keyspace.RepairTTL(ctx, client, ro)
+	}
+	var mu sync.Mutex
+	last := time.Now()
+	ro.Progress = func(s keyspace.RepairStats) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 5*time.Second {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(f.IO.ErrOut, "%s: scanned %d of ~%d keys, %d without TTL, %d repaired\n", verb, s.Scanned, total.Load(), s.MissingTTL, s.Repaired)
+	}
+	return keyspace.RepairTTL(ctx, client, ro)
+}
+
+func printRepairSummary(f *Factory, st keyspace.RepairStats, w interface{ Write([]byte) (int, error) }) {
+	fmt.Fprintf(w, "scanned %d keys: %d limiter keys, %d without TTL", st.Scanned, st.Matched, st.MissingTTL)
+	if st.DryRun {
+		fmt.Fprintf(w, " (dry run: nothing changed)")
+	} else {
+		fmt.Fprintf(w, ", %d repaired, %d skipped (a TTL was set meanwhile)", st.Repaired, st.Skipped)
+	}
+	fmt.Fprintln(w)
+	if st.NoRule > 0 {
+		fmt.Fprintf(w, "%d keys without TTL left alone: their TTL is unknown (pass --limit or --ttl)\n", st.NoRule)
+	}
+	for _, k := range st.Sample {
+		fmt.Fprintf(w, "  %s\n", k)
+	}
+}
+
+func writeRepair(f *Factory, st keyspace.RepairStats) error {
+	if f.JSON() {
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	printRepairSummary(f, st, f.IO.Out)
+	return nil
+}
