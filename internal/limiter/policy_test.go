@@ -1,0 +1,179 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// TestPolicyWhenRedisFails: with Redis stopped or stalled, every decision
+// comes back within the policy's timeout (plus a margin for a loaded
+// machine) and follows the policy: open admits, closed denies, local spends
+// a tenth of the limit per gateway, and no policy reports the error. Both
+// kinds of client are covered: one that honours context deadlines and one
+// that does not (the policy then stops waiting on its own).
+func TestPolicyWhenRedisFails(t *testing.T) {
+	t.Parallel()
+	const timeout = 100 * time.Millisecond
+	const margin = 400 * time.Millisecond
+	limit := rate.Limit{Count: 20, Window: time.Minute}
+	for _, honoured := range []bool{false, true} {
+		for _, fault := range []string{"stopped", "paused"} {
+			t.Run(fmt.Sprintf("%s/context-%v", fault, honoured), func(t *testing.T) {
+				t.Parallel()
+				s := redistest.Start(t)
+				policies := []string{OnErrorOpen, OnErrorClosed, OnErrorLocal, ""}
+				ls := make([]Limiter, len(policies))
+				for i, p := range policies {
+					c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: honoured})
+					t.Cleanup(func() { c.Close() })
+					inner := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: limit}, c, nil)
+					ls[i] = WithPolicy(inner, Policy{OnError: p, Timeout: timeout}, limit, WithContextHonored(HonorsContext(c)))
+					// warm up: the script is loaded and the pool holds a connection
+					if d, err := ls[i].Allow(context.Background(), "warm", 1); err != nil || d.By != decision.ByRedis {
+						t.Fatalf("policy %q before the fault: %+v, %v", p, d, err)
+					}
+				}
+				if HonorsContext(redis.NewClient(&redis.Options{ContextTimeoutEnabled: honoured})) != honoured {
+					t.Fatal("HonorsContext does not read ContextTimeoutEnabled")
+				}
+				pause := 1500 * time.Millisecond
+				faultAt := time.Now()
+				switch fault {
+				case "stopped":
+					s.Stop()
+				case "paused":
+					admin := redis.NewClient(&redis.Options{Addr: s.Addr})
+					if err := admin.Do(context.Background(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
+						t.Fatalf("CLIENT PAUSE: %v", err)
+					}
+					admin.Close()
+				}
+				var wg sync.WaitGroup
+				for i, p := range policies {
+					wg.Add(1)
+					go func(l Limiter, p string) {
+						defer wg.Done()
+						for n := 0; n < 3; n++ {
+							start := time.Now()
+							d, err := l.Allow(context.Background(), "kim", 1)
+							if took := time.Since(start); took > timeout+margin {
+								t.Errorf("policy %q decision %d took %v, want at most %v + margin", p, n, took, timeout)
+							}
+							switch p {
+							case OnErrorOpen:
+								if err != nil || !d.Allowed || d.By != decision.ByFailOpen {
+									t.Errorf("open: %+v, %v; want allowed by fail-open", d, err)
+								}
+							case OnErrorClosed:
+								if err != nil || d.Allowed || d.By != decision.ByFailClosed {
+									t.Errorf("closed: %+v, %v; want denied by fail-closed", d, err)
+								}
+							case OnErrorLocal:
+								// a tenth of 20: two admitted, then denied, all by the fallback
+								if err != nil || d.Allowed != (n < 2) || d.By != decision.ByFallback {
+									t.Errorf("local request %d: %+v, %v; want allowed=%v by fallback", n, d, err, n < 2)
+								}
+							default:
+								if err == nil {
+									t.Errorf("no policy: %+v, want the error", d)
+								}
+							}
+						}
+					}(ls[i], p)
+				}
+				wg.Wait()
+				if fault == "paused" {
+					// once the pause ends, Redis decides again
+					time.Sleep(time.Until(faultAt.Add(pause + 100*time.Millisecond)))
+					for i, p := range policies {
+						if d, err := ls[i].Allow(context.Background(), "kim", 1); err != nil || d.By != decision.ByRedis {
+							t.Errorf("policy %q after the pause: %+v, %v; want decided by redis", p, d, err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPolicyCallerCancel: a caller that gives up gets its error back; no
+// policy turns an interrupted run into decisions.
+func TestPolicyCallerCancel(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	limit := rate.Limit{Count: 5, Window: time.Minute}
+	inner := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: limit}, s.Client(t), nil)
+	l := WithPolicy(inner, Policy{OnError: OnErrorOpen}, limit)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Allow(ctx, "lee", 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller got %v, want context.Canceled", err)
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		p  Policy
+		ok bool
+	}{
+		{Policy{}, true},
+		{Policy{OnError: "open", OnFailover: "deny", Timeout: time.Second}, true},
+		{Policy{OnError: "local", Local: rate.Limit{Count: 2, Window: time.Second}}, true},
+		{Policy{OnError: "maybe"}, false},
+		{Policy{OnFailover: "panic"}, false},
+		{Policy{Timeout: -time.Second}, false},
+		{Policy{OnError: "local", Local: rate.Limit{Count: 0, Window: time.Second}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%+v", tt.p), func(t *testing.T) {
+			if err := tt.p.Validate(); (err == nil) != tt.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	l := rate.Limit{Count: 10, Window: time.Second}
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"fixed window", Config{Algorithm: RedisFixedWindow, Limit: l}, true},
+		{"every clock", Config{Algorithm: RedisTokenBucket, Limit: l, Clock: ClockRedis}, true},
+		{"unknown algorithm", Config{Algorithm: "redis-magic", Limit: l}, false},
+		{"no limit", Config{Algorithm: RedisFixedWindow}, false},
+		{"sub-ms window", Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 1, Window: 1500 * time.Microsecond}}, false},
+		{"bad clock", Config{Algorithm: RedisGCRA, Limit: l, Clock: "sundial"}, false},
+		{"redis clock on a local design", Config{Algorithm: LocalTokenBucket, Limit: l, Clock: ClockRedis}, false},
+		{"negative capacity", Config{Algorithm: RedisGCRA, Limit: l, Capacity: -1}, false},
+		{"refill_below 1", Config{Algorithm: Leasing, Limit: l, Lease: LeaseConfig{RefillBelow: 1}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if (err == nil) != tt.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+			if _, nerr := New(tt.cfg, nil, nil); tt.ok && IsLocal(tt.cfg.Algorithm) != (nerr == nil) {
+				t.Fatalf("New without a client = %v", nerr)
+			}
+		})
+	}
+	if _, err := New(Config{Algorithm: "nope", Limit: l}, nil, nil); !errors.Is(err, ErrUnknownAlgorithm) {
+		t.Fatalf("New(unknown) = %v, want ErrUnknownAlgorithm", err)
+	}
+}
