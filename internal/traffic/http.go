@@ -1,0 +1,257 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+)
+
+// HTTPOptions configure an HTTP target: real gateways (or one load
+// balancer) that answer a denied request with a status such as 429.
+type HTTPOptions struct {
+	// URLs are the gateways, one URL each, or a single load balancer.
+	URLs   []string
+	Method string // GET by default
+	// IdentityHeader or IdentityQuery says how the identity travels: as a
+	// header (X-API-Key) or a query parameter (api_key). Neither sends it
+	// only through Headers or Body templates.
+	IdentityHeader string
+	IdentityQuery  string
+	// Headers and Body are templates: {id} stands for the identity.
+	Headers map[string]string
+	Body    string
+	// DeniedStatus lists the statuses that mean "denied" (default [429]).
+	DeniedStatus []int
+	// Timeout bounds one request, from dialing to the end of the body
+	// (default 5 s).
+	Timeout time.Duration
+	// MaxConns bounds connections kept per gateway (default 256, the
+	// engine's default worker count).
+	MaxConns int
+	// Endpoints names the endpoints; requests are the same for all (default
+	// one endpoint, "default").
+	Endpoints []string
+}
+
+type httpGateway struct {
+	name  string // the URL without its password
+	url   string // the URL as given
+	query string // "&" or "?" then the escaped identity parameter and "="
+}
+
+type httpHeader struct {
+	key   string // canonical
+	value string
+	hasID bool
+}
+
+type httpTarget struct {
+	gws       []httpGateway
+	endpoints []string
+	method    string
+	idHeader  string
+	headers   []httpHeader
+	body      string
+	bodyHasID bool
+	denied    [600]bool
+	client    *http.Client
+	transport *http.Transport
+}
+
+// maxDrain bounds how much of an answer's body is read before the
+// connection is given up rather than reused.
+const maxDrain = 1 << 20
+
+var drainBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// NewHTTP returns a target sending requests to real HTTP gateways, over a
+// transport tuned for load: keep-alive, as many idle connections per host as
+// workers, no compression, bodies drained into a pooled buffer so
+// connections are reused.
+func NewHTTP(o HTTPOptions) (Target, error) {
+	if len(o.URLs) == 0 {
+		return nil, errors.New("http target: no URLs")
+	}
+	if len(o.URLs) > 1<<16-1 {
+		return nil, fmt.Errorf("http target: %d URLs, at most 65535", len(o.URLs))
+	}
+	if o.IdentityHeader != "" && o.IdentityQuery != "" {
+		return nil, errors.New("http target: identity goes in a header or a query parameter, not both")
+	}
+	t := &httpTarget{method: strings.ToUpper(o.Method), body: o.Body, endpoints: o.Endpoints}
+	if t.method == "" {
+		t.method = http.MethodGet
+	}
+	if len(t.endpoints) == 0 {
+		t.endpoints = []string{"default"}
+	}
+	for _, raw := range o.URLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("http target: bad URL: %w", redactURLError(err))
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("http target: URL %s: want http:// or https:// with a host", u.Redacted())
+		}
+		g := httpGateway{name: u.Redacted(), url: raw}
+		if o.IdentityQuery != "" {
+			sep := "?"
+			if strings.Contains(raw, "?") {
+				sep = "&"
+			}
+			if strings.Contains(raw, "#") {
+				return nil, fmt.Errorf("http target: URL %s: a fragment cannot carry a query parameter", u.Redacted())
+			}
+			g.query = sep + url.QueryEscape(o.IdentityQuery) + "="
+		}
+		t.gws = append(t.gws, g)
+	}
+	if o.IdentityHeader != "" {
+		t.idHeader = http.CanonicalHeaderKey(o.IdentityHeader)
+	}
+	for k, v := range o.Headers {
+		t.headers = append(t.headers, httpHeader{key: http.CanonicalHeaderKey(k), value: v, hasID: strings.Contains(v, "{id}")})
+	}
+	t.bodyHasID = strings.Contains(o.Body, "{id}")
+	denied := o.DeniedStatus
+	if len(denied) == 0 {
+		denied = []int{http.StatusTooManyRequests}
+	}
+	for _, s := range denied {
+		if s < 100 || s > 599 {
+			return nil, fmt.Errorf("http target: denied status %d is not an HTTP status", s)
+		}
+		t.denied[s] = true
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	conns := o.MaxConns
+	if conns <= 0 {
+		conns = DefaultWorkers
+	}
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	t.transport = &http.Transport{
+		// Proxy stays nil: load goes only where the user pointed it.
+		DialContext:         dialer.DialContext,
+		MaxIdleConns:        conns * len(t.gws),
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: timeout,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	t.client = &http.Client{
+		Transport: t.transport,
+		Timeout:   timeout,
+		// A redirect is the gateway's answer; following it would measure
+		// something else.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return t, nil
+}
+
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = u.Redacted()
+		} else {
+			ue.URL = "(unparsable URL)"
+		}
+		return ue
+	}
+	return err
+}
+
+func (t *httpTarget) Do(ctx context.Context, r Request) Response {
+	g := &t.gws[r.Gateway]
+	u := g.url
+	if g.query != "" {
+		u = g.url + g.query + url.QueryEscape(r.ID)
+	}
+	var body io.Reader
+	if t.body != "" {
+		b := t.body
+		if t.bodyHasID {
+			b = strings.ReplaceAll(b, "{id}", r.ID)
+		}
+		body = strings.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
+	if err != nil {
+		return errResponse(fmt.Errorf("build request for %s: %w", g.name, redactURLError(err)))
+	}
+	for _, h := range t.headers {
+		v := h.value
+		if h.hasID {
+			v = strings.ReplaceAll(v, "{id}", r.ID)
+		}
+		req.Header[h.key] = []string{v}
+	}
+	if t.idHeader != "" {
+		req.Header[t.idHeader] = []string{r.ID}
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		// The client's error already names the URL without its password.
+		return errResponse(err)
+	}
+	drain(resp.Body)
+	hints := ParseHints(resp.Header, time.Now())
+	out := Response{RetryAfter: hints.RetryAfter, Remaining: hints.Remaining, Reset: hints.Reset}
+	switch s := resp.StatusCode; {
+	case s >= 0 && s < len(t.denied) && t.denied[s]:
+		out.Outcome = decision.Denied
+	case s >= 200 && s < 400:
+		out.Outcome = decision.Allowed
+	default:
+		out.Outcome = decision.Error
+		out.Err = fmt.Errorf("%s answered %d %s", g.name, s, http.StatusText(s))
+	}
+	return out
+}
+
+// drain reads what is left of a body (up to maxDrain) so the connection
+// goes back to the pool, then closes it.
+func drain(b io.ReadCloser) {
+	buf := drainBufs.Get().(*[]byte)
+	for n := 0; n < maxDrain; {
+		k, err := b.Read(*buf)
+		n += k
+		if err != nil {
+			break
+		}
+	}
+	drainBufs.Put(buf)
+	b.Close()
+}
+
+func errResponse(err error) Response {
+	return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1, Err: err}
+}
+
+func (t *httpTarget) Gateways() []string {
+	names := make([]string, len(t.gws))
+	for i, g := range t.gws {
+		names[i] = g.name
+	}
+	return names
+}
+
+func (t *httpTarget) Endpoints() []string { return t.endpoints }
+
+func (t *httpTarget) Close() error {
+	t.transport.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,290 @@
+package traffic
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+)
+
+// limitServer is a real HTTP gateway with a small fixed-window limiter: 429
+// with Retry-After and the draft RateLimit fields when an identity is over
+// its limit. It remembers what each request carried.
+type limitServer struct {
+	limit  int64
+	window time.Duration
+	idFrom func(*http.Request) string
+
+	mu      sync.Mutex
+	windows map[string]*fixedWin
+	seen    map[string]int // identity → requests
+	paths   map[string]int
+	bodies  []string
+	traces  []string
+}
+
+func newLimitServer(t *testing.T, limit int64, window time.Duration, idFrom func(*http.Request) string) (*limitServer, *httptest.Server) {
+	s := &limitServer{limit: limit, window: window, idFrom: idFrom,
+		windows: map[string]*fixedWin{}, seen: map[string]int{}, paths: map[string]int{}}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+func (s *limitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	id := s.idFrom(r)
+	now := time.Now()
+	s.mu.Lock()
+	s.seen[id]++
+	s.paths[r.URL.Path]++
+	s.bodies = append(s.bodies, string(body))
+	s.traces = append(s.traces, r.Header.Get("X-Trace"))
+	win := s.windows[id]
+	if win == nil || !now.Before(win.start.Add(s.window)) {
+		win = &fixedWin{start: now}
+		s.windows[id] = win
+	}
+	reset := win.start.Add(s.window).Sub(now)
+	allowed := win.count < s.limit
+	if allowed {
+		win.count++
+	}
+	remaining := s.limit - win.count
+	s.mu.Unlock()
+
+	secs := strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10)
+	w.Header().Set("RateLimit-Limit", strconv.FormatInt(s.limit, 10))
+	w.Header().Set("RateLimit-Remaining", strconv.FormatInt(remaining, 10))
+	w.Header().Set("RateLimit-Reset", secs)
+	if !allowed {
+		w.Header().Set("Retry-After", secs)
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, "slow down\n")
+		return
+	}
+	io.WriteString(w, strings.Repeat("ok", 100))
+}
+
+func TestHTTPTargetHeaderIdentity(t *testing.T) {
+	t.Parallel()
+	s, srv := newLimitServer(t, 5, time.Hour, func(r *http.Request) string { return r.Header.Get("X-API-Key") })
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL + "/a", srv.URL + "/b"}, IdentityHeader: "x-api-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	plan := Plan{Rate: perSecond(200), Duration: 300 * time.Millisecond, MaxRequests: 1000, Identities: 2}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counts(h)
+	if h.Len() != 60 || c[decision.Allowed] != 10 || c[decision.Denied] != 50 {
+		t.Fatalf("%d records, outcomes %v; want 60: 10 allowed, 50 denied", h.Len(), c)
+	}
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Outcome == decision.Denied && (r.RetryAfter < 59*time.Minute || r.RetryAfter > time.Hour) {
+			t.Fatalf("denied record %d: retry-after %v; want the server's ~1h", i, r.RetryAfter)
+		}
+		if r.Outcome == decision.Allowed && r.RetryAfter != -1 {
+			t.Fatalf("allowed record %d carries retry-after %v", i, r.RetryAfter)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen["user-0"] != 30 || s.seen["user-1"] != 30 || len(s.seen) != 2 {
+		t.Fatalf("server saw identities %v; want user-0 and user-1, 30 each", s.seen)
+	}
+	if s.paths["/a"] != 30 || s.paths["/b"] != 30 {
+		t.Fatalf("server saw paths %v; want both gateways used evenly", s.paths)
+	}
+}
+
+func TestHTTPTargetQueryIdentityBodyAndHeaders(t *testing.T) {
+	t.Parallel()
+	s, srv := newLimitServer(t, 100, time.Hour, func(r *http.Request) string { return r.URL.Query().Get("api_key") })
+	tgt, err := NewHTTP(HTTPOptions{
+		URLs: []string{srv.URL + "/check?v=1"}, Method: "post", IdentityQuery: "api_key",
+		Headers: map[string]string{"x-trace": "t-{id}"},
+		Body:    `{"descriptors":[{"key":"user","value":"{id}"}]}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000,
+		IdentityNames: []string{"alice", "bob&co"}}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(h); c[decision.Allowed] != 10 {
+		t.Fatalf("outcomes %v; want 10 allowed", c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen["alice"] != 5 || s.seen["bob&co"] != 5 {
+		t.Fatalf("server saw %v; the query parameter must carry (escaped) identities", s.seen)
+	}
+	for i, b := range s.bodies {
+		tr := s.traces[i]
+		id := strings.TrimPrefix(tr, "t-")
+		if tr == "" || b != `{"descriptors":[{"key":"user","value":"`+id+`"}]}` {
+			t.Fatalf("request %d: body %q, trace %q; templates not filled", i, b, tr)
+		}
+	}
+}
+
+func TestHTTPTargetStatuses(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Query().Get("id"))
+		if code == 302 {
+			w.Header().Set("Location", "/elsewhere")
+		}
+		if code == 503 {
+			w.Header().Set("Retry-After", "4")
+		}
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, IdentityQuery: "id", DeniedStatus: []int{429, 503}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	tests := []struct {
+		status string
+		want   decision.Outcome
+		retry  time.Duration
+	}{
+		{"200", decision.Allowed, -1},
+		{"204", decision.Allowed, -1},
+		{"302", decision.Allowed, -1},
+		{"429", decision.Denied, -1},
+		{"503", decision.Denied, 4 * time.Second},
+		{"404", decision.Error, -1},
+		{"500", decision.Error, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.status, func(t *testing.T) {
+			resp := tgt.Do(context.Background(), Request{ID: tt.status})
+			if resp.Outcome != tt.want || resp.RetryAfter != tt.retry {
+				t.Fatalf("status %s: outcome %v retry %v (err %v); want %v, %v", tt.status, resp.Outcome, resp.RetryAfter, resp.Err, tt.want, tt.retry)
+			}
+			if (tt.want == decision.Error) != (resp.Err != nil) {
+				t.Fatalf("status %s: err %v", tt.status, resp.Err)
+			}
+		})
+	}
+	// A closed port is a transport error.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	tgt2, err := NewHTTP(HTTPOptions{URLs: []string{deadURL}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := tgt2.Do(context.Background(), Request{ID: "x"}); resp.Outcome != decision.Error || resp.Err == nil {
+		t.Fatalf("refused connection gave %+v", resp)
+	}
+}
+
+func TestHTTPTargetThatStopsAnswering(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	plan := Plan{Rate: perSecond(50), Duration: 300 * time.Millisecond, MaxRequests: 1000}
+	began := time.Now()
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(h); h.Len() != 15 || c[decision.Error] != 15 {
+		t.Fatalf("%d records, outcomes %v; want 15 errors", h.Len(), c)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("run took %v against a silent target", took)
+	}
+}
+
+func TestNewHTTPRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		o    HTTPOptions
+	}{
+		{"no urls", HTTPOptions{}},
+		{"bad scheme", HTTPOptions{URLs: []string{"ftp://127.0.0.1/"}}},
+		{"no host", HTTPOptions{URLs: []string{"http:///x"}}},
+		{"header and query", HTTPOptions{URLs: []string{"http://127.0.0.1/"}, IdentityHeader: "a", IdentityQuery: "b"}},
+		{"bad status", HTTPOptions{URLs: []string{"http://127.0.0.1/"}, DeniedStatus: []int{42}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewHTTP(tt.o); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	_, err := NewHTTP(HTTPOptions{URLs: []string{"http://user:s3cret@127.0.0.1:1/%zz"}})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("err = %v; want an error without the password", err)
+	}
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{"http://user:s3cret@127.0.0.1:1/"}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := tgt.Gateways()[0]; strings.Contains(g, "s3cret") {
+		t.Fatalf("gateway name %q shows the password", g)
+	}
+	if resp := tgt.Do(context.Background(), Request{ID: "x"}); resp.Err == nil || strings.Contains(resp.Err.Error(), "s3cret") {
+		t.Fatalf("error %v shows the password", resp.Err)
+	}
+}
+
+func TestBoundaryAutoOverHTTP(t *testing.T) {
+	t.Parallel()
+	// The server's windows open at an identity's first request and its
+	// headers say when they reset (in whole seconds, as the drafts do).
+	_, srv := newLimitServer(t, 5, time.Second, func(r *http.Request) string { return r.Header.Get("X-API-Key") })
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, IdentityHeader: "X-API-Key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	plan := Plan{Pattern: PatternBoundary, Align: AlignAuto, Limit: perSecond(5), Identities: 2,
+		Duration: 3500 * time.Millisecond, MaxRequests: 10000}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := boundaryShape(t, h, 2, 5)
+	if len(h.Meta.Boundaries) < 2 {
+		t.Fatalf("boundaries %v; want at least 2 in 3.5 s", h.Meta.Boundaries)
+	}
+	if limitOnly := len(h.Meta.Boundaries) * 5 * 2; allowed <= limitOnly {
+		t.Fatalf("%d allowed around %d boundaries; want the boundary burst (> %d)", allowed, len(h.Meta.Boundaries), limitOnly)
+	}
+}
