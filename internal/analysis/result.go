@@ -87,12 +87,18 @@ type IdentityResult struct {
 
 // GatewayResult is one gateway's figures.
 type GatewayResult struct {
-	Gateway   string
-	Allowed   int64
-	Denied    int64
-	Errors    int64
-	Dropped   int64
-	P50Millis float64
-	P99Millis float64
+	Gateway    string
+	Requests   int64
+	Allowed    int64
+	Denied     int64
+	Errors     int64
+	Dropped    int64
+	P50Millis  float64
+	P90Millis  float64
+	P99Millis  float64
+	P999Millis float64
+	MaxMillis  float64
+	// Histogram is this gateway's latency HdrHistogram, encoded like
+	// Result.Histogram.
 	Histogram []byte
 }

@@ -1,0 +1,619 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// Options carries what a history cannot know about the design under test.
+type Options struct {
+	// EnvelopeBurst and EnvelopeRate (per second) are the token-bucket
+	// envelope a correct limiter of the design's own policy obeys; allowed
+	// requests outside it are "slipped". Zero means the strict sliding
+	// window of the published limit L per W: burst L, rate L/W. A token
+	// bucket of capacity C and refill R should pass EnvelopeBurst C and
+	// EnvelopeRate R, so its legitimate 2L-1 per window is not called a slip.
+	EnvelopeBurst float64
+	EnvelopeRate  float64
+	// Interval is the step of the Timeline; 0 picks one giving about 100
+	// points (1, 2 or 5 times a power of ten, at least 1 ms).
+	Interval time.Duration
+}
+
+// outcome tallies, indexed by decision.Outcome.
+type tally [decision.Dropped + 1]int64
+
+type identityState struct {
+	counts     tally
+	failOpen   int64
+	failClosed int64
+	metrics    Metrics
+}
+
+type gatewayState struct {
+	counts tally
+	hist   *hdrhistogram.Histogram
+}
+
+// interval is when record i was decided: exactly at Decided when the target
+// said so, else somewhere in [Sent, Received]. A missing Sent falls back on
+// Intended and a missing Received on Sent; a reversed pair (a clock step) is
+// put in order rather than dropped.
+func interval(h *history.History, i int) (s, r int64) {
+	if d := h.Decided(i); d != history.NoTime {
+		return int64(d), int64(d)
+	}
+	sent := h.Sent(i)
+	if sent == history.NoTime {
+		sent = h.Intended(i)
+	}
+	recv := h.Received(i)
+	if recv == history.NoTime {
+		recv = sent
+	}
+	if recv < sent {
+		sent, recv = recv, sent
+	}
+	return int64(sent), int64(recv)
+}
+
+// decisionTime is the single instant used where one is needed (envelope,
+// slipped, timeline): Decided when known, else the middle of [Sent, Received].
+func decisionTime(h *history.History, i int) int64 {
+	s, r := interval(h, i)
+	return s + (r-s)/2
+}
+
+// Analyze measures one run's history. It is pure: the same history and
+// options always give the same Result.
+//
+// Figures are per identity (limits are per identity) and the scenario's
+// figure (Result.Metrics) is the worst identity's for ceiling,
+// ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed and
+// after_fault_ceiling, and the total for counts, slipped, race_excess,
+// fail_open and fail_closed. A figure that does not apply is absent: window
+// figures need a limit in Meta, boundary_allowed needs Meta.Boundaries,
+// race_excess needs rounds, fault figures need Meta.Faults, latency needs a
+// request that ran, retry_after_missing a denial.
+//
+// Definitions, with the allowed requests of one identity, each decided at
+// an unknown instant in [Sent, Received] (at Decided when known):
+//
+//   - ceiling: max over t of the allowed whose whole interval lies in
+//     [t, t+W) - the most a window surely held; ceiling_upper: the same
+//     counting every interval that touches [t, t+W). The true sliding
+//     maximum lies between them. ceiling_ratio = ceiling / L.
+//   - sustained_rate: allowed per second after the run's first window (the
+//     whole run when shorter than 2W); burst: the smallest b with every
+//     interval [s, e] holding at most b + rate·(e−s) allowed decision times.
+//   - slipped: allowed requests a token bucket of the envelope in Options,
+//     replayed in decision-time order, would have refused.
+//   - boundary_allowed: the most allowed surely decided within BoundarySpan
+//     of one boundary in Meta.Boundaries.
+//   - race_excess: per (identity, round ≥ 0), allowed beyond one.
+//   - after_fault_ceiling: the ceiling over windows starting in
+//     [At−W, At+For+W] of any fault.
+//   - recover_ms: from the end of the last fault to the first answer decided
+//     by Redis (By redis or lease, allowed or denied) for a request sent
+//     after that end - its Decided, else its Received.
+//   - retry_after_missing: the fraction of denials without Retry-After.
+//   - latency (p50_ms … max_ms): Intended to Received of every request that
+//     ran (dropped ones never did), so a slow target cannot hide queueing.
+func Analyze(h *history.History, opts Options) Result {
+	a := newAnalyzer(h, opts)
+	a.scan()
+	a.perIdentity()
+	return a.result()
+}
+
+type analyzer struct {
+	h    *history.History
+	opts Options
+	n    int
+	l    int64 // published count, 0 when unknown
+	w    int64 // window in ns, 0 when unknown
+
+	// ids maps a record to its dense identity index when the identity
+	// column holds values far beyond Meta.Identities (never in a real run);
+	// nil means the column is used as is.
+	ids      []uint32
+	idNames  []string
+	idState  []identityState
+	gwState  []gatewayState
+	allowed  []int32 // allowed record indices, grouped by identity
+	offsets  []int   // identity k's are allowed[offsets[k]:offsets[k+1]]
+	start    int64   // earliest Intended
+	end      int64   // latest time seen
+	maxRound int32
+	hasRound bool
+
+	deniedTotal, missingRetry int64
+
+	boundaries []int64
+	faults     []history.Fault
+
+	timeline []int64
+	interval int64
+
+	worst int // identity with the highest ceiling (for Sliding)
+	res   Result
+}
+
+func newAnalyzer(h *history.History, opts Options) *analyzer {
+	a := &analyzer{h: h, opts: opts, n: h.Len(), maxRound: -1}
+	if h.Meta.Limit.Count > 0 && h.Meta.Limit.Window > 0 {
+		a.l, a.w = h.Meta.Limit.Count, int64(h.Meta.Limit.Window)
+	}
+	for _, b := range h.Meta.Boundaries {
+		a.boundaries = append(a.boundaries, int64(b))
+	}
+	slices.Sort(a.boundaries)
+	a.faults = h.Meta.Faults
+	return a
+}
+
+func (a *analyzer) identity(i int) uint32 {
+	if a.ids != nil {
+		return a.ids[i]
+	}
+	return a.h.Identity(i)
+}
+
+// scan is the one pass over every record: tallies, latency, the run's span
+// and the per-identity allowed counts the grouping needs.
+func (a *analyzer) scan() {
+	h := a.h
+	a.idNames = slices.Clone(h.Meta.Identities)
+	maxID := -1
+	for i := range a.n {
+		maxID = max(maxID, int(h.Identity(i)))
+	}
+	if maxID >= len(a.idNames) {
+		if maxID < len(a.idNames)+a.n {
+			for k := len(a.idNames); k <= maxID; k++ {
+				a.idNames = append(a.idNames, fmt.Sprintf("#%d", k))
+			}
+		} else {
+			// Sparse unnamed identities: give them dense indices.
+			a.ids = make([]uint32, a.n)
+			dense := map[uint32]uint32{}
+			for i := range a.n {
+				id := h.Identity(i)
+				if int(id) >= len(h.Meta.Identities) {
+					k, ok := dense[id]
+					if !ok {
+						k = uint32(len(a.idNames))
+						dense[id] = k
+						a.idNames = append(a.idNames, fmt.Sprintf("#%d", id))
+					}
+					id = k
+				}
+				a.ids[i] = id
+			}
+		}
+	}
+	a.idState = make([]identityState, len(a.idNames))
+	gws := make([]*gatewayState, 1<<16)
+	maxGW := len(h.Meta.Gateways) - 1
+
+	a.start, a.end = math.MaxInt64, math.MinInt64
+	for i := range a.n {
+		o := h.Outcome(i)
+		id := a.identity(i)
+		st := &a.idState[id]
+		st.counts[o]++
+		switch h.By(i) {
+		case decision.ByFailOpen:
+			st.failOpen++
+		case decision.ByFailClosed:
+			st.failClosed++
+		}
+		if o == decision.Denied {
+			a.deniedTotal++
+			if h.RetryAfter(i) == history.NoTime {
+				a.missingRetry++
+			}
+		}
+		if r := h.Round(i); r >= 0 {
+			a.hasRound = true
+			a.maxRound = max(a.maxRound, r)
+		}
+		in := int64(h.Intended(i))
+		a.start = min(a.start, in)
+		a.end = max(a.end, in)
+		g := h.Gateway(i)
+		gs := gws[g]
+		if gs == nil {
+			gs = &gatewayState{hist: NewLatencyHistogram()}
+			gws[g] = gs
+			maxGW = max(maxGW, int(g))
+		}
+		gs.counts[o]++
+		if o == decision.Dropped {
+			continue
+		}
+		if recv := h.Received(i); recv != history.NoTime {
+			a.end = max(a.end, int64(recv))
+			recordMicros(gs.hist, (int64(recv)-in)/1000)
+		}
+	}
+	a.gwState = make([]gatewayState, maxGW+1)
+	for g := range a.gwState {
+		if gws[g] != nil {
+			a.gwState[g] = *gws[g]
+		}
+	}
+	if a.n == 0 {
+		a.start, a.end = 0, 0
+	}
+
+	// Group the allowed records by identity (a counting sort), so the
+	// per-identity work below touches no map and sorts only short lists.
+	a.offsets = make([]int, len(a.idState)+1)
+	for k, st := range a.idState {
+		a.offsets[k+1] = a.offsets[k] + int(st.counts[decision.Allowed])
+	}
+	a.allowed = make([]int32, a.offsets[len(a.idState)])
+	fill := slices.Clone(a.offsets[:len(a.idState)])
+	for i := range a.n {
+		if h.Outcome(i) == decision.Allowed {
+			id := a.identity(i)
+			a.allowed[fill[id]] = int32(i)
+			fill[id]++
+		}
+	}
+
+	a.interval = int64(a.opts.Interval)
+	if a.interval <= 0 {
+		a.interval = int64(niceInterval(time.Duration(a.end - a.start)))
+	}
+	// A tiny Interval over a long run would chart millions of points;
+	// coarsen it to at most maxTimeline.
+	for (a.end-a.start)/a.interval >= maxTimeline {
+		a.interval *= 2
+	}
+	a.timeline = make([]int64, (a.end-a.start)/a.interval+1)
+}
+
+// envelope is the (burst, rate per second) slipped is measured against, and
+// whether there is one.
+func (a *analyzer) envelope() (float64, float64, bool) {
+	b, r := a.opts.EnvelopeBurst, a.opts.EnvelopeRate
+	if b == 0 && r == 0 {
+		if a.l == 0 {
+			return 0, 0, false
+		}
+		return float64(a.l), float64(a.l) / (float64(a.w) / 1e9), true
+	}
+	return b, r, true
+}
+
+// perIdentity computes every per-identity figure from that identity's
+// allowed records, reusing three scratch slices sized for the largest.
+func (a *analyzer) perIdentity() {
+	h := a.h
+	most := 0
+	for k := range a.idState {
+		most = max(most, a.offsets[k+1]-a.offsets[k])
+	}
+	sent := make([]int64, 0, most)
+	recv := make([]int64, 0, most)
+	times := make([]int64, 0, most)
+	span := int64(h.Meta.BoundarySpan)
+	burstEnv, rateEnv, hasEnv := a.envelope()
+	var perBoundary []int
+	if len(a.boundaries) > 0 {
+		perBoundary = make([]int, len(a.boundaries))
+	}
+	raceApplies := a.h.Meta.Rounds > 0 || a.hasRound
+	var perRound []int32
+	var touched []int32
+	if a.hasRound {
+		perRound = make([]int32, a.maxRound+1)
+	}
+	bestCeiling := -1
+
+	for k := range a.idState {
+		st := &a.idState[k]
+		idx := a.allowed[a.offsets[k]:a.offsets[k+1]]
+		m := Metrics{
+			Requests: float64(st.counts[decision.Allowed] + st.counts[decision.Denied] + st.counts[decision.Error] + st.counts[decision.Dropped] + st.counts[decision.Unknown]),
+			Allowed:  float64(st.counts[decision.Allowed]),
+			Denied:   float64(st.counts[decision.Denied]),
+			Errors:   float64(st.counts[decision.Error]),
+			Dropped:  float64(st.counts[decision.Dropped]),
+		}
+		if st.failOpen > 0 || st.failClosed > 0 || len(a.faults) > 0 {
+			m[FailOpen] = float64(st.failOpen)
+			m[FailClosed] = float64(st.failClosed)
+		}
+
+		// One gather over this identity's allowed records (they are
+		// scattered through the history, so each visit is a cache miss:
+		// visit once) collects the interval ends and decision times, and
+		// counts boundaries and race rounds on the way.
+		sent, recv, times = sent[:0], recv[:0], times[:0]
+		long := 0
+		if perBoundary != nil {
+			clear(perBoundary)
+		}
+		bestBoundary := 0
+		touched = touched[:0]
+		for _, i := range idx {
+			s, r := interval(h, int(i))
+			sent = append(sent, s)
+			recv = append(recv, r)
+			times = append(times, s+(r-s)/2)
+			if r-s >= a.w {
+				long++
+			}
+			if perBoundary != nil {
+				// Boundaries B with B-span <= s and r <= B+span.
+				for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= r-span }); j < len(a.boundaries) && a.boundaries[j] <= s+span; j++ {
+					perBoundary[j]++
+					bestBoundary = max(bestBoundary, perBoundary[j])
+				}
+			}
+			if a.hasRound {
+				if rd := h.Round(int(i)); rd >= 0 {
+					if perRound[rd] == 0 {
+						touched = append(touched, rd)
+					}
+					perRound[rd]++
+				}
+			}
+		}
+		if perBoundary != nil {
+			m[BoundaryAllowed] = float64(bestBoundary)
+		}
+		if raceApplies {
+			excess := 0
+			for _, rd := range touched {
+				excess += int(perRound[rd]) - 1
+				perRound[rd] = 0
+			}
+			m[RaceExcess] = float64(excess)
+		}
+
+		// Window figures: ceiling bounds over every window, and over the
+		// windows around each fault.
+		if a.w > 0 {
+			defSent, defRecv := sent, recv
+			if long > 0 {
+				defSent, defRecv = nil, nil
+				for j := range sent {
+					if recv[j]-sent[j] < a.w {
+						defSent = append(defSent, sent[j])
+						defRecv = append(defRecv, recv[j])
+					}
+				}
+				slices.Sort(defSent)
+				slices.Sort(defRecv)
+			}
+			slices.Sort(sent)
+			slices.Sort(recv)
+			lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
+			m[Ceiling] = float64(lower)
+			m[CeilingUpper] = float64(upper)
+			m[CeilingRatio] = float64(lower) / float64(a.l)
+			if lower > bestCeiling {
+				bestCeiling, a.worst = lower, k
+			}
+			if len(a.faults) > 0 {
+				worst := 0
+				for _, f := range a.faults {
+					lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
+					c, _ := ceilingBounds(sent, recv, defSent, defRecv, a.w, lo, hi)
+					worst = max(worst, c)
+				}
+				m[AfterFaultCeiling] = float64(worst)
+			}
+		}
+
+		// Decision-time figures: the envelope, slipped and the timeline.
+		slices.Sort(times)
+		if a.w > 0 {
+			rate := sustainedRate(times, a.start, a.end, a.w)
+			m[SustainedRate] = rate
+			m[Burst] = burstFor(times, rate)
+		}
+		if hasEnv {
+			m[Slipped] = float64(slipped(times, burstEnv, rateEnv))
+		}
+		for _, t := range times {
+			b := (t - a.start) / a.interval
+			if b >= 0 && b < int64(len(a.timeline)) {
+				a.timeline[b]++
+			}
+		}
+		st.metrics = m
+	}
+}
+
+// decisionTimes returns the sorted decision times of records idx.
+func (a *analyzer) decisionTimes(idx []int32) []int64 {
+	buf := make([]int64, 0, len(idx))
+	for _, i := range idx {
+		buf = append(buf, decisionTime(a.h, int(i)))
+	}
+	slices.Sort(buf)
+	return buf
+}
+
+// worstOf and sumOf say how each per-identity figure becomes the
+// scenario's figure.
+var (
+	worstOf = []string{Ceiling, CeilingUpper, CeilingRatio, Burst, SustainedRate, BoundaryAllowed, AfterFaultCeiling}
+	sumOf   = []string{Requests, Allowed, Denied, Errors, Dropped, Slipped, RaceExcess, FailOpen, FailClosed}
+)
+
+func (a *analyzer) result() Result {
+	res := Result{Metrics: Metrics{}, Interval: time.Duration(a.interval)}
+	for k, st := range a.idState {
+		res.PerIdentity = append(res.PerIdentity, IdentityResult{Identity: a.idNames[k], Metrics: st.metrics})
+		for _, name := range worstOf {
+			if v, ok := st.metrics[name]; ok {
+				if cur, seen := res.Metrics[name]; !seen || v > cur {
+					res.Metrics[name] = v
+				}
+			}
+		}
+		for _, name := range sumOf {
+			if v, ok := st.metrics[name]; ok {
+				res.Metrics[name] += v
+			}
+		}
+	}
+	for _, name := range sumOf[:5] { // counts apply even to an empty run
+		res.Metrics[name] += 0
+	}
+	if a.w > 0 && len(a.idState) == 0 {
+		res.Metrics[Ceiling], res.Metrics[CeilingUpper], res.Metrics[CeilingRatio] = 0, 0, 0
+	}
+	if a.deniedTotal > 0 {
+		res.Metrics[RetryAfterMissing] = float64(a.missingRetry) / float64(a.deniedTotal)
+	}
+	if len(a.faults) > 0 {
+		if _, ok := res.Metrics[FailOpen]; !ok {
+			res.Metrics[FailOpen], res.Metrics[FailClosed] = 0, 0
+		}
+		if v, ok := a.recoverMs(); ok {
+			res.Metrics[RecoverMs] = v
+		}
+	}
+
+	// Latency: per gateway, then all gateways merged (exact: same geometry).
+	overall := NewLatencyHistogram()
+	for g, gs := range a.gwState {
+		name := fmt.Sprintf("#%d", g)
+		if g < len(a.h.Meta.Gateways) {
+			name = a.h.Meta.Gateways[g]
+		}
+		gr := GatewayResult{
+			Gateway: name, Requests: gs.counts[decision.Allowed] + gs.counts[decision.Denied] + gs.counts[decision.Error] + gs.counts[decision.Dropped] + gs.counts[decision.Unknown],
+			Allowed: gs.counts[decision.Allowed], Denied: gs.counts[decision.Denied],
+			Errors: gs.counts[decision.Error], Dropped: gs.counts[decision.Dropped],
+		}
+		if gs.hist != nil && gs.hist.TotalCount() > 0 {
+			lm := LatencyMetrics(gs.hist)
+			gr.P50Millis, gr.P90Millis, gr.P99Millis, gr.P999Millis, gr.MaxMillis = lm[P50], lm[P90], lm[P99], lm[P999], lm[Max]
+			gr.Histogram, _ = EncodeHistogram(gs.hist)
+			overall.Merge(gs.hist)
+		}
+		res.PerGateway = append(res.PerGateway, gr)
+	}
+	for name, v := range LatencyMetrics(overall) {
+		res.Metrics[name] = v
+	}
+	if overall.TotalCount() > 0 {
+		res.Histogram, _ = EncodeHistogram(overall)
+		res.Percentiles = PercentileCurve(overall)
+	}
+
+	if a.n > 0 {
+		for b, c := range a.timeline {
+			res.Timeline = append(res.Timeline, Point{At: time.Duration(a.start + int64(b)*a.interval), Value: float64(c)})
+		}
+		if a.w > 0 && len(a.idState) > 0 {
+			k := a.worst
+			times := a.decisionTimes(a.allowed[a.offsets[k]:a.offsets[k+1]])
+			res.Sliding = slidingSeries(times, a.w, a.start, a.end, a.interval)
+		}
+	}
+	return res
+}
+
+// recoverMs measures the last fault's recovery; false when Redis never
+// decided again.
+func (a *analyzer) recoverMs() (float64, bool) {
+	last := a.faults[0]
+	for _, f := range a.faults[1:] {
+		if f.At >= last.At {
+			last = f
+		}
+	}
+	end := int64(last.At + last.For)
+	first := int64(math.MaxInt64)
+	h := a.h
+	for i := range a.n {
+		o := h.Outcome(i)
+		if o != decision.Allowed && o != decision.Denied {
+			continue
+		}
+		if by := h.By(i); by != decision.ByRedis && by != decision.ByLease {
+			continue
+		}
+		var at int64
+		if d := h.Decided(i); d != history.NoTime {
+			if int64(d) < end {
+				continue
+			}
+			at = int64(d)
+		} else {
+			s, r := interval(h, i)
+			if s < end {
+				continue
+			}
+			at = r
+		}
+		first = min(first, at)
+	}
+	if first == math.MaxInt64 {
+		return 0, false
+	}
+	return float64(first-end) / 1e6, true
+}
+
+// slidingSeries is the trailing-window allowed count (t-w, t] over the run,
+// one point per step. Each point is the highest count reached within its
+// step (at an allowed request or at the step's end), so the chart's peak is
+// the true peak, not whatever a sample happened to hit.
+func slidingSeries(times []int64, w, start, end, step int64) []Point {
+	var out []Point
+	lo, hi := 0, 0 // times[lo:hi] are in the trailing window
+	for at := start; ; at += step {
+		stepEnd := at + step
+		best := 0
+		for hi < len(times) && times[hi] < stepEnd {
+			t := times[hi]
+			hi++
+			for times[lo] <= t-w {
+				lo++
+			}
+			best = max(best, hi-lo)
+		}
+		for lo < hi && times[lo] <= stepEnd-w {
+			lo++
+		}
+		best = max(best, hi-lo)
+		out = append(out, Point{At: time.Duration(at), Value: float64(best)})
+		if stepEnd > end {
+			break
+		}
+	}
+	return out
+}
+
+// maxTimeline bounds the number of Timeline points.
+const maxTimeline = 100_000
+
+// niceInterval is span/100 rounded up to 1, 2 or 5 times a power of ten,
+// at least a millisecond.
+func niceInterval(span time.Duration) time.Duration {
+	raw := span / 100
+	for unit := time.Millisecond; ; unit *= 10 {
+		for _, f := range []time.Duration{1, 2, 5} {
+			if d := f * unit; d >= raw {
+				return d
+			}
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package analysis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// benchHistory is a loaded run: n requests over 100 s from 20 gateways for
+// 1000 identities at about twice their limit, so about half are allowed,
+// appended in completion order like the traffic engine does.
+func benchHistory(n int) *history.History {
+	const ids, gws = 1000, 20
+	meta := history.Meta{Scenario: "bench", Limit: rate.Limit{Count: int64(n / ids / 200), Window: time.Second}}
+	for i := range ids {
+		meta.Identities = append(meta.Identities, fmt.Sprintf("user-%d", i))
+	}
+	for i := range gws {
+		meta.Gateways = append(meta.Gateways, fmt.Sprintf("gw-%d", i))
+	}
+	h := history.New(meta, n)
+	rng := rand.New(rand.NewPCG(1, 1))
+	period := 100 * time.Second / time.Duration(n)
+	for i := range n {
+		in := time.Duration(i) * period
+		sent := in + time.Duration(rng.IntN(50_000))
+		r := history.Record{
+			Intended: in, Sent: sent, Received: sent + time.Duration(200_000+rng.IntN(2_000_000)),
+			Decided: history.NoTime, RetryAfter: history.NoTime, Identity: uint32(rng.IntN(ids)),
+			Round: history.NoRound, Gateway: uint16(rng.IntN(gws)), Outcome: decision.Allowed, By: decision.ByRedis,
+		}
+		if rng.IntN(2) == 0 {
+			r.Outcome, r.RetryAfter = decision.Denied, time.Duration(rng.IntN(1e9))
+		}
+		h.Append(r)
+	}
+	return h
+}
+
+// BenchmarkAnalyze10M reports, besides ns/op, bytes/record: the history's
+// own columns plus everything Analyze allocates, per record. That is an
+// upper bound on the live heap at the peak of an analysis (HeapInuse itself
+// would also count garbage the collector has not reclaimed yet, and
+// sampling it stops the world).
+func BenchmarkAnalyze10M(b *testing.B) {
+	const n = 10_000_000
+	h := benchHistory(n)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	ops := 0
+	for b.Loop() {
+		_ = Analyze(h, Options{})
+		ops++
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	perOp := float64(after.TotalAlloc-before.TotalAlloc) / float64(ops)
+	b.ReportMetric(float64(h.MemoryBytes())/n, "history-bytes/record")
+	b.ReportMetric(perOp/n, "analysis-bytes/record")
+	b.ReportMetric((float64(h.MemoryBytes())+perOp)/n, "bytes/record")
+}

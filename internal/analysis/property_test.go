@@ -1,0 +1,398 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// The property tests build small random histories where every allowed
+// request has a true decision instant d, hidden inside a random
+// [Sent, Received] around it (or revealed as Decided), and check Analyze
+// against direct counting from the definitions.
+
+type truth struct {
+	h *history.History
+	// d[i] is record i's true decision instant.
+	d []int64
+}
+
+func randomRun(rng *rand.Rand) truth {
+	w := time.Duration(1+rng.IntN(50)) * time.Millisecond
+	meta := history.Meta{
+		Scenario:   "prop",
+		Limit:      rate.Limit{Count: int64(1 + rng.IntN(8)), Window: w},
+		Identities: []string{"a", "b", "c"}[:1+rng.IntN(3)],
+		Gateways:   []string{"g0", "g1"},
+	}
+	span := time.Duration(rng.Int64N(int64(6 * w)))
+	if rng.IntN(2) == 0 {
+		for range 1 + rng.IntN(3) {
+			meta.Boundaries = append(meta.Boundaries, time.Duration(rng.Int64N(int64(span)+1)))
+		}
+		meta.BoundarySpan = time.Duration(rng.Int64N(int64(w)))
+	}
+	if rng.IntN(2) == 0 {
+		meta.Rounds = 1 + rng.IntN(4)
+	}
+	if rng.IntN(2) == 0 {
+		for range 1 + rng.IntN(2) {
+			meta.Faults = append(meta.Faults, history.Fault{At: time.Duration(rng.Int64N(int64(span) + 1)), For: time.Duration(rng.Int64N(int64(w))), Action: "redis-down"})
+		}
+	}
+	n := rng.IntN(40)
+	h := history.New(meta, n)
+	tr := truth{h: h}
+	// A coarse grid sometimes, so exact ties and window-edge coincidences
+	// happen often.
+	grid := int64(1)
+	if rng.IntN(2) == 0 {
+		grid = int64(w) / int64(1+rng.IntN(4))
+	}
+	for range n {
+		d := rng.Int64N(int64(span)+1) / grid * grid
+		before := rng.Int64N(int64(w)) / grid * grid
+		after := rng.Int64N(int64(w)*3/2) / grid * grid
+		r := history.Record{
+			Intended:   time.Duration(d - before - rng.Int64N(1000)),
+			Sent:       time.Duration(d - before),
+			Received:   time.Duration(d + after),
+			Decided:    history.NoTime,
+			RetryAfter: history.NoTime,
+			Identity:   uint32(rng.IntN(len(meta.Identities))),
+			Round:      history.NoRound,
+			Gateway:    uint16(rng.IntN(2)),
+			Outcome:    decision.Outcome(1 + rng.IntN(4)),
+			By:         decision.By(rng.IntN(7)),
+		}
+		if rng.IntN(4) == 0 {
+			r.Decided = time.Duration(d)
+		}
+		if meta.Rounds > 0 && rng.IntN(3) > 0 {
+			r.Round = int32(rng.IntN(meta.Rounds))
+		}
+		if r.Outcome == decision.Denied && rng.IntN(2) == 0 {
+			r.RetryAfter = time.Duration(rng.Int64N(int64(w)))
+		}
+		h.Append(r)
+		tr.d = append(tr.d, d)
+	}
+	return tr
+}
+
+// allowedOf returns identity k's allowed record indices.
+func allowedOf(h *history.History, k int) []int {
+	var out []int
+	for i := range h.Len() {
+		if int(h.Identity(i)) == k && h.Outcome(i) == decision.Allowed {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func bruteInterval(r history.Record) (int64, int64) {
+	if r.Decided != history.NoTime {
+		return int64(r.Decided), int64(r.Decided)
+	}
+	return int64(r.Sent), int64(r.Received)
+}
+
+// bruteCeiling counts, for every t where a count can change (and its
+// neighbours), the allowed surely / possibly inside [t, t+w), t in [lo, hi].
+func bruteCeiling(ivs [][2]int64, w, lo, hi int64) (lower, upper int) {
+	var cands []int64
+	add := func(t int64) {
+		for _, x := range []int64{t - 1, t, t + 1} {
+			if x >= lo && x <= hi {
+				cands = append(cands, x)
+			}
+		}
+	}
+	add(lo)
+	add(hi)
+	for _, iv := range ivs {
+		s, r := iv[0], iv[1]
+		for _, t := range []int64{s, r, s - w, r - w} {
+			add(t)
+		}
+	}
+	for _, t := range cands {
+		def, pos := 0, 0
+		for _, iv := range ivs {
+			s, r := iv[0], iv[1]
+			if s >= t && r < t+w {
+				def++
+			}
+			if s < t+w && r >= t {
+				pos++
+			}
+		}
+		lower, upper = max(lower, def), max(upper, pos)
+	}
+	return lower, upper
+}
+
+func intervalsOf(h *history.History, idx []int) [][2]int64 {
+	var out [][2]int64
+	for _, i := range idx {
+		s, r := bruteInterval(h.At(i))
+		out = append(out, [2]int64{s, r})
+	}
+	return out
+}
+
+// trueSliding is the most true decision instants in any [t, t+w).
+func trueSliding(d []int64, idx []int, w int64) int {
+	best := 0
+	for _, i := range idx {
+		c := 0
+		for _, j := range idx {
+			if d[j] >= d[i] && d[j] < d[i]+w {
+				c++
+			}
+		}
+		best = max(best, c)
+	}
+	return best
+}
+
+func bruteDecisionTimes(h *history.History, idx []int) []int64 {
+	var ts []int64
+	for _, i := range idx {
+		s, r := bruteInterval(h.At(i))
+		ts = append(ts, s+(r-s)/2)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+func bruteBurst(ts []int64, ratePerSec float64) float64 {
+	best := 0.0
+	for i := range ts {
+		for j := i; j < len(ts); j++ {
+			best = max(best, float64(j-i+1)-ratePerSec*float64(ts[j]-ts[i])/1e9)
+		}
+	}
+	return best
+}
+
+// bruteSlipped admits a request when the admitted sequence with it still
+// fits the (b, r) envelope over every run ending at it - the definition of
+// a token bucket that starts full - and counts the rest.
+func bruteSlipped(ts []int64, b, ratePerSec float64) int {
+	var admitted []int64
+	n := 0
+	for _, t := range ts {
+		ok := true
+		for i := range admitted {
+			count := float64(len(admitted) - i + 1)
+			if count > b+ratePerSec*float64(t-admitted[i])/1e9+slipEps {
+				ok = false
+				break
+			}
+		}
+		if ok && b < 1-slipEps {
+			ok = false
+		}
+		if ok {
+			admitted = append(admitted, t)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*max(1, math.Abs(a), math.Abs(b)) }
+
+func TestAnalyzeMatchesBruteForce(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(42, 7))
+	for iter := range 1000 {
+		tr := randomRun(rng)
+		h := tr.h
+		opts := Options{}
+		if rng.IntN(3) == 0 {
+			opts.EnvelopeBurst = float64(1 + rng.IntN(5))
+			opts.EnvelopeRate = float64(rng.IntN(2000))
+		}
+		res := Analyze(h, opts)
+		w := int64(h.Meta.Limit.Window)
+		l := float64(h.Meta.Limit.Count)
+		start, end := int64(math.MaxInt64), int64(math.MinInt64)
+		for i := range h.Len() {
+			start = min(start, int64(h.Intended(i)))
+			end = max(end, int64(h.Intended(i)))
+			if h.Outcome(i) != decision.Dropped { // a dropped request never ran
+				end = max(end, int64(h.Received(i)))
+			}
+		}
+		fail := func(k int, format string, args ...any) {
+			t.Helper()
+			t.Fatalf("iteration %d, identity %d: %s\nmeta %+v\nrecords %v", iter, k, fmt.Sprintf(format, args...), h.Meta, records(h))
+		}
+		worstCeiling := 0.0
+		totalSlipped, totalRace := 0.0, 0.0
+		for k := range h.Meta.Identities {
+			m := res.PerIdentity[k].Metrics
+			idx := allowedOf(h, k)
+			ivs := intervalsOf(h, idx)
+			lower, upper := bruteCeiling(ivs, w, math.MinInt64/4, math.MaxInt64/4)
+			if m[Ceiling] != float64(lower) || m[CeilingUpper] != float64(upper) {
+				fail(k, "ceiling = [%v, %v], brute force [%d, %d]", m[Ceiling], m[CeilingUpper], lower, upper)
+			}
+			if truth := trueSliding(tr.d, idx, w); float64(truth) < m[Ceiling] || float64(truth) > m[CeilingUpper] {
+				fail(k, "true sliding max %d outside [%v, %v]", truth, m[Ceiling], m[CeilingUpper])
+			}
+			if !near(m[CeilingRatio], float64(lower)/l) {
+				fail(k, "ceiling_ratio %v, want %v", m[CeilingRatio], float64(lower)/l)
+			}
+			worstCeiling = max(worstCeiling, m[Ceiling])
+
+			ts := bruteDecisionTimes(h, idx)
+			var rate float64
+			switch span := end - start; {
+			case len(ts) == 0 || span <= 0:
+			case span < 2*w:
+				rate = float64(len(ts)) / (float64(span) / 1e9)
+			default:
+				c := 0
+				for _, x := range ts {
+					if x >= start+w {
+						c++
+					}
+				}
+				rate = float64(c) / (float64(end-start-w) / 1e9)
+			}
+			if !near(m[SustainedRate], rate) {
+				fail(k, "sustained_rate %v, want %v", m[SustainedRate], rate)
+			}
+			if want := bruteBurst(ts, rate); !near(m[Burst], want) {
+				fail(k, "burst %v, want %v", m[Burst], want)
+			}
+			eb, er := opts.EnvelopeBurst, opts.EnvelopeRate
+			if eb == 0 && er == 0 {
+				eb, er = l, l/(float64(w)/1e9)
+			}
+			if want := bruteSlipped(ts, eb, er); m[Slipped] != float64(want) {
+				fail(k, "slipped %v, want %d (envelope %v, %v/s)", m[Slipped], want, eb, er)
+			}
+			totalSlipped += m[Slipped]
+
+			if len(h.Meta.Boundaries) > 0 {
+				best := 0
+				for _, b := range h.Meta.Boundaries {
+					c := 0
+					for _, iv := range ivs {
+						s, r := iv[0], iv[1]
+						if s >= int64(b-h.Meta.BoundarySpan) && r <= int64(b+h.Meta.BoundarySpan) {
+							c++
+						}
+					}
+					best = max(best, c)
+				}
+				if m[BoundaryAllowed] != float64(best) {
+					fail(k, "boundary_allowed %v, want %d", m[BoundaryAllowed], best)
+				}
+			} else if _, ok := m[BoundaryAllowed]; ok {
+				fail(k, "boundary_allowed present without boundaries")
+			}
+
+			rounds := map[int32]int{}
+			for _, i := range idx {
+				if r := h.Round(i); r >= 0 {
+					rounds[r]++
+				}
+			}
+			excess := 0
+			for _, c := range rounds {
+				excess += max(0, c-1)
+			}
+			if h.Meta.Rounds > 0 && m[RaceExcess] != float64(excess) {
+				fail(k, "race_excess %v, want %d", m[RaceExcess], excess)
+			}
+			totalRace += float64(excess)
+
+			if len(h.Meta.Faults) > 0 {
+				best := 0
+				for _, f := range h.Meta.Faults {
+					c, _ := bruteCeiling(ivs, w, int64(f.At)-w, int64(f.At+f.For)+w)
+					best = max(best, c)
+				}
+				if m[AfterFaultCeiling] != float64(best) {
+					fail(k, "after_fault_ceiling %v, want %d", m[AfterFaultCeiling], best)
+				}
+			}
+		}
+		if res.Metrics[Ceiling] != worstCeiling {
+			t.Fatalf("iteration %d: scenario ceiling %v, worst identity %v", iter, res.Metrics[Ceiling], worstCeiling)
+		}
+		if res.Metrics[Slipped] != totalSlipped {
+			t.Fatalf("iteration %d: scenario slipped %v, sum %v", iter, res.Metrics[Slipped], totalSlipped)
+		}
+		if h.Meta.Rounds > 0 && res.Metrics[RaceExcess] != totalRace {
+			t.Fatalf("iteration %d: scenario race_excess %v, sum %v", iter, res.Metrics[RaceExcess], totalRace)
+		}
+		checkCounts(t, h, res)
+	}
+}
+
+// checkCounts checks the count, fault and Retry-After figures by direct
+// counting.
+func checkCounts(t *testing.T, h *history.History, res Result) {
+	t.Helper()
+	var byOutcome [5]float64
+	var open, closed, denied, missing float64
+	for i := range h.Len() {
+		r := h.At(i)
+		byOutcome[r.Outcome]++
+		open += b2f(r.By == decision.ByFailOpen)
+		closed += b2f(r.By == decision.ByFailClosed)
+		if r.Outcome == decision.Denied {
+			denied++
+			missing += b2f(r.RetryAfter == history.NoTime)
+		}
+	}
+	want := Metrics{Requests: float64(h.Len()), Allowed: byOutcome[decision.Allowed], Denied: byOutcome[decision.Denied],
+		Errors: byOutcome[decision.Error], Dropped: byOutcome[decision.Dropped]}
+	if open+closed > 0 || len(h.Meta.Faults) > 0 {
+		want[FailOpen], want[FailClosed] = open, closed
+	}
+	if denied > 0 {
+		want[RetryAfterMissing] = missing / denied
+	}
+	for name, v := range want {
+		if got, ok := res.Metrics[name]; !ok || !near(got, v) {
+			t.Fatalf("%s = %v (present %v), want %v", name, got, ok, v)
+		}
+	}
+	if _, ok := res.Metrics[RetryAfterMissing]; ok && denied == 0 {
+		t.Fatal("retry_after_missing present without denials")
+	}
+	if _, ok := res.Metrics[FailOpen]; ok && open+closed == 0 && len(h.Meta.Faults) == 0 {
+		t.Fatal("fail_open present without faults or fail-open records")
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func records(h *history.History) []history.Record {
+	var out []history.Record
+	for i := range h.Len() {
+		out = append(out, h.At(i))
+	}
+	return out
+}
