@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 // keyMetrics are the figures the summary tables show, when measured.
@@ -66,12 +67,23 @@ func ratioCell(m map[string]float64) string {
 	return num(v) + "×"
 }
 
-// observedCell prints a threshold's observed value.
+// observedCell prints a threshold's observed value, with "ms" when the
+// metric it reads is a latency, so "p99 < 5ms" shows "observed 1.9ms".
 func observedCell(t Threshold) string {
 	if t.Observed == nil {
 		return "–"
 	}
-	return num(*t.Observed)
+	s := num(*t.Observed)
+	if th, err := scenario.ParseThreshold(t.Expr); err == nil {
+		side := th.Left
+		if !side.IsMetric() {
+			side = th.Right
+		}
+		if strings.HasSuffix(side.Name, "_ms") {
+			s += "ms"
+		}
+	}
+	return s
 }
 
 func thresholdCounts(sc Scenario) (pass, total int) {

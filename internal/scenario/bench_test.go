@@ -1,0 +1,28 @@
+package scenario
+
+import (
+	"os"
+	"testing"
+)
+
+func BenchmarkParse(b *testing.B) {
+	data, err := os.ReadFile("testdata/full.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data, "full.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseThreshold(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseThreshold("ceiling <= 1.1 * limit"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
