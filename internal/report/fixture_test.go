@@ -36,6 +36,7 @@ func fixture() *Report {
 				Description: "One Lua script decides atomically, so the published cap holds under overload.",
 				Limit:       Limit{Count: 20, WindowMs: 1000},
 				Target:      "simulated redis-fixed-window ×50",
+				DurationMs:  5012,
 				Metrics: map[string]float64{
 					analysis.Requests: 2000, analysis.Allowed: 100, analysis.Denied: 1900,
 					analysis.Errors: 0, analysis.Dropped: 0,

@@ -62,7 +62,7 @@ func JUnit(w io.Writer, r *Report) error {
 		doc.Name += " " + r.Suite
 	}
 	for _, sc := range r.Scenarios {
-		s := junitSuite{Name: sc.Name, Time: "0", Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05")}
+		s := junitSuite{Name: sc.Name, Time: seconds(sc.DurationMs), Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05")}
 		s.Properties = append(s.Properties, junitProperty{Name: "limit", Value: sc.Limit.String()})
 		if sc.Target != "" {
 			s.Properties = append(s.Properties, junitProperty{Name: "target", Value: sc.Target})

@@ -20,6 +20,7 @@ type readSuites struct {
 
 type readSuite struct {
 	Name     string     `xml:"name,attr"`
+	Time     string     `xml:"time,attr"`
 	Tests    int        `xml:"tests,attr"`
 	Failures int        `xml:"failures,attr"`
 	Errors   int        `xml:"errors,attr"`
@@ -50,8 +51,8 @@ func TestJUnitParsesBack(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("junit.xml does not parse: %v\n%s", err, buf.String())
 	}
-	if doc.Tests != 6 || doc.Failures != 1 || doc.Errors != 2 || doc.Time != "12.345" {
-		t.Errorf("totals tests=%d failures=%d errors=%d time=%s, want 6 1 2 12.345", doc.Tests, doc.Failures, doc.Errors, doc.Time)
+	if doc.Tests != 6 || doc.Failures != 1 || doc.Errors != 2 || doc.Time != "12.345" || doc.Suites[0].Time != "5.012" {
+		t.Errorf("totals tests=%d failures=%d errors=%d time=%s, want 6 1 2 12.345 (first suite 5.012)", doc.Tests, doc.Failures, doc.Errors, doc.Time)
 	}
 	if len(doc.Suites) != 3 {
 		t.Fatalf("got %d suites, want one per scenario (3)", len(doc.Suites))

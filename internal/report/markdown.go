@@ -27,6 +27,9 @@ func Markdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(b, "**%s** · %d of %d scenarios passed · started %s · took %s\n\n",
 		upper(r.Status), passed, len(r.Scenarios), r.Started.UTC().Format(time.RFC3339), durationMs(r.DurationMs))
 
+	if r.Status == StatusIncomplete {
+		fmt.Fprintf(b, "> **Incomplete:** the run was interrupted; the figures cover only what ran.\n\n")
+	}
 	fmt.Fprintln(b, "| scenario | status | limit | ceiling | ratio | burst | race excess | boundary | p99 | thresholds |")
 	fmt.Fprintln(b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, sc := range r.Scenarios {

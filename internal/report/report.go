@@ -51,6 +51,8 @@ type Scenario struct {
 	Notes []string `json:"notes,omitempty"`
 	// Target describes what was driven: "simulated redis-fixed-window ×50".
 	Target string `json:"target,omitempty"`
+	// DurationMs is how long the scenario ran (JUnit's time), 0 if unknown.
+	DurationMs int64 `json:"duration_ms,omitempty"`
 	// Result carries the series the HTML charts draw; it is not part of
 	// report.json.
 	Result *analysis.Result `json:"-"`

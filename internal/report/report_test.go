@@ -1,6 +1,10 @@
 package report
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 func TestFinish(t *testing.T) {
 	t.Parallel()
@@ -31,5 +35,35 @@ func TestFinish(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIncompleteSaysSo checks every human format tells the reader an
+// interrupted run's figures are partial.
+func TestIncompleteSaysSo(t *testing.T) {
+	t.Parallel()
+	r := fixture()
+	r.Incomplete = true
+	r.Finish()
+	writers := map[string]func(*bytes.Buffer) error{
+		"md":       func(b *bytes.Buffer) error { return Markdown(b, r) },
+		"html":     func(b *bytes.Buffer) error { return HTML(b, r) },
+		"terminal": func(b *bytes.Buffer) error { return Terminal(b, r, false) },
+	}
+	for name, write := range writers {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "interrupted") {
+			t.Errorf("%s does not say the run was interrupted", name)
+		}
+	}
+	var buf bytes.Buffer
+	if err := JSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"status": "incomplete"`) {
+		t.Error("report.json status is not incomplete")
 	}
 }

@@ -81,6 +81,11 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 			}
 		}
 	}
+	if r.Status == StatusIncomplete {
+		if _, err := fmt.Fprintln(w, "The run was interrupted; the figures cover only what ran."); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintf(w, "%s: %d scenarios in %s\n", status(r.Status), len(r.Scenarios), durationMs(r.DurationMs))
 	return err
 }
