@@ -172,9 +172,10 @@ func (a *analyzer) identity(i int) uint32 {
 func (a *analyzer) scan() {
 	h := a.h
 	a.idNames = slices.Clone(h.Meta.Identities)
-	maxID := -1
+	maxID, maxGW := -1, len(h.Meta.Gateways)-1
 	for i := range a.n {
 		maxID = max(maxID, int(h.Identity(i)))
+		maxGW = max(maxGW, int(h.Gateway(i)))
 	}
 	if maxID >= len(a.idNames) {
 		if maxID < len(a.idNames)+a.n {
@@ -201,8 +202,7 @@ func (a *analyzer) scan() {
 		}
 	}
 	a.idState = make([]identityState, len(a.idNames))
-	gws := make([]*gatewayState, 1<<16)
-	maxGW := len(h.Meta.Gateways) - 1
+	gws := make([]*gatewayState, maxGW+1)
 
 	a.start, a.end = math.MaxInt64, math.MinInt64
 	for i := range a.n {
@@ -234,7 +234,6 @@ func (a *analyzer) scan() {
 		if gs == nil {
 			gs = &gatewayState{hist: NewLatencyHistogram()}
 			gws[g] = gs
-			maxGW = max(maxGW, int(g))
 		}
 		gs.counts[o]++
 		if o == decision.Dropped {
@@ -510,12 +509,13 @@ func (a *analyzer) result() Result {
 		}
 		res.PerGateway = append(res.PerGateway, gr)
 	}
-	for name, v := range LatencyMetrics(overall) {
+	lm, curve := latency(overall, true)
+	for name, v := range lm {
 		res.Metrics[name] = v
 	}
 	if overall.TotalCount() > 0 {
 		res.Histogram, _ = EncodeHistogram(overall)
-		res.Percentiles = PercentileCurve(overall)
+		res.Percentiles = curve
 	}
 
 	if a.n > 0 {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -70,16 +71,30 @@ func MergeHistograms(encoded ...[]byte) (*hdrhistogram.Histogram, error) {
 // (µs values), or an empty Metrics when h recorded nothing (latency does
 // not apply to a run where nothing ran).
 func LatencyMetrics(h *hdrhistogram.Histogram) Metrics {
+	m, _ := latency(h, false)
+	return m
+}
+
+var metricPercentiles = []float64{50, 90, 99, 99.9, 100}
+
+// latency computes the metrics and, when curve is set, the percentile
+// curve, in one scan of the histogram's buckets.
+func latency(h *hdrhistogram.Histogram, curve bool) (Metrics, []PercentilePoint) {
 	m := Metrics{}
 	if h == nil || h.TotalCount() == 0 {
-		return m
+		return m, nil
 	}
-	m[P50] = ms(h.ValueAtQuantile(50))
-	m[P90] = ms(h.ValueAtQuantile(90))
-	m[P99] = ms(h.ValueAtQuantile(99))
-	m[P999] = ms(h.ValueAtQuantile(99.9))
-	m[Max] = ms(h.Max())
-	return m
+	ps := metricPercentiles
+	if curve {
+		ps = append(slices.Clone(ps), curvePercentiles...)
+	}
+	vs := h.ValueAtPercentilesSlice(ps)
+	m[P50], m[P90], m[P99], m[P999], m[Max] = ms(vs[0]), ms(vs[1]), ms(vs[2]), ms(vs[3]), ms(vs[4])
+	var out []PercentilePoint
+	for i, p := range ps[len(metricPercentiles):] {
+		out = append(out, PercentilePoint{Percentile: p, Millis: ms(vs[len(metricPercentiles)+i])})
+	}
+	return m, out
 }
 
 func ms(us int64) float64 { return float64(us) / 1000 }
@@ -89,16 +104,17 @@ func ms(us int64) float64 { return float64(us) / 1000 }
 // evenly spaced on the log scale of the "nines" that latency charts use.
 const curvePoints = 41
 
-// PercentileCurve samples h at log-spaced percentiles from 0 to 99.99.
-func PercentileCurve(h *hdrhistogram.Histogram) []PercentilePoint {
-	if h == nil || h.TotalCount() == 0 {
-		return nil
-	}
-	out := make([]PercentilePoint, 0, curvePoints)
-	for k := range curvePoints {
-		p := 100 * (1 - math.Pow(10, -float64(k)/10))
-		p = math.Round(p*1e6) / 1e6
-		out = append(out, PercentilePoint{Percentile: p, Millis: ms(h.ValueAtQuantile(p))})
+// curvePercentiles are 100·(1 − 10^(−k/10)) for k = 0..curvePoints-1.
+var curvePercentiles = func() []float64 {
+	out := make([]float64, curvePoints)
+	for k := range out {
+		out[k] = math.Round(100*(1-math.Pow(10, -float64(k)/10))*1e6) / 1e6
 	}
 	return out
+}()
+
+// PercentileCurve samples h at log-spaced percentiles from 0 to 99.99.
+func PercentileCurve(h *hdrhistogram.Histogram) []PercentilePoint {
+	_, c := latency(h, true)
+	return c
 }

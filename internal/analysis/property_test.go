@@ -216,7 +216,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*max(1, math.Abs(a), 
 func TestAnalyzeMatchesBruteForce(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(42, 7))
-	for iter := range 1000 {
+	for iter := range 500 {
 		tr := randomRun(rng)
 		h := tr.h
 		opts := Options{}

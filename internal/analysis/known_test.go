@@ -1,0 +1,398 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// rec is a record decided at a known instant with a small round trip.
+func rec(at time.Duration, id uint32, gw uint16, o decision.Outcome) history.Record {
+	return history.Record{
+		Intended: at, Sent: at, Received: at + 100*time.Microsecond, Decided: at,
+		RetryAfter: history.NoTime, Identity: id, Round: history.NoRound, Gateway: gw, Outcome: o, By: decision.ByRedis,
+	}
+}
+
+func outcome(ok bool) decision.Outcome {
+	if ok {
+		return decision.Allowed
+	}
+	return decision.Denied
+}
+
+func TestTokenBucketEnvelope(t *testing.T) {
+	t.Parallel()
+	const capacity, refill = 10.0, 20.0 // tokens, per second
+	// A bucket of capacity L refilled at L per W: L = 10, W = 500ms.
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 10, Window: 500 * time.Millisecond}, Identities: []string{"u"}}, 0)
+	tokens, last := capacity, time.Duration(0)
+	for at := time.Duration(0); at < 10*time.Second; at += 5 * time.Millisecond { // 200/s: overload
+		tokens = min(capacity, tokens+refill*(at-last).Seconds())
+		last = at
+		ok := tokens >= 1
+		if ok {
+			tokens--
+		}
+		h.Append(rec(at, 0, 0, outcome(ok)))
+	}
+	m := Analyze(h, Options{}).Metrics
+	if b := m[Burst]; math.Abs(b-capacity) > 1 {
+		t.Errorf("burst = %v, want about the capacity %v", b, capacity)
+	}
+	if r := m[SustainedRate]; math.Abs(r-refill)/refill > 0.05 {
+		t.Errorf("sustained_rate = %v, want about the refill %v/s", r, refill)
+	}
+	// The bucket's envelope allows more than L in one sliding window (up
+	// to 2L-1); a correct bucket slips nothing against its own envelope.
+	if c := m[Ceiling]; c <= 10 || c > 19 {
+		t.Errorf("ceiling = %v, want in (L, 2L-1] = (10, 19]", c)
+	}
+	if s := m[Slipped]; s != 0 {
+		t.Errorf("slipped = %v against the bucket's own envelope, want 0", s)
+	}
+}
+
+func TestIndependentLocalCounters(t *testing.T) {
+	t.Parallel()
+	const gateways, limit = 5, 10
+	h := history.New(history.Meta{Limit: rate.Limit{Count: limit, Window: time.Second}, Identities: []string{"u"}}, 0)
+	used := map[[2]int64]int{} // (gateway, window) → count
+	i := 0
+	for at := time.Duration(0); at < 5*time.Second; at += time.Millisecond {
+		gw := i % gateways
+		i++
+		key := [2]int64{int64(gw), int64(at / time.Second)}
+		ok := used[key] < limit
+		if ok {
+			used[key]++
+		}
+		h.Append(rec(at, 0, uint16(gw), outcome(ok)))
+	}
+	m := Analyze(h, Options{}).Metrics
+	if m[CeilingRatio] != gateways {
+		t.Errorf("ceiling_ratio = %v, want %d (one full quota per gateway)", m[CeilingRatio], gateways)
+	}
+	if m[Ceiling] != m[CeilingUpper] {
+		t.Errorf("ceiling bounds [%v, %v] differ although every decision time is known", m[Ceiling], m[CeilingUpper])
+	}
+	if m[Slipped] < (gateways-1)*limit*4 {
+		t.Errorf("slipped = %v, want at least %d", m[Slipped], (gateways-1)*limit*4)
+	}
+}
+
+func TestFixedWindowBoundaryBurst(t *testing.T) {
+	t.Parallel()
+	const limit = 10
+	h := history.New(history.Meta{
+		Limit: rate.Limit{Count: limit, Window: time.Second}, Identities: []string{"u"},
+		Boundaries: []time.Duration{time.Second}, BoundarySpan: 50 * time.Millisecond,
+	}, 0)
+	counts := map[time.Duration]int{}
+	for _, at := range []time.Duration{958 * time.Millisecond, 1000 * time.Millisecond} {
+		for k := range 2 * limit {
+			at := at + time.Duration(2*k)*time.Millisecond
+			win := at / time.Second
+			ok := counts[win] < limit
+			if ok {
+				counts[win]++
+			}
+			r := rec(at, 0, 0, outcome(ok))
+			r.Decided = history.NoTime // only [Sent, Received] known
+			h.Append(r)
+		}
+	}
+	m := Analyze(h, Options{}).Metrics
+	if m[BoundaryAllowed] != 2*limit {
+		t.Errorf("boundary_allowed = %v, want 2L = %d", m[BoundaryAllowed], 2*limit)
+	}
+	if m[Ceiling] != 2*limit {
+		t.Errorf("ceiling = %v, want 2L = %d", m[Ceiling], 2*limit)
+	}
+}
+
+func TestRaceExcess(t *testing.T) {
+	t.Parallel()
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 1, Window: time.Second}, Identities: []string{"a", "b"}, Rounds: 3}, 0)
+	// Round r: identity a gets r+1 allowed of 4 tries; b gets exactly one.
+	for round := range 3 {
+		for g := range 4 {
+			r := rec(time.Duration(round)*time.Second, 0, uint16(g), outcome(g <= round))
+			r.Round = int32(round)
+			h.Append(r)
+			r = rec(time.Duration(round)*time.Second, 1, uint16(g), outcome(g == 0))
+			r.Round = int32(round)
+			h.Append(r)
+		}
+	}
+	res := Analyze(h, Options{})
+	if got := res.PerIdentity[0].Metrics[RaceExcess]; got != 0+1+2 {
+		t.Errorf("identity a race_excess = %v, want 3", got)
+	}
+	if got := res.PerIdentity[1].Metrics[RaceExcess]; got != 0 {
+		t.Errorf("identity b race_excess = %v, want 0", got)
+	}
+	if got := res.Metrics[RaceExcess]; got != 3 {
+		t.Errorf("race_excess = %v, want 3", got)
+	}
+}
+
+func TestFaultFigures(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{
+		Limit: rate.Limit{Count: 5, Window: 100 * time.Millisecond}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: 300 * time.Millisecond, Action: "failover"}, {At: time.Second, For: time.Second, Action: "redis-down"}},
+	}
+	h := history.New(meta, 0)
+	// Before: 5 per window, as the limit says.
+	for at := time.Duration(0); at < 200*time.Millisecond; at += 20 * time.Millisecond {
+		h.Append(rec(at, 0, 0, decision.Allowed))
+	}
+	// During the outage: fail open, 12 in the first 100ms, and fail closed.
+	for k := range 12 {
+		r := rec(time.Second+time.Duration(k)*5*time.Millisecond, 0, 0, decision.Allowed)
+		r.By = decision.ByFailOpen
+		h.Append(r)
+	}
+	for k := range 3 {
+		r := rec(1500*time.Millisecond+time.Duration(k)*time.Millisecond, 0, 0, decision.Denied)
+		r.By = decision.ByFailClosed
+		h.Append(r)
+	}
+	// Sent before the end, answered by Redis after: not a recovery.
+	straddle := rec(1999*time.Millisecond, 0, 0, decision.Allowed)
+	straddle.Decided, straddle.Received = history.NoTime, 2005*time.Millisecond
+	h.Append(straddle)
+	// A fallback decision after the end: not Redis.
+	fb := rec(2001*time.Millisecond, 0, 0, decision.Denied)
+	fb.By = decision.ByFallback
+	h.Append(fb)
+	first := rec(2010*time.Millisecond, 0, 0, decision.Denied)
+	first.Decided, first.Received = history.NoTime, 2012*time.Millisecond
+	h.Append(first)
+
+	m := Analyze(h, Options{}).Metrics
+	want := Metrics{FailOpen: 12, FailClosed: 3, AfterFaultCeiling: 12, RecoverMs: 12}
+	for name, v := range want {
+		if got, ok := m[name]; !ok || math.Abs(got-v) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, v)
+		}
+	}
+}
+
+func TestRecoverAbsentWhenRedisNeverAnswers(t *testing.T) {
+	t.Parallel()
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: time.Second, For: time.Second, Action: "redis-down"}}}, 0)
+	r := rec(3*time.Second, 0, 0, decision.Error)
+	h.Append(r)
+	m := Analyze(h, Options{}).Metrics
+	if _, ok := m[RecoverMs]; ok {
+		t.Errorf("recover_ms = %v, want absent", m[RecoverMs])
+	}
+	if m[FailOpen] != 0 || m[FailClosed] != 0 {
+		t.Errorf("fail_open/fail_closed = %v/%v, want present and 0", m[FailOpen], m[FailClosed])
+	}
+}
+
+func TestLatency(t *testing.T) {
+	t.Parallel()
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 1000, Window: time.Second}, Identities: []string{"u"}, Gateways: []string{"g0", "g1"}}, 0)
+	for k := 1; k <= 100; k++ {
+		at := time.Duration(k) * time.Second
+		r := rec(at, 0, uint16((k-1)/50), decision.Allowed)
+		r.Sent = at + time.Millisecond // queueing counts: latency is from Intended
+		r.Received = at + time.Duration(k)*time.Millisecond
+		r.Decided = history.NoTime
+		h.Append(r)
+	}
+	drop := rec(0, 0, 0, decision.Dropped)
+	drop.Received = time.Hour // never ran: must not count
+	h.Append(drop)
+
+	res := Analyze(h, Options{})
+	want := Metrics{P50: 50, P90: 90, P99: 99, P999: 100, Max: 100}
+	for name, v := range want {
+		if got := res.Metrics[name]; math.Abs(got-v)/v > 0.001 {
+			t.Errorf("%s = %v, want %v within 0.1%%", name, got, v)
+		}
+	}
+	if g := res.PerGateway[0]; math.Abs(g.MaxMillis-50) > 0.05 || g.Requests != 51 || g.Dropped != 1 {
+		t.Errorf("gateway g0 = %+v, want max 50ms, 51 requests, 1 dropped", g)
+	}
+	merged, err := MergeHistograms(res.PerGateway[0].Histogram, res.PerGateway[1].Histogram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overall, err := MergeHistograms(res.Histogram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !merged.Equals(overall) {
+		t.Error("merging the per-gateway histograms does not give the overall histogram")
+	}
+	if len(res.Percentiles) != curvePoints || res.Percentiles[0].Percentile != 0 || res.Percentiles[curvePoints-1].Percentile != 99.99 {
+		t.Errorf("percentile curve = %v, want %d points from 0 to 99.99", res.Percentiles, curvePoints)
+	}
+	if _, err := MergeHistograms([]byte("not a histogram")); err == nil {
+		t.Error("MergeHistograms accepted garbage")
+	}
+}
+
+func TestAbsentFigures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		h       *history.History
+		absent  []string
+		present []string
+	}{
+		{
+			name:    "empty run",
+			h:       history.New(history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}}, 0),
+			absent:  []string{P50, Max, RetryAfterMissing, BoundaryAllowed, RaceExcess, FailOpen, AfterFaultCeiling, RecoverMs},
+			present: []string{Requests, Allowed, Denied, Errors, Dropped, Ceiling},
+		},
+		{
+			name: "plain run",
+			h: func() *history.History {
+				h := history.New(history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"}}, 0)
+				h.Append(rec(0, 0, 0, decision.Allowed))
+				return h
+			}(),
+			absent:  []string{RetryAfterMissing, BoundaryAllowed, RaceExcess, FailOpen, FailClosed, AfterFaultCeiling, RecoverMs},
+			present: []string{Requests, Ceiling, CeilingUpper, CeilingRatio, Burst, SustainedRate, Slipped, P50, P90, P99, P999, Max},
+		},
+		{
+			name: "no limit",
+			h: func() *history.History {
+				h := history.New(history.Meta{Identities: []string{"u"}}, 0)
+				h.Append(rec(0, 0, 0, decision.Allowed))
+				return h
+			}(),
+			absent:  []string{Ceiling, CeilingRatio, Burst, Slipped},
+			present: []string{Requests, Allowed, P50},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Analyze(tt.h, Options{}).Metrics
+			for _, name := range tt.absent {
+				if v, ok := m[name]; ok {
+					t.Errorf("%s = %v, want absent", name, v)
+				}
+			}
+			for _, name := range tt.present {
+				if _, ok := m[name]; !ok {
+					t.Errorf("%s absent, want present", name)
+				}
+			}
+		})
+	}
+}
+
+func TestSeries(t *testing.T) {
+	t.Parallel()
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 3, Window: time.Second}, Identities: []string{"a", "b"}}, 0)
+	// a: 1 per 100ms for 10s; b: 6 in a burst at 5s (the worst identity).
+	for at := time.Duration(0); at < 10*time.Second; at += 100 * time.Millisecond {
+		h.Append(rec(at, 0, 0, decision.Allowed))
+	}
+	for k := range 6 {
+		h.Append(rec(5*time.Second+time.Duration(k)*time.Millisecond, 1, 0, decision.Allowed))
+	}
+	res := Analyze(h, Options{})
+	if res.Interval != 100*time.Millisecond {
+		t.Fatalf("Interval = %v, want 100ms for a 10s run", res.Interval)
+	}
+	var total, peak float64
+	for _, p := range res.Timeline {
+		total += p.Value
+	}
+	if total != 106 {
+		t.Errorf("timeline sums to %v, want every allowed request (106)", total)
+	}
+	for _, p := range res.Sliding {
+		peak = max(peak, p.Value)
+	}
+	if peak != 10 { // worst identity by ceiling is a (10 per window), not b (6)
+		t.Errorf("sliding peak = %v, want 10", peak)
+	}
+	res = Analyze(h, Options{Interval: time.Second})
+	if len(res.Timeline) != 10 || res.Timeline[5].Value != 16 {
+		t.Errorf("1s timeline = %v, want 10 points with 16 at 5s", res.Timeline)
+	}
+}
+
+// TestMergeAnalysisEqualsWhole: histories of one run recorded on two
+// machines, merged, analyse like the run recorded on one.
+func TestMergeAnalysisEqualsWhole(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 5))
+	meta := history.Meta{Scenario: "m", Start: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Limit: rate.Limit{Count: 20, Window: 200 * time.Millisecond}, Identities: []string{"a", "b", "c"}, Gateways: []string{"g0", "g1", "g2", "g3"}}
+	whole := history.New(meta, 0)
+	ma, mb := meta, meta
+	ma.Gateways, ma.Identities = []string{"g0", "g1"}, []string{"c", "a", "b"}
+	mb.Gateways = []string{"g3", "g2"}
+	shift := 1234567 * time.Nanosecond
+	mb.Start = meta.Start.Add(shift)
+	a, b := history.New(ma, 0), history.New(mb, 0)
+	for at := time.Duration(0); at < 3*time.Second; at += time.Duration(rng.IntN(int(time.Millisecond))) {
+		r := history.Record{Intended: at, Sent: at + time.Duration(rng.IntN(1e5)), Decided: history.NoTime, RetryAfter: history.NoTime,
+			Identity: uint32(rng.IntN(3)), Round: history.NoRound, Gateway: uint16(rng.IntN(4)), Outcome: decision.Outcome(1 + rng.IntN(3)), By: decision.ByRedis}
+		r.Received = r.Sent + time.Duration(rng.IntN(5e6))
+		whole.Append(r)
+		if r.Gateway < 2 {
+			r.Identity = [...]uint32{1, 2, 0}[r.Identity]
+			a.Append(r)
+		} else {
+			r.Gateway = 3 - r.Gateway
+			r.Intended -= shift
+			r.Sent -= shift
+			r.Received -= shift
+			b.Append(r)
+		}
+	}
+	merged, err := history.Merge(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := Analyze(merged, Options{}), Analyze(whole, Options{})
+	for _, name := range []string{Requests, Allowed, Denied, Errors, Ceiling, CeilingUpper, Burst, SustainedRate, Slipped, P50, P90, P99, P999, Max} {
+		if !near(got.Metrics[name], want.Metrics[name]) {
+			t.Errorf("%s: merged %v, whole %v", name, got.Metrics[name], want.Metrics[name])
+		}
+	}
+	for _, ir := range want.PerIdentity {
+		for _, gr := range got.PerIdentity {
+			if gr.Identity == ir.Identity && gr.Metrics[Ceiling] != ir.Metrics[Ceiling] {
+				t.Errorf("identity %s ceiling: merged %v, whole %v", ir.Identity, gr.Metrics[Ceiling], ir.Metrics[Ceiling])
+			}
+		}
+	}
+}
+
+func ExampleAnalyze() {
+	// Three gateways each keep their own counter of 2 per second, so one
+	// identity spread over them gets 6 per second: three times the limit.
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 2, Window: time.Second}, Identities: []string{"user-1"}}, 9)
+	for k := range 9 {
+		at := time.Duration(k) * 10 * time.Millisecond
+		o := decision.Allowed
+		if k >= 6 {
+			o = decision.Denied
+		}
+		h.Append(history.Record{Intended: at, Sent: at, Received: at + time.Millisecond, Decided: history.NoTime,
+			RetryAfter: time.Second, Gateway: uint16(k % 3), Outcome: o, By: decision.ByLocal})
+	}
+	m := Analyze(h, Options{}).Metrics
+	fmt.Println("allowed:", m[Allowed], "ceiling:", m[Ceiling], "ratio:", m[CeilingRatio], "slipped:", m[Slipped])
+	// Output: allowed: 6 ceiling: 6 ratio: 3 slipped: 4
+}
