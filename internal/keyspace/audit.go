@@ -601,11 +601,13 @@ func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 			}
 		}
 		nc.aclKnown = len(fields) > 0
+		on, nopass := false, false
 		for _, fl := range toStrings(fields["flags"]) {
-			if fl == "nopass" {
-				nc.nopass = true
-			}
+			on = on || fl == "on"
+			nopass = nopass || fl == "nopass"
 		}
+		// A disabled default user is no risk, password or not.
+		nc.nopass = on && nopass
 		cmds, _ := fields["commands"].(string)
 		nc.allPerms = strings.Contains(cmds, "+@all")
 	}

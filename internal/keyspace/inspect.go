@@ -31,11 +31,14 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 		return nil, err
 	}
 	in := &Inspection{Query: arg, ServerTime: now, Keys: []*Key{}}
-	n, err := c.Exists(ctx, arg).Result()
+	// An argument that is an existing limiter key means that key. One that
+	// is some other existing key only means it when no identity of that
+	// name has limiter keys: "alice" may be both a key and a user.
+	typ, err := c.Type(ctx, arg).Result()
 	if err != nil {
 		return nil, fmt.Errorf("look up key %q: %w", arg, err)
 	}
-	if n == 1 {
+	exact := func() (*Inspection, error) {
 		in.ExactKey = true
 		keys, err := ReadKeys(ctx, c, schemas, []string{arg}, now)
 		if err != nil {
@@ -43,6 +46,11 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 		}
 		in.Keys = append(in.Keys, keys...)
 		return in, nil
+	}
+	if typ != "none" {
+		if _, _, ok := Match(schemas, arg, typ); ok {
+			return exact()
+		}
 	}
 	names, err := IdentityKeys(ctx, c, schemas, arg)
 	if err != nil {
@@ -59,6 +67,9 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 		if k.schema != nil && k.schema.HasID(k.parsed, arg) {
 			in.Keys = append(in.Keys, k)
 		}
+	}
+	if len(in.Keys) == 0 && typ != "none" {
+		return exact()
 	}
 	return in, nil
 }

@@ -224,13 +224,14 @@ func Match(schemas []*Schema, key, typ string) (*Schema, Parsed, bool) {
 // escapeGlob quotes the characters SCAN MATCH treats specially, so an
 // identity is matched literally.
 func escapeGlob(s string) string {
+	// Byte by byte: keys are binary strings, not necessarily UTF-8.
 	var b strings.Builder
-	for _, r := range s {
-		switch r {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
 		case '*', '?', '[', ']', '\\':
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }

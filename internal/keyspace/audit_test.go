@@ -1,0 +1,296 @@
+package keyspace
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+var auditLimit = rate.Limit{Count: 100, Window: time.Minute}
+
+func auditOpts() AuditOptions {
+	return AuditOptions{
+		Schemas:         NewRegistry(Params{Limit: auditLimit}).All(),
+		RefreshInterval: 400 * time.Millisecond,
+		BigKeyEntries:   100,
+		LatencyProbes:   20,
+		// Loopback on a busy test machine: only a broken server is this slow.
+		LatencyWarn: 500 * time.Millisecond,
+	}
+}
+
+// startClean starts a redis-server configured the way a limiter's Redis
+// should be: a password, and persistence.
+func startClean(t *testing.T) *redis.Client {
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Password: "s3cret", Args: []string{"--appendonly", "yes"}})
+	c := redis.NewClient(&redis.Options{Addr: d.Servers[0].Addr, Password: "s3cret"})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// plantHealthy writes limiter keys with nothing wrong with them.
+func plantHealthy(t *testing.T, c redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		id := fmt.Sprintf("ok%d", i)
+		must(t, c.Set(ctx, "rl:fw:{"+id+"}", i, 50*time.Second).Err())
+		must(t, c.HSet(ctx, "rl:tb:{"+id+"}", "tokens", "50", "ts", time.Now().UnixMilli()).Err())
+		must(t, c.Expire(ctx, "rl:tb:{"+id+"}", 30*time.Second).Err())
+	}
+	must(t, c.Set(ctx, "app:config", "x", 0).Err()) // not a limiter key
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refresher pushes a key's TTL out every 50ms, as the
+// fixed-window-refresh bug does under steady traffic, until the test ends.
+func refresher(t *testing.T, c redis.UniversalClient, key string) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; i < 400; i++ { // bounded: at most 20s
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				ctx := context.Background()
+				c.Incr(ctx, key)
+				c.Expire(ctx, key, time.Minute)
+			}
+		}
+	}()
+}
+
+// plantProblems writes one of each key problem and returns the checks
+// that must fail or warn because of them.
+func plantProblems(t *testing.T, c redis.UniversalClient) map[string]Severity {
+	t.Helper()
+	ctx := context.Background()
+	must(t, c.Set(ctx, "rl:gi:{p1}", 3, 0).Err())               // no TTL
+	must(t, c.Set(ctx, "rl:fw:{p2}", 3, time.Hour).Err())       // TTL far beyond W
+	must(t, c.Set(ctx, "rl:fwr:{p3}", 1, time.Minute).Err())    // refreshed below
+	must(t, c.Set(ctx, "rl:fw:{p4}", 95, 30*time.Second).Err()) // hot: 95 of 100
+	for i := 0; i < 150; i++ {                                  // big log
+		must(t, c.ZAdd(ctx, "rl:sl:{p5}", redis.Z{Score: float64(time.Now().UnixMilli()), Member: i}).Err())
+	}
+	must(t, c.Expire(ctx, "rl:sl:{p5}", time.Minute).Err())
+	refresher(t, c, "rl:fwr:{p3}")
+	return map[string]Severity{
+		CheckNoTTL: Fail, CheckTTLTooLong: Fail, CheckTTLRefresh: Fail, CheckHot: Warn, CheckBigKeys: Warn,
+	}
+}
+
+// checkFindings asserts every check is reported once, and that the
+// non-ok ones are exactly want.
+func checkFindings(t *testing.T, rep *AuditReport, want map[string]Severity) {
+	t.Helper()
+	seen := map[string]int{}
+	got := map[string]Severity{}
+	for _, f := range rep.Findings {
+		seen[f.Check]++
+		if f.Severity != OK {
+			got[f.Check] = f.Severity
+		}
+	}
+	for check, n := range seen {
+		if n != 1 {
+			t.Errorf("check %s reported %d times", check, n)
+		}
+	}
+	var msgs []string
+	for _, f := range rep.Findings {
+		msgs = append(msgs, fmt.Sprintf("%s %s: %s %v", f.Severity, f.Check, f.Message, f.Sample))
+	}
+	for check, sev := range want {
+		if got[check] != sev {
+			t.Errorf("check %s: got %q, want %q", check, got[check], sev)
+		}
+	}
+	for check, sev := range got {
+		if _, ok := want[check]; !ok {
+			t.Errorf("unexpected %s finding %s", sev, check)
+		}
+	}
+	wantFailed := false
+	for _, s := range want {
+		wantFailed = wantFailed || s == Fail
+	}
+	if rep.Failed != wantFailed {
+		t.Errorf("failed = %v, want %v", rep.Failed, wantFailed)
+	}
+	if t.Failed() {
+		t.Logf("findings:\n%s", strings.Join(msgs, "\n"))
+	}
+}
+
+func sampleOf(rep *AuditReport, check string) []string {
+	for _, f := range rep.Findings {
+		if f.Check == check {
+			s := append([]string(nil), f.Sample...)
+			sort.Strings(s)
+			return s
+		}
+	}
+	return nil
+}
+
+func TestAuditCleanStandalone(t *testing.T) {
+	c := startClean(t)
+	plantHealthy(t, c)
+	rep, err := Audit(context.Background(), c, auditOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, map[string]Severity{})
+	if rep.BySchema["redis-fixed-window"] != 20 || rep.BySchema["redis-token-bucket"] != 20 || rep.Scanned != 41 {
+		t.Errorf("counts %v scanned %d", rep.BySchema, rep.Scanned)
+	}
+}
+
+func TestAuditPreparedStandalone(t *testing.T) {
+	srv := redistest.Start(t) // no password, no persistence: both planted
+	c := srv.Client(t)
+	ctx := context.Background()
+	plantHealthy(t, c)
+	want := plantProblems(t, c)
+	must(t, c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err())
+	must(t, c.ConfigSet(ctx, "protected-mode", "no").Err())
+	want[CheckEviction] = Fail
+	want[CheckAuth] = Fail
+	want[CheckDurability] = Warn
+	want[CheckProtected] = Warn
+
+	rep, err := Audit(ctx, c, auditOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, want)
+	for check, key := range map[string]string{
+		CheckNoTTL: "rl:gi:{p1}", CheckTTLTooLong: "rl:fw:{p2}", CheckTTLRefresh: "rl:fwr:{p3}",
+	} {
+		if s := sampleOf(rep, check); len(s) != 1 || s[0] != key {
+			t.Errorf("%s sample %v, want [%s]", check, s, key)
+		}
+	}
+	if s := sampleOf(rep, CheckHot); len(s) != 1 || !strings.HasPrefix(s[0], "rl:fw:{p4} (95 of 100)") {
+		t.Errorf("hot sample %v", s)
+	}
+	if s := sampleOf(rep, CheckBigKeys); len(s) != 1 || !strings.HasPrefix(s[0], "rl:sl:{p5} (150 entries)") {
+		t.Errorf("big sample %v", s)
+	}
+}
+
+func TestAuditCeiling(t *testing.T) {
+	c := startClean(t)
+	plantHealthy(t, c)
+	o := auditOpts()
+	o.Published, o.Gateways, o.Algorithm = auditLimit, 50, limiter.LocalFixedWindow
+	rep, err := Audit(context.Background(), c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ceiling == nil || rep.Ceiling.True != 2*100*50 {
+		t.Fatalf("ceiling %+v", rep.Ceiling)
+	}
+	checkFindings(t, rep, map[string]Severity{CheckCeiling: Warn})
+}
+
+func TestAuditPreparedCluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	plantHealthy(t, c)
+	want := plantProblems(t, c)
+	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return m.ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err()
+	})
+	must(t, err)
+	// Upstash's sliding window reads the current and previous window's
+	// keys in one script; without a hash tag they sit in different slots.
+	var cur, prev string
+	for b := int64(1000); ; b++ {
+		cur, prev = fmt.Sprintf("@upstash/ratelimit:x:%d", b), fmt.Sprintf("@upstash/ratelimit:x:%d", b-1)
+		if Slot(cur) != Slot(prev) {
+			break
+		}
+	}
+	must(t, c.Set(ctx, cur, 1, 30*time.Second).Err())
+	must(t, c.Set(ctx, prev, 1, 30*time.Second).Err())
+	want[CheckEviction] = Warn
+	want[CheckAuth] = Fail
+	want[CheckDurability] = Warn
+	want[CheckCrossSlot] = Fail
+
+	rep, err := Audit(ctx, c, auditOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, want)
+	if len(rep.Shards) != 3 {
+		t.Fatalf("shards %+v", rep.Shards)
+	}
+	var total int64
+	for _, s := range rep.Shards {
+		total += s.LimiterKeys
+	}
+	// 40 healthy, 5 planted, 2 Upstash.
+	if total != 47 {
+		t.Errorf("limiter keys over shards %d, want 47", total)
+	}
+	if s := sampleOf(rep, CheckCrossSlot); len(s) != 1 || s[0] != "x (upstash-window)" {
+		t.Errorf("crossslot sample %v", s)
+	}
+}
+
+func TestTrueCeiling(t *testing.T) {
+	l := rate.Limit{Count: 100, Window: time.Minute}
+	tests := []struct {
+		alg      string
+		gateways int
+		lease    int64
+		want     int64
+	}{
+		{limiter.LocalFixedWindow, 50, 0, 10000},
+		{limiter.LocalTokenBucket, 2, 0, 398},
+		{limiter.RedisFixedWindow, 50, 0, 200},
+		{limiter.RedisTokenBucket, 50, 0, 199},
+		{limiter.RedisSlidingLog, 50, 0, 100},
+		{limiter.RedisGetIncr, 10, 0, 218},
+		{limiter.Leasing, 10, 20, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.alg, func(t *testing.T) {
+			c, err := TrueCeiling(tt.alg, l, tt.gateways, tt.lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.True != tt.want {
+				t.Errorf("true ceiling %d, want %d (%s)", c.True, tt.want, c.Why)
+			}
+		})
+	}
+	if _, err := TrueCeiling("nope", l, 1, 0); err == nil {
+		t.Error("unknown algorithm accepted")
+	}
+}

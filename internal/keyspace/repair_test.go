@@ -1,0 +1,254 @@
+package keyspace
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// keyState is a key's value (DUMP, so any type compares) and whether it
+// has a TTL.
+type keyState struct {
+	dump   string
+	hasTTL bool
+	ttl    time.Duration
+}
+
+func snapshot(t *testing.T, c redis.UniversalClient) map[string]keyState {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]keyState{}
+	var mu sync.Mutex
+	err := ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
+		return ScanNode(ctx, n, "*", func(keys []string) error {
+			for _, k := range keys {
+				d, err := n.Client.Dump(ctx, k).Result()
+				if err != nil {
+					return err
+				}
+				ttl := n.Client.PTTL(ctx, k).Val()
+				mu.Lock()
+				out[k] = keyState{dump: d, hasTTL: ttl != -1, ttl: ttl}
+				mu.Unlock()
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// plantRepairFixture writes limiter keys with and without TTL, and
+// unrelated keys without TTL that repair must never touch.
+func plantRepairFixture(t *testing.T, c redis.UniversalClient) (broken []string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < 30; i++ {
+		id := fmt.Sprintf("u%d", i)
+		c.Set(ctx, "rl:fw:{"+id+"}", i, time.Minute) // healthy
+		if i%3 == 0 {
+			k := "rl:gi:{" + id + "}"
+			c.Set(ctx, k, i, 0) // lost its TTL
+			broken = append(broken, k)
+		}
+		if i%5 == 0 {
+			k := "rl:tb:{" + id + "}"
+			c.HSet(ctx, k, "tokens", "3.5", "ts", 1700000000000)
+			broken = append(broken, k)
+		}
+		c.Set(ctx, "session:"+id, "keep", 0) // not a limiter key
+	}
+	// Another library's key without TTL: repaired too when its rule is known.
+	c.Set(ctx, "limiter:10.0.0.1", 5, 0)
+	broken = append(broken, "limiter:10.0.0.1")
+	sort.Strings(broken)
+	return broken
+}
+
+func TestRepairTTLFixesExactlyTheKeysWithoutTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	broken := plantRepairFixture(t, c)
+	before := snapshot(t, c)
+
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 100, Window: time.Minute}})
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired != int64(len(broken)) || st.MissingTTL != int64(len(broken)) || st.Skipped != 0 || st.NoRule != 0 {
+		t.Fatalf("stats %+v, want %d repaired", st, len(broken))
+	}
+	after := snapshot(t, c)
+	if len(after) != len(before) {
+		t.Fatalf("%d keys before, %d after", len(before), len(after))
+	}
+	isBroken := map[string]bool{}
+	for _, k := range broken {
+		isBroken[k] = true
+	}
+	for k, b := range before {
+		a := after[k]
+		if a.dump != b.dump {
+			t.Errorf("%s: value changed", k)
+		}
+		switch {
+		case isBroken[k]:
+			if !a.hasTTL || a.ttl > time.Minute || a.ttl < 50*time.Second {
+				t.Errorf("%s: TTL %v after repair, want about 1m", k, a.ttl)
+			}
+		case !b.hasTTL:
+			if a.hasTTL {
+				t.Errorf("%s: unrelated key got a TTL", k)
+			}
+		default:
+			// Healthy keys keep their own TTL (only ever counting down).
+			if a.ttl > b.ttl {
+				t.Errorf("%s: TTL went from %v to %v", k, b.ttl, a.ttl)
+			}
+		}
+	}
+	// A second run finds nothing: the repair is idempotent.
+	st, err = RepairTTL(ctx, c, RepairOptions{Schemas: reg.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MissingTTL != 0 || st.Repaired != 0 {
+		t.Fatalf("second run %+v", st)
+	}
+}
+
+func TestRepairTTLSkipsKeysFixedMeanwhile(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	c.Set(ctx, "rl:fw:{a}", 1, 0)
+	c.Set(ctx, "rl:fw:{b}", 2, 0)
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	schema, _ := reg.Lookup("redis-fixed-window")
+	var hooked []string
+	st, err := RepairTTL(ctx, c, RepairOptions{
+		Schemas: []*Schema{schema},
+		BeforeRepair: func(ctx context.Context, keys []string) {
+			hooked = append(hooked, keys...)
+			// A gateway opens a new window on "a" between scan and repair.
+			c.Set(ctx, "rl:fw:{a}", 1, 5*time.Second)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooked) != 2 {
+		t.Fatalf("hook saw %v", hooked)
+	}
+	if st.Repaired != 1 || st.Skipped != 1 {
+		t.Fatalf("stats %+v, want 1 repaired and 1 skipped", st)
+	}
+	if ttl := c.PTTL(ctx, "rl:fw:{a}").Val(); ttl > 5*time.Second {
+		t.Errorf("the gateway's TTL was overwritten: %v", ttl)
+	}
+	if ttl := c.PTTL(ctx, "rl:fw:{b}").Val(); ttl < 50*time.Second {
+		t.Errorf("b not repaired: %v", ttl)
+	}
+}
+
+func TestRepairTTLDryRunChangesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	broken := plantRepairFixture(t, c)
+	before := snapshot(t, c)
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 100, Window: time.Minute}})
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MissingTTL != int64(len(broken)) || st.Repaired != 0 || !st.DryRun {
+		t.Fatalf("stats %+v", st)
+	}
+	after := snapshot(t, c)
+	for k, b := range before {
+		if a := after[k]; a.dump != b.dump || a.hasTTL != b.hasTTL {
+			t.Errorf("%s changed in a dry run", k)
+		}
+	}
+}
+
+func TestRepairTTLUnknownRuleAndMatch(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	c.Set(ctx, "rl:fw:{a}", 1, 0)
+	c.Set(ctx, "myrl:a", 1, 0)
+	c.Set(ctx, "other", 1, 0)
+	// Without --limit rlctl's own layouts have no known TTL: left alone.
+	reg := NewRegistry(Params{})
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NoRule != 1 || st.Repaired != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if c.PTTL(ctx, "rl:fw:{a}").Val() != -1 {
+		t.Fatal("key without a known rule was changed")
+	}
+	// An explicit pattern with --ttl repairs keys no schema claims.
+	st, err = RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), Match: "myrl:*", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired != 1 || c.PTTL(ctx, "myrl:a").Val() <= 0 || c.PTTL(ctx, "other").Val() != -1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestRepairTTLStopsWhenCancelled(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	pipe := c.Pipeline()
+	for i := 0; i < 5000; i++ {
+		pipe.Set(ctx, fmt.Sprintf("rl:fw:{%d}", i), 1, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	pages := 0
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), Progress: func(RepairStats) {
+		pages++
+		cancel()
+	}})
+	if err == nil {
+		t.Fatal("no error after cancel")
+	}
+	if pages != 1 || st.Repaired == 0 || st.Repaired >= 5000 {
+		t.Fatalf("pages %d, stats %+v", pages, st)
+	}
+}
+
+func TestPaceSchedulesFromStart(t *testing.T) {
+	// pace never waits when the work is behind schedule, and waits
+	// (cancellably) when ahead of it.
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now().Add(-time.Hour)
+	if err := pace(ctx, start, 100, 10); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := pace(ctx, time.Now(), 1000, 1); err == nil {
+		t.Fatal("pace ahead of schedule ignored the cancelled context")
+	}
+}
