@@ -1,0 +1,340 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// ScriptOptions configure a redis-script target: the user's own Lua limiter,
+// run by Gateways simulated gateways (each with its own client) via EVALSHA.
+type ScriptOptions struct {
+	Source   string
+	Gateways int
+	// NewClient returns a new client with its own pool; it is called once
+	// per gateway, and the target closes what it returns.
+	NewClient func() redis.UniversalClient
+	// Keys and Args are templates: {id}, {now_ms}, {now_s}, {limit},
+	// {window_s}, {window_ms}, {gateway} and {request_id} are replaced per
+	// request.
+	Keys, Args []string
+	// Allowed is the rule saying which reply means allowed: "== 1", "> 0",
+	// "[1] == 1" (first element of a table reply), "== 'OK'", "!= nil".
+	Allowed string
+	Limit   rate.Limit
+	// Timeout bounds one script call (zero: the client's own timeouts).
+	Timeout time.Duration
+}
+
+type scriptTarget struct {
+	script    *redis.Script
+	clients   []redis.UniversalClient
+	names     []string
+	keys      []template
+	args      []template
+	rule      Rule
+	limit     rate.Limit
+	timeout   time.Duration
+	requestID atomic.Uint64
+}
+
+// NewRedisScript loads the script into Redis (so a syntax error shows now,
+// not as a run full of errors) and returns the target. A malformed rule or
+// template is a usage error; an unreachable Redis is exitcode.Unreachable.
+func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
+	if strings.TrimSpace(o.Source) == "" {
+		return nil, exitcode.With(errors.New("redis-script target: empty script"), exitcode.Usage)
+	}
+	if o.Gateways <= 0 || o.Gateways > 1<<16-1 {
+		return nil, exitcode.With(fmt.Errorf("redis-script target: %d gateways (want 1..65535)", o.Gateways), exitcode.Usage)
+	}
+	if o.NewClient == nil {
+		return nil, errors.New("redis-script target: no client constructor")
+	}
+	rule, err := ParseRule(o.Allowed)
+	if err != nil {
+		return nil, exitcode.With(fmt.Errorf("redis-script target: %w", err), exitcode.Usage)
+	}
+	t := &scriptTarget{script: redis.NewScript(o.Source), rule: rule, limit: o.Limit, timeout: o.Timeout}
+	for _, group := range []struct {
+		src []string
+		dst *[]template
+		of  string
+	}{{o.Keys, &t.keys, "key"}, {o.Args, &t.args, "arg"}} {
+		for _, s := range group.src {
+			tp, err := parseTemplate(s)
+			if err != nil {
+				return nil, exitcode.With(fmt.Errorf("redis-script target: %s %q: %w", group.of, s, err), exitcode.Usage)
+			}
+			*group.dst = append(*group.dst, tp)
+		}
+	}
+	for i := range o.Gateways {
+		t.clients = append(t.clients, o.NewClient())
+		t.names = append(t.names, fmt.Sprintf("script-%d", i))
+	}
+	if err := t.script.Load(ctx, t.clients[0]).Err(); err != nil {
+		t.Close()
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			return nil, exitcode.With(fmt.Errorf("redis-script target: load script: %w", err), exitcode.Usage)
+		}
+		return nil, exitcode.With(fmt.Errorf("redis-script target: load script: %w", err), exitcode.Unreachable)
+	}
+	return t, nil
+}
+
+func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
+	now := time.Now()
+	v := vars{id: r.ID, now: now, limit: t.limit, gateway: r.Gateway, requestID: t.requestID.Add(1)}
+	keys := make([]string, len(t.keys))
+	for i, k := range t.keys {
+		keys[i] = k.expand(&v)
+	}
+	args := make([]any, len(t.args))
+	for i, a := range t.args {
+		args[i] = a.expand(&v)
+	}
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	reply, err := t.script.Run(ctx, t.clients[r.Gateway], keys, args...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return errResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
+	}
+	if errors.Is(err, redis.Nil) {
+		reply = nil
+	}
+	ok, err := t.rule.Match(reply)
+	if err != nil {
+		return errResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
+	}
+	out := Response{Outcome: decision.Denied, By: decision.ByRedis, RetryAfter: -1, Remaining: -1, Reset: -1}
+	if ok {
+		out.Outcome = decision.Allowed
+	}
+	return out
+}
+
+func (t *scriptTarget) Gateways() []string  { return t.names }
+func (t *scriptTarget) Endpoints() []string { return []string{"default"} }
+
+func (t *scriptTarget) Close() error {
+	var errs []error
+	for _, c := range t.clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// vars are the values a template can use for one request.
+type vars struct {
+	id        string
+	now       time.Time
+	limit     rate.Limit
+	gateway   int
+	requestID uint64
+}
+
+type segment struct {
+	lit string
+	v   string // variable name, or "" for a literal
+}
+
+// template is a key or arg with {name} placeholders, parsed once.
+type template []segment
+
+var templateVars = map[string]func(*vars) string{
+	"id":         func(v *vars) string { return v.id },
+	"now_ms":     func(v *vars) string { return strconv.FormatInt(v.now.UnixMilli(), 10) },
+	"now_s":      func(v *vars) string { return strconv.FormatInt(v.now.Unix(), 10) },
+	"limit":      func(v *vars) string { return strconv.FormatInt(v.limit.Count, 10) },
+	"window_s":   func(v *vars) string { return strconv.FormatFloat(v.limit.Window.Seconds(), 'f', -1, 64) },
+	"window_ms":  func(v *vars) string { return strconv.FormatInt(v.limit.Window.Milliseconds(), 10) },
+	"gateway":    func(v *vars) string { return strconv.Itoa(v.gateway) },
+	"request_id": func(v *vars) string { return strconv.FormatUint(v.requestID, 10) },
+}
+
+func parseTemplate(s string) (template, error) {
+	var t template
+	for s != "" {
+		open := strings.IndexByte(s, '{')
+		close := strings.IndexByte(s, '}')
+		if open < 0 {
+			if close >= 0 {
+				return nil, errors.New("'}' without '{'")
+			}
+			t = append(t, segment{lit: s})
+			break
+		}
+		if close >= 0 && close < open {
+			return nil, errors.New("'}' without '{'")
+		}
+		if open > 0 {
+			t = append(t, segment{lit: s[:open]})
+		}
+		rest := s[open+1:]
+		end := strings.IndexByte(rest, '}')
+		if end < 0 {
+			return nil, errors.New("unclosed '{'")
+		}
+		name := rest[:end]
+		if _, ok := templateVars[name]; !ok {
+			return nil, fmt.Errorf("unknown placeholder {%s} (want id, now_ms, now_s, limit, window_s, window_ms, gateway or request_id)", name)
+		}
+		t = append(t, segment{v: name})
+		s = rest[end+1:]
+	}
+	return t, nil
+}
+
+func (t template) expand(v *vars) string {
+	if len(t) == 1 && t[0].v == "" {
+		return t[0].lit
+	}
+	var b strings.Builder
+	for _, s := range t {
+		if s.v == "" {
+			b.WriteString(s.lit)
+		} else {
+			b.WriteString(templateVars[s.v](v))
+		}
+	}
+	return b.String()
+}
+
+// Rule says which script reply means allowed: an optional element index
+// ("[1]", 1-based as in Lua, for a table reply), a comparison and a number,
+// a quoted string or nil.
+type Rule struct {
+	Index int // 0: the reply itself
+	Op    string
+	Num   float64
+	Str   string
+	Kind  byte // 'n' number, 's' string, '0' nil
+}
+
+var ruleOps = []string{"==", "!=", ">=", "<=", ">", "<"}
+
+// ParseRule reads a rule such as "== 1", "> 0", "[1] == 1", "== 'OK'" or
+// "!= nil".
+func ParseRule(s string) (Rule, error) {
+	var r Rule
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return r, errors.New("allowed rule is empty (e.g. \"== 1\")")
+	}
+	if in[0] == '[' {
+		end := strings.IndexByte(in, ']')
+		if end < 0 {
+			return r, fmt.Errorf("allowed rule %q: unclosed '['", s)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(in[1:end]))
+		if err != nil || n < 1 {
+			return r, fmt.Errorf("allowed rule %q: index must be a positive integer (1 is the first element)", s)
+		}
+		r.Index = n
+		in = strings.TrimSpace(in[end+1:])
+	}
+	for _, op := range ruleOps {
+		if strings.HasPrefix(in, op) {
+			r.Op = op
+			break
+		}
+	}
+	if r.Op == "" {
+		return r, fmt.Errorf("allowed rule %q: want a comparison (==, !=, >, >=, <, <=)", s)
+	}
+	val := strings.TrimSpace(in[len(r.Op):])
+	switch {
+	case val == "nil":
+		r.Kind = '0'
+	case len(val) >= 2 && (val[0] == '\'' || val[0] == '"') && val[len(val)-1] == val[0]:
+		r.Kind, r.Str = 's', val[1:len(val)-1]
+	default:
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return r, fmt.Errorf("allowed rule %q: compare with a number, a quoted string or nil", s)
+		}
+		r.Kind, r.Num = 'n', f
+	}
+	if r.Kind != 'n' && r.Op != "==" && r.Op != "!=" {
+		return r, fmt.Errorf("allowed rule %q: strings and nil compare only with == or !=", s)
+	}
+	return r, nil
+}
+
+// Match reports whether reply satisfies the rule. A reply of the wrong shape
+// (no such element, text where a number is wanted) is an error.
+func (r Rule) Match(reply any) (bool, error) {
+	if r.Index > 0 {
+		arr, ok := reply.([]any)
+		if !ok {
+			return false, fmt.Errorf("allowed rule wants element %d of a table, script returned %T", r.Index, reply)
+		}
+		if r.Index > len(arr) {
+			return false, fmt.Errorf("allowed rule wants element %d, the table has %d", r.Index, len(arr))
+		}
+		reply = arr[r.Index-1]
+	}
+	switch r.Kind {
+	case '0':
+		return (reply == nil) == (r.Op == "=="), nil
+	case 's':
+		var s string
+		switch v := reply.(type) {
+		case string:
+			s = v
+		case int64:
+			s = strconv.FormatInt(v, 10)
+		case nil:
+			return r.Op == "!=", nil
+		default:
+			return false, fmt.Errorf("allowed rule compares text, script returned %T", reply)
+		}
+		return (s == r.Str) == (r.Op == "=="), nil
+	}
+	var f float64
+	switch v := reply.(type) {
+	case int64:
+		f = float64(v)
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(v, 64); err != nil {
+			return false, fmt.Errorf("allowed rule compares numbers, script returned %q", v)
+		}
+	case nil:
+		// Lua false and nil come back as a nil reply: no number, so only
+		// "!=" holds.
+		return r.Op == "!=", nil
+	default:
+		return false, fmt.Errorf("allowed rule compares numbers, script returned %T", reply)
+	}
+	switch r.Op {
+	case "==":
+		return f == r.Num, nil
+	case "!=":
+		return f != r.Num, nil
+	case ">":
+		return f > r.Num, nil
+	case ">=":
+		return f >= r.Num, nil
+	case "<":
+		return f < r.Num, nil
+	default:
+		return f <= r.Num, nil
+	}
+}

@@ -1,0 +1,259 @@
+package traffic
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// fixedWindowLua is a user's fixed-window limiter: count, set the TTL when
+// the window opens, refuse above the limit.
+const fixedWindowLua = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then return 0 end
+return 1`
+
+// tableLua answers {allowed, remaining} and logs the gateway and request id
+// it was given, to check the templates.
+const tableLua = `
+redis.call('RPUSH', 'seen', ARGV[3] .. '|' .. ARGV[4] .. '|' .. ARGV[5])
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then return {0, 0} end
+return {1, tonumber(ARGV[1]) - n}`
+
+func scriptClients(s *redistest.Server) func() redis.UniversalClient {
+	return func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: s.Addr}) }
+}
+
+func TestRedisScriptFixedWindow(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	lim := rate.Limit{Count: 10, Window: time.Hour}
+	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+		Source: fixedWindowLua, Gateways: 4, NewClient: scriptClients(srv),
+		Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: lim,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	// Drop the script cache mid-run: EVALSHA gets NOSCRIPT and the target
+	// must fall back to EVAL rather than report errors.
+	flush := Hook{At: 100 * time.Millisecond, Name: "script flush", Fn: func(ctx context.Context) {
+		srv.Client(t).ScriptFlush(ctx)
+	}}
+	plan := Plan{Rate: perSecond(300), Duration: 300 * time.Millisecond, MaxRequests: 10000, Identities: 3}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{Hooks: []Hook{flush}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counts(h)
+	if h.Len() != 90 || c[decision.Allowed] != 30 || c[decision.Denied] != 60 {
+		t.Fatalf("%d records, outcomes %v; want 90: 30 allowed (10 per identity), 60 denied", h.Len(), c)
+	}
+	ttl := srv.Client(t).PTTL(context.Background(), "rl:user-2").Val()
+	if ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("PTTL rl:user-2 = %v; the {window_ms} arg should have set about 1h", ttl)
+	}
+	for i := range h.Len() {
+		if r := h.At(i); r.By != decision.ByRedis {
+			t.Fatalf("record %d decided by %v", i, r.By)
+		}
+	}
+}
+
+func TestRedisScriptRaceIsAtomic(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	lim := rate.Limit{Count: 4, Window: time.Hour}
+	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+		Source: fixedWindowLua, Gateways: 6, NewClient: scriptClients(srv),
+		Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: lim,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	plan := Plan{Pattern: PatternRace, Limit: lim, Rounds: 8, Identities: 2, Duration: 20 * time.Second, MaxRequests: 100000}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, a := range raceShape(t, h, 8, 2, 6, 4) {
+		if a != 1 {
+			t.Fatalf("round %v: %d allowed; one Lua script is atomic, so exactly 1", k, a)
+		}
+	}
+}
+
+func TestRedisScriptTableReplyAndTemplates(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+		Source: tableLua, Gateways: 2, NewClient: scriptClients(srv),
+		Keys:    []string{"tb:{id}:{now_s}"},
+		Args:    []string{"{limit}", "{window_s}", "gw{gateway}", "{request_id}", "{id}@{now_ms}"},
+		Allowed: "[1] == 1", Limit: rate.Limit{Count: 2, Window: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	ctx := context.Background()
+	var got []decision.Outcome
+	for i := range 3 {
+		got = append(got, tgt.Do(ctx, Request{ID: "u", Gateway: i % 2}).Outcome)
+	}
+	// The key carries {now_s}, so a second boundary between the calls would
+	// open a new key; allow that by checking the count per key.
+	seen := srv.Client(t).LRange(ctx, "seen", 0, -1).Val()
+	if len(seen) != 3 {
+		t.Fatalf("script saw %v", seen)
+	}
+	ids := map[string]bool{}
+	for i, s := range seen {
+		parts := strings.Split(s, "|")
+		if len(parts) != 3 || parts[0] != []string{"gw0", "gw1", "gw0"}[i] || !strings.HasPrefix(parts[2], "u@") {
+			t.Fatalf("call %d saw args %q", i, s)
+		}
+		ids[parts[1]] = true
+	}
+	if len(ids) != 3 {
+		t.Fatalf("request ids %v not unique", ids)
+	}
+	keys := srv.Client(t).Keys(ctx, "tb:u:*").Val()
+	if len(keys) == 1 && (got[0] != decision.Allowed || got[1] != decision.Allowed || got[2] != decision.Denied) {
+		t.Fatalf("outcomes %v; want allowed, allowed, denied", got)
+	}
+}
+
+func TestNewRedisScriptRejects(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	good := ScriptOptions{Source: fixedWindowLua, Gateways: 1, NewClient: scriptClients(srv),
+		Keys: []string{"rl:{id}"}, Args: []string{"{limit}"}, Allowed: "== 1"}
+	tests := []struct {
+		name   string
+		change func(*ScriptOptions)
+		code   exitcode.Code
+	}{
+		{"bad rule", func(o *ScriptOptions) { o.Allowed = "is one" }, exitcode.Usage},
+		{"empty rule", func(o *ScriptOptions) { o.Allowed = "" }, exitcode.Usage},
+		{"unknown placeholder", func(o *ScriptOptions) { o.Keys = []string{"rl:{user}"} }, exitcode.Usage},
+		{"unclosed placeholder", func(o *ScriptOptions) { o.Args = []string{"{limit"} }, exitcode.Usage},
+		{"lua syntax error", func(o *ScriptOptions) { o.Source = "return (" }, exitcode.Usage},
+		{"no gateways", func(o *ScriptOptions) { o.Gateways = 0 }, exitcode.Usage},
+		{"unreachable", func(o *ScriptOptions) {
+			o.NewClient = func() redis.UniversalClient {
+				return redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+			}
+		}, exitcode.Unreachable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := good
+			tt.change(&o)
+			_, err := NewRedisScript(context.Background(), o)
+			if err == nil || exitcode.Of(err) != tt.code {
+				t.Fatalf("err = %v (code %v); want code %v", err, exitcode.Of(err), tt.code)
+			}
+		})
+	}
+}
+
+func TestRule(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		rule  string
+		reply any
+		want  bool
+		fails bool
+	}{
+		{"== 1", int64(1), true, false},
+		{"== 1", int64(0), false, false},
+		{"== 1", "1", true, false},
+		{"> 0", int64(3), true, false},
+		{"> 0", int64(0), false, false},
+		{">= 0.5", "0.5", true, false},
+		{"< 0", int64(-1), true, false},
+		{"<= 2", int64(3), false, false},
+		{"!= 0", int64(5), true, false},
+		{"== 1", nil, false, false},
+		{"!= 1", nil, true, false},
+		{"[1] == 1", []any{int64(1), int64(9)}, true, false},
+		{"[2] > 0", []any{int64(1), int64(0)}, false, false},
+		{"[3] == 1", []any{int64(1)}, false, true},
+		{"[1] == 1", int64(1), false, true},
+		{"== 'OK'", "OK", true, false},
+		{`== "OK"`, "NO", false, false},
+		{"!= 'x'", int64(3), true, false},
+		{"== nil", nil, true, false},
+		{"!= nil", int64(0), true, false},
+		{"== 1", "yes", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			r, err := ParseRule(tt.rule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Match(tt.reply)
+			if (err != nil) != tt.fails || got != tt.want {
+				t.Fatalf("%q.Match(%#v) = %v, %v; want %v (error %v)", tt.rule, tt.reply, got, err, tt.want, tt.fails)
+			}
+		})
+	}
+	for _, bad := range []string{"", "1", "= 1", "== ", "== one", "[0] == 1", "[x] == 1", "[1 == 1", "> 'a'", "< nil", "== NaN", "== 'a"} {
+		if _, err := ParseRule(bad); err == nil {
+			t.Errorf("ParseRule(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{"== 1", "[2] >= 0.5", "== 'OK'", "!= nil", "[", "<"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRule(s)
+		if err != nil {
+			return
+		}
+		// A parsed rule never panics on any reply shape.
+		for _, reply := range []any{nil, int64(1), "1", "x", []any{int64(1)}, []any{}} {
+			r.Match(reply)
+		}
+	})
+}
+
+func FuzzParseTemplate(f *testing.F) {
+	for _, s := range []string{"rl:{id}", "{now_ms}-{request_id}", "{", "}", "{}", "a{id}b{limit}c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tp, err := parseTemplate(s)
+		if err != nil {
+			return
+		}
+		v := vars{id: "ID", now: time.Unix(1, 0), limit: rate.Limit{Count: 3, Window: time.Second}, gateway: 2, requestID: 9}
+		out := tp.expand(&v)
+		if !strings.Contains(s, "{") && out != s {
+			t.Fatalf("literal %q expanded to %q", s, out)
+		}
+		if strings.ContainsAny(out, "{}") {
+			// Every brace in a valid template belongs to a known
+			// placeholder, so none survives expansion.
+			t.Fatalf("%q expanded to %q with a brace left", s, out)
+		}
+	})
+}
