@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -19,6 +20,11 @@ import (
 // DefaultTimeout bounds dialing and every command when Options.Timeout is
 // zero.
 const DefaultTimeout = 5 * time.Second
+
+// dialRetries is how often go-redis retries a failed dial (its default, 5
+// with 100ms pauses, lets the timeout expire first, so the user would see
+// "timed out" instead of "connection refused" or the TLS error).
+const dialRetries = 1
 
 // Options are the connection settings from the command line.
 type Options struct {
@@ -138,7 +144,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			Addrs: t.Addrs, Username: t.Username, Password: t.Password,
 			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
-			ContextTimeoutEnabled: true, TLSConfig: tlsCfg,
+			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
 			DisableIdentity: true, MaintNotificationsConfig: maint,
 		})
 	case ModeSentinel:
@@ -148,7 +154,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			Username: t.Username, Password: t.Password, DB: t.DB,
 			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
-			ContextTimeoutEnabled: true, TLSConfig: tlsCfg,
+			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
 			DisableIdentity: true,
 		})
 	default:
@@ -156,7 +162,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			Network: t.Network, Addr: t.Addrs[0], Username: t.Username, Password: t.Password, DB: t.DB,
 			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
-			ContextTimeoutEnabled: true, TLSConfig: tlsCfg,
+			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
 			DisableIdentity: true, MaintNotificationsConfig: maint,
 		})
 	}
@@ -205,7 +211,41 @@ func (c *Config) ConnError(ctx context.Context, what string, err error) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return fmt.Errorf("redis %s: %s: %w", c, what, err)
 	}
+	if Classify(err) == "timed out" {
+		// go-redis retries may use up the deadline and hide the cause
+		// (refused, untrusted certificate); one direct attempt finds it.
+		if cause := c.diagnose(); cause != nil {
+			err = cause
+		}
+	}
 	return exitcode.With(fmt.Errorf("redis %s: %s: %s: %w", c, what, Classify(err), c.RedactError(err)), exitcode.Unreachable)
+}
+
+// diagnose dials the first address once (with the TLS handshake when
+// configured) and returns what went wrong, or nil if that much works.
+func (c *Config) diagnose() error {
+	t := c.target
+	if t.Mode == ModeSentinel || len(t.Addrs) == 0 {
+		return nil
+	}
+	timeout := min(c.timeout, time.Second)
+	conn, err := net.DialTimeout(t.Network, t.Addrs[0], timeout)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if c.tls == nil {
+		return nil
+	}
+	cfg := c.tls.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(t.Addrs[0]); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	tc := tls.Client(conn, cfg)
+	_ = tc.SetDeadline(time.Now().Add(timeout))
+	return tc.Handshake()
 }
 
 // Classify names the kind of a connection failure in a few words.

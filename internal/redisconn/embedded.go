@@ -22,7 +22,9 @@ const embeddedTick = 2 * time.Millisecond
 // a goroutine that, every few milliseconds, sets miniredis's time to now and
 // fast-forwards its TTLs by the real time elapsed.
 type Embedded struct {
-	m      *miniredis.Miniredis
+	m *miniredis.Miniredis
+	// addr is kept because miniredis panics on Addr after Close.
+	addr   string
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
@@ -37,7 +39,7 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 		return nil, fmt.Errorf("start embedded redis: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	e := &Embedded{m: m, cancel: cancel, done: make(chan struct{})}
+	e := &Embedded{m: m, addr: m.Addr(), cancel: cancel, done: make(chan struct{})}
 	go e.followClock(ctx)
 	return e, nil
 }
@@ -65,10 +67,10 @@ func (e *Embedded) followClock(ctx context.Context) {
 }
 
 // Addr is the server's host:port on 127.0.0.1.
-func (e *Embedded) Addr() string { return e.m.Addr() }
+func (e *Embedded) Addr() string { return e.addr }
 
 // URL is redis://Addr.
-func (e *Embedded) URL() string { return "redis://" + e.m.Addr() }
+func (e *Embedded) URL() string { return "redis://" + e.addr }
 
 // Close stops the server and its clock. It is safe to call more than once.
 func (e *Embedded) Close() error {

@@ -257,6 +257,8 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 		"--bind", "127.0.0.1", "--dir", p.Dir, "--save", "", "--appendonly", "no",
 		"--pidfile", filepath.Join(p.Dir, "redis.pid"), "--logfile", p.LogFile(),
 		"--daemonize", "no",
+		// Replicas sync at once instead of after the default 5s pause.
+		"--repl-diskless-sync-delay", "0",
 	}
 	if o.TLS != nil {
 		auth := "no"
@@ -529,7 +531,7 @@ func (d *Deployment) userInfo() string {
 	if d.opts.Password == "" {
 		return ""
 	}
-	return url.PathEscape(d.opts.Username) + ":" + url.PathEscape(d.opts.Password) + "@"
+	return escapeUserInfo(d.opts.Username) + ":" + escapeUserInfo(d.opts.Password) + "@"
 }
 
 // URL connects to the whole deployment: the primary (redis:// or

@@ -361,7 +361,7 @@ func (t *Target) URL() string {
 	var b strings.Builder
 	b.WriteString(scheme + "://")
 	if t.Username != "" || t.PasswordSet {
-		b.WriteString(url.PathEscape(t.Username))
+		b.WriteString(escapeUserInfo(t.Username))
 		if t.PasswordSet {
 			b.WriteString(":" + redactedPassword)
 		}
@@ -389,4 +389,10 @@ func (t *Target) URL() string {
 		b.WriteString("?" + strings.Join(q, "&"))
 	}
 	return b.String()
+}
+
+// escapeUserInfo percent-encodes a user name or password so that ':', '@',
+// '/', '?' and '#' cannot be mistaken for URL structure.
+func escapeUserInfo(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }

@@ -1,0 +1,258 @@
+package redisconn_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+func TestSpawnReplicasPromoteKill(t *testing.T) {
+	ctx := context.Background()
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 2})
+	if len(d.Servers) != 3 || d.Mode() != redisconn.ModeStandalone {
+		t.Fatalf("servers = %d, mode %s", len(d.Servers), d.Mode())
+	}
+	primary := redis.NewClient(&redis.Options{Addr: d.Servers[0].Addr})
+	defer primary.Close()
+	if err := primary.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Both replicas are in sync and see the write.
+	for i := 1; i <= 2; i++ {
+		r := redis.NewClient(&redis.Options{Addr: d.Servers[i].Addr})
+		defer r.Close()
+		waitFor(t, fmt.Sprintf("replica %d sees k", i), func() bool { return r.Get(ctx, "k").Val() == "v" })
+	}
+
+	if err := d.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if d.Servers[0].Alive() {
+		t.Error("primary alive after Kill")
+	}
+	if err := d.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d.Primary() != 1 || d.URL() != d.ServerURL(1) {
+		t.Errorf("Primary() = %d, URL %s", d.Primary(), d.URL())
+	}
+	np := redis.NewClient(&redis.Options{Addr: d.Servers[1].Addr})
+	defer np.Close()
+	if err := np.Set(ctx, "after", "1", 0).Err(); err != nil {
+		t.Fatalf("write to promoted replica: %v", err)
+	}
+	other := redis.NewClient(&redis.Options{Addr: d.Servers[2].Addr})
+	defer other.Close()
+	waitFor(t, "other replica follows the new primary", func() bool { return other.Get(ctx, "after").Val() == "1" })
+	if err := d.Promote(ctx, 1); err == nil {
+		t.Error("promoting the primary succeeded")
+	}
+}
+
+func TestSpawnSentinelFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 1, Sentinels: 1})
+	if d.Mode() != redisconn.ModeSentinel || !strings.HasPrefix(d.URL(), "redis+sentinel://") {
+		t.Fatalf("mode %s, URL %s", d.Mode(), d.URL())
+	}
+	s := redis.NewSentinelClient(&redis.Options{Addr: d.Sentinels[0].Addr})
+	defer s.Close()
+	// Sentinel learns replicas from the primary's INFO; wait until it has.
+	waitFor(t, "sentinel knows the replica", func() bool {
+		r, err := s.Replicas(ctx, d.MasterName).Result()
+		return err == nil && len(r) == 1
+	})
+	addr, err := d.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != d.Servers[1].Addr || d.Primary() != 1 {
+		t.Errorf("new primary %s (index %d), want the replica %s", addr, d.Primary(), d.Servers[1].Addr)
+	}
+}
+
+func TestSpawnRejectsBadOptions(t *testing.T) {
+	for _, o := range []redisconn.SpawnOptions{
+		{Cluster: true, Replicas: 1},
+		{Cluster: true, Sentinels: 1},
+		{Replicas: -1},
+		{Sentinels: 1, TLS: &redisconn.SpawnTLS{}},
+	} {
+		if d, err := redisconn.Spawn(context.Background(), o); err == nil {
+			d.Close()
+			t.Errorf("Spawn(%+v) succeeded", o)
+		}
+	}
+}
+
+func TestSpawnBadDirectiveFailsWithLog(t *testing.T) {
+	redistest.Binary(t)
+	_, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: t.TempDir(), Args: []string{"--no-such-directive", "1"}})
+	if err == nil {
+		t.Fatal("Spawn with a bad directive succeeded")
+	}
+	if !strings.Contains(err.Error(), "exited") {
+		t.Errorf("error %q does not say the server exited", err)
+	}
+}
+
+func TestSpawnCloseLeavesNothing(t *testing.T) {
+	redistest.Binary(t)
+	d, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Replicas: 1, Sentinels: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := d.Pids()
+	if len(pids) != 3 {
+		t.Fatalf("pids = %v, want 3", pids)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d alive after Close", pid)
+		}
+	}
+	if _, err := os.Stat(d.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory %s left behind: %v", d.Dir, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestSpawnStopsWithContext(t *testing.T) {
+	redistest.Binary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := redisconn.Spawn(ctx, redisconn.SpawnOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pids := d.Pids()
+	cancel()
+	for _, pid := range pids {
+		waitFor(t, fmt.Sprintf("pid %d gone after cancel", pid), func() bool { return !alive(pid) })
+	}
+}
+
+const childEnv = "RLCTL_SPAWN_TEST_CHILD"
+
+// TestSpawnChildProcess is not a test on its own: TestSpawnDiesWithParent
+// runs the test binary again with childEnv set, and this spawns servers,
+// prints their pids and waits to be killed or interrupted.
+func TestSpawnChildProcess(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	d, err := redisconn.Spawn(ctx, redisconn.SpawnOptions{Replicas: 1, Sentinels: 1, Dir: os.Getenv("RLCTL_SPAWN_TEST_DIR")})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	defer d.Close()
+	var ps []string
+	for _, p := range d.Pids() {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	fmt.Println("PIDS", strings.Join(ps, " "))
+	select {
+	case <-ctx.Done():
+	case <-time.After(60 * time.Second): // bounded even if the parent forgets us
+	}
+}
+
+// TestSpawnDiesWithParent: servers must not outlive rlctl, whether it is
+// killed outright (the kernel's parent-death signal) or interrupted (the
+// context cancels and Close runs).
+func TestSpawnDiesWithParent(t *testing.T) {
+	redistest.Binary(t)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSpawnChildProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), childEnv+"=1", "RLCTL_SPAWN_TEST_DIR="+t.TempDir())
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			var pids []int
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				if rest, ok := strings.CutPrefix(line, "PIDS "); ok {
+					for _, f := range strings.Fields(rest) {
+						n, _ := strconv.Atoi(f)
+						pids = append(pids, n)
+					}
+					break
+				}
+				if strings.HasPrefix(line, "ERR") {
+					t.Fatalf("child: %s", line)
+				}
+			}
+			if len(pids) != 3 {
+				t.Fatalf("child reported pids %v, want 3", pids)
+			}
+			for _, pid := range pids {
+				if !alive(pid) {
+					t.Fatalf("pid %d not running before the signal", pid)
+				}
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = bufio.NewReader(out).WriteTo(new(strings.Builder)) }()
+			_ = cmd.Wait()
+			for _, pid := range pids {
+				waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !alive(pid) })
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid is a running (not zombie) process.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return !errors.Is(err, syscall.ESRCH)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
