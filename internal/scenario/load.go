@@ -227,8 +227,17 @@ func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
 		out = append(out, sc)
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	if len(errs) > maxErrors {
+		more := len(errs) - maxErrors
+		next := errs[maxErrors].Line
+		errs = append(errs[:maxErrors:maxErrors], &Error{File: name, Line: next, Msg: fmt.Sprintf("and %d more mistakes from here on", more)})
+	}
 	return out, errs
 }
+
+// maxErrors bounds the mistakes reported per file: past a few dozen the
+// file is probably not a scenario file at all.
+const maxErrors = 50
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into an Error
 // with the line pulled out.
