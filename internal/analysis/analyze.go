@@ -3,8 +3,11 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -49,7 +52,7 @@ type gatewayState struct {
 // put in order rather than dropped.
 func interval(h *history.History, i int) (s, r int64) {
 	if d := h.Decided(i); d != history.NoTime {
-		return int64(d), int64(d)
+		return clampTime(int64(d)), clampTime(int64(d))
 	}
 	sent := h.Sent(i)
 	if sent == history.NoTime {
@@ -62,8 +65,15 @@ func interval(h *history.History, i int) (s, r int64) {
 	if recv < sent {
 		sent, recv = recv, sent
 	}
-	return int64(sent), int64(recv)
+	return clampTime(int64(sent)), clampTime(int64(recv))
 }
+
+// timeLimit bounds every time analysis uses to ±36 years around the run
+// start. Real offsets are far smaller; the clamp only keeps sums and
+// differences of times from overflowing on a corrupt or hand-made history.
+const timeLimit = 1 << 60
+
+func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 
 // decisionTime is the single instant used where one is needed (envelope,
 // slipped, timeline): Decided when known, else the middle of [Sent, Received].
@@ -126,6 +136,8 @@ type analyzer struct {
 	// nil means the column is used as is.
 	ids      []uint32
 	idNames  []string
+	gws      []uint16 // like ids, for gateways
+	gwNames  []string
 	idState  []identityState
 	gwState  []gatewayState
 	allowed  []int32 // allowed record indices, grouped by identity
@@ -138,6 +150,7 @@ type analyzer struct {
 	deniedTotal, missingRetry int64
 
 	boundaries []int64
+	span       int64 // Meta.BoundarySpan
 	faults     []history.Fault
 
 	timeline []int64
@@ -150,14 +163,26 @@ type analyzer struct {
 func newAnalyzer(h *history.History, opts Options) *analyzer {
 	a := &analyzer{h: h, opts: opts, n: h.Len(), maxRound: -1}
 	if h.Meta.Limit.Count > 0 && h.Meta.Limit.Window > 0 {
-		a.l, a.w = h.Meta.Limit.Count, int64(h.Meta.Limit.Window)
+		a.l, a.w = h.Meta.Limit.Count, min(int64(h.Meta.Limit.Window), timeLimit)
 	}
 	for _, b := range h.Meta.Boundaries {
-		a.boundaries = append(a.boundaries, int64(b))
+		a.boundaries = append(a.boundaries, clampTime(int64(b)))
 	}
 	slices.Sort(a.boundaries)
-	a.faults = h.Meta.Faults
+	a.span = clampTime(int64(h.Meta.BoundarySpan))
+	for _, f := range h.Meta.Faults {
+		f.At = time.Duration(clampTime(int64(f.At)))
+		f.For = time.Duration(clampTime(int64(f.For)))
+		a.faults = append(a.faults, f)
+	}
 	return a
+}
+
+func (a *analyzer) gateway(i int) uint16 {
+	if a.gws != nil {
+		return a.gws[i]
+	}
+	return a.h.Gateway(i)
 }
 
 func (a *analyzer) identity(i int) uint32 {
@@ -202,54 +227,41 @@ func (a *analyzer) scan() {
 		}
 	}
 	a.idState = make([]identityState, len(a.idNames))
-	gws := make([]*gatewayState, maxGW+1)
-
-	a.start, a.end = math.MaxInt64, math.MinInt64
-	for i := range a.n {
-		o := h.Outcome(i)
-		id := a.identity(i)
-		st := &a.idState[id]
-		st.counts[o]++
-		switch h.By(i) {
-		case decision.ByFailOpen:
-			st.failOpen++
-		case decision.ByFailClosed:
-			st.failClosed++
-		}
-		if o == decision.Denied {
-			a.deniedTotal++
-			if h.RetryAfter(i) == history.NoTime {
-				a.missingRetry++
+	a.gwNames = slices.Clone(h.Meta.Gateways)
+	if maxGW >= len(a.gwNames)+a.n {
+		// Sparse unnamed gateways: give them dense indices.
+		a.gws = make([]uint16, a.n)
+		dense := map[uint16]uint16{}
+		for i := range a.n {
+			g := h.Gateway(i)
+			if int(g) >= len(h.Meta.Gateways) {
+				k, ok := dense[g]
+				if !ok {
+					k = uint16(len(a.gwNames))
+					dense[g] = k
+					a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", g))
+				}
+				g = k
 			}
-		}
-		if r := h.Round(i); r >= 0 {
-			a.hasRound = true
-			a.maxRound = max(a.maxRound, r)
-		}
-		in := int64(h.Intended(i))
-		a.start = min(a.start, in)
-		a.end = max(a.end, in)
-		g := h.Gateway(i)
-		gs := gws[g]
-		if gs == nil {
-			gs = &gatewayState{hist: NewLatencyHistogram()}
-			gws[g] = gs
-		}
-		gs.counts[o]++
-		if o == decision.Dropped {
-			continue
-		}
-		if recv := h.Received(i); recv != history.NoTime {
-			a.end = max(a.end, int64(recv))
-			recordMicros(gs.hist, (int64(recv)-in)/1000)
+			a.gws[i] = g
 		}
 	}
-	a.gwState = make([]gatewayState, maxGW+1)
-	for g := range a.gwState {
-		if gws[g] != nil {
-			a.gwState[g] = *gws[g]
-		}
+	for k := len(a.gwNames); k <= maxGW && a.gws == nil; k++ {
+		a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", k))
 	}
+	a.gwState = make([]gatewayState, len(a.gwNames))
+
+	// Two halves of the work read different columns, so they run side by
+	// side without sharing anything: latency per gateway and the run's
+	// span on one side, per-identity tallies on the other.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.scanLatency()
+	}()
+	a.scanIdentities()
+	wg.Wait()
 	if a.n == 0 {
 		a.start, a.end = 0, 0
 	}
@@ -282,6 +294,60 @@ func (a *analyzer) scan() {
 	a.timeline = make([]int64, (a.end-a.start)/a.interval+1)
 }
 
+// scanLatency records every request's latency in its gateway's histogram
+// and finds the run's span.
+func (a *analyzer) scanLatency() {
+	h := a.h
+	start, end := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range a.n {
+		o := h.Outcome(i)
+		in := clampTime(int64(h.Intended(i)))
+		start = min(start, in)
+		end = max(end, in)
+		gs := &a.gwState[a.gateway(i)]
+		if gs.hist == nil {
+			gs.hist = NewLatencyHistogram()
+		}
+		gs.counts[o]++
+		if o == decision.Dropped {
+			continue // never ran: no latency, and its times mean nothing
+		}
+		if recv := h.Received(i); recv != history.NoTime {
+			r := clampTime(int64(recv))
+			end = max(end, r)
+			recordMicros(gs.hist, (r-in)/1000)
+		}
+	}
+	a.start, a.end = start, end
+}
+
+// scanIdentities tallies outcomes per identity and the run-wide counts
+// that need no latency.
+func (a *analyzer) scanIdentities() {
+	h := a.h
+	for i := range a.n {
+		o := h.Outcome(i)
+		st := &a.idState[a.identity(i)]
+		st.counts[o]++
+		switch h.By(i) {
+		case decision.ByFailOpen:
+			st.failOpen++
+		case decision.ByFailClosed:
+			st.failClosed++
+		}
+		if o == decision.Denied {
+			a.deniedTotal++
+			if h.RetryAfter(i) == history.NoTime {
+				a.missingRetry++
+			}
+		}
+		if r := h.Round(i); r >= 0 {
+			a.hasRound = true
+			a.maxRound = max(a.maxRound, r)
+		}
+	}
+}
+
 // envelope is the (burst, rate per second) slipped is measured against, and
 // whether there is one.
 func (a *analyzer) envelope() (float64, float64, bool) {
@@ -295,146 +361,196 @@ func (a *analyzer) envelope() (float64, float64, bool) {
 	return b, r, true
 }
 
-// perIdentity computes every per-identity figure from that identity's
-// allowed records, reusing three scratch slices sized for the largest.
+// perIdentity computes every per-identity figure. Identities are
+// independent, so workers (one per CPU) take them in turn, each with its own
+// scratch slices sized for the largest identity and its own timeline.
 func (a *analyzer) perIdentity() {
-	h := a.h
 	most := 0
 	for k := range a.idState {
 		most = max(most, a.offsets[k+1]-a.offsets[k])
 	}
-	sent := make([]int64, 0, most)
-	recv := make([]int64, 0, most)
-	times := make([]int64, 0, most)
-	span := int64(h.Meta.BoundarySpan)
-	burstEnv, rateEnv, hasEnv := a.envelope()
-	var perBoundary []int
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(a.idState)))
+	ws := make([]*worker, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for j := range ws {
+		w := a.newWorker(most)
+		ws[j] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(a.idState) {
+					return
+				}
+				w.identity(k)
+			}
+		}()
+	}
+	wg.Wait()
+	best := -1
+	for _, w := range ws {
+		for b, c := range w.timeline {
+			a.timeline[b] += c
+		}
+		// The lowest index among the highest ceilings, whichever worker
+		// saw it, so the result does not depend on scheduling.
+		if w.bestCeiling > best || (w.bestCeiling == best && w.worst < a.worst) {
+			best, a.worst = w.bestCeiling, w.worst
+		}
+	}
+}
+
+// worker holds one goroutine's scratch for perIdentity.
+type worker struct {
+	a                   *analyzer
+	sent, recv, times   []int64
+	perBoundary         []int
+	perRound            []int32
+	touched             []int32
+	timeline            []int64
+	bestCeiling, worst  int
+	burstEnv, rateEnv   float64
+	hasEnv, raceApplies bool
+}
+
+func (a *analyzer) newWorker(most int) *worker {
+	w := &worker{
+		a:    a,
+		sent: make([]int64, 0, most), recv: make([]int64, 0, most), times: make([]int64, 0, most),
+		timeline:    make([]int64, len(a.timeline)),
+		bestCeiling: -1,
+		raceApplies: a.h.Meta.Rounds > 0 || a.hasRound,
+	}
+	w.burstEnv, w.rateEnv, w.hasEnv = a.envelope()
 	if len(a.boundaries) > 0 {
-		perBoundary = make([]int, len(a.boundaries))
+		w.perBoundary = make([]int, len(a.boundaries))
 	}
-	raceApplies := a.h.Meta.Rounds > 0 || a.hasRound
-	var perRound []int32
-	var touched []int32
 	if a.hasRound {
-		perRound = make([]int32, a.maxRound+1)
+		w.perRound = make([]int32, a.maxRound+1)
 	}
-	bestCeiling := -1
+	return w
+}
 
-	for k := range a.idState {
-		st := &a.idState[k]
-		idx := a.allowed[a.offsets[k]:a.offsets[k+1]]
-		m := Metrics{
-			Requests: float64(st.counts[decision.Allowed] + st.counts[decision.Denied] + st.counts[decision.Error] + st.counts[decision.Dropped] + st.counts[decision.Unknown]),
-			Allowed:  float64(st.counts[decision.Allowed]),
-			Denied:   float64(st.counts[decision.Denied]),
-			Errors:   float64(st.counts[decision.Error]),
-			Dropped:  float64(st.counts[decision.Dropped]),
-		}
-		if st.failOpen > 0 || st.failClosed > 0 || len(a.faults) > 0 {
-			m[FailOpen] = float64(st.failOpen)
-			m[FailClosed] = float64(st.failClosed)
-		}
-
-		// One gather over this identity's allowed records (they are
-		// scattered through the history, so each visit is a cache miss:
-		// visit once) collects the interval ends and decision times, and
-		// counts boundaries and race rounds on the way.
-		sent, recv, times = sent[:0], recv[:0], times[:0]
-		long := 0
-		if perBoundary != nil {
-			clear(perBoundary)
-		}
-		bestBoundary := 0
-		touched = touched[:0]
-		for _, i := range idx {
-			s, r := interval(h, int(i))
-			sent = append(sent, s)
-			recv = append(recv, r)
-			times = append(times, s+(r-s)/2)
-			if r-s >= a.w {
-				long++
-			}
-			if perBoundary != nil {
-				// Boundaries B with B-span <= s and r <= B+span.
-				for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= r-span }); j < len(a.boundaries) && a.boundaries[j] <= s+span; j++ {
-					perBoundary[j]++
-					bestBoundary = max(bestBoundary, perBoundary[j])
-				}
-			}
-			if a.hasRound {
-				if rd := h.Round(int(i)); rd >= 0 {
-					if perRound[rd] == 0 {
-						touched = append(touched, rd)
-					}
-					perRound[rd]++
-				}
-			}
-		}
-		if perBoundary != nil {
-			m[BoundaryAllowed] = float64(bestBoundary)
-		}
-		if raceApplies {
-			excess := 0
-			for _, rd := range touched {
-				excess += int(perRound[rd]) - 1
-				perRound[rd] = 0
-			}
-			m[RaceExcess] = float64(excess)
-		}
-
-		// Window figures: ceiling bounds over every window, and over the
-		// windows around each fault.
-		if a.w > 0 {
-			defSent, defRecv := sent, recv
-			if long > 0 {
-				defSent, defRecv = nil, nil
-				for j := range sent {
-					if recv[j]-sent[j] < a.w {
-						defSent = append(defSent, sent[j])
-						defRecv = append(defRecv, recv[j])
-					}
-				}
-				slices.Sort(defSent)
-				slices.Sort(defRecv)
-			}
-			slices.Sort(sent)
-			slices.Sort(recv)
-			lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
-			m[Ceiling] = float64(lower)
-			m[CeilingUpper] = float64(upper)
-			m[CeilingRatio] = float64(lower) / float64(a.l)
-			if lower > bestCeiling {
-				bestCeiling, a.worst = lower, k
-			}
-			if len(a.faults) > 0 {
-				worst := 0
-				for _, f := range a.faults {
-					lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
-					c, _ := ceilingBounds(sent, recv, defSent, defRecv, a.w, lo, hi)
-					worst = max(worst, c)
-				}
-				m[AfterFaultCeiling] = float64(worst)
-			}
-		}
-
-		// Decision-time figures: the envelope, slipped and the timeline.
-		slices.Sort(times)
-		if a.w > 0 {
-			rate := sustainedRate(times, a.start, a.end, a.w)
-			m[SustainedRate] = rate
-			m[Burst] = burstFor(times, rate)
-		}
-		if hasEnv {
-			m[Slipped] = float64(slipped(times, burstEnv, rateEnv))
-		}
-		for _, t := range times {
-			b := (t - a.start) / a.interval
-			if b >= 0 && b < int64(len(a.timeline)) {
-				a.timeline[b]++
-			}
-		}
-		st.metrics = m
+// identity computes identity k's figures into a.idState[k].metrics.
+func (w *worker) identity(k int) {
+	a, h := w.a, w.a.h
+	st := &a.idState[k]
+	idx := a.allowed[a.offsets[k]:a.offsets[k+1]]
+	m := Metrics{
+		Requests: float64(st.counts[decision.Allowed] + st.counts[decision.Denied] + st.counts[decision.Error] + st.counts[decision.Dropped] + st.counts[decision.Unknown]),
+		Allowed:  float64(st.counts[decision.Allowed]),
+		Denied:   float64(st.counts[decision.Denied]),
+		Errors:   float64(st.counts[decision.Error]),
+		Dropped:  float64(st.counts[decision.Dropped]),
 	}
+	if st.failOpen > 0 || st.failClosed > 0 || len(a.faults) > 0 {
+		m[FailOpen] = float64(st.failOpen)
+		m[FailClosed] = float64(st.failClosed)
+	}
+
+	// One gather over this identity's allowed records (they are scattered
+	// through the history, so each visit is a cache miss: visit once)
+	// collects the interval ends and decision times, and counts boundaries
+	// and race rounds on the way.
+	sent, recv, times := w.sent[:0], w.recv[:0], w.times[:0]
+	long := 0
+	if w.perBoundary != nil {
+		clear(w.perBoundary)
+	}
+	span := a.span
+	bestBoundary := 0
+	touched := w.touched[:0]
+	for _, i := range idx {
+		s, r := interval(h, int(i))
+		sent = append(sent, s)
+		recv = append(recv, r)
+		times = append(times, s+(r-s)/2)
+		if r-s >= a.w {
+			long++
+		}
+		if w.perBoundary != nil {
+			// Boundaries B with B-span <= s and r <= B+span.
+			for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= r-span }); j < len(a.boundaries) && a.boundaries[j] <= s+span; j++ {
+				w.perBoundary[j]++
+				bestBoundary = max(bestBoundary, w.perBoundary[j])
+			}
+		}
+		if a.hasRound {
+			if rd := h.Round(int(i)); rd >= 0 {
+				if w.perRound[rd] == 0 {
+					touched = append(touched, rd)
+				}
+				w.perRound[rd]++
+			}
+		}
+	}
+	w.touched = touched
+	if w.perBoundary != nil {
+		m[BoundaryAllowed] = float64(bestBoundary)
+	}
+	if w.raceApplies {
+		excess := 0
+		for _, rd := range touched {
+			excess += int(w.perRound[rd]) - 1
+			w.perRound[rd] = 0
+		}
+		m[RaceExcess] = float64(excess)
+	}
+
+	// Window figures: ceiling bounds over every window, and over the
+	// windows around each fault.
+	if a.w > 0 {
+		defSent, defRecv := sent, recv
+		if long > 0 {
+			defSent, defRecv = nil, nil
+			for j := range sent {
+				if recv[j]-sent[j] < a.w {
+					defSent = append(defSent, sent[j])
+					defRecv = append(defRecv, recv[j])
+				}
+			}
+			slices.Sort(defSent)
+			slices.Sort(defRecv)
+		}
+		slices.Sort(sent)
+		slices.Sort(recv)
+		lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
+		m[Ceiling] = float64(lower)
+		m[CeilingUpper] = float64(upper)
+		m[CeilingRatio] = float64(lower) / float64(a.l)
+		if lower > w.bestCeiling {
+			w.bestCeiling, w.worst = lower, k
+		}
+		if len(a.faults) > 0 {
+			worst := 0
+			for _, f := range a.faults {
+				lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
+				c, _ := ceilingBounds(sent, recv, defSent, defRecv, a.w, lo, hi)
+				worst = max(worst, c)
+			}
+			m[AfterFaultCeiling] = float64(worst)
+		}
+	}
+
+	// Decision-time figures: the envelope, slipped and the timeline.
+	slices.Sort(times)
+	if a.w > 0 {
+		rate := sustainedRate(times, a.start, a.end, a.w)
+		m[SustainedRate] = rate
+		m[Burst] = burstFor(times, rate)
+	}
+	if w.hasEnv {
+		m[Slipped] = float64(slipped(times, w.burstEnv, w.rateEnv))
+	}
+	for _, t := range times {
+		b := (t - a.start) / a.interval
+		if b >= 0 && b < int64(len(w.timeline)) {
+			w.timeline[b]++
+		}
+	}
+	st.metrics = m
 }
 
 // decisionTimes returns the sorted decision times of records idx.
@@ -492,12 +608,8 @@ func (a *analyzer) result() Result {
 	// Latency: per gateway, then all gateways merged (exact: same geometry).
 	overall := NewLatencyHistogram()
 	for g, gs := range a.gwState {
-		name := fmt.Sprintf("#%d", g)
-		if g < len(a.h.Meta.Gateways) {
-			name = a.h.Meta.Gateways[g]
-		}
 		gr := GatewayResult{
-			Gateway: name, Requests: gs.counts[decision.Allowed] + gs.counts[decision.Denied] + gs.counts[decision.Error] + gs.counts[decision.Dropped] + gs.counts[decision.Unknown],
+			Gateway: a.gwNames[g], Requests: gs.counts[decision.Allowed] + gs.counts[decision.Denied] + gs.counts[decision.Error] + gs.counts[decision.Dropped] + gs.counts[decision.Unknown],
 			Allowed: gs.counts[decision.Allowed], Denied: gs.counts[decision.Denied],
 			Errors: gs.counts[decision.Error], Dropped: gs.counts[decision.Dropped],
 		}
@@ -553,10 +665,10 @@ func (a *analyzer) recoverMs() (float64, bool) {
 		}
 		var at int64
 		if d := h.Decided(i); d != history.NoTime {
-			if int64(d) < end {
+			if clampTime(int64(d)) < end {
 				continue
 			}
-			at = int64(d)
+			at = clampTime(int64(d))
 		} else {
 			s, r := interval(h, i)
 			if s < end {
