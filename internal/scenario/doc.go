@@ -25,7 +25,7 @@
 //	target.redis              embedded (simulated and redis-script)
 //	target.gateways           1 (http: the number of urls)
 //	target.timeout            50ms
-//	target.prefix             rl:
+//	target.prefix             rl: (simulated)
 //	target.lease.refill_below 0.2 (leasing only)
 //	target.endpoints          one endpoint "default", share 1
 //	endpoint.on_error         open

@@ -85,6 +85,7 @@ func TestLoadMistakes(t *testing.T) {
 		{"merge key", "base: &b {a: 1}\n<<: *b\n", []string{`bad.yaml:2: merge keys (<<) are not supported`}},
 		{"second document", base + "---\nname: two\nlimit: 1/s\ntarget: {algorithm: leasing}\ntraffic: {rate: x}\n", []string{`bad.yaml:11: traffic.rate: limit "x"`}},
 		{"many mistakes capped", base + "thresholds: [" + strings.Repeat("bogus < 1, ", 80) + "]\n", []string{`bad.yaml:7: thresholds[0]`, `bad.yaml:7: and 30 more mistakes from here on`}},
+		{"empty prefix", baseT + "  prefix: ''\n", []string{`bad.yaml:7: target.prefix: must not be empty`}},
 		{"several mistakes collected", "name: x\nlimit: 1/s\ntarget:\n  algorithm: nope\n  gateways: -1\ntraffic:\n  rate: 1/s\n  spread: wide\n", []string{
 			`bad.yaml:4: target.algorithm: unknown algorithm "nope"`,
 			`bad.yaml:5: target.gateways: want an integer from 0 to 65535, got -1`,

@@ -108,7 +108,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					Name: "my-script", File: "testdata/script.yaml", Line: 1,
 					Limit: rate.Limit{Count: 10, Window: time.Second},
 					Target: Target{
-						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout, Prefix: "rl:",
+						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout,
 						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
 						Script:    filepath.Join("testdata", "scripts", "limit.lua"), ScriptSource: string(src),
 						Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_s}", "{now_ms}"}, Allowed: "== 1",

@@ -52,7 +52,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if t.Timeout == 0 && lines["target.timeout"] == 0 {
 		t.Timeout = DefaultTimeout
 	}
-	if t.Prefix == "" && t.Kind != KindHTTP {
+	if t.Prefix == "" && t.Kind == KindSimulated && lines["target.prefix"] == 0 {
 		t.Prefix = DefaultPrefix
 	}
 	if t.Algorithm == limiter.Leasing && lines["target.lease.refill_below"] == 0 {
@@ -204,6 +204,10 @@ func (d *decoder) validate(sc *Scenario) {
 		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis-sentinel", "redis-cluster", "unix"}, u.Scheme) {
 			bad("target.redis", "want embedded, spawn or a redis:// URL, got %q", redactURL(t.Redis))
 		}
+	}
+	if t.Kind == KindSimulated && t.Prefix == "" {
+		// A reset fault deletes prefix*; an empty prefix would be everything.
+		bad("target.prefix", "must not be empty: the limiter's keys need a prefix of their own")
 	}
 	if t.Gateways < 1 {
 		bad("target.gateways", "need at least one gateway")
