@@ -3,4 +3,17 @@
 // sustained rate), boundary bursts, race excess, slipped requests, fault
 // figures and latency percentiles. It is pure computation: no Redis, no
 // network, no clocks.
+//
+// The central difficulty is that a client never sees when a limiter
+// decided, only when it sent the request and when the answer came back.
+// Analyze therefore reports the ceiling as two bounds: what surely happened
+// inside one window, and what possibly did; the truth lies between, and the
+// bounds meet when the target reports its own decision time.
+//
+// Cost: one pass over every record for counts and latency (two goroutines on
+// different columns), a counting sort of the allowed records by identity,
+// then per identity (spread over the CPUs) sorts of its allowed times and
+// linear sweeps. Extra memory is 4 bytes per allowed record plus scratch for
+// the largest identity (24 bytes per its allowed record) and one latency
+// histogram per gateway.
 package analysis

@@ -51,25 +51,30 @@ type Point struct {
 // Result is everything analysis measured for one run.
 type Result struct {
 	// Metrics are the scenario's figures: the worst identity's for ceiling,
-	// burst, sustained_rate; summed over identities for counts and
-	// race_excess; latencies over all requests.
+	// ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed
+	// and after_fault_ceiling; summed over identities for counts, slipped,
+	// race_excess, fail_open and fail_closed; latencies over all requests
+	// that ran. See Analyze for each definition.
 	Metrics Metrics
 	// PerIdentity holds each identity's own figures, in Meta order.
 	PerIdentity []IdentityResult
 	// PerGateway holds counts and latency per gateway, in Meta order.
 	PerGateway []GatewayResult
-	// Timeline is allowed requests per interval (all identities), for the
-	// "allowed per interval against the limit" chart; Interval is its step.
+	// Timeline is allowed requests per interval (all identities, by
+	// decision time), for the "allowed per interval against the limit"
+	// chart; Interval is its step and each Point.At an interval's start.
 	Timeline []Point
 	Interval time.Duration
-	// Sliding is the worst identity's allowed count in the trailing window
-	// over time, the curve to hold against the published limit.
+	// Sliding is the worst identity's (highest ceiling) allowed count in the
+	// trailing window over time, the curve to hold against the published
+	// limit: one point per Interval, each the highest count reached in it.
 	Sliding []Point
-	// Percentiles is the latency percentile curve: Value in milliseconds at
-	// percentile At/1e6 (At carries the percentile scaled, see report).
+	// Percentiles is the latency percentile curve at log-spaced
+	// percentiles from 0 to 99.99.
 	Percentiles []PercentilePoint
-	// Histogram is the overall latency HdrHistogram, encoded, so runs from
-	// several machines can be merged exactly.
+	// Histogram is the overall latency HdrHistogram (µs, 1 µs to 1 h,
+	// 3 significant figures) in the compressed V2 encoding, so runs from
+	// several machines can be merged exactly with MergeHistograms.
 	Histogram []byte
 }
 
