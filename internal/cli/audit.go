@@ -61,7 +61,7 @@ so memory stays flat on any keyspace.
   rlctl audit --limit 100/1m -o json
   rlctl audit --redis 'redis+cluster://10.0.0.1:7000' --published 100/1m --gateways 50 --algorithm redis-fixed-window
   rlctl audit --schema kong-rate-limiting --limit 60/1m`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
 				return usageError("--algorithm %q: unknown (known: %s)", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -37,7 +38,7 @@ own. Without --schema every layout is tried.
 
 Schemas: ` + strings.Join(keyspace.NewRegistry(keyspace.Params{}).Names(), ", ") + `
 `,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newCmdKeysInspect(f, nil), newCmdKeysReset(f, nil), newCmdKeysRepairTTL(f, nil))
 	return cmd
@@ -143,6 +144,16 @@ func (s *schemaFlags) schemas() ([]*keyspace.Schema, error) {
 		return nil, usageError("--schema: %v", err)
 	}
 	return out, nil
+}
+
+// usageArgs makes an argument-count error invalid usage (exit 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return exitcode.With(err, exitcode.Usage)
+		}
+		return nil
+	}
 }
 
 // connect opens the Redis the global flags point at and checks it answers

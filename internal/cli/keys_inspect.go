@@ -43,7 +43,7 @@ problem, 0 otherwise (also when the identity has no keys).
   rlctl keys inspect 'rl:fw:{alice}'
   rlctl keys inspect 203.0.113.9 --schema ulule-limiter --limit 1000/1h -o json
   rlctl keys inspect user42 --pattern 'myrl:{id}' --limit 100 --window 1m`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Arg = args[0]
 			if runF != nil {

@@ -55,7 +55,7 @@ disturbed. A --match pattern that would match everything is refused unless
   rlctl keys repair-ttl --limit 100/1m --yes --max-rate 5000
   rlctl keys repair-ttl --match 'myrl:*' --ttl 1m --yes
   rlctl keys repair-ttl --schema kong-rate-limiting --yes -o json`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Match != "" && keyspace.MatchesEverything(opts.Match) && !opts.Force {
 				return usageError("--match %q matches every key; refusing without --force", opts.Match)

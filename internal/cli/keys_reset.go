@@ -37,7 +37,7 @@ and touches nothing else.
   rlctl keys reset alice --dry-run
   rlctl keys reset 'rl:fw:{alice}' --yes
   rlctl keys reset 10.0.0.7 --schema kong-rate-limiting --yes -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Arg = args[0]
 			if runF != nil {

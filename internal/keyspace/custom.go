@@ -46,6 +46,12 @@ func ParseConfig(name string, data []byte) ([]*Schema, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		// One line per problem, each naming the file: "rlctl.yaml: line 3:
+		// field windw not found in type keyspace.CustomSpec".
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("%s: %s", name, strings.Join(te.Errors, "; "))
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var out []*Schema
