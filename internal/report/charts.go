@@ -68,13 +68,20 @@ func scenarioCharts(sc Scenario) ([]chart, error) {
 	}
 
 	if len(res.Timeline) > 0 && res.Interval > 0 {
-		perInterval := float64(limit.Count) * float64(res.Interval) / float64(limit.Window)
+		// The timeline counts every identity, and the limit is per
+		// identity, so the line is the limit times the identities.
+		ids := max(len(res.PerIdentity), 1)
+		perInterval := float64(limit.Count) * float64(ids) * float64(res.Interval) / float64(limit.Window)
 		p := newPlot(fmt.Sprintf("allowed per %s", res.Interval), "time (s)", "allowed")
 		if err := addSeries(p, res.Timeline, perInterval); err != nil {
 			return nil, err
 		}
-		caption := fmt.Sprintf("Allowed requests per %s interval, all identities; the red line is the published limit scaled to the interval (%s per %s = %s).",
-			res.Interval, sc.Limit, res.Interval, num(perInterval))
+		who := "the published limit"
+		if ids > 1 {
+			who = fmt.Sprintf("the published limit for all %d identities", ids)
+		}
+		caption := fmt.Sprintf("Allowed requests per %s interval, all identities; the red line is %s scaled to the interval (%s per identity = %s per %s).",
+			res.Interval, who, sc.Limit, num(perInterval), res.Interval)
 		if err := add(ChartTimeline, caption, p); err != nil {
 			return nil, err
 		}
@@ -229,7 +236,9 @@ func addSeries(p *plot.Plot, pts []analysis.Point, limit float64) error {
 	p.Legend.Add("published limit", lim)
 	p.Legend.Top = true
 	p.Y.Min = 0
-	p.Y.Max = max(p.Y.Max, limit*1.15)
+	// Headroom above the highest of data and limit keeps the legend, drawn
+	// top right, off the lines.
+	p.Y.Max = max(p.Y.Max, limit) * 1.3
 	return nil
 }
 

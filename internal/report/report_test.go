@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/analysis"
 )
 
 func TestFinish(t *testing.T) {
@@ -65,5 +67,22 @@ func TestIncompleteSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"status": "incomplete"`) {
 		t.Error("report.json status is not incomplete")
+	}
+}
+
+// TestTimelineLimitCountsIdentities: the timeline sums all identities, so
+// its limit line must be the per-identity limit times the identities.
+func TestTimelineLimitCountsIdentities(t *testing.T) {
+	t.Parallel()
+	r := fixture()
+	r.Scenarios = r.Scenarios[:1]
+	r.Scenarios[0].Result.PerIdentity = make([]analysis.IdentityResult, 3)
+	var buf bytes.Buffer
+	if err := HTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "the published limit for all 3 identities scaled to the interval (20/s per identity = 6 per 100ms)"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("timeline caption lacks %q", want)
 	}
 }
