@@ -118,7 +118,14 @@ func decisionTime(h *history.History, i int) int64 {
 //   - latency (p50_ms … max_ms): Intended to Received of every request that
 //     ran (dropped ones never did), so a slow target cannot hide queueing.
 func Analyze(h *history.History, opts Options) Result {
+	return analyze(h, opts, parallelSort)
+}
+
+// analyze is Analyze with the size from which an identity counts as big
+// (see worker.identity), so tests can drive both paths on small inputs.
+func analyze(h *history.History, opts Options, bigIdentity int) Result {
 	a := newAnalyzer(h, opts)
+	a.bigIdentity = bigIdentity
 	a.scan()
 	a.perIdentity()
 	return a.result()
@@ -156,8 +163,10 @@ type analyzer struct {
 	timeline []int64
 	interval int64
 
-	worst int // identity with the highest ceiling (for Sliding)
-	res   Result
+	bigIdentity int
+	worst       int // identity with the highest ceiling
+	sliding     []Point
+	res         Result
 }
 
 func newAnalyzer(h *history.History, opts Options) *analyzer {
@@ -317,6 +326,16 @@ func (a *analyzer) scanLatency() {
 			end = max(end, r)
 			recordMicros(gs.hist, (r-in)/1000)
 		}
+		// A target's clock may put Sent or Decided outside [Intended,
+		// Received]; the run's span covers them so no decision falls off
+		// the charts.
+		if sent := h.Sent(i); sent != history.NoTime {
+			start = min(start, clampTime(int64(sent)))
+		}
+		if d := h.Decided(i); d != history.NoTime {
+			start = min(start, clampTime(int64(d)))
+			end = max(end, clampTime(int64(d)))
+		}
 	}
 	a.start, a.end = start, end
 }
@@ -365,16 +384,12 @@ func (a *analyzer) envelope() (float64, float64, bool) {
 // independent, so workers (one per CPU) take them in turn, each with its own
 // scratch slices sized for the largest identity and its own timeline.
 func (a *analyzer) perIdentity() {
-	most := 0
-	for k := range a.idState {
-		most = max(most, a.offsets[k+1]-a.offsets[k])
-	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(a.idState)))
 	ws := make([]*worker, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for j := range ws {
-		w := a.newWorker(most)
+		w := a.newWorker()
 		ws[j] = w
 		wg.Add(1)
 		go func() {
@@ -397,7 +412,7 @@ func (a *analyzer) perIdentity() {
 		// The lowest index among the highest ceilings, whichever worker
 		// saw it, so the result does not depend on scheduling.
 		if w.bestCeiling > best || (w.bestCeiling == best && w.worst < a.worst) {
-			best, a.worst = w.bestCeiling, w.worst
+			best, a.worst, a.sliding = w.bestCeiling, w.worst, w.sliding
 		}
 	}
 }
@@ -411,14 +426,14 @@ type worker struct {
 	touched             []int32
 	timeline            []int64
 	bestCeiling, worst  int
+	sliding             []Point // the worst identity's Sliding so far
 	burstEnv, rateEnv   float64
 	hasEnv, raceApplies bool
 }
 
-func (a *analyzer) newWorker(most int) *worker {
+func (a *analyzer) newWorker() *worker {
 	w := &worker{
-		a:    a,
-		sent: make([]int64, 0, most), recv: make([]int64, 0, most), times: make([]int64, 0, most),
+		a:           a,
 		timeline:    make([]int64, len(a.timeline)),
 		bestCeiling: -1,
 		raceApplies: a.h.Meta.Rounds > 0 || a.hasRound,
@@ -454,7 +469,20 @@ func (w *worker) identity(k int) {
 	// through the history, so each visit is a cache miss: visit once)
 	// collects the interval ends and decision times, and counts boundaries
 	// and race rounds on the way.
-	sent, recv, times := w.sent[:0], w.recv[:0], w.times[:0]
+	// Scratch grows to the largest identity this worker meets, and no
+	// further: one huge identity costs one worker's memory, not all. A big
+	// identity (a fail-open run's millions of allowed) gets its decision
+	// times in a second gather into the sent slice once the ceiling is
+	// done, which saves a third of the scratch; its records are dense in
+	// the history, so that second visit is cheap.
+	big := len(idx) >= a.bigIdentity
+	w.sent = slices.Grow(w.sent[:0], len(idx))
+	w.recv = slices.Grow(w.recv[:0], len(idx))
+	if !big {
+		w.times = slices.Grow(w.times[:0], len(idx))
+	}
+	sent, recv, times := w.sent, w.recv, w.times[:0]
+	newBest := false
 	long := 0
 	if w.perBoundary != nil {
 		clear(w.perBoundary)
@@ -466,7 +494,9 @@ func (w *worker) identity(k int) {
 		s, r := interval(h, int(i))
 		sent = append(sent, s)
 		recv = append(recv, r)
-		times = append(times, s+(r-s)/2)
+		if !big {
+			times = append(times, s+(r-s)/2)
+		}
 		if r-s >= a.w {
 			long++
 		}
@@ -514,14 +544,18 @@ func (w *worker) identity(k int) {
 			slices.Sort(defSent)
 			slices.Sort(defRecv)
 		}
-		slices.Sort(sent)
-		slices.Sort(recv)
+		if big {
+			sortAll(sent, recv)
+		} else {
+			sortAll(sent, recv, times)
+		}
 		lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
 		m[Ceiling] = float64(lower)
 		m[CeilingUpper] = float64(upper)
 		m[CeilingRatio] = float64(lower) / float64(a.l)
 		if lower > w.bestCeiling {
 			w.bestCeiling, w.worst = lower, k
+			newBest = true
 		}
 		if len(a.faults) > 0 {
 			worst := 0
@@ -535,7 +569,21 @@ func (w *worker) identity(k int) {
 	}
 
 	// Decision-time figures: the envelope, slipped and the timeline.
-	slices.Sort(times)
+	switch {
+	case big:
+		times = sent[:0]
+		for _, i := range idx {
+			times = append(times, decisionTime(h, int(i)))
+		}
+		slices.Sort(times)
+	case a.w <= 0:
+		slices.Sort(times)
+	}
+	if newBest {
+		// This identity is the worst so far: keep its sliding-window
+		// curve, while its sorted times are at hand.
+		w.sliding = slidingSeries(times, a.w, a.start, a.end, a.interval)
+	}
 	if a.w > 0 {
 		rate := sustainedRate(times, a.start, a.end, a.w)
 		m[SustainedRate] = rate
@@ -553,14 +601,28 @@ func (w *worker) identity(k int) {
 	st.metrics = m
 }
 
-// decisionTimes returns the sorted decision times of records idx.
-func (a *analyzer) decisionTimes(idx []int32) []int64 {
-	buf := make([]int64, 0, len(idx))
-	for _, i := range idx {
-		buf = append(buf, decisionTime(a.h, int(i)))
+// parallelSort is the size from which sortAll sorts its slices side by
+// side: one identity with millions of allowed requests (a fail-open run)
+// otherwise leaves the other CPUs idle.
+const parallelSort = 1 << 16
+
+// sortAll sorts each slice.
+func sortAll(ss ...[]int64) {
+	if len(ss[0]) < parallelSort {
+		for _, s := range ss {
+			slices.Sort(s)
+		}
+		return
 	}
-	slices.Sort(buf)
-	return buf
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slices.Sort(s)
+		}()
+	}
+	wg.Wait()
 }
 
 // worstOf and sumOf say how each per-identity figure becomes the
@@ -634,11 +696,7 @@ func (a *analyzer) result() Result {
 		for b, c := range a.timeline {
 			res.Timeline = append(res.Timeline, Point{At: time.Duration(a.start + int64(b)*a.interval), Value: float64(c)})
 		}
-		if a.w > 0 && len(a.idState) > 0 {
-			k := a.worst
-			times := a.decisionTimes(a.allowed[a.offsets[k]:a.offsets[k+1]])
-			res.Sliding = slidingSeries(times, a.w, a.start, a.end, a.interval)
-		}
+		res.Sliding = a.sliding
 	}
 	return res
 }
@@ -707,7 +765,7 @@ func slidingSeries(times []int64, w, start, end, step int64) []Point {
 		}
 		best = max(best, hi-lo)
 		out = append(out, Point{At: time.Duration(at), Value: float64(best)})
-		if stepEnd > end {
+		if (stepEnd > end && hi == len(times)) || len(out) > maxTimeline {
 			break
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -225,6 +226,11 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			opts.EnvelopeRate = float64(rng.IntN(2000))
 		}
 		res := Analyze(h, opts)
+		// The path for big identities (two gathers, parallel sorts) must
+		// agree with the one for small ones.
+		if big := analyze(h, opts, 1); !reflect.DeepEqual(big.PerIdentity, res.PerIdentity) || !reflect.DeepEqual(big.Sliding, res.Sliding) || !reflect.DeepEqual(big.Timeline, res.Timeline) {
+			t.Fatalf("iteration %d: big-identity path differs:\n%+v\n%+v", iter, big.PerIdentity, res.PerIdentity)
+		}
 		w := int64(h.Meta.Limit.Window)
 		l := float64(h.Meta.Limit.Count)
 		start, end := int64(math.MaxInt64), int64(math.MinInt64)
@@ -330,6 +336,28 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 				if m[AfterFaultCeiling] != float64(best) {
 					fail(k, "after_fault_ceiling %v, want %d", m[AfterFaultCeiling], best)
 				}
+			}
+		}
+		// Sliding's peak is the worst identity's most decision times in
+		// one window.
+		worstID := -1
+		for k := range h.Meta.Identities {
+			if worstID < 0 || res.PerIdentity[k].Metrics[Ceiling] > res.PerIdentity[worstID].Metrics[Ceiling] {
+				worstID = k
+			}
+		}
+		if h.Len() > 0 {
+			ts := bruteDecisionTimes(h, allowedOf(h, worstID))
+			idx := make([]int, len(ts))
+			for j := range idx {
+				idx[j] = j
+			}
+			peak := 0.0
+			for _, p := range res.Sliding {
+				peak = max(peak, p.Value)
+			}
+			if want := trueSliding(ts, idx, w); peak != float64(want) {
+				t.Fatalf("iteration %d: sliding peak %v, want %d", iter, peak, want)
 			}
 		}
 		if res.Metrics[Ceiling] != worstCeiling {
