@@ -244,7 +244,9 @@ func (e *engine) capacity() int {
 	var n float64
 	switch {
 	case p.Model == ModelClosed:
-		n = float64(p.MaxRequests)
+		// Unknowable: the target's speed decides. Start modest and let the
+		// history grow rather than reserve MaxRequests up front.
+		n = 1 << 16
 	case p.Pattern == PatternConstant:
 		n = p.Rate.PerSecond() * secs
 	case p.Pattern == PatternRamp:

@@ -280,11 +280,13 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := boundaryShape(t, h, 2, 5)
+	allowed, onTime := boundaryShape(t, h, 2, 5)
 	if len(h.Meta.Boundaries) < 2 {
 		t.Fatalf("boundaries %v; want at least 2 in 3.5 s", h.Meta.Boundaries)
 	}
-	if limitOnly := len(h.Meta.Boundaries) * 5 * 2; allowed <= limitOnly {
-		t.Fatalf("%d allowed around %d boundaries; want the boundary burst (> %d)", allowed, len(h.Meta.Boundaries), limitOnly)
+	if onTime == 0 {
+		t.Logf("no boundary batch went out on time (machine stalled?); burst not measured")
+	} else if limitOnly := onTime * 5 * 2; allowed <= limitOnly {
+		t.Fatalf("%d allowed around %d on-time boundaries; want the boundary burst (> %d)", allowed, onTime, limitOnly)
 	}
 }

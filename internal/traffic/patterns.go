@@ -327,6 +327,7 @@ func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
 	}
 	step := max(W/50, 2*time.Millisecond)
 	until := denied.Received + W + W/10
+	last := denied
 	for at := e.elapsed() + step; at <= until; at += step {
 		if !e.sleepUntil(at) {
 			return "", 0, false
@@ -335,10 +336,22 @@ func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
 		if !ok {
 			return "", 0, false
 		}
-		if r.Outcome == decision.Allowed {
-			b := decidedAt(r)
-			return e.alignOf(b), b, true
+		if r.Outcome != decision.Allowed {
+			last = r
+			continue
 		}
+		// The window rolled between the last denial and this answer. If an
+		// epoch multiple of W lies in that interval (and the interval is
+		// short enough to mean something), the windows are epoch-aligned
+		// and the boundary is exactly that multiple; otherwise this request
+		// opened its window.
+		lo, hi := last.Sent, r.Received
+		if hi-lo <= W/4 {
+			if b := e.epochAtOrAfter(lo, W); b <= hi {
+				return AlignEpoch, b, true
+			}
+		}
+		return AlignFirstRequest, decidedAt(r), true
 	}
 	return "", 0, false
 }
