@@ -64,6 +64,12 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
 	}
 	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
+	r.Status = report.StatusPass
+	for _, th := range r.Thresholds {
+		if th.Status != report.StatusPass {
+			r.Status = report.StatusFail
+		}
+	}
 	r.Notes = append(append([]string(nil), s.Notes...), notes(s.Algorithm, s.Limit, res.Metrics)...)
 	return r, nil
 }

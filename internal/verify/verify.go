@@ -113,10 +113,11 @@ func (e *env) close() {
 	}
 }
 
-func build(ctx context.Context, sc *scenario.Scenario, o Options) (e *env, err error) {
-	e = &env{}
+func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) {
+	e := &env{}
+	ok := false
 	defer func() {
-		if err != nil {
+		if !ok {
 			e.close()
 		}
 	}()
@@ -137,6 +138,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (e *env, err e
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		ok = true
 		return e, nil
 	case scenario.KindRedisScript:
 		cfg, stop, err := openRedis(ctx, spec, o)
@@ -154,6 +156,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (e *env, err e
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		ok = true
 		return e, nil
 	}
 
@@ -200,6 +203,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (e *env, err e
 			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) { set.Kill(gw) }})
 		}
 	}
+	ok = true
 	return e, nil
 }
 

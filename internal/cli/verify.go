@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/scenarios"
+)
+
+type verifyOptions struct {
+	f         *Factory
+	Paths     []string
+	Run       string
+	ReportDir string
+	Formats   []string
+}
+
+func newCmdVerify(f *Factory, runF func(*verifyOptions) error) *cobra.Command {
+	opts := &verifyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "verify [FILE|DIR ...]",
+		Short: "Run scenarios and measure what a limiter really allows",
+		Long: `Run scenarios: fire bounded, concurrent traffic through many gateways,
+record every decision, measure the true ceiling, boundary bursts, races,
+failover, fail-open/closed and latency, and check each scenario's thresholds.
+
+With no argument it runs ./scenarios when that directory exists, else the
+built-in suite embedded in rlctl (on the embedded Redis: nothing to install).
+Reports go to --report-dir/<UTC time>-<suite>/: report.json, report.md,
+junit.xml, report.html and the raw histories (for report render/merge).
+An interrupted run still writes its report, marked incomplete.
+`,
+		Example: `  rlctl verify
+  rlctl verify scenarios/ --run 'race|boundary'
+  rlctl verify my-gateway.yaml --redis redis://staging:6379 --format json,junit`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Paths = args
+			if opts.Run != "" {
+				if _, err := regexp.Compile(opts.Run); err != nil {
+					return usageError("--run: %v", err)
+				}
+			}
+			for _, fm := range opts.Formats {
+				if _, ok := report.Formats[fm]; !ok {
+					return usageError("--format %q: want json, md, junit or html", fm)
+				}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runVerify(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Run, "run", "", "run only scenarios whose name matches this regular expression")
+	fl.StringVar(&opts.ReportDir, "report-dir", "reports", "where run reports are written")
+	fl.StringSliceVar(&opts.Formats, "format", report.AllFormats, "report formats: json, md, junit, html")
+	return cmd
+}
+
+// loadSuite resolves what to run: the paths given, else ./scenarios, else
+// the embedded suite. It returns the suite's name for the report directory.
+func loadSuite(paths []string) ([]*scenario.Scenario, string, error) {
+	if len(paths) == 0 {
+		if st, err := os.Stat("scenarios"); err == nil && st.IsDir() {
+			paths = []string{"scenarios"}
+		} else {
+			scs, err := scenario.LoadFS(scenarios.FS, ".")
+			if err != nil {
+				return nil, "", exitcode.With(err, exitcode.Usage)
+			}
+			return scs, "builtin", nil
+		}
+	}
+	scs, err := scenario.Load(paths)
+	if err != nil {
+		code := exitcode.Usage
+		if errors.Is(err, fs.ErrNotExist) {
+			code = exitcode.Usage
+		}
+		return nil, "", exitcode.With(err, code)
+	}
+	name := strings.TrimSuffix(filepath.Base(filepath.Clean(paths[0])), filepath.Ext(paths[0]))
+	if len(paths) > 1 {
+		name = "suite"
+	}
+	return scs, sanitizeName(name), nil
+}
+
+func sanitizeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '-'
+	}, s)
+	if s == "" || s == "." {
+		return "suite"
+	}
+	return s
+}
+
+func runVerify(ctx context.Context, opts *verifyOptions) error {
+	f := opts.f
+	scs, suite, err := loadSuite(opts.Paths)
+	if err != nil {
+		return err
+	}
+	if opts.Run != "" {
+		re := regexp.MustCompile(opts.Run)
+		var keep []*scenario.Scenario
+		for _, s := range scs {
+			if re.MatchString(s.Name) {
+				keep = append(keep, s)
+			}
+		}
+		if len(keep) == 0 {
+			return usageError("--run %q matches none of: %s", opts.Run, strings.Join(scenario.Names(scs), ", "))
+		}
+		scs = keep
+	}
+
+	started := f.Now()
+	rep := &report.Report{Started: started.UTC(), Suite: suite}
+	dir := filepath.Join(opts.ReportDir, started.UTC().Format("20060102T150405Z")+"-"+suite)
+	vopts := verify.Options{RedisOptions: f.RedisOptions("")}
+	if f.RedisURL != "" {
+		vopts.Redis = f.RedisURL
+	}
+	var worst exitcode.Code
+	for i, sc := range scs {
+		if ctx.Err() != nil {
+			rep.Incomplete = true
+			break
+		}
+		fmt.Fprintf(f.IO.ErrOut, "[%d/%d] %s — %s\n", i+1, len(scs), sc.Name, oneLine(sc.Description))
+		bar := newProgress(f, sc.Name, sc.Traffic.Duration)
+		vopts.Progress = bar.Update
+		out, err := verify.Run(ctx, sc, vopts)
+		bar.Done()
+		if out.Interrupted {
+			rep.Incomplete = true
+		}
+		if out.History != nil {
+			if werr := saveHistory(dir, out); werr != nil {
+				fmt.Fprintf(f.IO.ErrOut, "rlctl: %v\n", werr)
+			}
+		}
+		rep.Scenarios = append(rep.Scenarios, out.Report)
+		if err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "  error: %v\n", err)
+			if c := exitcode.Of(err); c > worst && c != exitcode.Interrupted {
+				worst = c
+			}
+		}
+	}
+	rep.DurationMs = time.Since(started).Milliseconds()
+	rep.Finish()
+	if err := report.WriteDir(dir, rep, opts.Formats); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if f.JSON() {
+		if err := report.JSON(f.IO.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(f.IO.Out)
+		if err := report.Terminal(f.IO.Out, rep, f.IO.OutTTY); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "report: %s\n", dir)
+	switch {
+	case rep.Incomplete:
+		return exitcode.With(errors.New("interrupted: the report is marked incomplete"), exitcode.Interrupted)
+	case worst == exitcode.Unreachable || worst == exitcode.Usage:
+		return &silentError{code: worst}
+	case rep.Status != report.StatusPass:
+		return failed()
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+// scenarioProgress shows a running scenario's traffic: until the live bar
+// lands, a plain status line every few seconds.
+type scenarioProgress struct {
+	f    *Factory
+	name string
+	last time.Time
+}
+
+func newProgress(f *Factory, name string, planned time.Duration) *scenarioProgress {
+	return &scenarioProgress{f: f, name: name, last: time.Now()}
+}
+
+func (p *scenarioProgress) Update(s traffic.Stats) {
+	if time.Since(p.last) < 5*time.Second && !s.Done {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(p.f.IO.ErrOut, "  %s: %s/%s sent %d allowed %d denied %d errors %d dropped %d\n",
+		p.name, s.Elapsed.Round(time.Second), s.Planned, s.Sent, s.Allowed, s.Denied, s.Errors, s.Dropped)
+}
+
+func (p *scenarioProgress) Done() {}

@@ -1,0 +1,211 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/gateway"
+	"github.com/rlctl/rlctl/internal/httpgw"
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/scenario"
+)
+
+func parse(t *testing.T, doc string) *scenario.Scenario {
+	t.Helper()
+	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml")
+	if err != nil {
+		t.Fatalf("scenario: %v\n%s", err, doc)
+	}
+	return scs[0]
+}
+
+func run(t *testing.T, sc *scenario.Scenario) *Outcome {
+	t.Helper()
+	out, err := Run(context.Background(), sc, Options{})
+	if err != nil {
+		t.Fatalf("verify %s: %v", sc.Name, err)
+	}
+	return out
+}
+
+func metric(t *testing.T, out *Outcome, name string) float64 {
+	t.Helper()
+	v, ok := out.Report.Metrics[name]
+	if !ok {
+		t.Fatalf("%s: metric %s not measured; have %v", out.Report.Name, name, out.Report.Metrics)
+	}
+	return v
+}
+
+// The HTTP target against rlctl's own reference gateway, served for real on
+// loopback, with its counters in a real redis-server: two gateways share
+// one Lua fixed window, so the measured ceiling must not exceed L, and every
+// denial carries Retry-After.
+func TestHTTPTargetMeasuresRealGateway(t *testing.T) {
+	srv := redistest.Start(t)
+	l := rate.Limit{Count: 10, Window: time.Second}
+	set, err := gateway.New(context.Background(), gateway.Options{
+		N:       2,
+		Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: l, Prefix: "rl:"},
+		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1,
+			Policy: limiter.Policy{OnError: "closed", Timeout: time.Second}}},
+		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	o := httpgw.Options{Decider: set, Limit: l}
+	m := httpgw.NewMetrics(o)
+	g0 := httptest.NewServer(httpgw.Handler(o, m, 0))
+	defer g0.Close()
+	g1 := httptest.NewServer(httpgw.Handler(o, m, 1))
+	defer g1.Close()
+
+	out := run(t, parse(t, fmt.Sprintf(`name: http-gateway
+limit: 10/1s
+target:
+  kind: http
+  urls: [%s/, %s/]
+  identity: {header: X-API-Key}
+traffic:
+  rate: 100/s
+  duration: 2500ms
+  identities: 2
+thresholds:
+  - ceiling <= limit
+  - retry_after_missing == 0
+`, g0.URL, g1.URL)))
+	if out.Report.Status != report.StatusPass {
+		t.Errorf("status %s: %+v", out.Report.Status, out.Report.Thresholds)
+	}
+	if a := metric(t, out, analysis.Allowed); a < 20 {
+		t.Errorf("allowed %g over 2.5s at 10/s for 2 identities; want at least 20", a)
+	}
+	if d := metric(t, out, analysis.Denied); d == 0 {
+		t.Error("no denials at 5× the limit")
+	}
+}
+
+// Local counters behind N gateways: the measured ceiling is about N×L.
+func TestLocalCountersLeakNTimes(t *testing.T) {
+	out := run(t, parse(t, `name: local-leak
+limit: 10/1s
+target: {kind: simulated, algorithm: local-fixed-window, gateways: 5}
+traffic: {rate: 200/s, duration: 2s}
+`))
+	if r := metric(t, out, analysis.CeilingRatio); r < 4 || r > 10.5 {
+		t.Errorf("ceiling_ratio %g with 5 local gateways; want about 5 (at most 2×5 across a boundary)", r)
+	}
+}
+
+// The same deployment on a real redis-server with the exact sliding log
+// holds the published limit in every span of W; the Lua fixed window holds
+// its own envelope (at most 2L across a boundary, nothing slipped).
+func TestSharedCountersOnRealRedisHold(t *testing.T) {
+	srv := redistest.Start(t)
+	doc := `name: shared-%[1]s
+limit: 10/1s
+target: {kind: simulated, algorithm: %[1]s, gateways: 5, redis: %[2]q, timeout: 1s}
+traffic: {rate: 200/s, duration: 2s}
+`
+	log := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisSlidingLog, srv.URL())))
+	if c := metric(t, log, analysis.Ceiling); c > 10 {
+		t.Errorf("sliding log: ceiling %g; want at most 10", c)
+	}
+	fw := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisFixedWindow, srv.URL())))
+	if c := metric(t, fw, analysis.Ceiling); c > 20 {
+		t.Errorf("fixed window: ceiling %g; want at most 2L = 20", c)
+	}
+	for _, out := range []*Outcome{log, fw} {
+		if s := metric(t, out, analysis.Slipped); s != 0 {
+			t.Errorf("%s: slipped %g", out.Report.Name, s)
+		}
+	}
+}
+
+// Redis down for a while: closed endpoints refuse, open ones admit, and no
+// decision waits longer than the timeout by much.
+func TestRedisDownFollowsPolicies(t *testing.T) {
+	srv := redistest.Start(t)
+	out := run(t, parse(t, fmt.Sprintf(`name: redis-down
+limit: 10/1s
+target:
+  kind: simulated
+  algorithm: redis-fixed-window
+  gateways: 2
+  redis: %q
+  timeout: 100ms
+  endpoints:
+    - {name: login, share: 0.5, on_error: closed}
+    - {name: feed, share: 0.5, on_error: open}
+traffic: {rate: 100/s, duration: 2s}
+faults:
+  - {at: 500ms, for: 1s, action: redis-down}
+`, srv.URL())))
+	if v := metric(t, out, analysis.FailOpen); v < 10 {
+		t.Errorf("fail_open %g during a 1s outage at 50/s on the open endpoint", v)
+	}
+	if v := metric(t, out, analysis.FailClosed); v < 10 {
+		t.Errorf("fail_closed %g during a 1s outage at 50/s on the closed endpoint", v)
+	}
+	if v := metric(t, out, analysis.Max); v > 1000 {
+		t.Errorf("slowest decision %gms with a 100ms timeout", v)
+	}
+}
+
+// A failover to an empty replica lets a second quota through with
+// on_failover: trust; deny holds it back.
+func TestFailoverTrustVersusDeny(t *testing.T) {
+	doc := `name: failover-%[1]s
+limit: 20/1s
+target:
+  kind: simulated
+  algorithm: redis-fixed-window
+  gateways: 2
+  redis: spawn
+  timeout: 500ms
+  endpoints: [{name: api, share: 1, on_failover: %[1]s}]
+traffic: {rate: 100/s, duration: 2s}
+faults: [{at: 1200ms, action: failover}]
+`
+	trust := run(t, parse(t, fmt.Sprintf(doc, "trust")))
+	deny := run(t, parse(t, fmt.Sprintf(doc, "deny")))
+	tv, dv := metric(t, trust, analysis.AfterFaultCeiling), metric(t, deny, analysis.AfterFaultCeiling)
+	if tv <= 20 {
+		t.Errorf("trust: after_fault_ceiling %g; an empty replica should admit a second quota", tv)
+	}
+	if dv >= tv {
+		t.Errorf("deny: after_fault_ceiling %g not below trust's %g", dv, tv)
+	}
+}
+
+// An unreachable Redis is an error that carries exit code 3, reported
+// within the timeout, and the outcome says error.
+func TestUnreachableRedis(t *testing.T) {
+	sc := parse(t, `name: nowhere
+limit: 10/1s
+target: {kind: simulated, algorithm: redis-fixed-window, redis: "redis://127.0.0.1:1"}
+traffic: {rate: 10/s, duration: 1s}
+`)
+	start := time.Now()
+	out, err := Run(context.Background(), sc, Options{})
+	if err == nil {
+		t.Fatal("no error for an unreachable Redis")
+	}
+	if out.Report.Status != report.StatusError {
+		t.Errorf("status %q, want error", out.Report.Status)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("took %v", el)
+	}
+}

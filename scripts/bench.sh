@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# make bench: rlctl's figures beside the reference tools', each pair run in
+# this one command on this machine, printed with their ratio. Everything
+# runs on loopback and stops by itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RLCTL=${RLCTL:-bin/rlctl}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+echo "== 1. redis-fixed-window decisions/s: rlctl (50 gateways, every decision recorded) vs redis-benchmark (same EVALSHA, 50 clients)"
+rport=$(free_port)
+redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+go run ./scripts/benchtool lua redis-fixed-window >"$work/fw.lua"
+sha=$(redis-cli -p "$rport" SCRIPT LOAD "$(cat "$work/fw.lua")")
+n=1000000
+rb=$(redis-benchmark -p "$rport" -c 50 -n $n -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 | tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | cut -d' ' -f1)
+"$RLCTL" verify scripts/bench/redis-fixed-window.yaml --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/r1" --format json >/dev/null 2>"$work/v1.err" || { cat "$work/v1.err"; exit 1; }
+read -r req bad < <(go run ./scripts/benchtool rate "$work"/r1/*/report.json)
+rl=$(awk -v r="$req" 'BEGIN { printf "%.0f", r / 5 }')
+echo "   redis-benchmark: $rb req/s   rlctl: $rl decisions/s (errors+dropped: $bad)   ratio: $(ratio "$rl" "$rb")× (target ≥ 1.0)"
+redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
+
+echo "== 2. HTTP requests/s at 50 connections: rlctl (every response recorded) vs wrk, against nginx on loopback"
+hport=$(free_port)
+mkdir -p "$work/www" && echo ok >"$work/www/index.html"
+cat >"$work/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  server { listen 127.0.0.1:$hport; root $work/www; keepalive_requests 1000000; }
+}
+NGINX
+nginx -c "$work/nginx.conf" &
+pids+=($!)
+sleep 0.5
+wk=$(wrk -t 2 -c 50 -d 5s "http://127.0.0.1:$hport/index.html" | awk '/Requests\/sec/ { print $2 }')
+sed "s/PORT/$hport/" scripts/bench/http.yaml >"$work/http.yaml"
+"$RLCTL" verify "$work/http.yaml" --no-progress --report-dir "$work/r2" --format json >/dev/null 2>"$work/v2.err" || { cat "$work/v2.err"; exit 1; }
+read -r req bad < <(go run ./scripts/benchtool rate "$work"/r2/*/report.json)
+rl=$(awk -v r="$req" 'BEGIN { printf "%.0f", r / 5 }')
+echo "   wrk: $wk req/s   rlctl: $rl req/s (errors+dropped: $bad)   ratio: $(ratio "$rl" "$wk")× (target ≥ 0.8)"
+
+echo "== 3. analysis of 10 million history records (target ≤ 2 s, ≤ 48 bytes/record at peak)"
+go test -run '^$' -bench 'Analyze10M' -benchtime 1x ./internal/analysis/ | grep -E 'Benchmark|ns/op'
+
+if [ -x scripts/bench-keys.sh ]; then
+	echo "== 4. audit and repair-ttl over 1,000,000 limiter keys vs redis-cli --scan"
+	scripts/bench-keys.sh
+fi

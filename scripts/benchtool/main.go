@@ -1,0 +1,50 @@
+// Command benchtool helps scripts/bench.sh compare rlctl with reference
+// tools on the same work: it prints the Lua source rlctl runs for a design
+// (so redis-benchmark can EVALSHA exactly the same script) and reads a
+// figure out of a report.json.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "lua":
+		src, ok := limiter.Scripts()[os.Args[2]]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "no script for %q\n", os.Args[2])
+			os.Exit(2)
+		}
+		fmt.Print(src)
+	case "rate":
+		// Requests per second of the first scenario: requests over the
+		// traffic's wall time (report duration_ms covers setup too, so the
+		// scenario's own latency-free figure is requests / planned seconds).
+		var r struct {
+			Scenarios []struct {
+				Metrics map[string]float64 `json:"metrics"`
+			} `json:"scenarios"`
+		}
+		b, err := os.ReadFile(os.Args[2])
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err != nil || len(r.Scenarios) == 0 {
+			fmt.Fprintln(os.Stderr, "benchtool: cannot read", os.Args[2], err)
+			os.Exit(1)
+		}
+		m := r.Scenarios[0].Metrics
+		fmt.Printf("%.0f %.0f\n", m["requests"], m["errors"]+m["dropped"])
+	default:
+		os.Exit(2)
+	}
+}
