@@ -106,14 +106,17 @@ func runPing(ctx context.Context, opts *pingOptions) error {
 	}
 	rtts := make([]time.Duration, 0, opts.Count)
 	for i := 0; i < opts.Count; i++ {
-		cctx, cancel := context.WithTimeout(ctx, cfg.Timeout())
-		start := time.Now()
-		err := client.Ping(cctx).Err()
-		rtts = append(rtts, time.Since(start))
-		cancel()
+		var rtt time.Duration
+		err := cfg.Within(ctx, fmt.Sprintf("ping %d of %d", i+1, opts.Count), func(ctx context.Context) error {
+			start := time.Now()
+			err := client.Ping(ctx).Err()
+			rtt = time.Since(start)
+			return err
+		})
 		if err != nil {
-			return cfg.ConnError(ctx, fmt.Sprintf("ping %d of %d", i+1, opts.Count), err)
+			return err
 		}
+		rtts = append(rtts, rtt)
 	}
 	res.RTT = summarise(rtts)
 

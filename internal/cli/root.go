@@ -71,6 +71,10 @@ func Run(f *Factory, args []string, sig <-chan os.Signal, exit func(int)) int {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	err := root.ExecuteContext(ctx)
+	if err != nil && exitcode.Of(err) == exitcode.Failed && strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own error for a mistyped command name.
+		err = exitcode.With(err, exitcode.Usage)
+	}
 	if err == nil {
 		return int(exitcode.OK)
 	}
@@ -153,6 +157,13 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 			c.Long += exitCodesHelp()
 		}
 		c.SilenceUsage, c.SilenceErrors = true, true
+		// Wrong positional arguments are invalid usage (exit 2), like bad
+		// flags.
+		if check := c.Args; check != nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				return exitcode.With(check(cmd, args), exitcode.Usage)
+			}
+		}
 		for _, s := range c.Commands() {
 			addExit(s)
 		}

@@ -184,23 +184,41 @@ func (c *Config) Connect(ctx context.Context) (redis.UniversalClient, error) {
 // (connection refused, timeout, authentication), carrying
 // exitcode.Unreachable. For a Cluster every primary must answer.
 func (c *Config) Check(ctx context.Context, client redis.UniversalClient) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	return c.Within(ctx, "ping", func(ctx context.Context) error {
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+				if err := m.Ping(ctx).Err(); err != nil {
+					return fmt.Errorf("%s: %w", m.Options().Addr, err)
+				}
+				return nil
+			})
+		}
+		return client.Ping(ctx).Err()
+	})
+}
+
+// Within runs fn with a context bounded by the configured timeout and
+// returns as soon as ctx is cancelled, even while fn is still blocked in
+// a socket read (go-redis only honours deadlines, not cancellation, once a
+// command is on the wire); fn keeps running until its own deadline then.
+// An error is described by ConnError with what.
+func (c *Config) Within(ctx context.Context, what string, fn func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	errc := make(chan error, 1)
+	go func() {
+		defer cancel()
+		errc <- fn(cctx)
+	}()
 	var err error
-	if cc, ok := client.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			if err := m.Ping(ctx).Err(); err != nil {
-				return fmt.Errorf("%s: %w", m.Options().Addr, err)
-			}
-			return nil
-		})
-	} else {
-		err = client.Ping(ctx).Err()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	if err == nil {
 		return nil
 	}
-	return c.ConnError(ctx, "ping", err)
+	return c.ConnError(ctx, what, err)
 }
 
 // ConnError describes a failed Redis call as one line, "redis URL: what
