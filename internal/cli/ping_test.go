@@ -191,4 +191,3 @@ func TestSummariseMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
-
