@@ -3,6 +3,7 @@ package redisconn_test
 import (
 	"context"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ func TestConnectEveryMode(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	sentinel := redistest.StartSentinel(t, standalone)
 	tlsSrv := redistest.StartTLS(t, true)
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	aclSentinel := redistest.StartSentinel(t, acl)
 
 	tests := []struct {
 		name string
@@ -37,6 +41,8 @@ func TestConnectEveryMode(t *testing.T) {
 			}}, redisconn.ModeStandalone},
 		{"cluster", redisconn.Options{URL: cluster.URL}, redisconn.ModeCluster},
 		{"sentinel", redisconn.Options{URL: sentinel.URL}, redisconn.ModeSentinel},
+		{"unix socket", redisconn.Options{URL: "unix://" + sock + "?db=3"}, redisconn.ModeStandalone},
+		{"sentinel with acl data nodes", redisconn.Options{URL: aclSentinel.URL}, redisconn.ModeSentinel},
 		{"tls with client cert", redisconn.Options{URL: tlsSrv.URL(), TLSCA: tlsSrv.Certs.CA,
 			TLSCert: tlsSrv.Certs.ClientCert, TLSKey: tlsSrv.Certs.ClientKey}, redisconn.ModeStandalone},
 	}

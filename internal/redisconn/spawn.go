@@ -271,16 +271,6 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 	} else {
 		args = append(args, "--port", strconv.Itoa(p.Port))
 	}
-	if o.Password != "" {
-		if o.Username != "" && o.Username != "default" {
-			args = append(args, "--user", o.Username, "on", ">"+o.Password, "~*", "&*", "+@all",
-				"--user", "default", "off")
-			args = append(args, "--masteruser", o.Username)
-		} else {
-			args = append(args, "--requirepass", o.Password)
-		}
-		args = append(args, "--masterauth", o.Password)
-	}
 	if p.Role == RoleMaster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(p.Dir, "nodes.conf"),
 			"--cluster-port", strconv.Itoa(p.BusPort), "--cluster-node-timeout", "2000")
@@ -289,6 +279,43 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(replicaOf.Port))
 	}
 	return append(args, o.Args...)
+}
+
+// writeAuthConf writes the credential directives of a data node into
+// dir/auth.conf and returns its path.
+func (d *Deployment) writeAuthConf(dir string) (string, error) {
+	o := d.opts
+	var b strings.Builder
+	if o.Username != "" && o.Username != "default" {
+		fmt.Fprintf(&b, "user %s on %s ~* &* +@all\nuser default off\nmasteruser %s\n",
+			confQuote(o.Username), confQuote(">"+o.Password), confQuote(o.Username))
+	} else {
+		fmt.Fprintf(&b, "requirepass %s\n", confQuote(o.Password))
+	}
+	fmt.Fprintf(&b, "masterauth %s\n", confQuote(o.Password))
+	path := filepath.Join(dir, "auth.conf")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// confQuote quotes s as one redis.conf argument: a double-quoted string
+// where anything but printable ASCII is written \xHH, which redis.conf
+// understands.
+func confQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "\\x%02x", c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // startServer starts one data node, retrying on another port when the
@@ -312,7 +339,17 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 		}
 		p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port))
 		os.Remove(p.LogFile())
-		if err := d.run(p, d.opts.Binary, d.serverArgs(p, replicaOf)...); err != nil {
+		args := d.serverArgs(p, replicaOf)
+		if d.opts.Password != "" {
+			// Credentials go in a 0600 file, not on the command line where
+			// ps would show them.
+			conf, err := d.writeAuthConf(pdir)
+			if err != nil {
+				return nil, err
+			}
+			args = append([]string{conf}, args...)
+		}
+		if err := d.run(p, d.opts.Binary, args...); err != nil {
 			return nil, err
 		}
 		if lastErr = d.waitReady(ctx, p, false); lastErr == nil {
@@ -488,9 +525,9 @@ func (d *Deployment) startSentinel(ctx context.Context, i int, mhost, mport stri
 			port, pdir, p.LogFile(), filepath.Join(pdir, "redis.pid"), m, mhost, mport, quorum, m, m)
 		if d.opts.Password != "" {
 			if d.opts.Username != "" && d.opts.Username != "default" {
-				conf += fmt.Sprintf("sentinel auth-user %s %s\n", m, d.opts.Username)
+				conf += fmt.Sprintf("sentinel auth-user %s %s\n", m, confQuote(d.opts.Username))
 			}
-			conf += fmt.Sprintf("sentinel auth-pass %s %s\n", m, d.opts.Password)
+			conf += fmt.Sprintf("sentinel auth-pass %s %s\n", m, confQuote(d.opts.Password))
 		}
 		cfgPath := filepath.Join(pdir, "sentinel.conf")
 		// 0600: the file may hold the password.

@@ -256,3 +256,38 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// TestSpawnOddPassword: a password with spaces, quotes, backslashes, URL
+// delimiters and non-ASCII bytes survives redis.conf quoting and URL
+// escaping, and never shows on a process command line.
+func TestSpawnOddPassword(t *testing.T) {
+	const pw = "a b\"c\\d@e:f/g?h#i%j\u00e9"
+	for _, user := range []string{"", "ops@user"} {
+		t.Run("user="+user, func(t *testing.T) {
+			d := redistest.Spawn(t, redisconn.SpawnOptions{Username: user, Password: pw, Replicas: 1, Sentinels: 1})
+			for _, u := range []string{d.URL(), d.ServerURL(0)} {
+				cfg, err := redisconn.Parse(redisconn.Options{URL: u})
+				if err != nil {
+					t.Fatalf("Parse(%s): %v", redisconn.Redact(u), err)
+				}
+				if cfg.Target().Password != pw {
+					t.Fatalf("URL round trip changed the password")
+				}
+				c, err := cfg.Connect(context.Background())
+				if err != nil {
+					t.Fatalf("Connect: %v", err)
+				}
+				c.Close()
+			}
+			for _, pid := range d.Pids() {
+				cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(cmdline), "h#i") {
+					t.Errorf("pid %d has the password on its command line", pid)
+				}
+			}
+		})
+	}
+}
