@@ -418,12 +418,31 @@ func (e *engine) runPaced(pc Pacer) {
 
 // runClosed keeps Concurrency requests in flight until the duration or the
 // request budget is spent. A closed-model request is intended when sent.
+// Like every producer it returns when the schedule is over (all requests
+// sent, the duration reached or ctx cancelled), so the grace period for
+// in-flight requests starts only then.
 func (e *engine) runClosed() {
 	var hits atomic.Uint64
+	finished := make(chan struct{})
+	defer func() {
+		e.timer.Reset(max(e.p.Duration-e.elapsed(), 0))
+		select {
+		case <-finished:
+		case <-e.timer.C:
+		case <-e.ctx.Done():
+		}
+		e.timer.Stop()
+	}()
+	var loops sync.WaitGroup
+	defer func() {
+		go func() { loops.Wait(); close(finished) }()
+	}()
+	loops.Add(e.p.Concurrency)
 	e.workers.Add(e.p.Concurrency)
 	for range e.p.Concurrency {
 		go func() {
 			defer e.workers.Done()
+			defer loops.Done()
 			for e.ctx.Err() == nil {
 				hit := hits.Add(1) - 1
 				if hit >= uint64(e.p.MaxRequests) {

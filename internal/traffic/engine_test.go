@@ -120,6 +120,30 @@ func TestRunClosedDuration(t *testing.T) {
 	}
 }
 
+func TestClosedRunOutlastingGraceHasNoErrors(t *testing.T) {
+	t.Parallel()
+	// The grace period starts when the schedule ends, not when the closed
+	// model's loops start: a run longer than its grace must not have its
+	// requests cancelled.
+	lim := newWindowLimiter(1<<30, time.Hour, 2)
+	lim.delay = 2 * time.Millisecond
+	plan := Plan{Model: ModelClosed, Concurrency: 4, Duration: 600 * time.Millisecond, MaxRequests: 1 << 30}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := counts(h); c[decision.Error] != 0 || c[decision.Allowed] == 0 {
+		t.Fatalf("outcomes %v; want only allowed", c)
+	}
+	var last time.Duration
+	for i := range h.Len() {
+		last = max(last, h.At(i).Intended)
+	}
+	if last < 300*time.Millisecond {
+		t.Fatalf("last request intended at %v; the closed run stopped early", last)
+	}
+}
+
 func TestOpenModelKeepsScheduleWhenTargetSlows(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(1<<30, time.Hour, 1)
