@@ -27,7 +27,7 @@ func TestKeysMatchWhatScriptsWrite(t *testing.T) {
 	now := epoch.Add(1234 * time.Millisecond)
 	for algo, typ := range types {
 		t.Run(algo, func(t *testing.T) {
-			cfg := Config{Algorithm: algo, Limit: rate.Limit{Count: 10, Window: time.Hour}}
+			cfg := Config{Algorithm: algo, Limit: rate.Limit{Count: 10, Window: time.Hour}, Clock: ClockGateway}
 			clock := newFakeClock(now)
 			l := mustNew(t, cfg, b.client, clock.Clock())
 			id := "user:42/" + algo

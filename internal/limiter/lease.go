@@ -84,7 +84,7 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 	l := &Lease{
 		client:      client,
 		clock:       clock,
-		redisClock:  cfg.Clock == ClockRedis,
+		redisClock:  cfg.EffectiveClock() == ClockRedis,
 		prefix:      prefixOf(cfg) + tags[Leasing] + ":{",
 		limit:       cfg.Limit.Count,
 		wms:         cfg.Limit.Window.Milliseconds(),

@@ -23,6 +23,22 @@ const (
 // ErrUnknownAlgorithm is returned by New for a name not in Algorithms.
 var ErrUnknownAlgorithm = errors.New("unknown algorithm")
 
+// EffectiveClock is the clock a design reads: Config.Clock, or when empty
+// the design's natural default — Redis TIME for redis-gcra (as
+// go-redis/redis_rate does) and leasing (one clock for the global budget),
+// the gateway's clock for the others. Designs that keep no clock (the TTL
+// windows, get-incr) ignore it.
+func (cfg Config) EffectiveClock() string {
+	if cfg.Clock != "" {
+		return cfg.Clock
+	}
+	switch cfg.Algorithm {
+	case RedisGCRA, Leasing:
+		return ClockRedis
+	}
+	return ClockGateway
+}
+
 // IsLocal reports whether an algorithm keeps all its state in the gateway's
 // memory (it needs no Redis).
 func IsLocal(algorithm string) bool {

@@ -38,7 +38,7 @@ func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*s
 		algo:       cfg.Algorithm,
 		client:     client,
 		clock:      clock,
-		redisClock: cfg.Clock == ClockRedis,
+		redisClock: cfg.EffectiveClock() == ClockRedis,
 		prefix:     prefixOf(cfg) + tags[cfg.Algorithm] + ":{",
 	}
 	limit := cfg.Limit.Count
