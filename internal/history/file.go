@@ -143,11 +143,11 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 	hdr = append(hdr, meta...)
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(h.Len()))
 	cw.Write(hdr)
-	writeColumn(cw, h.intended)
-	writeColumn(cw, h.sent)
-	writeColumn(cw, h.received)
-	writeColumn(cw, h.decided)
-	writeColumn(cw, h.retryAfter)
+	writeRows(cw, h.t, 8, func(t *times) uint64 { return uint64(t.intended) })
+	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.sent) })
+	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.received) })
+	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.decided) })
+	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.retryAfter) })
 	writeColumn(cw, h.identity)
 	writeColumn(cw, h.round)
 	writeColumn(cw, h.gateway)
@@ -174,7 +174,7 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 }
 
 type fixed interface {
-	~int64 | ~int32 | ~uint32 | ~uint16 | ~uint8
+	~int64 | ~uint64 | ~int32 | ~uint32 | ~uint16 | ~uint8
 }
 
 // writeColumn writes s in chunks through a small buffer, so saving ten
@@ -190,6 +190,35 @@ func writeColumn[T fixed](w io.Writer, s []T) {
 		w.Write(buf[:k*size])
 		s = s[k:]
 	}
+}
+
+// writeRows writes one field of every row as a column of size-byte values.
+func writeRows(w io.Writer, rows []times, size int, get func(*times) uint64) {
+	var buf [4096]byte
+	for len(rows) > 0 {
+		k := min(len(rows), len(buf)/size)
+		for i := range rows[:k] {
+			putFixed(buf[i*size:], size, get(&rows[i]))
+		}
+		w.Write(buf[:k*size])
+		rows = rows[k:]
+	}
+}
+
+// readRows reads a column of 4-byte values into one field of every row.
+func readRows(r io.Reader, rows []times, set func(*times, int32)) error {
+	var buf [4096]byte
+	for len(rows) > 0 {
+		k := min(len(rows), len(buf)/4)
+		if _, err := io.ReadFull(r, buf[:4*k]); err != nil {
+			return err
+		}
+		for i := range rows[:k] {
+			set(&rows[i], int32(binary.LittleEndian.Uint32(buf[4*i:])))
+		}
+		rows = rows[k:]
+	}
+	return nil
 }
 
 func putFixed[T fixed](b []byte, size int, v T) {
@@ -276,11 +305,23 @@ func Read(r io.Reader) (*History, error) {
 		name string
 		read func() error
 	}{
-		{"intended", func() (err error) { h.intended, err = readColumn[time.Duration](cr, n); return }},
-		{"sent", func() (err error) { h.sent, err = readColumn[int32](cr, n); return }},
-		{"received", func() (err error) { h.received, err = readColumn[int32](cr, n); return }},
-		{"decided", func() (err error) { h.decided, err = readColumn[int32](cr, n); return }},
-		{"retry-after", func() (err error) { h.retryAfter, err = readColumn[int32](cr, n); return }},
+		{"intended", func() error {
+			// The first column proves the count: rows are made only
+			// once that many values actually arrived.
+			in, err := readColumn[time.Duration](cr, n)
+			if err != nil {
+				return err
+			}
+			h.t = make([]times, n)
+			for i, v := range in {
+				h.t[i].intended = v
+			}
+			return nil
+		}},
+		{"sent", func() error { return readRows(cr, h.t, func(t *times, v int32) { t.sent = v }) }},
+		{"received", func() error { return readRows(cr, h.t, func(t *times, v int32) { t.received = v }) }},
+		{"decided", func() error { return readRows(cr, h.t, func(t *times, v int32) { t.decided = v }) }},
+		{"retry-after", func() error { return readRows(cr, h.t, func(t *times, v int32) { t.retryAfter = v }) }},
 		{"identity", func() (err error) { h.identity, err = readColumn[uint32](cr, n); return }},
 		{"round", func() (err error) { h.round, err = readColumn[int32](cr, n); return }},
 		{"gateway", func() (err error) { h.gateway, err = readColumn[uint16](cr, n); return }},
@@ -323,9 +364,9 @@ func Read(r io.Reader) (*History, error) {
 // validate checks what the checksum cannot: that a well-formed file holds
 // values this package can decode.
 func (h *History) validate() error {
-	cols := [numPacked][]int32{h.sent, h.received, h.decided, h.retryAfter}
-	for c, col := range cols {
-		for i, p := range col {
+	for i := range h.t {
+		t := &h.t[i]
+		for c, p := range [numPacked]int32{t.sent, t.received, t.decided, t.retryAfter} {
 			if p&3 == tagSpecial {
 				if k := int(p >> 2); k < 0 || k > len(h.big[c]) {
 					return fmt.Errorf("%w: record %d refers to large value %d of %d", ErrFormat, i, k, len(h.big[c]))

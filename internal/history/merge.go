@@ -95,7 +95,7 @@ func Merge(hs ...*History) (*History, error) {
 	order := make([]ref, 0, total)
 	for si, s := range srcs {
 		for i := 0; i < s.h.Len(); i++ {
-			order = append(order, ref{s.h.intended[i] + s.shift, int32(si), int32(i)})
+			order = append(order, ref{s.h.t[i].intended + s.shift, int32(si), int32(i)})
 		}
 	}
 	slices.SortStableFunc(order, func(a, b ref) int { return cmp.Compare(a.at, b.at) })
