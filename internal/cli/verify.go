@@ -16,7 +16,6 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
 	"github.com/rlctl/rlctl/scenarios"
 )
@@ -149,7 +148,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 			break
 		}
 		fmt.Fprintf(f.IO.ErrOut, "[%d/%d] %s — %s\n", i+1, len(scs), sc.Name, oneLine(sc.Description))
-		bar := newProgress(f, sc.Name, sc.Traffic.Duration)
+		bar := newTrafficProgress(ctx, f, sc.Name, sc.Traffic.Duration)
 		vopts.Progress = bar.Update
 		out, err := verify.Run(ctx, sc, vopts)
 		bar.Done()
@@ -204,25 +203,3 @@ func oneLine(s string) string {
 	return s
 }
 
-// scenarioProgress shows a running scenario's traffic: until the live bar
-// lands, a plain status line every few seconds.
-type scenarioProgress struct {
-	f    *Factory
-	name string
-	last time.Time
-}
-
-func newProgress(f *Factory, name string, planned time.Duration) *scenarioProgress {
-	return &scenarioProgress{f: f, name: name, last: time.Now()}
-}
-
-func (p *scenarioProgress) Update(s traffic.Stats) {
-	if time.Since(p.last) < 5*time.Second && !s.Done {
-		return
-	}
-	p.last = time.Now()
-	fmt.Fprintf(p.f.IO.ErrOut, "  %s: %s/%s sent %d allowed %d denied %d errors %d dropped %d\n",
-		p.name, s.Elapsed.Round(time.Second), s.Planned, s.Sent, s.Allowed, s.Denied, s.Errors, s.Dropped)
-}
-
-func (p *scenarioProgress) Done() {}
