@@ -396,3 +396,25 @@ func ExampleAnalyze() {
 	fmt.Println("allowed:", m[Allowed], "ceiling:", m[Ceiling], "ratio:", m[CeilingRatio], "slipped:", m[Slipped])
 	// Output: allowed: 6 ceiling: 6 ratio: 3 slipped: 4
 }
+
+func ExampleMergeHistograms() {
+	// Two machines measured latency separately; merging their encoded
+	// histograms gives the percentiles of all requests together.
+	a, b := NewLatencyHistogram(), NewLatencyHistogram()
+	for us := int64(1); us <= 900; us++ {
+		_ = a.RecordValue(us * 1000) // 1..900 ms
+	}
+	for us := int64(901); us <= 1000; us++ {
+		_ = b.RecordValue(us * 1000) // 901..1000 ms
+	}
+	ea, _ := EncodeHistogram(a)
+	eb, _ := EncodeHistogram(b)
+	all, err := MergeHistograms(ea, eb)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m := LatencyMetrics(all)
+	fmt.Printf("p50 %.0fms p99 %.0fms\n", m[P50], m[P99])
+	// Output: p50 500ms p99 990ms
+}

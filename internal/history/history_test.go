@@ -275,3 +275,36 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestWriteFileFailureKeepsOldFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.rlh")
+	old := sampleHistory(rand.New(rand.NewPCG(9, 9)), 10)
+	if err := old.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the file should be makes the rename fail after the
+	// temporary file was written.
+	if err := New(Meta{}, 0).WriteFile(filepath.Join(dir, "missing-dir", "x.rlh")); err == nil {
+		t.Fatal("WriteFile into a missing directory succeeded")
+	}
+	sub := filepath.Join(dir, "taken")
+	if err := os.MkdirAll(filepath.Join(sub, "child"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.WriteFile(sub); err == nil {
+		t.Fatal("WriteFile over a non-empty directory succeeded")
+	}
+	back, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalHistories(t, back, old)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != "run.rlh" && e.Name() != "taken" {
+			t.Errorf("left behind %s", e.Name())
+		}
+	}
+}
