@@ -229,7 +229,7 @@ func (c *Config) ConnError(ctx context.Context, what string, err error) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return fmt.Errorf("redis %s: %s: %w", c, what, err)
 	}
-	if Classify(err) == "timed out" {
+	if k := Classify(err); k == "timed out" || k == "sentinel lookup failed" {
 		// go-redis retries may use up the deadline and hide the cause
 		// (refused, untrusted certificate); one direct attempt finds it.
 		if cause := c.diagnose(); cause != nil {
@@ -243,10 +243,13 @@ func (c *Config) ConnError(ctx context.Context, what string, err error) error {
 // configured) and returns what went wrong, or nil if that much works.
 func (c *Config) diagnose() error {
 	t := c.target
-	if t.Mode == ModeSentinel || len(t.Addrs) == 0 {
+	if len(t.Addrs) == 0 {
 		return nil
 	}
 	timeout := min(c.timeout, time.Second)
+	if t.Mode == ModeSentinel {
+		return c.diagnoseSentinels(timeout)
+	}
 	conn, err := net.DialTimeout(t.Network, t.Addrs[0], timeout)
 	if err != nil {
 		return err
@@ -326,3 +329,28 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// diagnoseSentinels asks each Sentinel for the master and explains why
+// none gave an address: go-redis reports every failure, even an unknown
+// master name, as "all sentinels are unreachable".
+func (c *Config) diagnoseSentinels(timeout time.Duration) error {
+	t := c.target
+	var errs []string
+	for _, a := range t.Addrs {
+		s := redis.NewSentinelClient(&redis.Options{Addr: a, Username: t.SentinelUsername, Password: t.SentinelPassword,
+			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1, DisableIdentity: true, Protocol: 2})
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		addr, err := s.GetMasterAddrByName(ctx, t.MasterName).Result()
+		cancel()
+		s.Close()
+		switch {
+		case errors.Is(err, redis.Nil):
+			errs = append(errs, fmt.Sprintf("sentinel %s does not know master %q", a, t.MasterName))
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("sentinel %s: %v", a, err))
+		case len(addr) == 2:
+			return nil // a Sentinel answers; the failure was elsewhere
+		}
+	}
+	return errors.New(strings.Join(errs, "; "))
+}

@@ -94,7 +94,7 @@ func TestCheckFailures(t *testing.T) {
 		{"silent server", "redis://:silent-secret@" + silent.Addr().String(), "", "timed out"},
 		{"untrusted certificate", tlsSrv.URL(), "", "TLS handshake failed"},
 		{"plain to tls port", "redis://" + tlsSrv.Addr, "", ""},
-		{"unknown sentinel master", "redis+sentinel://127.0.0.1:1/m?sentinel_password=sent-secret", "", "sentinel"},
+		{"no sentinel listens", "redis+sentinel://127.0.0.1:1/m?sentinel_password=sent-secret", "", "sentinel 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused"},
 		{"cluster nothing listens", "redis+cluster://:cl-secret@127.0.0.1:1,127.0.0.1:2", "", ""},
 	}
 	for _, tt := range tests {
