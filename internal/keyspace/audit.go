@@ -2,9 +2,10 @@ package keyspace
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,9 +165,14 @@ type hotKey struct {
 	limit int64
 }
 
+// refreshCand is a key sampled for the TTL refresh check, with its
+// first PTTL, counter value and when they were read.
 type refreshCand struct {
 	key  string
 	node Node
+	ttl  time.Duration
+	val  string
+	at   time.Time
 }
 
 // auditState is what the streaming scan keeps: counts and bounded samples,
@@ -181,7 +187,7 @@ type auditState struct {
 	big      []hotKey // by entries, bounded
 	hot      []hotKey // by ratio, bounded
 	refresh  []refreshCand
-	seenRef  int64
+	firstAt  time.Time
 	shards   map[string]*ShardStats
 	slots    map[string]int // multi-key identity → slot (bounded)
 	cross    sampler
@@ -220,7 +226,7 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		cfgs = append(cfgs, nc)
 		st.shards[n.Addr] = &ShardStats{Node: n.Addr, Keys: nc.keys, OpsPerSec: nc.ops}
 		cfgMu.Unlock()
-		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, keys, now) })
+		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, keys) })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -289,78 +295,114 @@ func isServerError(err error) bool {
 	return errors.Is(err, redis.Nil) || errors.As(err, &re)
 }
 
-func (st *auditState) page(ctx context.Context, n Node, names []string, now time.Time) error {
-	type cand struct {
-		s    *Schema
-		p    Parsed
-		typ  *redis.StatusCmd
-		ttl  *redis.DurationCmd
-		str  *redis.StringCmd
-		card *redis.IntCmd
-	}
-	var cs []cand
-	pipe := n.Client.Pipeline()
+//go:embed audit_page.lua
+var auditPageLua string
+
+var auditPageScript = redis.NewScript(auditPageLua)
+
+type auditCand struct {
+	s *Schema
+	p Parsed
+}
+
+// page audits one SCAN page: names are matched here, and the server reads
+// types, TTLs and values in one script call that answers only with the
+// keys worth reporting.
+func (st *auditState) page(ctx context.Context, n Node, names []string) error {
+	var cs []auditCand
+	var args []any
 	for _, k := range names {
 		s, p, ok := Match(st.opts.Schemas, k, "")
 		if !ok {
 			continue
 		}
-		c := cand{s: s, p: p, typ: pipe.Type(ctx, k), ttl: pipe.PTTL(ctx, k)}
+		var maxMs, thr int64
+		if max := s.MaxTTL(p); max > 0 {
+			maxMs = (max + time.Second).Milliseconds()
+		}
 		switch s.Type {
 		case TypeString:
-			c.str = pipe.Get(ctx, k)
+			if lim := limitFor(s, p); lim > 0 {
+				thr = int64(math.Ceil(st.opts.HotRatio * float64(lim)))
+			}
 		case TypeZSet:
-			c.card = pipe.ZCard(ctx, k)
+			thr = st.opts.BigKeyEntries
 		}
-		cs = append(cs, c)
+		cs = append(cs, auditCand{s, p})
+		args = append(args, k, s.Type, maxMs, thr)
 	}
-	if len(cs) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
-			return fmt.Errorf("read keys on %s: %w", n.Addr, err)
+	if len(cs) == 0 {
+		st.mu.Lock()
+		st.scanned += int64(len(names))
+		st.mu.Unlock()
+		return nil
+	}
+	res, err := auditPageScript.Run(ctx, n.Client, nil, args...).Slice()
+	if err != nil {
+		return fmt.Errorf("read keys on %s: %w", n.Addr, err)
+	}
+	if err := st.sampleRefresh(ctx, n, cs); err != nil {
+		return err
+	}
+	type report struct {
+		typ  string
+		ttl  time.Duration
+		v    int64
+		hasV bool
+	}
+	reported := map[int]report{}
+	for i := 0; i+3 < len(res); i += 4 {
+		idx, _ := res[i].(int64)
+		typ, _ := res[i+1].(string)
+		ttl, _ := res[i+2].(int64)
+		r := report{typ: typ, ttl: time.Duration(ttl) * time.Millisecond}
+		if ttl < 0 {
+			r.ttl = time.Duration(ttl)
 		}
+		if v, ok := res[i+3].(int64); ok {
+			r.v, r.hasV = v, true
+		}
+		if idx < 1 || int(idx) > len(cs) {
+			return fmt.Errorf("read keys on %s: bad reply", n.Addr)
+		}
+		reported[int(idx)-1] = r
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.scanned += int64(len(names))
-	for _, c := range cs {
-		typ := c.typ.Val()
+	counted := int64(0)
+	for i, c := range cs {
 		s, p := c.s, c.p
-		if typ != s.Type || !s.hasType(typ) {
+		r, isReported := reported[i]
+		if isReported && r.typ == "none" {
+			continue // gone since SCAN
+		}
+		if isReported && r.typ != s.Type {
 			// The type decides between layouts sharing names.
 			var ok bool
-			if s, p, ok = Match(st.opts.Schemas, p.Key, typ); !ok {
+			if s, p, ok = Match(st.opts.Schemas, p.Key, r.typ); !ok {
 				continue
 			}
 		}
+		counted++
 		st.bySchema[s.Name]++
-		st.shards[n.Addr].LimiterKeys++
-		ttl := c.ttl.Val()
-		switch {
-		case ttl == -1:
-			st.noTTL.add(p.Key)
-		case ttl > 0:
-			if max := s.MaxTTL(p); max > 0 && ttl > max+time.Second {
-				st.tooLong.add(p.Key)
-			}
-			if !s.WindowInKey && ttl > 2*st.opts.RefreshInterval {
-				// Reservoir sample, so every key has the same chance.
-				st.seenRef++
-				if len(st.refresh) < st.opts.RefreshSample {
-					st.refresh = append(st.refresh, refreshCand{p.Key, n})
-				} else if i := rand.Int64N(st.seenRef); i < int64(len(st.refresh)) {
-					st.refresh[i] = refreshCand{p.Key, n}
+		if isReported {
+			switch {
+			case r.ttl == -1:
+				st.noTTL.add(p.Key)
+			case r.ttl > 0:
+				if max := s.MaxTTL(p); max > 0 && r.ttl > max+time.Second {
+					st.tooLong.add(p.Key)
 				}
 			}
-		}
-		if c.str != nil && typ == TypeString {
-			if v, err := strconv.ParseInt(c.str.Val(), 10, 64); err == nil {
-				if lim := limitFor(s, p); lim > 0 && float64(v) >= st.opts.HotRatio*float64(lim) {
-					st.hot = keepTop(st.hot, hotKey{p.Key, float64(v) / float64(lim), v, lim}, st.opts.SampleSize)
+			if r.hasV && r.typ == TypeString {
+				if lim := limitFor(s, p); lim > 0 {
+					st.hot = keepTop(st.hot, hotKey{p.Key, float64(r.v) / float64(lim), r.v, lim}, st.opts.SampleSize)
 				}
 			}
-		}
-		if c.card != nil && typ == TypeZSet && c.card.Val() > st.opts.BigKeyEntries {
-			st.big = keepTop(st.big, hotKey{key: p.Key, ratio: float64(c.card.Val()), used: c.card.Val()}, st.opts.SampleSize)
+			if r.hasV && r.typ == TypeZSet {
+				st.big = keepTop(st.big, hotKey{key: p.Key, ratio: float64(r.v), used: r.v}, st.opts.SampleSize)
+			}
 		}
 		if st.cluster && s.MultiKey {
 			id := s.Name + "\x00" + p.ID
@@ -375,6 +417,7 @@ func (st *auditState) page(ctx context.Context, n Node, names []string, now time
 			}
 		}
 	}
+	st.shards[n.Addr].LimiterKeys += counted
 	return nil
 }
 
@@ -411,63 +454,101 @@ func (st *auditState) keysFinding() Finding {
 	return Finding{Check: CheckLimiterKeys, Severity: OK, Count: total, Message: fmt.Sprintf("%d limiter keys among %d: %s", total, st.scanned, strings.Join(parts, ", "))}
 }
 
-// checkRefresh samples each candidate's PTTL twice, RefreshInterval
-// apart. A TTL that fell by less than half the interval while the counter
-// did not restart was pushed out in between: the refresh-every-request bug
-// that keeps a window from ever rolling under steady traffic.
+// sampleRefresh takes the first PTTL samples for the refresh check from
+// the first keys the scan meets (SCAN order is hash order, as good as
+// random), so the interval before the second sample runs during the scan.
+func (st *auditState) sampleRefresh(ctx context.Context, n Node, cs []auditCand) error {
+	st.mu.Lock()
+	room := st.opts.RefreshSample - len(st.refresh)
+	st.mu.Unlock()
+	if room <= 0 {
+		return nil
+	}
+	var keys []string
+	for _, c := range cs {
+		if !c.s.WindowInKey && len(keys) < room {
+			keys = append(keys, c.p.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	pipe := n.Client.Pipeline()
+	ttls := make([]*redis.DurationCmd, len(keys))
+	vals := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		ttls[i], vals[i] = pipe.PTTL(ctx, k), pipe.Get(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
+		return fmt.Errorf("sample TTLs on %s: %w", n.Addr, err)
+	}
+	at := time.Now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.firstAt.IsZero() {
+		st.firstAt = at
+	}
+	for i, k := range keys {
+		// A key about to expire cannot show a refresh.
+		if ttl := ttls[i].Val(); ttl > 2*st.opts.RefreshInterval && len(st.refresh) < st.opts.RefreshSample {
+			st.refresh = append(st.refresh, refreshCand{key: k, node: n, ttl: ttl, val: vals[i].Val(), at: at})
+		}
+	}
+	return nil
+}
+
+// checkRefresh reads the sampled keys' PTTL a second time, at least
+// RefreshInterval after the first. A TTL that fell by less than half the
+// time elapsed, while the counter did not restart, was pushed out in
+// between: the refresh-every-request bug that keeps a window from ever
+// rolling under steady traffic.
 func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
-	f := Finding{Check: CheckTTLRefresh, Severity: OK, Message: "no TTL refreshed between two samples"}
+	f := Finding{Check: CheckTTLRefresh, Severity: OK}
 	if len(st.refresh) == 0 {
 		f.Message = "no keys to sample for TTL refreshes"
 		return f, nil
 	}
-	type probe struct {
-		ttl *redis.DurationCmd
-		val *redis.StringCmd
-	}
-	read := func() ([]probe, error) {
-		byNode := map[string][]int{}
-		nodes := map[string]Node{}
-		for i, r := range st.refresh {
-			byNode[r.node.Addr] = append(byNode[r.node.Addr], i)
-			nodes[r.node.Addr] = r.node
+	if wait := st.opts.RefreshInterval - time.Since(st.firstAt); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return f, ctx.Err()
+		case <-t.C:
 		}
-		ps := make([]probe, len(st.refresh))
-		for addr, idx := range byNode {
-			pipe := nodes[addr].Client.Pipeline()
-			for _, i := range idx {
-				ps[i] = probe{pipe.PTTL(ctx, st.refresh[i].key), pipe.Get(ctx, st.refresh[i].key)}
-			}
-			if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
-				return nil, fmt.Errorf("sample TTLs on %s: %w", addr, err)
-			}
+	}
+	byNode := map[string][]int{}
+	nodes := map[string]Node{}
+	for i, r := range st.refresh {
+		byNode[r.node.Addr] = append(byNode[r.node.Addr], i)
+		nodes[r.node.Addr] = r.node
+	}
+	ttls := make([]*redis.DurationCmd, len(st.refresh))
+	vals := make([]*redis.StringCmd, len(st.refresh))
+	ats := make([]time.Time, len(st.refresh))
+	for addr, idx := range byNode {
+		pipe := nodes[addr].Client.Pipeline()
+		for _, i := range idx {
+			ttls[i], vals[i] = pipe.PTTL(ctx, st.refresh[i].key), pipe.Get(ctx, st.refresh[i].key)
 		}
-		return ps, nil
-	}
-	first, err := read()
-	if err != nil {
-		return f, err
-	}
-	t := time.NewTimer(st.opts.RefreshInterval)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return f, ctx.Err()
-	case <-t.C:
-	}
-	second, err := read()
-	if err != nil {
-		return f, err
+		if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
+			return f, fmt.Errorf("sample TTLs on %s: %w", addr, err)
+		}
+		now := time.Now()
+		for _, i := range idx {
+			ats[i] = now
+		}
 	}
 	s := sampler{n: st.opts.SampleSize}
 	for i, r := range st.refresh {
-		a, b := first[i].ttl.Val(), second[i].ttl.Val()
-		if a <= 0 || b <= 0 {
+		b := ttls[i].Val()
+		if b <= 0 {
 			continue
 		}
-		if b > a-st.opts.RefreshInterval/2 {
-			va, errA := strconv.ParseInt(first[i].val.Val(), 10, 64)
-			vb, errB := strconv.ParseInt(second[i].val.Val(), 10, 64)
+		elapsed := ats[i].Sub(r.at)
+		if b > r.ttl-elapsed/2 {
+			va, errA := strconv.ParseInt(r.val, 10, 64)
+			vb, errB := strconv.ParseInt(vals[i].Val(), 10, 64)
 			if errA == nil && errB == nil && vb < va {
 				continue // the key expired and a new window began
 			}

@@ -16,6 +16,11 @@ var repairLua string
 
 var repairScript = redis.NewScript(repairLua)
 
+//go:embed repair_scan.lua
+var repairScanLua string
+
+var repairScanScript = redis.NewScript(repairScanLua)
+
 // RepairOptions select the keys repair-ttl looks at and how it works.
 type RepairOptions struct {
 	// Schemas are the layouts whose keys are repaired.
@@ -118,21 +123,24 @@ func (j *repairJob) page(ctx context.Context, n Node, names []string) error {
 	var ttls []time.Duration
 	var noRule int64
 	if len(cand) > 0 {
-		pipe := n.Client.Pipeline()
-		pttl := make([]*redis.DurationCmd, len(cand))
-		typ := make([]*redis.StatusCmd, len(cand))
+		// The server checks the page's PTTLs and answers only with the
+		// keys that lack one (and their types): a small reply per page.
+		args := make([]any, len(cand))
 		for i, k := range cand {
-			pttl[i] = pipe.PTTL(ctx, k)
-			typ[i] = pipe.Type(ctx, k)
+			args[i] = k
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		res, err := repairScanScript.Run(ctx, n.Client, nil, args...).Slice()
+		if err != nil {
 			return fmt.Errorf("read TTLs on %s: %w", n.Addr, err)
 		}
-		for i, k := range cand {
-			if pttl[i].Val() != -1 {
-				continue
+		for i := 0; i+1 < len(res); i += 2 {
+			pos, _ := res[i].(int64)
+			typ, _ := res[i+1].(string)
+			if pos < 1 || int(pos) > len(cand) {
+				return fmt.Errorf("read TTLs on %s: bad reply %v", n.Addr, res[i])
 			}
-			s, p, ok := Match(j.opts.Schemas, k, typ[i].Val())
+			k := cand[pos-1]
+			s, p, ok := Match(j.opts.Schemas, k, typ)
 			if !ok && j.opts.Match == "" {
 				continue
 			}
