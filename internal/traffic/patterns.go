@@ -62,15 +62,20 @@ func (e *engine) runRace() {
 	// fresh quota looks like a race. With fresh identities only windows
 	// aligned to the clock can roll mid-round, so a round that would start
 	// too close to an epoch boundary waits until just after it.
-	margin := max(W/50, time.Millisecond)
-	guard := max(W/20, 5*time.Millisecond)
+	// The guard is twice the last round's length (a first guess before
+	// that), so long windows do not make a short run wait for a boundary.
+	margin := min(max(W/50, time.Millisecond), 100*time.Millisecond)
+	guard := max(min(W/20, 250*time.Millisecond), 5*time.Millisecond)
 	var lastRound time.Duration
 	for r := range e.p.Rounds {
 		if e.ctx.Err() != nil || !e.take(int64(n)*(L-1+int64(gws))) {
 			return
 		}
 		at := e.elapsed()
-		if next := e.epochAtOrAfter(at, W); next-at < max(guard, 2*lastRound) {
+		if lastRound > 0 {
+			guard = max(2*lastRound, 5*time.Millisecond)
+		}
+		if next := e.epochAtOrAfter(at, W); next-at < guard {
 			at = next + margin
 		}
 		if at >= e.p.Duration || !e.sleepUntil(at) {
