@@ -148,6 +148,7 @@ type analyzer struct {
 	idState  []identityState
 	gwState  []gatewayState
 	allowed  []int32 // allowed record indices, grouped by identity
+	dense    []bool  // identities left out of allowed (see worker.each)
 	offsets  []int   // identity k's are allowed[offsets[k]:offsets[k+1]]
 	start    int64   // earliest Intended
 	end      int64   // latest time seen
@@ -278,14 +279,23 @@ func (a *analyzer) scan() {
 	// Group the allowed records by identity (a counting sort), so the
 	// per-identity work below touches no map and sorts only short lists.
 	a.offsets = make([]int, len(a.idState)+1)
+	a.dense = make([]bool, len(a.idState))
 	for k, st := range a.idState {
-		a.offsets[k+1] = a.offsets[k] + int(st.counts[decision.Allowed])
+		c := int(st.counts[decision.Allowed])
+		a.dense[k] = c >= a.bigIdentity && c*denseShare >= a.n
+		if a.dense[k] {
+			c = 0 // visited by filtering the history, not indexed
+		}
+		a.offsets[k+1] = a.offsets[k] + c
 	}
 	a.allowed = make([]int32, a.offsets[len(a.idState)])
 	fill := slices.Clone(a.offsets[:len(a.idState)])
 	for i := range a.n {
 		if h.Outcome(i) == decision.Allowed {
 			id := a.identity(i)
+			if a.dense[id] {
+				continue
+			}
 			a.allowed[fill[id]] = int32(i)
 			fill[id]++
 		}
@@ -449,11 +459,39 @@ func (a *analyzer) newWorker() *worker {
 	return w
 }
 
+// each calls visit with every allowed record of identity k, in history
+// order: from the grouped index, or for a dense identity (one holding a
+// large share of the run) by filtering the history itself, which saves the
+// index's 4 bytes per record where it would be largest.
+func (w *worker) each(k int, visit func(i int)) {
+	a, h := w.a, w.a.h
+	if a.dense[k] {
+		for i := range a.n {
+			if h.Outcome(i) == decision.Allowed && a.identity(i) == uint32(k) {
+				visit(i)
+			}
+		}
+		return
+	}
+	idx := a.allowed[a.offsets[k]:a.offsets[k+1]]
+	var ahead time.Duration
+	for j, i := range idx {
+		// The identity's records are scattered through the history, so
+		// each is a cache miss. Touching the one prefetchDistance ahead
+		// starts its miss early, and the CPU overlaps the waits.
+		if j+prefetchDistance < len(idx) {
+			ahead += h.Intended(int(idx[j+prefetchDistance]))
+		}
+		visit(int(i))
+	}
+	w.sink += ahead
+}
+
 // identity computes identity k's figures into a.idState[k].metrics.
 func (w *worker) identity(k int) {
 	a, h := w.a, w.a.h
 	st := &a.idState[k]
-	idx := a.allowed[a.offsets[k]:a.offsets[k+1]]
+	count := int(st.counts[decision.Allowed])
 	m := Metrics{
 		Requests: float64(st.counts[decision.Allowed] + st.counts[decision.Denied] + st.counts[decision.Error] + st.counts[decision.Dropped] + st.counts[decision.Unknown]),
 		Allowed:  float64(st.counts[decision.Allowed]),
@@ -476,11 +514,11 @@ func (w *worker) identity(k int) {
 	// times in a second gather into the sent slice once the ceiling is
 	// done, which saves a third of the scratch; its records are dense in
 	// the history, so that second visit is cheap.
-	big := len(idx) >= a.bigIdentity
-	w.sent = slices.Grow(w.sent[:0], len(idx))
-	w.recv = slices.Grow(w.recv[:0], len(idx))
+	big := count >= a.bigIdentity
+	w.sent = slices.Grow(w.sent[:0], count)
+	w.recv = slices.Grow(w.recv[:0], count)
 	if !big {
-		w.times = slices.Grow(w.times[:0], len(idx))
+		w.times = slices.Grow(w.times[:0], count)
 	}
 	sent, recv, times := w.sent, w.recv, w.times[:0]
 	newBest := false
@@ -491,15 +529,8 @@ func (w *worker) identity(k int) {
 	span := a.span
 	bestBoundary := 0
 	touched := w.touched[:0]
-	var ahead time.Duration
-	for j, i := range idx {
-		// This identity's records are scattered through the history, so
-		// each one is a cache miss. Touching the one prefetchDistance
-		// ahead starts its miss early; the CPU overlaps the waits.
-		if j+prefetchDistance < len(idx) {
-			ahead += h.Intended(int(idx[j+prefetchDistance]))
-		}
-		s, r := interval(h, int(i))
+	w.each(k, func(i int) {
+		s, r := interval(h, i)
 		sent = append(sent, s)
 		recv = append(recv, r)
 		if !big {
@@ -516,16 +547,15 @@ func (w *worker) identity(k int) {
 			}
 		}
 		if a.hasRound {
-			if rd := h.Round(int(i)); rd >= 0 {
+			if rd := h.Round(i); rd >= 0 {
 				if w.perRound[rd] == 0 {
 					touched = append(touched, rd)
 				}
 				w.perRound[rd]++
 			}
 		}
-	}
+	})
 	w.touched = touched
-	w.sink += ahead
 	if w.perBoundary != nil {
 		m[BoundaryAllowed] = float64(bestBoundary)
 	}
@@ -581,9 +611,7 @@ func (w *worker) identity(k int) {
 	switch {
 	case big:
 		times = sent[:0]
-		for _, i := range idx {
-			times = append(times, decisionTime(h, int(i)))
-		}
+		w.each(k, func(i int) { times = append(times, decisionTime(h, i)) })
 		slices.Sort(times)
 	case a.w <= 0:
 		slices.Sort(times)
@@ -609,6 +637,12 @@ func (w *worker) identity(k int) {
 	}
 	st.metrics = m
 }
+
+// denseShare: an identity holding at least 1/denseShare of all records as
+// allowed ones is visited by filtering the history instead of through the
+// index. At most denseShare identities can be dense, so at most that many
+// extra passes.
+const denseShare = 16
 
 // prefetchDistance is how many records ahead the gather touches.
 const prefetchDistance = 8
