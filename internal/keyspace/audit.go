@@ -337,7 +337,7 @@ func (st *auditState) page(ctx context.Context, n Node, names []string) error {
 		st.mu.Unlock()
 		return nil
 	}
-	res, err := auditPageScript.Run(ctx, n.Client, nil, args...).Slice()
+	res, err := runChunked(ctx, n, auditPageScript, args, 4, 4)
 	if err != nil {
 		return fmt.Errorf("read keys on %s: %w", n.Addr, err)
 	}

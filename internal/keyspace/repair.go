@@ -129,7 +129,7 @@ func (j *repairJob) page(ctx context.Context, n Node, names []string) error {
 		for i, k := range cand {
 			args[i] = k
 		}
-		res, err := repairScanScript.Run(ctx, n.Client, nil, args...).Slice()
+		res, err := runChunked(ctx, n, repairScanScript, args, 1, 2)
 		if err != nil {
 			return fmt.Errorf("read TTLs on %s: %w", n.Addr, err)
 		}

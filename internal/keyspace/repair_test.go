@@ -252,3 +252,63 @@ func TestPaceSchedulesFromStart(t *testing.T) {
 		t.Fatal("pace ahead of schedule ignored the cancelled context")
 	}
 }
+
+// TestRepairTTLManyKeys crosses SCAN pages and script chunks: exactly the
+// keys without TTL are repaired, whatever page or chunk they fall in.
+func TestRepairTTLManyKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	want := map[string]bool{}
+	for i := 0; i < 3000; i++ {
+		k := fmt.Sprintf("rl:fw:{%d}", i)
+		ttl := time.Hour
+		if i%7 == 3 {
+			ttl = 0
+			want[k] = true
+		}
+		pipe.Set(ctx, k, i, ttl)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	rep, err := Audit(ctx, c, AuditOptions{Schemas: reg.All(), RefreshInterval: time.Millisecond, LatencyProbes: 1, SampleSize: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Check == CheckNoTTL {
+			if f.Count != int64(len(want)) {
+				t.Fatalf("audit counted %d without TTL, want %d", f.Count, len(want))
+			}
+			for _, k := range f.Sample {
+				if !want[k] {
+					t.Fatalf("audit sampled %s, which has a TTL", k)
+				}
+			}
+		}
+	}
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), SampleSize: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired != int64(len(want)) || len(st.Sample) != len(want) {
+		t.Fatalf("stats %+v, want %d", st.Repaired, len(want))
+	}
+	for _, k := range st.Sample {
+		if !want[k] {
+			t.Fatalf("repaired %s, which had a TTL", k)
+		}
+	}
+	after := snapshot(t, c)
+	for k, s := range after {
+		if want[k] && s.ttl > time.Minute {
+			t.Errorf("%s: TTL %v, want the schema's 1m", k, s.ttl)
+		}
+		if !want[k] && s.ttl <= time.Minute {
+			t.Errorf("%s: TTL %v changed", k, s.ttl)
+		}
+	}
+}
