@@ -1,18 +1,92 @@
 package scenarios_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
+// The suite embedded in the binary loads cleanly and covers every point of
+// the design write-ups it is meant to show.
 func TestSuiteLoads(t *testing.T) {
 	scs, err := scenario.LoadFS(scenarios.FS, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var total time.Duration
+	seen := map[string]bool{}
 	for _, s := range scs {
-		t.Log(s.Name, s.Traffic, s.Thresholds)
+		total += s.Traffic.Duration
+		seen[s.Target.Algorithm] = true
+		if len(s.Thresholds) == 0 {
+			t.Errorf("%s states nothing: every built-in scenario needs thresholds", s.Name)
+		}
+		if s.Description == "" {
+			t.Errorf("%s has no description", s.Name)
+		}
 	}
+	for _, a := range []string{"local-fixed-window", "redis-get-incr", "redis-fixed-window",
+		"redis-fixed-window-refresh", "redis-sliding-window", "redis-token-bucket",
+		"redis-sliding-log", "leasing"} {
+		if !seen[a] {
+			t.Errorf("no built-in scenario shows %s", a)
+		}
+	}
+	if total > 75*time.Second {
+		t.Errorf("suite traffic lasts %v; it must finish within 90s on 2 cores", total)
+	}
+}
+
+// runSuite runs `rlctl verify` with no argument from a directory without
+// ./scenarios, so the embedded suite runs, and returns report.json.
+func runSuite(t *testing.T, extra ...string) map[string]any {
+	t.Helper()
+	dir := t.TempDir()
+	old, _ := os.Getwd()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(old)
+	var out, errOut bytes.Buffer
+	f := &cli.Factory{IO: &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Getenv: func(string) string { return "" }, Now: time.Now}
+	args := append([]string{"verify", "--no-progress", "--report-dir", "reports"}, extra...)
+	code := cli.Run(f, args, nil, func(int) {})
+	if code != 0 {
+		t.Fatalf("rlctl %s exited %d\n%s\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*-builtin", "report.json"))
+	if len(files) != 1 {
+		t.Fatalf("want one reports/*-builtin/report.json, found %v", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep["status"] != "pass" {
+		t.Errorf("report status %v", rep["status"])
+	}
+	return rep
+}
+
+// The main job: the built-in suite passes on the embedded Redis, with
+// nothing installed.
+func TestBuiltinSuitePassesOnEmbeddedRedis(t *testing.T) {
+	runSuite(t)
+}
+
+// The same suite on a real redis-server.
+func TestBuiltinSuitePassesOnRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	runSuite(t, "--redis", srv.URL())
 }
