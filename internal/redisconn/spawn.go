@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,7 +371,7 @@ func (d *Deployment) run(p *Process, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = p.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startOnStarterThread(cmd); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
 	p.cmd, p.Pid, p.exited = cmd, cmd.Process.Pid, make(chan struct{})
@@ -741,6 +742,35 @@ func (d *Deployment) Close() error {
 		return fmt.Errorf("remove %s: %w", d.Dir, err)
 	}
 	return nil
+}
+
+// Linux sends the parent-death signal when the *thread* that forked the
+// child exits, not the process. Go may end a thread when a goroutine that
+// locked it finishes, so children are started from one goroutine that
+// locks its thread and never ends: they die only with rlctl.
+var (
+	starterOnce sync.Once
+	starterReq  chan starterJob
+)
+
+type starterJob struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+func startOnStarterThread(cmd *exec.Cmd) error {
+	starterOnce.Do(func() {
+		starterReq = make(chan starterJob)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for job := range starterReq {
+				job.errc <- job.cmd.Start()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	starterReq <- starterJob{cmd: cmd, errc: errc}
+	return <-errc
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

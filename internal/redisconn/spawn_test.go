@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -290,4 +291,47 @@ func TestSpawnOddPassword(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpawnSurvivesSpawningThreadExit: the parent-death signal follows the
+// forking thread; a server spawned from a goroutine whose locked thread
+// then exits must keep running.
+func TestSpawnSurvivesSpawningThreadExit(t *testing.T) {
+	redistest.Binary(t)
+	var d *redisconn.Deployment
+	var err error
+	tid := onThrowawayThread(func() {
+		d, err = redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: t.TempDir()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	waitFor(t, fmt.Sprintf("thread %d to exit", tid), func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	c := redis.NewClient(&redis.Options{Addr: d.Servers[0].Addr, MaxRetries: -1})
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("server died with the thread that spawned it: %v", err)
+	}
+}
+
+// onThrowawayThread runs f on an OS thread that ends right after (a
+// goroutine that exits while locked takes its thread with it) and returns
+// that thread's id. The main thread is never ended, so it is skipped.
+func onThrowawayThread(f func()) int {
+	tidc := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == syscall.Getpid() {
+			tidc <- onThrowawayThread(f)
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+		tidc <- syscall.Gettid()
+	}()
+	return <-tidc
 }
