@@ -24,6 +24,8 @@ type Options struct {
 	// window of the published limit L per W: burst L, rate L/W. A token
 	// bucket of capacity C and refill R should pass EnvelopeBurst C and
 	// EnvelopeRate R, so its legitimate 2L-1 per window is not called a slip.
+	// Set both: once either is non-zero they are taken as given (a rate of
+	// 0 is a fixed budget of EnvelopeBurst).
 	EnvelopeBurst float64
 	EnvelopeRate  float64
 	// Interval is the step of the Timeline; 0 picks one giving about 100
@@ -124,6 +126,9 @@ func Analyze(h *history.History, opts Options) Result {
 // analyze is Analyze with the size from which an identity counts as big
 // (see worker.identity), so tests can drive both paths on small inputs.
 func analyze(h *history.History, opts Options, bigIdentity int) Result {
+	if h == nil {
+		h = history.New(history.Meta{}, 0)
+	}
 	a := newAnalyzer(h, opts)
 	a.bigIdentity = bigIdentity
 	a.scan()

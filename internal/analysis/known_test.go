@@ -418,3 +418,11 @@ func ExampleMergeHistograms() {
 	fmt.Printf("p50 %.0fms p99 %.0fms\n", m[P50], m[P99])
 	// Output: p50 500ms p99 990ms
 }
+
+func TestAnalyzeNil(t *testing.T) {
+	t.Parallel()
+	res := Analyze(nil, Options{})
+	if res.Metrics[Requests] != 0 || len(res.Timeline) != 0 {
+		t.Fatalf("Analyze(nil) = %+v, want an empty result", res)
+	}
+}
