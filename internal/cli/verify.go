@@ -202,4 +202,3 @@ func oneLine(s string) string {
 	}
 	return s
 }
-
