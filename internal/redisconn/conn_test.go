@@ -203,6 +203,16 @@ func TestOpen(t *testing.T) {
 			t.Error("spawned server still answers after stop")
 		}
 	})
+	t.Run("spawn without redis-server", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		_, _, err := redisconn.Open(ctx, "spawn", redisconn.Options{})
+		if err == nil {
+			t.Fatal("Open(spawn) succeeded without redis-server on PATH")
+		}
+		if exitcode.Of(err) != exitcode.Unreachable || !strings.Contains(err.Error(), "redis-server not found on PATH") {
+			t.Errorf("err = %v (exit %d), want exit 3 and an instruction", err, exitcode.Of(err))
+		}
+	})
 	t.Run("url", func(t *testing.T) {
 		s := redistest.Start(t)
 		cfg, stop, err := redisconn.Open(ctx, s.URL(), redisconn.Options{URL: "ignored://"})

@@ -3,6 +3,8 @@ package redisconn
 import (
 	"context"
 	"strings"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
 )
 
 // Special values of a redis spec (the --redis flag, a scenario's redis:).
@@ -17,14 +19,15 @@ const (
 // "spawn" a real redis-server on a free port, anything else is parsed as a
 // URL (opts.URL is ignored; the TLS settings, timeout and Getenv apply).
 // The returned stop function stops what Open started (a no-op for a URL)
-// and is never nil when err is nil.
+// and is never nil when err is nil. A bad URL carries exitcode.Usage; a
+// server that cannot be started carries exitcode.Unreachable.
 func Open(ctx context.Context, spec string, opts Options) (*Config, func() error, error) {
 	noop := func() error { return nil }
 	switch strings.TrimSpace(spec) {
 	case SpecEmbedded:
 		e, err := StartEmbedded(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, exitcode.With(err, exitcode.Unreachable)
 		}
 		opts.URL = e.URL()
 		c, err := Parse(opts)
@@ -37,7 +40,8 @@ func Open(ctx context.Context, spec string, opts Options) (*Config, func() error
 	case SpecSpawn:
 		d, err := Spawn(ctx, SpawnOptions{})
 		if err != nil {
-			return nil, nil, err
+			// No Redis to talk to: the same outcome as one that is down.
+			return nil, nil, exitcode.With(err, exitcode.Unreachable)
 		}
 		opts.URL = d.URL()
 		c, err := Parse(opts)
