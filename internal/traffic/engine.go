@@ -26,6 +26,10 @@ type job struct {
 	// wg, when set, is told when the request is done (or dropped): the
 	// boundary and race patterns wait for their batches.
 	wg *sync.WaitGroup
+	// lastAllowed, when set, keeps the latest Received offset of the
+	// batch's allowed requests: the boundary pattern needs to know when the
+	// windows its batch opened will have ended.
+	lastAllowed *atomic.Int64
 }
 
 // engine is one run's state. The producer (the pattern) is one goroutine;
@@ -131,6 +135,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 
 	hookCtx, cancelHooks := context.WithCancel(ctx)
 	var hooks sync.WaitGroup
+	var endedAt atomic.Int64 // offset at which the run's traffic ended
 	for _, hk := range o.Hooks {
 		if hk.Fn == nil || hk.At >= p.Duration {
 			continue
@@ -144,6 +149,12 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 			case <-tm.C:
 				hk.Fn(hookCtx)
 			case <-hookCtx.Done():
+				// A starved goroutine may see both ready at once; a hook
+				// that was due before the run ended still runs (with the
+				// cancelled context, so it can do the least).
+				if ctx.Err() == nil && hk.At <= time.Duration(endedAt.Load()) {
+					hk.Fn(hookCtx)
+				}
 			}
 		}()
 	}
@@ -206,6 +217,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	}
 	close(e.results)
 	<-consumed
+	endedAt.Store(int64(e.elapsed()))
 	cancelHooks()
 	hooks.Wait()
 	close(progressDone)
@@ -271,6 +283,9 @@ func (e *engine) startWorkers(n int) {
 			defer e.workers.Done()
 			for j := range e.jobs {
 				r, _ := e.exec(j)
+				if j.lastAllowed != nil && r.Outcome == decision.Allowed {
+					storeMax(j.lastAllowed, int64(r.Received))
+				}
 				e.free.Add(1)
 				e.results <- r
 				if j.wg != nil {
@@ -278,6 +293,16 @@ func (e *engine) startWorkers(n int) {
 				}
 			}
 		}()
+	}
+}
+
+// storeMax raises a to v unless it is already higher.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
 	}
 }
 

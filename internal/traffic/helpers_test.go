@@ -136,3 +136,29 @@ func counts(h *history.History) map[decision.Outcome]int {
 	}
 	return c
 }
+
+// errorsSeen wraps a target and keeps the first few error messages, so a
+// failing test can say what went wrong.
+type errorsSeen struct {
+	Target
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (e *errorsSeen) Do(ctx context.Context, r Request) Response {
+	resp := e.Target.Do(ctx, r)
+	if resp.Err != nil {
+		e.mu.Lock()
+		if len(e.msgs) < 5 {
+			e.msgs = append(e.msgs, resp.Err.Error())
+		}
+		e.mu.Unlock()
+	}
+	return resp
+}
+
+func (e *errorsSeen) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprint(e.msgs)
+}

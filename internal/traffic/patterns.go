@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
@@ -84,17 +85,22 @@ func (e *engine) runRace() {
 		began := e.elapsed()
 		endpoint := uint8(r % e.endpoints)
 		first := uint32(r * n)
-		e.prefill(first, n, L-1, endpoint)
-		e.release(first, n, gws, int32(r), endpoint)
-		e.rounds++
+		if !e.prefill(first, n, L-1, endpoint) {
+			return
+		}
+		ok := e.release(first, n, gws, int32(r), endpoint)
+		e.rounds++ // released, even if not every answer came back in time
+		if !ok {
+			return
+		}
 		lastRound = e.elapsed() - began
 	}
 }
 
 // prefill sends count requests for each of n identities from first, a few
 // at a time, and waits for all of them: the race needs the quota held at
-// L−1 before the release.
-func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) {
+// L−1 before the release. False when the run ended first.
+func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) bool {
 	const lanes = 8
 	var wg sync.WaitGroup
 	for i := range n {
@@ -116,12 +122,13 @@ func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) {
 			}()
 		}
 	}
-	wg.Wait()
+	return e.wait(&wg)
 }
 
 // release sends one request per identity through every gateway at the same
 // instant: every goroutine is parked at a closed-channel barrier first.
-func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8) {
+// False when the run ended before every answer came back.
+func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8) bool {
 	var ready, done sync.WaitGroup
 	gate := make(chan struct{})
 	var at time.Duration
@@ -142,7 +149,7 @@ func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8) 
 	ready.Wait()
 	at = e.elapsed() // written before close(gate), which orders it before every read
 	close(gate)
-	done.Wait()
+	return e.wait(&done)
 }
 
 // runBoundary fires the quota L per identity just before a window boundary
@@ -164,6 +171,7 @@ func (e *engine) runBoundary() {
 		}
 		e.boundaries = append(e.boundaries, b)
 		var wg sync.WaitGroup
+		var lastAllowed atomic.Int64
 		for j := int64(0); j < 2*L; j++ {
 			at := b - span + span*time.Duration(j)/time.Duration(L)
 			if j >= L {
@@ -175,15 +183,25 @@ func (e *engine) runBoundary() {
 			for i := range n {
 				id := uint32(i)
 				wg.Add(1)
-				e.dispatch(job{
+				jb := job{
 					intended: at, identity: id, round: k,
 					gateway: uint16(e.bal.Pick(id, seq[i])), endpoint: 0, wg: &wg,
-				})
+				}
+				if j >= L {
+					jb.lastAllowed = &lastAllowed
+				}
+				e.dispatch(jb)
 				seq[i]++
 			}
 		}
-		wg.Wait()
-		notBefore = b + W + span
+		if !e.wait(&wg) {
+			return
+		}
+		// The windows the "after" batch opened (where windows open at a
+		// first request) end W after its allowed requests were decided; a
+		// batch that went out late must not make the next probe land in
+		// them.
+		notBefore = max(b+W+span, time.Duration(lastAllowed.Load())+W+2*time.Millisecond)
 	}
 }
 
@@ -249,16 +267,52 @@ func (e *engine) probe(seq []uint64) ([]history.Record, []Response, bool) {
 	if e.ctx.Err() != nil || !e.take(int64(n)) {
 		return nil, nil, false
 	}
-	recs, resps := make([]history.Record, n), make([]Response, n)
+	jobs := make([]job, n)
+	at := e.elapsed()
 	for i := range n {
 		id := uint32(i)
-		recs[i], resps[i] = e.do(job{
-			intended: e.elapsed(), identity: id, round: history.NoRound,
-			gateway: uint16(e.bal.Pick(id, seq[i])),
-		})
+		jobs[i] = job{intended: at, identity: id, round: history.NoRound, gateway: uint16(e.bal.Pick(id, seq[i]))}
 		seq[i]++
 	}
+	return e.doAll(jobs)
+}
+
+// doAll makes the requests at once, each on its own goroutine, and waits
+// for their answers; false when the run ended first (the answers still get
+// recorded when they come).
+func (e *engine) doAll(jobs []job) ([]history.Record, []Response, bool) {
+	recs, resps := make([]history.Record, len(jobs)), make([]Response, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		e.side.Add(1)
+		go func() {
+			defer e.side.Done()
+			defer wg.Done()
+			recs[i], resps[i] = e.do(j)
+		}()
+	}
+	if !e.wait(&wg) {
+		return nil, nil, false
+	}
 	return recs, resps, true
+}
+
+// wait waits for wg, but not past the run's duration or its cancellation:
+// a target that stops answering must not hold a pattern forever.
+func (e *engine) wait(wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	e.timer.Reset(max(e.p.Duration-e.elapsed(), 0))
+	defer e.timer.Stop()
+	select {
+	case <-done:
+		return true
+	case <-e.timer.C:
+		return false
+	case <-e.ctx.Done():
+		return false
+	}
 }
 
 // openedAt is when the allowed probes opened their windows (the median).
@@ -304,12 +358,15 @@ func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
 		if e.ctx.Err() != nil || !e.take(1) {
 			return history.Record{}, Response{}, false
 		}
-		r, resp := e.do(job{
+		recs, resps, ok := e.doAll([]job{{
 			intended: e.elapsed(), round: history.NoRound,
 			gateway: uint16(e.bal.Pick(0, seq[0])),
-		})
+		}})
 		seq[0]++
-		return r, resp, true
+		if !ok {
+			return history.Record{}, Response{}, false
+		}
+		return recs[0], resps[0], true
 	}
 	var denied history.Record
 	found := false

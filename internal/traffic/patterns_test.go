@@ -243,3 +243,37 @@ func TestBoundary(t *testing.T) {
 		})
 	}
 }
+
+func TestPatternsBoundedWhenTargetHangs(t *testing.T) {
+	t.Parallel()
+	lim := rate.Limit{Count: 3, Window: 200 * time.Millisecond}
+	tests := []struct {
+		name string
+		plan Plan
+	}{
+		{"race", Plan{Pattern: PatternRace, Rounds: 10}},
+		{"boundary epoch", Plan{Pattern: PatternBoundary, Align: AlignEpoch}},
+		{"boundary first request", Plan{Pattern: PatternBoundary, Align: AlignFirstRequest}},
+		{"boundary auto", Plan{Pattern: PatternBoundary, Align: AlignAuto}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			hang := newWindowLimiter(3, lim.Window, 2)
+			hang.delay = time.Hour // answers only when cancelled
+			p := tt.plan
+			p.Limit, p.Duration, p.MaxRequests = lim, 600*time.Millisecond, 10000
+			began := time.Now()
+			h, err := Run(context.Background(), NewSimulated(hang), p, RunOptions{Grace: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(began); took > 5*time.Second {
+				t.Fatalf("run against a hanging target took %v", took)
+			}
+			if c := counts(h); h.Len() == 0 || c[decision.Error]+c[decision.Dropped] != h.Len() {
+				t.Fatalf("outcomes %v; every request should come back as an error (or be dropped)", c)
+			}
+		})
+	}
+}
