@@ -110,6 +110,11 @@ func (p *Process) kill() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
+	if !p.Alive() {
+		// Already reaped: its pid (and group id) may belong to someone
+		// else by now.
+		return
+	}
 	// The process leads its own group (Setpgid), so -pid reaches it and
 	// anything it forked.
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -656,7 +661,8 @@ func (d *Deployment) Promote(ctx context.Context, i int) error {
 }
 
 // Failover asks the first Sentinel for a failover and waits until it
-// reports a new primary address, which it returns.
+// reports a new primary address, which it returns, or until ctx ends (so
+// bound ctx).
 func (d *Deployment) Failover(ctx context.Context) (string, error) {
 	if len(d.Sentinels) == 0 {
 		return "", errors.New("failover: no Sentinels")
