@@ -5,19 +5,14 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-func TestGoRedisLogIsQuietThenRedacted(t *testing.T) {
+// TestLogOutputIsRedacted: go-redis log lines, once routed somewhere, lose
+// their passwords. (That they are silent by default is asserted end to end:
+// the ping scripts require a one-line stderr.)
+func TestLogOutputIsRedacted(t *testing.T) {
 	ctx := context.Background()
-	// By default go-redis's own log lines (here: failed dials) go nowhere.
 	var buf bytes.Buffer
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
-	_ = c.Ping(ctx).Err()
-	c.Close()
-
 	SetLogOutput(&buf)
 	defer SetLogOutput(nil)
 	sink.Printf(ctx, "redis: reconnect to %s failed", "redis://ops:hunter2@10.0.0.1:6379")
