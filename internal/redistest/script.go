@@ -28,9 +28,10 @@ import (
 //	redis-cluster NAME
 //	    a 3-master Cluster; exports NAME_URL (redis+cluster://) and
 //	    NAME_ADDR (the first master).
-//	redis-sentinel NAME
-//	    a primary watched by one Sentinel as "mymaster"; exports NAME_URL
-//	    (redis+sentinel://), NAME_ADDR (the Sentinel) and NAME_PRIMARY_URL.
+//	redis-sentinel NAME [--replicas N]
+//	    a primary (and N replicas) watched by one Sentinel as "mymaster";
+//	    exports NAME_URL (redis+sentinel://), NAME_ADDR (the Sentinel),
+//	    NAME_PRIMARY_URL and NAME_REPLICA0_URL, NAME_REPLICA1_URL, ...
 //	redis-cli-cmd URLVAR command [args...]
 //	    runs one command against the URL in $URLVAR (any rlctl URL form)
 //	    and prints the reply: strings as they are, integers in decimal,
@@ -107,11 +108,26 @@ func cmdRedisCluster(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdRedisSentinel(ts *testscript.TestScript, neg bool, args []string) {
-	name := scriptName(ts, neg, args, "redis-sentinel NAME")
-	d := spawnFor(ts, redisconn.SpawnOptions{Sentinels: 1})
+	const usage = "redis-sentinel NAME [--replicas N]"
+	name := scriptName(ts, neg, args, usage)
+	opts := redisconn.SpawnOptions{Sentinels: 1}
+	switch {
+	case len(args) == 3 && args[1] == "--replicas":
+		n, err := strconv.Atoi(args[2])
+		if err != nil || n < 0 {
+			ts.Fatalf("usage: %s", usage)
+		}
+		opts.Replicas = n
+	case len(args) != 1:
+		ts.Fatalf("usage: %s", usage)
+	}
+	d := spawnFor(ts, opts)
 	ts.Setenv(name+"_URL", d.URL())
 	ts.Setenv(name+"_ADDR", d.Sentinels[0].Addr)
 	ts.Setenv(name+"_PRIMARY_URL", d.ServerURL(0))
+	for i := 1; i < len(d.Servers); i++ {
+		ts.Setenv(fmt.Sprintf("%s_REPLICA%d_URL", name, i-1), d.ServerURL(i))
+	}
 }
 
 func cmdRedisCliCmd(ts *testscript.TestScript, neg bool, args []string) {
