@@ -585,8 +585,8 @@ func (w *worker) identity(k int) {
 					defRecv = append(defRecv, recv[j])
 				}
 			}
-			slices.Sort(defSent)
-			slices.Sort(defRecv)
+			sortTimes(defSent)
+			sortTimes(defRecv)
 		}
 		if big {
 			sortAll(sent, recv)
@@ -617,9 +617,9 @@ func (w *worker) identity(k int) {
 	case big:
 		times = sent[:0]
 		w.each(k, func(i int) { times = append(times, decisionTime(h, i)) })
-		slices.Sort(times)
+		sortTimes(times)
 	case a.w <= 0:
-		slices.Sort(times)
+		sortTimes(times)
 	}
 	if newBest {
 		// This identity is the worst so far: keep its sliding-window
@@ -661,7 +661,7 @@ const parallelSort = 1 << 16
 func sortAll(ss ...[]int64) {
 	if len(ss[0]) < parallelSort {
 		for _, s := range ss {
-			slices.Sort(s)
+			sortTimes(s)
 		}
 		return
 	}
@@ -670,7 +670,7 @@ func sortAll(ss ...[]int64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slices.Sort(s)
+			sortTimes(s)
 		}()
 	}
 	wg.Wait()
