@@ -41,10 +41,11 @@ func FuzzSortTimes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := make([]int64, flagSortMin+len(b))
 		for i := range s {
-			s[i] = int64(b[i%max(1, len(b))%256]) << (i % 50) // spread and repeat
 			if len(b) == 0 {
 				s[i] = int64(i % 7)
+				continue
 			}
+			s[i] = int64(b[i%len(b)]) << (i % 50) // spread and repeat
 		}
 		want := slices.Clone(s)
 		slices.Sort(want)
