@@ -51,6 +51,11 @@ func BenchmarkDecision(b *testing.B) {
 		l, _ := New(Config{Algorithm: RedisFixedWindow, Limit: limit}, s.Client(b), nil)
 		benchAllow(b, WithPolicy(l, Policy{OnError: OnErrorOpen}, limit))
 	})
+	b.Run("policy/leasing", func(b *testing.B) {
+		l, _ := New(Config{Algorithm: Leasing, Limit: limit}, s.Client(b), nil)
+		defer l.(*Lease).Close()
+		benchAllow(b, WithPolicy(l, Policy{OnError: OnErrorOpen}, limit))
+	})
 	b.Run("policy/context", func(b *testing.B) {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
 		defer c.Close()

@@ -4,6 +4,48 @@
 // bucket, sliding window counter, sliding log, GCRA) and leasing; plus the
 // failure policies (on_error, on_failover) that wrap a Redis design.
 //
-// Lua lives in .lua files embedded with go:embed and runs with EVALSHA.
-// limiter knows nothing of traffic, histories or reports.
+// New builds one design for one gateway: the gateway's Redis client (its
+// own pool) and its clock, possibly skewed. limiter knows nothing of
+// traffic, histories or reports.
+//
+// # Lua
+//
+// Each check-and-update is one script in lua/, embedded with go:embed and
+// prefixed with a small shared prelude (now_of: the gateway's time passed
+// as ARGV in µs, or Redis TIME). Scripts run with EVALSHA and fall back to
+// EVAL on NOSCRIPT (go-redis Script.Run): one round trip, atomic. Every
+// script answers {allowed, remaining, retry_ms, reset_ms, server_us}, with
+// server_us -1 when the time came from the gateway; Decision.ServerTime is
+// set from it. Scripts that read TIME before writing rely on effects
+// replication (Redis 5 and later; the only mode since 7).
+//
+// Windowed designs (clock window, sliding window, leasing) get their base
+// key rl:<tag>:{id} in KEYS and append the window index inside the script;
+// the {id} hash tag keeps every key of an identity in one Cluster slot, so
+// this is safe on Redis Cluster too. KeyPattern documents the layout.
+//
+// # Clocks
+//
+// Config.Clock picks the clock a design reads: "gateway" (the caller's,
+// skewable) or "redis" (TIME inside the script). Empty means the natural
+// default (EffectiveClock): redis for redis-gcra and leasing, gateway for
+// the rest. The TTL-based designs (fixed window, its refresh bug,
+// get-incr) read no clock: Redis expiry ends their windows.
+//
+// # Failure policies
+//
+// WithPolicy bounds every call with a timeout (a goroutine per call stops
+// waiting at the deadline unless the client honours context deadlines
+// itself, see HonorsContext) and turns errors into decisions: on_error
+// open (By=fail-open), closed (By=fail-closed) or local (a tenth of the
+// limit per gateway, By=fallback). on_failover: deny reads a marker key
+// (rl:marker) in the background, at most every CheckEvery and only while
+// requests arrive; a marker that vanished or changed means the server is
+// not the one the gateway started with, and the gateway denies for one
+// window (By=fallback).
+//
+// # Leasing
+//
+// A Lease spends slices of a per-window budget in memory and tops up in
+// the background; see Lease for the bound it promises and how it denies.
 package limiter

@@ -115,9 +115,20 @@ func DefaultLeaseSize(limit int64) int64 { return max(1, limit/10) }
 
 // Allow implements Limiter.
 func (l *Lease) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
+	if d, ok := l.allowLocal(id, cost); ok {
+		return d, nil
+	}
+	return l.allowRemote(ctx, id, cost)
+}
+
+// allowLocal decides from memory when it can: budget left in the slice, or
+// a window Redis already said is spent. ok is false when only Redis can
+// answer.
+func (l *Lease) allowLocal(id string, cost int64) (d Decision, ok bool) {
 	now := l.clock()
 	i := shardOf(id)
 	l.mu[i].Lock()
+	defer l.mu[i].Unlock()
 	s := l.state[i][id]
 	if s == nil {
 		s = &slice{size: l.size}
@@ -125,24 +136,29 @@ func (l *Lease) Allow(ctx context.Context, id string, cost int64) (Decision, err
 	}
 	l.expire(s, now)
 	if s.left >= cost {
-		d := l.spend(s, id, cost, now)
-		l.mu[i].Unlock()
-		return d, nil
+		return l.spend(s, id, cost, now), true
 	}
 	if now.Before(s.spentOut) {
 		wait := s.spentOut.Sub(now)
-		l.mu[i].Unlock()
-		return Decision{RetryAfter: wait, Reset: wait, By: decision.ByLease}, nil
+		return Decision{RetryAfter: wait, Reset: wait, By: decision.ByLease}, true
 	}
-	want := l.want(s, now)
+	return Decision{}, false
+}
+
+// allowRemote asks Redis for a slice for a request that found nothing
+// left to spend.
+func (l *Lease) allowRemote(ctx context.Context, id string, cost int64) (Decision, error) {
+	i := shardOf(id)
+	l.mu[i].Lock()
+	s := l.state[i][id]
+	want := l.want(s, l.clock())
 	l.mu[i].Unlock()
 
-	// Nothing left to spend: this request asks Redis for a slice itself.
 	g, err := l.grant(ctx, id, want)
 	if err != nil {
 		return Decision{}, err
 	}
-	now = l.clock()
+	now := l.clock()
 	l.mu[i].Lock()
 	defer l.mu[i].Unlock()
 	l.take(s, g, want, now)

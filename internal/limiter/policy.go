@@ -147,6 +147,13 @@ func (w *policied) Allow(ctx context.Context, id string, cost int64) (Decision, 
 			}
 		}
 	}
+	if lf, ok := w.inner.(*Lease); ok {
+		// budget already leased is spent at memory speed: no deadline, no
+		// goroutine, and no policy, since Redis is not involved
+		if d, ok := lf.allowLocal(id, cost); ok {
+			return d, nil
+		}
+	}
 	d, err := w.call(ctx, id, cost)
 	if err == nil {
 		return d, nil
