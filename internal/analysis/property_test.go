@@ -217,7 +217,11 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*max(1, math.Abs(a), 
 func TestAnalyzeMatchesBruteForce(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(42, 7))
-	for iter := range 500 {
+	iterations := 2000
+	if raceEnabled {
+		iterations = 300
+	}
+	for iter := range iterations {
 		tr := randomRun(rng)
 		h := tr.h
 		opts := Options{}
