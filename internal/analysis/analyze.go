@@ -155,8 +155,8 @@ type analyzer struct {
 	allowed  []int32 // allowed record indices, grouped by identity
 	dense    []bool  // identities left out of allowed (see worker.each)
 	offsets  []int   // identity k's are allowed[offsets[k]:offsets[k+1]]
-	start    int64   // earliest Intended
-	end      int64   // latest time seen
+	start    int64   // earliest time seen (Intended, Sent, Decided)
+	end      int64   // latest time seen (Intended, Received, Decided)
 	maxRound int32
 	hasRound bool
 
@@ -172,7 +172,6 @@ type analyzer struct {
 	bigIdentity int
 	worst       int // identity with the highest ceiling
 	sliding     []Point
-	res         Result
 }
 
 func newAnalyzer(h *history.History, opts Options) *analyzer {
@@ -513,12 +512,13 @@ func (w *worker) identity(k int) {
 	// through the history, so each visit is a cache miss: visit once)
 	// collects the interval ends and decision times, and counts boundaries
 	// and race rounds on the way.
+	//
 	// Scratch grows to the largest identity this worker meets, and no
 	// further: one huge identity costs one worker's memory, not all. A big
 	// identity (a fail-open run's millions of allowed) gets its decision
 	// times in a second gather into the sent slice once the ceiling is
-	// done, which saves a third of the scratch; its records are dense in
-	// the history, so that second visit is cheap.
+	// done: a third less scratch where scratch is largest, for one more
+	// pass where a pass is cheapest relative to its sorts.
 	big := count >= a.bigIdentity
 	w.sent = slices.Grow(w.sent[:0], count)
 	w.recv = slices.Grow(w.recv[:0], count)
