@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/history"
 )
@@ -97,5 +98,49 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Ctrl-C during verify stops the traffic, still writes every report with
+// what was measured, marks it incomplete and exits 130.
+func TestVerifyInterruptedWritesIncompleteReport(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "long.yaml")
+	os.WriteFile(scen, []byte(`name: long
+limit: 10/1s
+target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
+traffic: {rate: 50/s, duration: 30s}
+`), 0o644)
+	f, errOut := testFactory(&syncBuffer{}, nil)
+	sig := make(chan os.Signal, 2)
+	done := make(chan int)
+	go func() {
+		done <- Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, sig, noExit(t))
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	sig <- os.Interrupt
+	select {
+	case code := <-done:
+		if code != 130 {
+			t.Fatalf("exit %d, want 130: %s", code, errOut.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("verify did not stop after the interrupt")
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "r", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("runs: %v", runs)
+	}
+	r := readReportJSON(t, runs[0])
+	if r["status"] != "incomplete" {
+		t.Errorf("status %v, want incomplete", r["status"])
+	}
+	if n := scenarioMetrics(t, r)["requests"].(float64); n < 20 || n > 500 {
+		t.Errorf("%g requests recorded in about 1.5s at 50/s", n)
+	}
+	for _, name := range []string{"report.md", "junit.xml", "report.html", "histories/long.rlh"} {
+		if _, err := os.Stat(filepath.Join(runs[0], name)); err != nil {
+			t.Errorf("interrupted run lacks %s", name)
+		}
 	}
 }
