@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# bench-keys.sh: how rlctl audit and rlctl keys repair-ttl compare with a
+# bare key listing on a large keyspace, and what latency other clients see
+# meanwhile.
+#
+# Starts a fresh redis-server on a free loopback port, loads N limiter keys
+# (default 1,000,000; BROKEN of them without TTL, default 10,000), then times
+#   1. redis-cli --scan            (the bare listing; COUNT 10 where supported)
+#   2. rlctl audit                 (one full pass)
+#   3. rlctl keys repair-ttl       (repairs the BROKEN keys)
+# and prints each rlctl time as a ratio of the listing (targets: audit <= 0.25,
+# repair-ttl <= 0.3) and the p99 PING latency a separate client saw during
+# each run (target < 2 ms), measured with redis-benchmark in short rounds.
+#
+# Usage: scripts/bench-keys.sh            (N=100000 BROKEN=1000 for a quick run)
+set -euo pipefail
+
+N=${N:-1000000}
+BROKEN=${BROKEN:-10000}
+cd "$(dirname "$0")/.."
+
+for bin in redis-server redis-cli redis-benchmark go awk; do
+	command -v "$bin" >/dev/null || { echo "bench-keys: $bin not found" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+	--logfile "$tmp/redis.log" --daemonize no &
+pid=$!
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+url="redis://127.0.0.1:$port"
+
+go build -o "$tmp/rlctl" ./cmd/rlctl
+
+echo "loading $N limiter keys ($BROKEN without TTL) into $url ..."
+awk -v n="$N" -v broken="$BROKEN" 'BEGIN {
+	every = int(n / broken); if (every < 1) every = 1
+	for (i = 0; i < n; i++) {
+		k = "rl:fw:{u" i "}"
+		if (i % every == 0 && b < broken) {
+			b++
+			printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n1\r\n", length(k), k
+		} else {
+			printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n1\r\n$2\r\nEX\r\n$4\r\n3600\r\n", length(k), k
+		}
+	}
+}' | redis-cli -p "$port" --pipe >/dev/null
+echo "keys: $(redis-cli -p "$port" dbsize)"
+
+now() { date +%s.%N; }
+
+# probe runs short redis-benchmark rounds until $tmp/stop exists and
+# prints the worst and the median p99 (ms) of the rounds.
+probe() {
+	rm -f "$tmp/stop" "$tmp/p99"
+	while [ ! -e "$tmp/stop" ]; do
+		redis-benchmark -p "$port" -t ping -n 2000 -c 1 --csv 2>/dev/null |
+			awk -F'"' '/PING_MBULK/ {print $14}' >>"$tmp/p99"
+	done
+}
+p99s() {
+	sort -n "$tmp/p99" | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit}; printf "worst %.3f ms, median %.3f ms over %d rounds", a[NR], a[int((NR+1)/2)], NR}'
+}
+
+timed() { # timed NAME CMD... : runs CMD with the latency probe, prints seconds
+	local name=$1; shift
+	probe & local probe_pid=$!
+	local t0; t0=$(now)
+	"$@" >"$tmp/$name.out" 2>&1 || true
+	local t1; t1=$(now)
+	touch "$tmp/stop"; wait "$probe_pid" || true
+	echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}'
+}
+
+scan_args=(--scan)
+if redis-cli --help 2>&1 | grep -q -- '--count'; then scan_args+=(--count 10); fi
+
+t0=$(now)
+listed=$(redis-cli -p "$port" "${scan_args[@]}" | wc -l)
+t1=$(now)
+t_scan=$(echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}')
+echo "redis-cli ${scan_args[*]}: $listed keys in ${t_scan}s"
+
+t_audit=$(timed audit "$tmp/rlctl" audit --redis "$url" --limit 100/1h --no-progress)
+lat_audit=$(p99s)
+t_repair=$(timed repair "$tmp/rlctl" keys repair-ttl --redis "$url" --limit 100/1h --yes --no-progress)
+lat_repair=$(p99s)
+grep -h "without TTL" "$tmp/repair.out" || cat "$tmp/repair.out"
+[ "$(redis-cli -p "$port" ttl 'rl:fw:{u0}')" -gt 0 ] || { echo "bench-keys: repair-ttl did not repair rl:fw:{u0}" >&2; exit 1; }
+
+awk -v s="$t_scan" -v a="$t_audit" -v r="$t_repair" -v la="$lat_audit" -v lr="$lat_repair" 'BEGIN {
+	printf "\n%-22s %8s %8s %8s   %s\n", "run", "seconds", "ratio", "target", "p99 PING meanwhile"
+	printf "%-22s %8.3f %8s %8s\n", "bare listing", s, "1.00", ""
+	printf "%-22s %8.3f %8.2f %8s   %s\n", "rlctl audit", a, a / s, "<=0.25", la
+	printf "%-22s %8.3f %8.2f %8s   %s\n", "rlctl keys repair-ttl", r, r / s, "<=0.30", lr
+}'
