@@ -99,6 +99,9 @@ func firstInt(v string) int64 {
 	if end >= 0 {
 		v = v[:end]
 	}
+	if v == "" {
+		return -1 // absent: skip ParseInt's error allocation on the hot path
+	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		return -1

@@ -88,10 +88,12 @@ func (e *engine) runRace() {
 		if !e.prefill(first, n, L-1, endpoint) {
 			return
 		}
-		ok := e.release(first, n, gws, int32(r), endpoint)
-		e.rounds++ // released, even if not every answer came back in time
+		valid, ok := e.release(first, n, gws, int32(r), endpoint, began)
 		if !ok {
 			return
+		}
+		if valid {
+			e.rounds++
 		}
 		lastRound = e.elapsed() - began
 	}
@@ -126,30 +128,60 @@ func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) bool 
 }
 
 // release sends one request per identity through every gateway at the same
-// instant: every goroutine is parked at a closed-channel barrier first.
-// False when the run ended before every answer came back.
-func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8) bool {
+// instant: every goroutine is parked at a closed-channel barrier first. The
+// round began (its prefill started) at offset began.
+//
+// If the round straddled an epoch-aligned window boundary, it is void: a
+// clock-aligned limiter would have counted the prefill in one window and
+// the release in a fresh one, and the fresh quota would pass for a race.
+// Its released records are then recorded unmarked (NoRound) and valid is
+// false. ok is false when the run ended before every answer came back.
+func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8, began time.Duration) (valid, ok bool) {
 	var ready, done sync.WaitGroup
 	gate := make(chan struct{})
 	var at time.Duration
+	recs := make([]history.Record, n*gws)
 	for i := range n {
 		for g := range gws {
 			ready.Add(1)
 			done.Add(1)
-			e.side.Add(1)
 			go func() {
-				defer e.side.Done()
 				defer done.Done()
 				ready.Done()
 				<-gate
-				e.do(job{intended: at, identity: first + uint32(i), round: round, gateway: uint16(g), endpoint: endpoint})
+				recs[i*gws+g], _ = e.exec(job{intended: at, identity: first + uint32(i), round: round, gateway: uint16(g), endpoint: endpoint})
 			}()
 		}
 	}
 	ready.Wait()
 	at = e.elapsed() // written before close(gate), which orders it before every read
 	close(gate)
-	return e.wait(&done)
+	if !e.wait(&done) {
+		// The run is ending; record the answers when they come.
+		e.side.Add(1)
+		go func() {
+			defer e.side.Done()
+			done.Wait()
+			for _, r := range recs {
+				e.results <- r
+			}
+		}()
+		return false, false
+	}
+	var last time.Duration
+	for _, r := range recs {
+		last = max(last, r.Received)
+	}
+	W := int64(e.p.Limit.Window)
+	origin := e.start.UnixNano()
+	valid = (origin+int64(began))/W == (origin+int64(last))/W
+	for _, r := range recs {
+		if !valid {
+			r.Round = history.NoRound
+		}
+		e.results <- r
+	}
+	return valid, true
 }
 
 // runBoundary fires the quota L per identity just before a window boundary
@@ -164,7 +196,7 @@ func (e *engine) runBoundary() {
 	mode := e.p.Align
 	seq := make([]uint64, n)
 	var notBefore time.Duration
-	for k := int32(0); e.ctx.Err() == nil; k++ {
+	for e.ctx.Err() == nil {
 		b, ok := e.nextBoundary(&mode, notBefore, span, seq)
 		if !ok || b+span > e.p.Duration || !e.take(2*L*int64(n)) {
 			return
@@ -183,8 +215,10 @@ func (e *engine) runBoundary() {
 			for i := range n {
 				id := uint32(i)
 				wg.Add(1)
+				// Boundary records stay unmarked: Round means a race
+				// round, and the boundaries themselves are in Meta.
 				jb := job{
-					intended: at, identity: id, round: k,
+					intended: at, identity: id, round: history.NoRound,
 					gateway: uint16(e.bal.Pick(id, seq[i])), endpoint: 0, wg: &wg,
 				}
 				if j >= L {

@@ -13,16 +13,15 @@ import (
 
 // raceShape checks the records of a race run: per round, N·(L−1) prefill
 // records (NoRound) and N·G released records marked with the round, each
-// gateway once per identity. It returns the allowed released requests per
-// round and identity.
-func raceShape(t *testing.T, h *history.History, rounds, n, gws int, l int64) map[[2]int]int {
+// gateway once per identity. A void round (one that straddled an epoch
+// boundary) has its released records unmarked and does not count in
+// Meta.Rounds. It returns the allowed released requests per valid round and
+// identity.
+func raceShape(t *testing.T, h *history.History, n, gws int, l int64) map[[2]int]int {
 	t.Helper()
-	if h.Meta.Rounds != rounds {
-		t.Fatalf("Meta.Rounds = %d; want %d", h.Meta.Rounds, rounds)
-	}
 	released := map[[2]int]map[uint16]bool{}
 	allowed := map[[2]int]int{}
-	prefill := map[uint32]int{}
+	unmarked := map[[2]int]int{}
 	for i := range h.Len() {
 		r := h.At(i)
 		name := h.Meta.Identities[r.Identity]
@@ -30,14 +29,14 @@ func raceShape(t *testing.T, h *history.History, rounds, n, gws int, l int64) ma
 		if _, err := fmt.Sscanf(name, "race-%d-%d", &round, &idx); err != nil {
 			t.Fatalf("record %d: identity %q is not a race identity", i, name)
 		}
+		k := [2]int{round, idx}
 		if r.Round == history.NoRound {
-			prefill[r.Identity]++
+			unmarked[k]++
 			continue
 		}
 		if int(r.Round) != round {
 			t.Fatalf("record %d: identity %q released in round %d", i, name, r.Round)
 		}
-		k := [2]int{round, idx}
 		if released[k] == nil {
 			released[k] = map[uint16]bool{}
 		}
@@ -49,17 +48,20 @@ func raceShape(t *testing.T, h *history.History, rounds, n, gws int, l int64) ma
 			allowed[k]++
 		}
 	}
-	if len(released) != rounds*n {
-		t.Fatalf("%d released (round, identity) pairs; want %d", len(released), rounds*n)
+	if len(released) != h.Meta.Rounds*n {
+		t.Fatalf("%d released (round, identity) pairs; want %d (Meta.Rounds %d × %d identities)", len(released), h.Meta.Rounds*n, h.Meta.Rounds, n)
 	}
 	for k, g := range released {
 		if len(g) != gws {
 			t.Fatalf("round %v released through %d gateways; want %d", k, len(g), gws)
 		}
+		if int64(unmarked[k]) != l-1 {
+			t.Fatalf("round %v prefilled %d; want %d", k, unmarked[k], l-1)
+		}
 	}
-	for id, c := range prefill {
-		if int64(c) != l-1 {
-			t.Fatalf("identity %q prefilled %d; want %d", h.Meta.Identities[id], c, l-1)
+	for k, c := range unmarked {
+		if released[k] == nil && int64(c) != l-1+int64(gws) {
+			t.Fatalf("void round %v has %d records; want %d", k, c, l-1+int64(gws))
 		}
 	}
 	return allowed
@@ -74,7 +76,10 @@ func TestRaceCorrectLimiterAdmitsOnePerRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := raceShape(t, h, 10, 2, 6, 5)
+	if h.Meta.Rounds != 10 {
+		t.Fatalf("Meta.Rounds = %d; want 10", h.Meta.Rounds)
+	}
+	allowed := raceShape(t, h, 2, 6, 5)
 	for k, a := range allowed {
 		if a != 1 {
 			t.Fatalf("round %v: %d released requests allowed; a locked limiter admits exactly 1", k, a)
@@ -92,8 +97,11 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if h.Meta.Rounds != 5 {
+		t.Fatalf("Meta.Rounds = %d; want 5", h.Meta.Rounds)
+	}
 	excess := 0
-	for _, a := range raceShape(t, h, 5, 1, 8, 3) {
+	for _, a := range raceShape(t, h, 1, 8, 3) {
 		excess += a - 1
 	}
 	if excess <= 0 {
@@ -119,19 +127,57 @@ func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
 	if last := h.At(h.Len() - 1).Sent; last < w {
 		t.Fatalf("rounds ended at %v, inside the first window: the test does not cross a boundary", last)
 	}
-	raceShape(t, h, h.Meta.Rounds, 1, 4, 4)
-	// Every round's records (prefill and release) fall in one epoch window.
+	// A correct limiter admits one released request per valid round: no
+	// round counted a fresh window's quota as a race.
+	for k, a := range raceShape(t, h, 1, 4, 4) {
+		if a != 1 {
+			t.Fatalf("round %v: %d allowed; want 1", k, a)
+		}
+	}
+	// Every valid round's records (prefill and release) fall in one epoch
+	// window.
+	valid := map[int]bool{}
+	for i := range h.Len() {
+		if r := h.At(i); r.Round != history.NoRound {
+			valid[int(r.Round)] = true
+		}
+	}
 	win := map[int]int64{}
 	for i := range h.Len() {
 		r := h.At(i)
 		var round, idx int
 		fmt.Sscanf(h.Meta.Identities[r.Identity], "race-%d-%d", &round, &idx)
+		if !valid[round] {
+			continue
+		}
 		wid := (h.Meta.Start.UnixNano() + int64(r.Sent)) / int64(w)
 		if prev, ok := win[round]; ok && prev != wid {
 			t.Fatalf("round %d spans windows %d and %d", round, prev, wid)
 		}
 		win[round] = wid
 	}
+}
+
+func TestRaceVoidsRoundsThatStraddleABoundary(t *testing.T) {
+	t.Parallel()
+	// Every decision takes 30 ms, so a round (prefill, then release) takes
+	// at least 60 ms and can never fit in a 50 ms window.
+	const w = 50 * time.Millisecond
+	lim := newWindowLimiter(3, w, 3)
+	lim.epoch, lim.delay = true, 30*time.Millisecond
+	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: w}, Rounds: 4,
+		Duration: 2 * time.Second, MaxRequests: 100000}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta.Rounds != 0 {
+		t.Fatalf("Meta.Rounds = %d; every round straddled a boundary and should be void", h.Meta.Rounds)
+	}
+	if h.Len() != 4*(2+3) {
+		t.Fatalf("%d records; want 4 rounds of 2 prefill + 3 released", h.Len())
+	}
+	raceShape(t, h, 1, 3, 3)
 }
 
 // boundaryShape checks the boundary records: per aimed boundary, L per
@@ -147,50 +193,48 @@ func boundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, o
 	if len(m.Boundaries) == 0 || m.BoundarySpan <= 0 {
 		t.Fatalf("no boundaries recorded: %v span %v", m.Boundaries, m.BoundarySpan)
 	}
-	before, after := map[int32]int{}, map[int32]int{}
-	late := map[int32]bool{}
-	allowedAt := map[int32]int{}
-	for i := range h.Len() {
-		r := h.At(i)
-		if r.Round == history.NoRound {
-			continue
-		}
-		if int(r.Round) >= len(m.Boundaries) {
-			t.Fatalf("record %d marks boundary %d of %d", i, r.Round, len(m.Boundaries))
-		}
-		b := m.Boundaries[r.Round]
-		switch {
-		case r.Intended >= b-m.BoundarySpan && r.Intended < b:
-			before[r.Round]++
-			if r.Received >= b || r.Outcome == decision.Dropped {
-				late[r.Round] = true
-			}
-		case r.Intended >= b && r.Intended < b+m.BoundarySpan:
-			after[r.Round]++
-			if r.Sent < b || r.Outcome == decision.Dropped {
-				late[r.Round] = true
-			}
-		default:
-			t.Fatalf("record %d intended at %v, outside boundary %v ± %v", i, r.Intended, b, m.BoundarySpan)
-		}
-		if r.Outcome == decision.Allowed {
-			allowedAt[r.Round]++
-		}
-	}
-	for k, a := range allowedAt {
-		if !late[k] {
-			allowed += a
-			onTime++
-		}
-	}
-	for k := range m.Boundaries {
-		if before[int32(k)] != n*int(l) || after[int32(k)] != n*int(l) {
-			t.Fatalf("boundary %d: %d before, %d after; want %d each", k, before[int32(k)], after[int32(k)], n*int(l))
-		}
-	}
 	for k := 1; k < len(m.Boundaries); k++ {
 		if m.Boundaries[k] <= m.Boundaries[k-1] {
 			t.Fatalf("boundaries not increasing: %v", m.Boundaries)
+		}
+	}
+	nb := len(m.Boundaries)
+	before, after := make([]int, nb), make([]int, nb)
+	late := make([]bool, nb)
+	allowedAt := make([]int, nb)
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Round != history.NoRound {
+			t.Fatalf("record %d marked round %d; boundary runs have no race rounds", i, r.Round)
+		}
+		k := -1
+		for j, b := range m.Boundaries {
+			if r.Intended >= b-m.BoundarySpan && r.Intended < b+m.BoundarySpan {
+				k = j
+			}
+		}
+		if k < 0 {
+			continue // a probe, learning where windows roll
+		}
+		b := m.Boundaries[k]
+		if r.Intended < b {
+			before[k]++
+			late[k] = late[k] || r.Received >= b || r.Outcome == decision.Dropped
+		} else {
+			after[k]++
+			late[k] = late[k] || r.Sent < b || r.Outcome == decision.Dropped
+		}
+		if r.Outcome == decision.Allowed {
+			allowedAt[k]++
+		}
+	}
+	for k := range nb {
+		if before[k] != n*int(l) || after[k] != n*int(l) {
+			t.Fatalf("boundary %d: %d before, %d after; want %d each", k, before[k], after[k], n*int(l))
+		}
+		if !late[k] {
+			allowed += allowedAt[k]
+			onTime++
 		}
 	}
 	return allowed, onTime
