@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime"
@@ -40,7 +41,66 @@ type identityState struct {
 	counts     tally
 	failOpen   int64
 	failClosed int64
-	metrics    Metrics
+	fig        figures
+}
+
+// figures are one identity's metrics in a fixed array rather than a map:
+// a run may have a million identities, and only the ones reported need a
+// Metrics map (see maxPerIdentity).
+type figures struct {
+	v   [numFigures]float64
+	has uint32 // bit k: v[k] applies
+}
+
+func (f *figures) set(k int, v float64) { f.v[k], f.has = v, f.has|1<<k }
+
+func (f *figures) get(k int) (float64, bool) { return f.v[k], f.has&(1<<k) != 0 }
+
+// Per-identity figures, by index into figureNames.
+const (
+	fRequests = iota
+	fAllowed
+	fDenied
+	fErrors
+	fDropped
+	fFailOpen
+	fFailClosed
+	fCeiling
+	fCeilingUpper
+	fCeilingRatio
+	fBurst
+	fSustainedRate
+	fSlipped
+	fBoundaryAllowed
+	fRaceExcess
+	fAfterFaultCeiling
+	numFigures
+)
+
+var figureNames = [numFigures]string{
+	Requests, Allowed, Denied, Errors, Dropped, FailOpen, FailClosed, Ceiling, CeilingUpper,
+	CeilingRatio, Burst, SustainedRate, Slipped, BoundaryAllowed, RaceExcess, AfterFaultCeiling,
+}
+
+// worstFigures and sumFigures say how each per-identity figure becomes the
+// scenario's: the worst identity's, or the total.
+var (
+	worstFigures = []int{fCeiling, fCeilingUpper, fCeilingRatio, fBurst, fSustainedRate, fBoundaryAllowed, fAfterFaultCeiling}
+	sumFigures   = []int{fRequests, fAllowed, fDenied, fErrors, fDropped, fSlipped, fRaceExcess, fFailOpen, fFailClosed}
+)
+
+// maxPerIdentity bounds Result.PerIdentity: past it, only the worst
+// identities (highest ceiling, then most allowed) are listed.
+const maxPerIdentity = 10_000
+
+func (f *figures) metrics() Metrics {
+	m := make(Metrics, numFigures)
+	for k := range numFigures {
+		if v, ok := f.get(k); ok {
+			m[figureNames[k]] = v
+		}
+	}
+	return m
 }
 
 type gatewayState struct {
@@ -496,16 +556,15 @@ func (w *worker) identity(k int) {
 	a, h := w.a, w.a.h
 	st := &a.idState[k]
 	count := int(st.counts[decision.Allowed])
-	m := Metrics{
-		Requests: float64(st.counts[decision.Allowed] + st.counts[decision.Denied] + st.counts[decision.Error] + st.counts[decision.Dropped] + st.counts[decision.Unknown]),
-		Allowed:  float64(st.counts[decision.Allowed]),
-		Denied:   float64(st.counts[decision.Denied]),
-		Errors:   float64(st.counts[decision.Error]),
-		Dropped:  float64(st.counts[decision.Dropped]),
-	}
+	m := &st.fig
+	m.set(fRequests, float64(st.counts[decision.Allowed]+st.counts[decision.Denied]+st.counts[decision.Error]+st.counts[decision.Dropped]+st.counts[decision.Unknown]))
+	m.set(fAllowed, float64(st.counts[decision.Allowed]))
+	m.set(fDenied, float64(st.counts[decision.Denied]))
+	m.set(fErrors, float64(st.counts[decision.Error]))
+	m.set(fDropped, float64(st.counts[decision.Dropped]))
 	if st.failOpen > 0 || st.failClosed > 0 || len(a.faults) > 0 {
-		m[FailOpen] = float64(st.failOpen)
-		m[FailClosed] = float64(st.failClosed)
+		m.set(fFailOpen, float64(st.failOpen))
+		m.set(fFailClosed, float64(st.failClosed))
 	}
 
 	// One gather over this identity's allowed records (they are scattered
@@ -562,7 +621,7 @@ func (w *worker) identity(k int) {
 	})
 	w.touched = touched
 	if w.perBoundary != nil {
-		m[BoundaryAllowed] = float64(bestBoundary)
+		m.set(fBoundaryAllowed, float64(bestBoundary))
 	}
 	if w.raceApplies {
 		excess := 0
@@ -570,7 +629,7 @@ func (w *worker) identity(k int) {
 			excess += int(w.perRound[rd]) - 1
 			w.perRound[rd] = 0
 		}
-		m[RaceExcess] = float64(excess)
+		m.set(fRaceExcess, float64(excess))
 	}
 
 	// Window figures: ceiling bounds over every window, and over the
@@ -594,9 +653,9 @@ func (w *worker) identity(k int) {
 			sortAll(sent, recv, times)
 		}
 		lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
-		m[Ceiling] = float64(lower)
-		m[CeilingUpper] = float64(upper)
-		m[CeilingRatio] = float64(lower) / float64(a.l)
+		m.set(fCeiling, float64(lower))
+		m.set(fCeilingUpper, float64(upper))
+		m.set(fCeilingRatio, float64(lower)/float64(a.l))
 		if lower > w.bestCeiling {
 			w.bestCeiling, w.worst = lower, k
 			newBest = true
@@ -608,7 +667,7 @@ func (w *worker) identity(k int) {
 				c, _ := ceilingBounds(sent, recv, defSent, defRecv, a.w, lo, hi)
 				worst = max(worst, c)
 			}
-			m[AfterFaultCeiling] = float64(worst)
+			m.set(fAfterFaultCeiling, float64(worst))
 		}
 	}
 
@@ -628,11 +687,11 @@ func (w *worker) identity(k int) {
 	}
 	if a.w > 0 {
 		rate := sustainedRate(times, a.start, a.end, a.w)
-		m[SustainedRate] = rate
-		m[Burst] = burstFor(times, rate)
+		m.set(fSustainedRate, rate)
+		m.set(fBurst, burstFor(times, rate))
 	}
 	if w.hasEnv {
-		m[Slipped] = float64(slipped(times, w.burstEnv, w.rateEnv))
+		m.set(fSlipped, float64(slipped(times, w.burstEnv, w.rateEnv)))
 	}
 	for _, t := range times {
 		b := (t - a.start) / a.interval
@@ -640,7 +699,6 @@ func (w *worker) identity(k int) {
 			w.timeline[b]++
 		}
 	}
-	st.metrics = m
 }
 
 // denseShare: an identity holding at least 1/denseShare of all records as
@@ -676,33 +734,66 @@ func sortAll(ss ...[]int64) {
 	wg.Wait()
 }
 
-// worstOf and sumOf say how each per-identity figure becomes the
-// scenario's figure.
-var (
-	worstOf = []string{Ceiling, CeilingUpper, CeilingRatio, Burst, SustainedRate, BoundaryAllowed, AfterFaultCeiling}
-	sumOf   = []string{Requests, Allowed, Denied, Errors, Dropped, Slipped, RaceExcess, FailOpen, FailClosed}
-)
+// listed returns the identities Result.PerIdentity lists, in Meta order:
+// all of them, or past maxPerIdentity the worst ones.
+func (a *analyzer) listed() []int {
+	ks := make([]int, len(a.idState))
+	for k := range ks {
+		ks[k] = k
+	}
+	if len(ks) <= maxPerIdentity {
+		return ks
+	}
+	key := func(k int) (float64, float64) {
+		f := &a.idState[k].fig
+		c, _ := f.get(fCeiling)
+		al, _ := f.get(fAllowed)
+		return c, al
+	}
+	slices.SortStableFunc(ks, func(x, y int) int {
+		cx, ax := key(x)
+		cy, ay := key(y)
+		if c := cmp.Compare(cy, cx); c != 0 {
+			return c
+		}
+		return cmp.Compare(ay, ax)
+	})
+	ks = ks[:maxPerIdentity]
+	slices.Sort(ks)
+	return ks
+}
 
 func (a *analyzer) result() Result {
 	res := Result{Metrics: Metrics{}, Interval: time.Duration(a.interval)}
-	for k, st := range a.idState {
-		res.PerIdentity = append(res.PerIdentity, IdentityResult{Identity: a.idNames[k], Metrics: st.metrics})
-		for _, name := range worstOf {
-			if v, ok := st.metrics[name]; ok {
-				if cur, seen := res.Metrics[name]; !seen || v > cur {
-					res.Metrics[name] = v
+	var total figures
+	for k := range numFigures {
+		if k <= fDropped { // counts apply even to an empty run
+			total.set(k, 0)
+		}
+	}
+	for k := range a.idState {
+		f := &a.idState[k].fig
+		for _, j := range worstFigures {
+			if v, ok := f.get(j); ok {
+				if cur, seen := total.get(j); !seen || v > cur {
+					total.set(j, v)
 				}
 			}
 		}
-		for _, name := range sumOf {
-			if v, ok := st.metrics[name]; ok {
-				res.Metrics[name] += v
+		for _, j := range sumFigures {
+			if v, ok := f.get(j); ok {
+				cur, _ := total.get(j)
+				total.set(j, cur+v)
 			}
 		}
 	}
-	for _, name := range sumOf[:5] { // counts apply even to an empty run
-		res.Metrics[name] += 0
+	for name, v := range total.metrics() {
+		res.Metrics[name] = v
 	}
+	for _, k := range a.listed() {
+		res.PerIdentity = append(res.PerIdentity, IdentityResult{Identity: a.idNames[k], Metrics: a.idState[k].fig.metrics()})
+	}
+	res.PerIdentityOmitted = len(a.idState) - len(res.PerIdentity)
 	if a.w > 0 && len(a.idState) == 0 {
 		res.Metrics[Ceiling], res.Metrics[CeilingUpper], res.Metrics[CeilingRatio] = 0, 0, 0
 	}

@@ -426,3 +426,41 @@ func TestAnalyzeNil(t *testing.T) {
 		t.Fatalf("Analyze(nil) = %+v, want an empty result", res)
 	}
 }
+
+func TestPerIdentityCap(t *testing.T) {
+	t.Parallel()
+	const ids = maxPerIdentity + 50
+	meta := history.Meta{Limit: rate.Limit{Count: 1, Window: time.Second}}
+	for k := range ids {
+		meta.Identities = append(meta.Identities, fmt.Sprintf("u%d", k))
+	}
+	h := history.New(meta, ids+4)
+	for k := range ids {
+		h.Append(rec(time.Duration(k)*time.Microsecond, uint32(k), 0, outcome(k%2 == 0)))
+	}
+	for j := range 4 { // the last identity is the worst: 4 in one window
+		h.Append(rec(time.Duration(j)*time.Millisecond, ids-1, 0, decision.Allowed))
+	}
+	res := Analyze(h, Options{})
+	if len(res.PerIdentity) != maxPerIdentity || res.PerIdentityOmitted != 50 {
+		t.Fatalf("listed %d identities, omitted %d; want %d and 50", len(res.PerIdentity), res.PerIdentityOmitted, maxPerIdentity)
+	}
+	last := res.PerIdentity[len(res.PerIdentity)-1]
+	if last.Identity != fmt.Sprintf("u%d", ids-1) || last.Metrics[Ceiling] != 4 {
+		t.Errorf("last listed = %s with ceiling %v, want the worst identity u%d with 4", last.Identity, last.Metrics[Ceiling], ids-1)
+	}
+	// Every identity that had anything allowed (the even ones and the
+	// last) outranks those that had nothing, so all of them are listed.
+	withAllowed := 0
+	for _, ir := range res.PerIdentity {
+		if ir.Metrics[Allowed] > 0 {
+			withAllowed++
+		}
+	}
+	if want := ids/2 + 1; withAllowed != want {
+		t.Errorf("listed %d identities with allowed requests, want all %d", withAllowed, want)
+	}
+	if res.Metrics[Requests] != ids+4 || res.Metrics[Ceiling] != 4 {
+		t.Errorf("scenario requests %v ceiling %v, want %d and 4", res.Metrics[Requests], res.Metrics[Ceiling], ids+4)
+	}
+}

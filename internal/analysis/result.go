@@ -56,8 +56,12 @@ type Result struct {
 	// race_excess, fail_open and fail_closed; latencies over all requests
 	// that ran. See Analyze for each definition.
 	Metrics Metrics
-	// PerIdentity holds each identity's own figures, in Meta order.
-	PerIdentity []IdentityResult
+	// PerIdentity holds each identity's own figures, in Meta order. A run
+	// with more than 10,000 identities lists only the 10,000 worst (highest
+	// ceiling, then most allowed); PerIdentityOmitted counts the rest. The
+	// scenario's Metrics always cover every identity.
+	PerIdentity        []IdentityResult
+	PerIdentityOmitted int
 	// PerGateway holds counts and latency per gateway, in Meta order.
 	PerGateway []GatewayResult
 	// Timeline is allowed requests per interval (all identities, by
