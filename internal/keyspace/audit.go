@@ -256,7 +256,7 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 	add(samplerFinding(CheckNoTTL, Fail, &st.noTTL, "%d limiter keys have no TTL: they count forever, so those identities stay limited (or a window never rolls)", "every limiter key has a TTL"))
 	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, "%d limiter keys have a TTL longer than their schema allows: windows last longer than published", "no TTL beyond what its schema allows"))
 	add(refreshed)
-	add(st.hotFinding(ctx, cfgs))
+	add(st.hotFinding(ctx, c, cfgs))
 	add(st.bigFinding())
 	for _, f := range configFindings(cfgs) {
 		add(f)
@@ -564,18 +564,27 @@ func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 	return f, nil
 }
 
-func (st *auditState) hotFinding(ctx context.Context, cfgs []nodeConfig) Finding {
+func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, cfgs []nodeConfig) Finding {
 	if len(st.hot) == 0 {
 		return Finding{Check: CheckHot, Severity: OK, Message: fmt.Sprintf("no identity at %.0f%% of a known limit or more", st.opts.HotRatio*100)}
 	}
+	// Under an LFU policy Redis keeps an access-frequency counter per key:
+	// it tells a key hammered right now from one that filled up slowly.
+	lfu := false
+	for _, nc := range cfgs {
+		lfu = lfu || strings.Contains(nc.policy, "lfu")
+	}
 	var sample []string
 	for _, h := range st.hot {
-		sample = append(sample, fmt.Sprintf("%s (%d of %d)", h.key, h.used, h.limit))
+		line := fmt.Sprintf("%s (%d of %d)", h.key, h.used, h.limit)
+		if lfu {
+			if f, err := c.ObjectFreq(ctx, h.key).Result(); err == nil {
+				line += fmt.Sprintf(", LFU frequency %d", f)
+			}
+		}
+		sample = append(sample, line)
 	}
 	msg := fmt.Sprintf("%d identities at %.0f%% of their limit or over", len(st.hot), st.opts.HotRatio*100)
-	if len(cfgs) > 0 && strings.Contains(cfgs[0].policy, "lfu") {
-		msg += " (OBJECT FREQ shows their access frequency under the LFU policy)"
-	}
 	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}
 }
 

@@ -192,8 +192,17 @@ func TestAuditPreparedStandalone(t *testing.T) {
 			t.Errorf("%s sample %v, want [%s]", check, s, key)
 		}
 	}
-	if s := sampleOf(rep, CheckHot); len(s) != 1 || !strings.HasPrefix(s[0], "rl:fw:{p4} (95 of 100)") {
+	// allkeys-lru is planted; LFU frequencies only show under an LFU policy.
+	if s := sampleOf(rep, CheckHot); len(s) != 1 || s[0] != "rl:fw:{p4} (95 of 100)" {
 		t.Errorf("hot sample %v", s)
+	}
+	must(t, c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lfu").Err())
+	rep, err = Audit(ctx, c, auditOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sampleOf(rep, CheckHot); len(s) != 1 || !strings.HasPrefix(s[0], "rl:fw:{p4} (95 of 100), LFU frequency ") {
+		t.Errorf("hot sample under LFU %v", s)
 	}
 	if s := sampleOf(rep, CheckBigKeys); len(s) != 1 || !strings.HasPrefix(s[0], "rl:sl:{p5} (150 entries)") {
 		t.Errorf("big sample %v", s)
