@@ -127,6 +127,11 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	}
 	switch sc.Target.Kind {
 	case scenario.KindHTTP:
+		if len(sc.Faults) > 0 {
+			// rlctl cannot reach into real gateways or their Redis; a fault
+			// it did not inject must not look like one that was survived.
+			return nil, exitcode.With(fmt.Errorf("%s: faults need a target whose Redis rlctl controls (simulated or redis-script), not http", sc.Name), exitcode.Usage)
+		}
 		t, err := traffic.NewHTTP(traffic.HTTPOptions{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
@@ -146,9 +151,16 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		newClient := cfg.NewClient
+		if len(sc.Faults) > 0 {
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, scriptPrefix(sc.Target.Keys))
+			if err != nil {
+				return nil, err
+			}
+		}
 		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
-			NewClient: cfg.NewClient, Keys: sc.Target.Keys, Args: sc.Target.Args,
+			NewClient: newClient, Keys: sc.Target.Keys, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, Limit: sc.Limit, Timeout: sc.Target.Timeout,
 		})
 		if err != nil {
@@ -171,7 +183,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		e.closers = append(e.closers, stop)
 		newClient = cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o)
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, lc.Prefix)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +236,7 @@ func openRedis(ctx context.Context, spec string, o Options) (*redisconn.Config, 
 // withFaults puts a fault proxy between the gateways and Redis and turns
 // the scenario's Redis faults into hooks on the run's clock. It returns the
 // client constructor the gateways must use (through the proxy).
-func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options) (func() redis.UniversalClient, error) {
+func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, prefix string) (func() redis.UniversalClient, error) {
 	t := cfg.Target()
 	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
 		return nil, exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
@@ -245,10 +257,13 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 	}
 	admin := cfg.NewClient()
 	e.closers = append(e.closers, admin.Close)
-	prefix := limiterConfig(sc).Prefix
 	for _, f := range sc.Faults {
 		f := f
 		switch f.Action {
+		case scenario.FaultGatewayDown:
+			if sc.Target.Kind != scenario.KindSimulated {
+				return nil, exitcode.With(fmt.Errorf("%s: gateway-down needs simulated gateways", sc.Name), exitcode.Usage)
+			}
 		case scenario.FaultRedisDown:
 			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
 				fault.Hold(ctx, f.For, func() { proxy.SetDown(true) }, func() { proxy.SetDown(false) })
@@ -283,6 +298,9 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 // deletePrefix removes the limiter's keys (SCAN, never KEYS): the counters
 // a reset Redis loses, without touching anything else in a shared Redis.
 func deletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
+	if prefix == "" {
+		return
+	}
 	var cursor uint64
 	for {
 		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 1000).Result()
@@ -296,6 +314,20 @@ func deletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
 			return
 		}
 	}
+}
+
+// scriptPrefix is the fixed start of a redis-script target's first key
+// template ("myrl:{id}" → "myrl:"): what a redis-reset fault deletes. With
+// no fixed start it deletes nothing rather than everything.
+func scriptPrefix(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	k := keys[0]
+	if i := strings.IndexByte(k, '{'); i >= 0 {
+		k = k[:i]
+	}
+	return k
 }
 
 func limiterConfig(sc *scenario.Scenario) limiter.Config {
