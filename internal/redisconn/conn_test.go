@@ -20,7 +20,7 @@ func TestConnectEveryMode(t *testing.T) {
 	acl := redistest.StartACL(t)
 	cluster := redistest.StartCluster(t)
 	sentinel := redistest.StartSentinel(t, standalone)
-	tlsSrv := redistest.StartTLS(t, true)
+	tlsSrv := redistest.StartMutualTLS(t)
 	sock := filepath.Join(t.TempDir(), "r.sock")
 	redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
 	aclSentinel := redistest.StartSentinel(t, acl)
@@ -76,7 +76,7 @@ func TestConnectEveryMode(t *testing.T) {
 
 func TestCheckFailures(t *testing.T) {
 	acl := redistest.StartACL(t)
-	tlsSrv := redistest.StartTLS(t, false)
+	tlsSrv := redistest.StartTLS(t)
 	// A listener that accepts nothing: the TCP handshake completes in the
 	// kernel, then the server never answers.
 	silent, err := net.Listen("tcp", "127.0.0.1:0")

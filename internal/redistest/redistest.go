@@ -184,10 +184,22 @@ type TLSServer struct {
 }
 
 // StartTLS generates a CA and a server certificate for 127.0.0.1 and
-// starts a redis-server serving TLS only (no plain port). With
-// clientCerts the server also demands a client certificate signed by the
-// CA (Certs.ClientCert/ClientKey).
-func StartTLS(t testing.TB, clientCerts bool) *TLSServer {
+// starts a redis-server serving TLS only (no plain port); clients need no
+// certificate of their own.
+func StartTLS(t testing.TB) *TLSServer {
+	t.Helper()
+	return startTLS(t, false)
+}
+
+// StartMutualTLS is StartTLS with client authentication: the server
+// demands a client certificate signed by the CA (Certs.ClientCert and
+// Certs.ClientKey, which s.Client uses).
+func StartMutualTLS(t testing.TB) *TLSServer {
+	t.Helper()
+	return startTLS(t, true)
+}
+
+func startTLS(t testing.TB, clientCerts bool) *TLSServer {
 	t.Helper()
 	certs := GenerateCerts(t)
 	opts := redisconn.SpawnOptions{TLS: &redisconn.SpawnTLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey,

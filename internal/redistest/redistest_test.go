@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,12 +108,19 @@ func TestStartACLNeedsPassword(t *testing.T) {
 func TestStartTLS(t *testing.T) {
 	for _, clientCerts := range []bool{false, true} {
 		t.Run(map[bool]string{false: "server-only", true: "client-certs"}[clientCerts], func(t *testing.T) {
-			s := StartTLS(t, clientCerts)
+			start := map[bool]func(testing.TB) *TLSServer{false: StartTLS, true: StartMutualTLS}[clientCerts]
+			s := start(t)
 			if !strings.HasPrefix(s.URL(), "rediss://") {
 				t.Errorf("URL = %s, want rediss://", s.URL())
 			}
 			if err := s.Client(t).Ping(context.Background()).Err(); err != nil {
 				t.Fatalf("TLS ping: %v", err)
+			}
+			noCert := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second,
+				TLSConfig: &tls.Config{RootCAs: s.Certs.Pool, MinVersion: tls.VersionTLS12}})
+			defer noCert.Close()
+			if err := noCert.Ping(context.Background()).Err(); (err == nil) == clientCerts {
+				t.Errorf("TLS ping without a client certificate: err = %v, want an error only with client authentication", err)
 			}
 			plain := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
 			defer plain.Close()
