@@ -40,14 +40,8 @@ type Theory struct {
 }
 
 // DefaultLease is the lease slice a leasing deployment uses when none is
-// given: a tenth of the limit, at least one. limiter's leasing design uses
-// the same rule.
-func DefaultLease(l rate.Limit) int64 {
-	if s := l.Count / 10; s > 0 {
-		return s
-	}
-	return 1
-}
+// given: the leasing design's own default.
+func DefaultLease(l rate.Limit) int64 { return limiter.DefaultLeaseSize(l.Count) }
 
 // Of returns the theory for one design. An unknown design is an error.
 func Of(design string, p Params) (Theory, error) {
@@ -69,9 +63,9 @@ func Of(design string, p Params) (Theory, error) {
 		t.Atomic = "per gateway only: the count is not shared"
 		t.Clock = "each gateway's own clock"
 	case limiter.LocalTokenBucket:
-		t.Aligned = N * (C + L)
+		t.Aligned = N * (C + L - 1)
 		t.Ceiling = t.Aligned
-		t.Why = fmt.Sprintf("%d independent buckets, each up to capacity (%g) plus its refill over W (L)", int(N), C)
+		t.Why = fmt.Sprintf("%d independent buckets, each up to its capacity (%g) plus the L−1 whole tokens it refills within W", int(N), C)
 		t.Atomic = "per gateway only: the bucket is not shared"
 		t.Clock = "each gateway's own clock"
 	case limiter.RedisGetIncr:
@@ -102,9 +96,9 @@ func Of(design string, p Params) (Theory, error) {
 			t.Clock = "each gateway's own clock (skewed)"
 		}
 	case limiter.RedisTokenBucket:
-		t.Aligned = C + L + skewRefill
+		t.Aligned = C + L - 1 + skewRefill
 		t.Ceiling = t.Aligned
-		t.Why = fmt.Sprintf("one shared bucket: capacity %g plus refill over W (L); that is its envelope, not a leak", C)
+		t.Why = fmt.Sprintf("one shared bucket: capacity %g plus the L−1 whole tokens refilled within W; that is its envelope, not a leak", C)
 		if skewRefill > 0 {
 			t.Why += fmt.Sprintf("; gateway clocks %s apart refill up to %.1f extra", p.Skew, skewRefill)
 		}

@@ -20,7 +20,7 @@ func TestTheoryKnownCeilings(t *testing.T) {
 		{limiter.RedisFixedWindow, 100, 200},
 		{limiter.RedisFixedWindowRefresh, 100, 100},
 		{limiter.RedisSlidingLog, 100, 100},
-		{limiter.RedisTokenBucket, 200, 200},
+		{limiter.RedisTokenBucket, 199, 199},
 		{limiter.Leasing, 100 + 20*50, 200 + 20*50},
 		{limiter.RedisGetIncr, 149, 298},
 	}
