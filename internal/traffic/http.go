@@ -210,6 +210,11 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	drain(resp.Body)
 	hints := ParseHints(resp.Header, time.Now())
 	out := Response{RetryAfter: hints.RetryAfter, Remaining: hints.Remaining, Reset: hints.Reset}
+	// rlctl's own gateway (and any that copies it) says which path decided,
+	// so fail-open and fallback decisions show through HTTP too.
+	if v := resp.Header.Get("X-Ratelimit-Decided-By"); v != "" {
+		out.By, _ = decision.ParseBy(v)
+	}
 	switch s := resp.StatusCode; {
 	case s >= 0 && s < len(t.denied) && t.denied[s]:
 		out.Outcome = decision.Denied

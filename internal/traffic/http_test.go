@@ -155,6 +155,9 @@ func TestHTTPTargetStatuses(t *testing.T) {
 		if code == 503 {
 			w.Header().Set("Retry-After", "4")
 		}
+		if code == 204 {
+			w.Header().Set("X-RateLimit-Decided-By", "fail-open")
+		}
 		w.WriteHeader(code)
 	}))
 	defer srv.Close()
@@ -167,20 +170,21 @@ func TestHTTPTargetStatuses(t *testing.T) {
 		status string
 		want   decision.Outcome
 		retry  time.Duration
+		by     decision.By
 	}{
-		{"200", decision.Allowed, -1},
-		{"204", decision.Allowed, -1},
-		{"302", decision.Allowed, -1},
-		{"429", decision.Denied, -1},
-		{"503", decision.Denied, 4 * time.Second},
-		{"404", decision.Error, -1},
-		{"500", decision.Error, -1},
+		{"200", decision.Allowed, -1, decision.ByUnknown},
+		{"204", decision.Allowed, -1, decision.ByFailOpen},
+		{"302", decision.Allowed, -1, decision.ByUnknown},
+		{"429", decision.Denied, -1, decision.ByUnknown},
+		{"503", decision.Denied, 4 * time.Second, decision.ByUnknown},
+		{"404", decision.Error, -1, decision.ByUnknown},
+		{"500", decision.Error, -1, decision.ByUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {
 			resp := tgt.Do(context.Background(), Request{ID: tt.status})
-			if resp.Outcome != tt.want || resp.RetryAfter != tt.retry {
-				t.Fatalf("status %s: outcome %v retry %v (err %v); want %v, %v", tt.status, resp.Outcome, resp.RetryAfter, resp.Err, tt.want, tt.retry)
+			if resp.Outcome != tt.want || resp.RetryAfter != tt.retry || resp.By != tt.by {
+				t.Fatalf("status %s: outcome %v retry %v by %v (err %v); want %v, %v, %v", tt.status, resp.Outcome, resp.RetryAfter, resp.By, resp.Err, tt.want, tt.retry, tt.by)
 			}
 			if (tt.want == decision.Error) != (resp.Err != nil) {
 				t.Fatalf("status %s: err %v", tt.status, resp.Err)
