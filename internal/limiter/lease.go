@@ -294,13 +294,16 @@ func (l *Lease) Stats() LeaseStats {
 		Granted: l.granted.Load(), Spent: l.spent.Load(), Expired: l.expired.Load(),
 		Stranded: l.stranded.Load(), TopUpErrors: l.topUpErrors.Load(),
 	}
+	now := l.clock()
 	for i := range l.state {
 		l.mu[i].Lock()
 		for _, s := range l.state[i] {
+			l.expire(s, now) // a slice past its window is expired, not held
 			st.Held += s.left
 		}
 		l.mu[i].Unlock()
 	}
+	st.Expired = l.expired.Load()
 	return st
 }
 
