@@ -4,4 +4,21 @@
 // targets requests go to (simulated gateways, HTTP gateways, the user's own
 // Lua script). Every run is bounded in time and requests and stops by
 // itself; every request becomes a history.Record.
+//
+// The shape of a run (Run): one producer goroutine follows the pattern's
+// schedule and hands each request to a bounded pool of workers; when no
+// worker is free at the intended time the request is recorded as dropped,
+// never delayed, and latency is measured from the intended time, so a slow
+// target cannot hide its delay (the coordinated-omission trap). One
+// consumer appends every record to the history, so the hot path holds no
+// shared lock and allocates nothing. Pacers are pure functions of elapsed
+// time and hits, tested without sleeping.
+//
+// The boundary pattern first learns where the target's windows roll
+// (epoch-aligned, opened by a first request, or told by RateLimit-Reset and
+// Retry-After), then fires the quota just before and just after a boundary.
+// The race pattern holds fresh identities one below the limit and releases
+// one request through every gateway at once; rounds that straddle an
+// epoch-aligned boundary are void, so a fresh window's quota never passes
+// for a race.
 package traffic
