@@ -18,12 +18,13 @@ import (
 // ScriptCmds are testscript commands that start real Redis deployments for
 // a script and talk to them. Each deployment stops when the script ends.
 //
-//	redis-server NAME [--acl] [--tls] [directive args...]
+//	redis-server NAME [--acl] [--tls|--mtls] [directive args...]
 //	    one redis-server; exports NAME_URL (redis://, or rediss:// with
 //	    --tls; with --acl it carries an ACL user and password) and
 //	    NAME_ADDR. --acl also exports NAME_USER and NAME_PASSWORD (the
 //	    default user is then disabled); --tls exports NAME_CA, NAME_CERT
-//	    and NAME_KEY (the client certificate). Other arguments are
+//	    and NAME_KEY (the client certificate, which --mtls makes the
+//	    server demand). Other arguments are
 //	    redis-server config directives ("--maxmemory 10mb").
 //	redis-cluster NAME
 //	    a 3-master Cluster; exports NAME_URL (redis+cluster://) and
@@ -65,14 +66,14 @@ func scriptName(ts *testscript.TestScript, neg bool, args []string, usage string
 }
 
 func cmdRedisServer(ts *testscript.TestScript, neg bool, args []string) {
-	name := scriptName(ts, neg, args, "redis-server NAME [--acl] [--tls] [directive args...]")
+	name := scriptName(ts, neg, args, "redis-server NAME [--acl] [--tls|--mtls] [directive args...]")
 	var opts redisconn.SpawnOptions
 	var certs *Certs
 	for _, a := range args[1:] {
 		switch a {
 		case "--acl":
 			opts.Username, opts.Password = ACLUser, "pw-"+strconv.FormatInt(time.Now().UnixNano(), 36)
-		case "--tls":
+		case "--tls", "--mtls":
 			var err error
 			dir := filepath.Join(ts.Getenv("WORK"), ".tls-"+name)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -81,7 +82,8 @@ func cmdRedisServer(ts *testscript.TestScript, neg bool, args []string) {
 			if certs, err = WriteCerts(dir); err != nil {
 				ts.Fatalf("%v", err)
 			}
-			opts.TLS = &redisconn.SpawnTLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA}
+			opts.TLS = &redisconn.SpawnTLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA,
+				AuthClients: a == "--mtls"}
 		default:
 			opts.Args = append(opts.Args, a)
 		}
