@@ -1,6 +1,8 @@
 package traffic
 
 import (
+	"math"
+	mathrand "math/rand/v2"
 	"testing"
 	"time"
 
@@ -162,4 +164,44 @@ func FuzzPacers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRampPacerMatchesBruteForce compares the closed-form schedule with a
+// brute-force one: step time in small increments, accumulate the
+// instantaneous rate, and count how many hits are due by each moment.
+func TestRampPacerMatchesBruteForce(t *testing.T) {
+	rng := mathrand.New(mathrand.NewPCG(1, 2))
+	for trial := range 200 {
+		from := rate.Limit{Count: rng.Int64N(200), Window: time.Second}
+		to := rate.Limit{Count: rng.Int64N(200) + 1, Window: time.Second}
+		d := time.Duration(rng.Int64N(int64(3*time.Second))) + 100*time.Millisecond
+		p := RampPacer{From: from, To: to, Duration: d}
+		// Hits due strictly before t, by the pacer.
+		due := func(t time.Duration) int {
+			n := 0
+			for i := uint64(0); ; i++ {
+				at, ok := p.Due(i)
+				if !ok || at >= t {
+					return n
+				}
+				n++
+			}
+		}
+		const step = 100 * time.Microsecond
+		r0, r1 := from.PerSecond(), to.PerSecond()
+		var acc float64
+		for el := time.Duration(0); el < d; el += step {
+			if el%(50*time.Millisecond) == 0 {
+				// Hit i is due when the integral reaches i, so by el the
+				// hits 0..floor(acc) are due: ceil(acc) of them, allowing
+				// one either way for the integration step.
+				want := int(math.Ceil(acc))
+				if got := due(el); got < want-1 || got > want+1 {
+					t.Fatalf("trial %d (%v→%v over %v): %d hits due by %v, brute force %d", trial, from, to, d, got, el, want)
+				}
+			}
+			mid := (el + step/2).Seconds()
+			acc += (r0 + (r1-r0)*mid/d.Seconds()) * step.Seconds()
+		}
+	}
 }
