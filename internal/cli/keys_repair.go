@@ -149,7 +149,9 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 		verb = "repair-ttl (dry run)"
 	}
 	if f.ShowProgress() {
-		p := mpb.NewWithContext(ctx, mpb.WithOutput(f.IO.ErrOut), mpb.WithWidth(40))
+		// The Factory decided this is a terminal; tell mpb, which cannot see
+		// through a wrapped writer.
+		p := mpb.NewWithContext(ctx, mpb.WithOutput(f.IO.ErrOut), mpb.WithWidth(40), mpb.WithAutoRefresh())
 		bar := p.AddBar(total.Load(),
 			mpb.PrependDecorators(decor.Name(verb+" "), decor.CountersNoUnit("%d / %d keys")),
 			mpb.AppendDecorators(decor.Percentage()))

@@ -186,3 +186,30 @@ func TestAuditJSONIsStable(t *testing.T) {
 		t.Errorf("no-ttl finding missing: %+v", rep.Findings)
 	}
 }
+
+// TestKeysRepairTTLProgress: a bar on a terminal, nothing extra off one
+// with --no-progress; the summary is the same either way.
+func TestKeysRepairTTLProgress(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	for _, tty := range []bool{true, false} {
+		c.Set(ctx, "rl:fw:{a}", 1, 0)
+		out := &syncBuffer{}
+		f, errOut := testFactory(out, nil)
+		f.IO.ErrTTY = tty
+		args := []string{"keys", "repair-ttl", "--limit", "10/1m", "--yes", "--redis", srv.URL()}
+		if !tty {
+			args = append(args, "--no-progress")
+		}
+		if code := Run(f, args, nil, noExit(t)); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if !strings.Contains(out.String(), "1 without TTL, 1 repaired") {
+			t.Errorf("tty=%v: summary %q", tty, out)
+		}
+		if tty != strings.Contains(errOut.String(), "repair-ttl ") {
+			t.Errorf("tty=%v: stderr %q", tty, errOut)
+		}
+	}
+}
