@@ -179,3 +179,26 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("New(unknown) = %v, want ErrUnknownAlgorithm", err)
 	}
 }
+
+// TestPolicyKeepsLeasedBudget: behind a policy, a lease still spends the
+// budget it holds while Redis is down (By=lease); the policy takes over
+// only once the slice is empty and Redis must be asked.
+func TestPolicyKeepsLeasedBudget(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	limit := rate.Limit{Count: 100, Window: time.Minute}
+	inner := mustNew(t, Config{Algorithm: Leasing, Limit: limit, Lease: LeaseConfig{Size: 3, Timeout: 100 * time.Millisecond}}, s.Client(t), nil)
+	l := WithPolicy(inner, Policy{OnError: OnErrorClosed, Timeout: 100 * time.Millisecond}, limit)
+	ctx := context.Background()
+	if d, err := inner.Allow(ctx, "ruth", 1); err != nil || !d.Allowed {
+		t.Fatalf("first request: %+v, %v", d, err)
+	}
+	s.Stop()
+	want := []decision.By{decision.ByLease, decision.ByLease, decision.ByFailClosed}
+	for i, by := range want {
+		d, err := l.Allow(ctx, "ruth", 1)
+		if err != nil || d.By != by || d.Allowed != (by == decision.ByLease) {
+			t.Fatalf("request %d with Redis down: %+v, %v; want decided by %v", i, d, err, by)
+		}
+	}
+}
