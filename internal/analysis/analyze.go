@@ -511,7 +511,9 @@ func (a *analyzer) newWorker() *worker {
 		a:           a,
 		timeline:    make([]int64, len(a.timeline)),
 		bestCeiling: -1,
-		raceApplies: a.h.Meta.Rounds > 0 || a.hasRound,
+		// Round also marks the boundary pattern's batches (Meta.Boundaries
+		// set, no race rounds): those are not race rounds.
+		raceApplies: a.h.Meta.Rounds > 0 || (a.hasRound && len(a.h.Meta.Boundaries) == 0),
 	}
 	w.burstEnv, w.rateEnv, w.hasEnv = a.envelope()
 	if len(a.boundaries) > 0 {
