@@ -71,7 +71,37 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 	if len(in.Keys) == 0 && typ != "none" {
 		return exact()
 	}
+	blendSlidingWindows(in.Keys, now)
 	return in, nil
+}
+
+// blendSlidingWindows explains rlctl's sliding-window counter the way it
+// decides: the current window's count plus the previous window's, weighted
+// by how much of the previous window the sliding window still covers.
+func blendSlidingWindows(keys []*Key, now time.Time) {
+	byWindow := map[int64]*Key{}
+	var s *Schema
+	for _, k := range keys {
+		if k.schema != nil && k.schema.Name == "redis-sliding-window" && k.Used != nil {
+			byWindow[k.parsed.Window], s = k, k.schema
+		}
+	}
+	if s == nil || s.params.Limit.Window <= 0 {
+		return
+	}
+	w := s.params.Limit.Window.Milliseconds()
+	n := now.UnixMilli() / w
+	cur, ok := byWindow[n]
+	if !ok {
+		return
+	}
+	var prev int64
+	if p, ok := byWindow[n-1]; ok {
+		prev = *p.Used
+	}
+	weight := 1 - float64(now.UnixMilli()%w)/float64(w)
+	est := float64(*cur.Used) + float64(prev)*weight
+	cur.Meaning += fmt.Sprintf("; sliding count %.1f of %d (current %d + previous %d × %.0f%%)", est, s.params.Limit.Count, *cur.Used, prev, weight*100)
 }
 
 // IdentityKeys finds the existing keys of identity id under schemas: the

@@ -120,6 +120,16 @@ func fixtures() []fixture {
 			want: map[string]string{"": "of 10 used in window #"},
 		},
 		{
+			name: "rlctl sliding window blend", schema: "redis-sliding-window", id: "hal2",
+			params: Params{Limit: rate.Limit{Count: 10, Window: time.Hour}},
+			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {
+				n := now.UnixMilli() / 3600000
+				c.Set(ctx, fmt.Sprintf("rl:sw:{hal2}:%d", n), 4, 2*time.Hour)
+			},
+			// No previous window: the sliding count is the current one.
+			want: map[string]string{"": "4 of 10 used in window #"},
+		},
+		{
 			name: "rlctl leasing", schema: "leasing", id: "ivy",
 			params: Params{Limit: rate.Limit{Count: 100, Window: time.Minute}},
 			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {
@@ -324,5 +334,23 @@ func TestInspectExactKey(t *testing.T) {
 	}
 	if len(in.Keys) != 1 || in.Keys[0].Schema != "" || in.Keys[0].Meaning != "not a known limiter layout" {
 		t.Fatalf("plain key: %+v", in.Keys[0])
+	}
+}
+
+func TestBlendSlidingWindows(t *testing.T) {
+	s := ownSchema(ownLayouts[5], Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	if s.Name != "redis-sliding-window" {
+		t.Fatal(s.Name)
+	}
+	// 15 s into window 1000: the previous window still counts 75%.
+	now := time.UnixMilli(1000*60000 + 15000)
+	cur := &Key{schema: s, parsed: Parsed{Window: 1000}, Used: ptr(int64(4))}
+	prev := &Key{schema: s, parsed: Parsed{Window: 999}, Used: ptr(int64(8))}
+	blendSlidingWindows([]*Key{prev, cur}, now)
+	if want := "; sliding count 10.0 of 10 (current 4 + previous 8 × 75%)"; cur.Meaning != want {
+		t.Errorf("meaning %q, want %q", cur.Meaning, want)
+	}
+	if prev.Meaning != "" {
+		t.Errorf("previous window annotated: %q", prev.Meaning)
 	}
 }
