@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -72,7 +73,32 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 		return exact()
 	}
 	blendSlidingWindows(in.Keys, now)
+	joinSpringBucket(in.Keys, now)
 	return in, nil
+}
+
+// joinSpringBucket reads Spring Cloud Gateway's two-key bucket as one: the
+// tokens left at the last request, refilled since its timestamp.
+func joinSpringBucket(keys []*Key, now time.Time) {
+	var tokens, ts *Key
+	for _, k := range keys {
+		if k.schema != nil && k.schema.Name == SchemaSpring {
+			switch k.parsed.Part {
+			case "tokens":
+				tokens = k
+			case "timestamp":
+				ts = k
+			}
+		}
+	}
+	if tokens == nil || ts == nil || tokens.Tokens == nil || ts.Value == nil || tokens.schema.params.Limit.Count <= 0 {
+		return
+	}
+	sec, err := strconv.ParseFloat(*ts.Value, 64)
+	if err != nil {
+		return
+	}
+	bucketNow(tokens.schema, tokens, *tokens.Tokens, time.Unix(int64(sec), 0), now)
 }
 
 // blendSlidingWindows explains rlctl's sliding-window counter the way it

@@ -157,7 +157,9 @@ func fixtures() []fixture {
 				c.Set(ctx, "request_rate_limiter.{kim}.timestamp", now.Unix(), 2*time.Second)
 			},
 			want: map[string]string{
-				"request_rate_limiter.{kim}.tokens":    "4.0 tokens left",
+				// 10/s, capacity 10, 4 left at a whole second: refilled
+				// since then (timestamps are whole seconds), at most full.
+				"request_rate_limiter.{kim}.tokens":    "tokens, full",
 				"request_rate_limiter.{kim}.timestamp": "last refill",
 			},
 		},
