@@ -257,7 +257,7 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, "%d limiter keys have a TTL longer than their schema allows: windows last longer than published", "no TTL beyond what its schema allows"))
 	add(refreshed)
 	add(st.hotFinding(ctx, c, cfgs))
-	add(st.bigFinding())
+	add(st.bigFinding(ctx, c))
 	for _, f := range configFindings(cfgs) {
 		add(f)
 	}
@@ -588,13 +588,17 @@ func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, c
 	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}
 }
 
-func (st *auditState) bigFinding() Finding {
+func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) Finding {
 	if len(st.big) == 0 {
 		return Finding{Check: CheckBigKeys, Severity: OK, Message: fmt.Sprintf("no sliding log above %d entries", st.opts.BigKeyEntries)}
 	}
 	var sample []string
 	for _, b := range st.big {
-		sample = append(sample, fmt.Sprintf("%s (%d entries)", b.key, b.used))
+		line := fmt.Sprintf("%s (%d entries", b.key, b.used)
+		if m, err := c.MemoryUsage(ctx, b.key).Result(); err == nil {
+			line += ", " + humanBytes(m)
+		}
+		sample = append(sample, line+")")
 	}
 	return Finding{Check: CheckBigKeys, Severity: Warn, Count: int64(len(st.big)), Sample: sample,
 		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more", len(st.big), st.opts.BigKeyEntries)}

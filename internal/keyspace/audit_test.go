@@ -204,7 +204,7 @@ func TestAuditPreparedStandalone(t *testing.T) {
 	if s := sampleOf(rep, CheckHot); len(s) != 1 || !strings.HasPrefix(s[0], "rl:fw:{p4} (95 of 100), LFU frequency ") {
 		t.Errorf("hot sample under LFU %v", s)
 	}
-	if s := sampleOf(rep, CheckBigKeys); len(s) != 1 || !strings.HasPrefix(s[0], "rl:sl:{p5} (150 entries)") {
+	if s := sampleOf(rep, CheckBigKeys); len(s) != 1 || !strings.HasPrefix(s[0], "rl:sl:{p5} (150 entries, ") || !strings.HasSuffix(s[0], "KB)") {
 		t.Errorf("big sample %v", s)
 	}
 }
