@@ -75,8 +75,10 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		return opError(ctx, cfg, "find "+opts.Arg+"'s keys", err)
 	}
 	res := resetResult{Query: opts.Arg, Keys: []string{}, DryRun: opts.DryRun}
+	// Only limiter keys: an argument that names some other key is not
+	// deleted, whatever it is.
 	for _, k := range in.Keys {
-		if k.Schema != "" || in.ExactKey {
+		if k.Schema != "" {
 			res.Keys = append(res.Keys, k.Key)
 		}
 	}

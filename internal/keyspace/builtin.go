@@ -440,7 +440,6 @@ func upstashWindowSchema(p Params) *Schema {
 		MultiKey:    true,
 		Prefix:      prefixOr(p, "@upstash/ratelimit:"),
 		params:      p,
-		ttl:         windowTTL(1),
 		interpret:   interpretCounter,
 	}
 	s.glob = escapeGlob(s.Prefix) + "*:[0-9]*"
@@ -462,12 +461,17 @@ func upstashWindowSchema(p Params) *Schema {
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
 		return nil, []string{escapeGlob(s.Prefix+id) + ":[0-9]*"}
 	}
+	// Fixed and sliding windows share key names; repair gives the sliding
+	// window's longer TTL, so a previous window is never cut short (on a
+	// fixed window's key the extra time is harmless: its index is never
+	// used again).
 	s.maxTTL = func(s *Schema, k Parsed) time.Duration {
 		if w := s.params.Limit.Window; w > 0 {
 			return 2*w + time.Second
 		}
 		return 0
 	}
+	s.ttl = s.maxTTL
 	return s
 }
 
