@@ -1,7 +1,6 @@
 package keyspace
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,8 +111,8 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		if i <= 0 {
 			return Parsed{}, false
 		}
-		n, err := strconv.ParseInt(rest[i+2:], 10, 64)
-		if err != nil || n < 0 {
+		n, ok := parseDigits(rest[i+2:])
+		if !ok {
 			return Parsed{}, false
 		}
 		return Parsed{ID: rest[:i], Window: n}, true
@@ -173,9 +172,9 @@ func envoySchema(p Params) *Schema {
 		if i < 0 {
 			return Parsed{}, false
 		}
-		start, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		start, ok := parseDigits(rest[i+1:])
 		// Window starts are unix seconds: between 2001 and 2286.
-		if err != nil || start < 1e9 || start >= 1e10 {
+		if !ok || start < 1e9 || start >= 1e10 {
 			return Parsed{}, false
 		}
 		head := rest[:i]
@@ -351,8 +350,8 @@ func kongSchema(p Params) *Schema {
 		if !ok {
 			return Parsed{}, false
 		}
-		start, err := strconv.ParseInt(parts[len(parts)-2], 10, 64)
-		if err != nil || start < 0 {
+		start, ok := parseDigits(parts[len(parts)-2])
+		if !ok {
 			return Parsed{}, false
 		}
 		id := strings.Join(parts[2:len(parts)-2], ":")
@@ -452,8 +451,8 @@ func upstashWindowSchema(p Params) *Schema {
 		if i <= 0 {
 			return Parsed{}, false
 		}
-		n, err := strconv.ParseInt(rest[i+1:], 10, 64)
-		if err != nil || n < 0 {
+		n, ok := parseDigits(rest[i+1:])
+		if !ok {
 			return Parsed{}, false
 		}
 		return Parsed{ID: rest[:i], Window: n}, true
@@ -495,4 +494,20 @@ func upstashBucketSchema(p Params) *Schema {
 	plainPrefixed(s)
 	s.ttl = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
 	return s
+}
+
+// parseDigits reads a window index or start: ASCII digits only (no sign),
+// as limiters write them.
+func parseDigits(s string) (int64, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, true
 }

@@ -356,3 +356,37 @@ func TestDeleteExactlyOneIdentity(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMatch: whatever the key, matching never panics; a claimed key lies
+// inside its schema's SCAN glob, and its identity's lookup finds it.
+func FuzzMatch(f *testing.F) {
+	for _, k := range []string{"rl:fw:{a}", "rl:cw:{a}:1", "api_k_v_1795990620", "request_rate_limiter.{x}.tokens",
+		"ratelimit:r:s:id:1795990620000:minute", "@upstash/ratelimit:u:5", "rate:z", "limiter:q", "rl:x", "x"} {
+		f.Add(k, "string")
+		f.Add(k, "hash")
+	}
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	f.Fuzz(func(t *testing.T, key, typ string) {
+		s, p, ok := Match(reg.All(), key, typ)
+		if !ok {
+			return
+		}
+		if !globMatch(s.Glob(), key) {
+			t.Fatalf("%s claims %q outside its glob %q", s.Name, key, s.Glob())
+		}
+		if !s.HasID(p, p.ID) {
+			t.Fatalf("%s: %q does not belong to its own id %q", s.Name, key, p.ID)
+		}
+		exact, globs := s.IdentityKeys(p.ID)
+		found := false
+		for _, e := range exact {
+			found = found || e == key
+		}
+		for _, g := range globs {
+			found = found || globMatch(g, key)
+		}
+		if !found {
+			t.Fatalf("%s: identity %q does not find its key %q (exact %q, globs %q)", s.Name, p.ID, key, exact, globs)
+		}
+	})
+}
