@@ -53,7 +53,6 @@ type schemaFlags struct {
 	Pattern string
 	Type    string
 	Window  time.Duration
-	TTL     time.Duration
 	Config  string
 }
 
@@ -120,7 +119,7 @@ func (s *schemaFlags) schemas() ([]*keyspace.Schema, error) {
 	}
 	name := s.Schema
 	if s.Pattern != "" {
-		spec := keyspace.CustomSpec{Name: "custom", Pattern: s.Pattern, Type: s.Type, Window: s.Window, TTL: s.TTL}
+		spec := keyspace.CustomSpec{Name: "custom", Pattern: s.Pattern, Type: s.Type, Window: s.Window}
 		if s.Schema != "" {
 			spec.Name = s.Schema
 		}
