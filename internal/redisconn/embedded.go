@@ -7,20 +7,34 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 )
 
-// embeddedTick is how often the embedded server's clock and expiry follow
-// the real clock. A key's expiry is late by at most this much.
-const embeddedTick = 2 * time.Millisecond
+// embeddedStep is the finest step the embedded server's clock and expiry
+// move in: before a command runs, they catch up with the real clock if it
+// is at least this far ahead.
+const embeddedStep = time.Millisecond
+
+// embeddedIdleTick moves the clock while no command arrives, so memory is
+// freed on time; expiry as commands see it never depends on it.
+const embeddedIdleTick = 20 * time.Millisecond
 
 // Embedded is an in-process Redis (miniredis) on a loopback port: the
 // zero-install default for rlctl verify.
 //
 // miniredis on its own never expires a key (it waits for FastForward) and
 // its TIME answers a fixed instant (it moves only with SetTime), so every
-// window-based limiter would silently stop rolling. Embedded therefore runs
-// a goroutine that, every few milliseconds, sets miniredis's time to now and
-// fast-forwards its TTLs by the real time elapsed.
+// window-based limiter would silently stop rolling. Embedded therefore
+// catches miniredis's clock and TTLs up with real time before every command
+// (a server pre-hook), and every few milliseconds while idle.
+//
+// Why before every command and not only on a ticker: FastForward subtracts
+// the time since the last catch-up from every TTL, including one set a
+// moment ago, so a key expires early by up to the gap between catch-ups.
+// A ticker starved by a busy CPU (the traffic engine shares it) makes that
+// gap tens of milliseconds, and fixed windows then roll early and admit
+// more than they should — a fault of the instrument, not of the limiter.
+// Catching up before each command bounds it by embeddedStep.
 type Embedded struct {
 	m *miniredis.Miniredis
 	// addr is kept because miniredis panics on Addr after Close.
@@ -28,6 +42,29 @@ type Embedded struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+
+	mu   sync.Mutex
+	last time.Time // monotonic reading of the last catch-up
+
+	clients sync.Map // *server.Peer of every client connection → struct{}
+}
+
+// clientCommand reports whether c is a client connection rather than a
+// redis.call from inside a Lua script. The hook also runs for those, while
+// the script's EVAL holds miniredis's lock, so catching up there would
+// deadlock (and is not needed: the EVAL caught up before it started). A
+// connection's peer has no context before its first command; a script's
+// call gets a fresh peer carrying its caller's context.
+func (e *Embedded) clientCommand(c *server.Peer) bool {
+	if _, ok := e.clients.Load(c); ok {
+		return true
+	}
+	if c.Ctx != nil {
+		return false
+	}
+	e.clients.Store(c, struct{}{})
+	c.OnDisconnect(func() { e.clients.Delete(c) })
+	return true
 }
 
 // StartEmbedded starts the embedded server. It stops when ctx is cancelled
@@ -39,29 +76,44 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 		return nil, fmt.Errorf("start embedded redis: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	e := &Embedded{m: m, addr: m.Addr(), cancel: cancel, done: make(chan struct{})}
+	e := &Embedded{m: m, addr: m.Addr(), cancel: cancel, done: make(chan struct{}), last: time.Now()}
+	m.Server().SetPreHook(func(c *server.Peer, _ string, _ ...string) bool {
+		if e.clientCommand(c) {
+			e.catchUp(time.Now())
+		}
+		return false // the command runs as usual
+	})
 	go e.followClock(ctx)
 	return e, nil
 }
 
+// catchUp moves miniredis's TIME to now and its TTLs forward by the real
+// time since the last catch-up. Readings are monotonic, so a wall-clock
+// jump neither freezes nor mass-expires keys; TIME still reports the wall
+// clock.
+func (e *Embedded) catchUp(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := now.Sub(e.last)
+	if d < embeddedStep {
+		return
+	}
+	e.m.SetTime(now)
+	e.m.FastForward(d)
+	e.last = now
+}
+
 func (e *Embedded) followClock(ctx context.Context) {
 	defer close(e.done)
-	tick := time.NewTicker(embeddedTick)
+	tick := time.NewTicker(embeddedIdleTick)
 	defer tick.Stop()
-	// Monotonic readings, so a wall-clock jump neither freezes nor
-	// mass-expires keys; TIME still reports the wall clock.
-	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			e.m.Close()
 			return
-		case now := <-tick.C:
-			e.m.SetTime(now)
-			if d := now.Sub(last); d > 0 {
-				e.m.FastForward(d)
-			}
-			last = now
+		case <-tick.C:
+			e.catchUp(time.Now())
 		}
 	}
 }

@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,5 +88,50 @@ func TestEmbeddedStopsWithContext(t *testing.T) {
 	}
 	if err := e.Close(); err != nil {
 		t.Errorf("Close after cancel: %v", err)
+	}
+}
+
+// TestEmbeddedNeverExpiresEarly: a key must not vanish before its TTL. An
+// early expiry rolls a fixed window early and makes a correct limiter look
+// leaky. Keys are set at varied moments between the idle ticks, where a
+// catch-up done only by the ticker would cut the TTL short.
+func TestEmbeddedNeverExpiresEarly(t *testing.T) {
+	ctx := context.Background()
+	e, err := StartEmbedded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
+	defer c.Close()
+
+	const ttl = 100 * time.Millisecond
+	for round := 0; round < 8; round++ {
+		key := fmt.Sprintf("k%d", round)
+		time.Sleep(time.Duration(round*7%20) * time.Millisecond)
+		before := time.Now()
+		if err := c.Set(ctx, key, "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := c.Exists(ctx, key).Result()
+			got := time.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				// The command that saw it gone was answered at got; the
+				// key was set after before. Allow one catch-up step.
+				if early := before.Add(ttl - embeddedStep).Sub(got); early > 0 {
+					t.Fatalf("round %d: key with a %v TTL gone %v early", round, ttl, early)
+				}
+				break
+			}
+			if got.After(deadline) {
+				t.Fatal("key never expired")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
 	}
 }
