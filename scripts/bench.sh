@@ -30,6 +30,8 @@ redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 echo "== 2. HTTP requests/s at 50 connections: rlctl (every response recorded) vs wrk, against nginx on loopback"
 hport=$(free_port)
 mkdir -p "$work/www" && echo ok >"$work/www/index.html"
+# mktemp -d is private (0700): nginx's worker would answer 403 to everything.
+chmod 755 "$work" "$work/www" && chmod 644 "$work/www/index.html"
 cat >"$work/nginx.conf" <<NGINX
 worker_processes 1;
 daemon off;
