@@ -286,7 +286,7 @@ func TestTrueCeiling(t *testing.T) {
 		{limiter.RedisTokenBucket, 50, 0, 199},
 		{limiter.RedisSlidingLog, 50, 0, 100},
 		{limiter.RedisGetIncr, 10, 0, 218},
-		{limiter.Leasing, 10, 20, 300},
+		{limiter.Leasing, 10, 20, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.alg, func(t *testing.T) {

@@ -2,6 +2,9 @@ package keyspace
 
 import (
 	"fmt"
+	"math"
+
+	"github.com/rlctl/rlctl/internal/ceiling"
 
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -23,48 +26,22 @@ type Ceiling struct {
 	Why string `json:"why"`
 }
 
-// TrueCeiling estimates the true ceiling of a design: local designs admit
-// L on every gateway, fixed windows 2L across a boundary, a token bucket
-// its capacity plus a window's refill, leasing L plus a lease per gateway.
-// lease is the lease size (0: the leasing default of L/10 per gateway, at
-// least 1). The estimate is the design's worst case, not a measurement:
-// `rlctl verify` measures.
+// TrueCeiling is the design's worst case from internal/ceiling (the same
+// theory `rlctl ceiling` prints), in audit's terms: the most one identity
+// can get through in any window of length W. lease is the leasing slice
+// (0: the design's default). It is theory, not a measurement: `rlctl
+// verify` measures.
 func TrueCeiling(alg string, published rate.Limit, gateways int, lease int64) (Ceiling, error) {
 	if published.Count <= 0 {
 		return Ceiling{}, fmt.Errorf("true ceiling: a published limit is needed")
 	}
-	if gateways < 1 {
-		gateways = 1
+	gateways = max(gateways, 1)
+	th, err := ceiling.Of(alg, ceiling.Params{Limit: published, Gateways: gateways, Lease: lease})
+	if err != nil {
+		return Ceiling{}, fmt.Errorf("true ceiling: %w (known: %v)", err, limiter.Algorithms)
 	}
-	L, n := published.Count, int64(gateways)
-	c := Ceiling{Algorithm: alg, Published: L, WindowMs: published.Window.Milliseconds(), Gateways: gateways}
-	switch alg {
-	case limiter.LocalFixedWindow:
-		c.True, c.Why = 2*L*n, "each gateway counts alone (N×L) and each window admits L again right after the boundary (×2)"
-	case limiter.LocalTokenBucket:
-		c.True, c.Why = (2*L-1)*n, "each gateway has its own bucket: capacity L plus L refilled in W, minus one, per gateway"
-	case limiter.RedisGetIncr:
-		c.True, c.Why = 2*(L+n-1), "GET then INCR races: up to N-1 extra per window, and 2 windows meet at a boundary"
-	case limiter.RedisFixedWindow, limiter.RedisClockWindow:
-		c.True, c.Why = 2*L, "a fixed window admits L just before and L just after a boundary"
-	case limiter.RedisFixedWindowRefresh:
-		c.True, c.Why = L, "the TTL refresh keeps the window open while traffic continues: at most L per W, but the window never rolls (it under-admits)"
-	case limiter.RedisTokenBucket:
-		c.True, c.Why = 2*L-1, "a bucket of capacity L refilled at L per W admits its capacity plus a window's refill, minus one"
-	case limiter.RedisGCRA:
-		c.True, c.Why = 2*L-1, "GCRA is a token bucket of burst L: capacity plus a window's emission, minus one"
-	case limiter.RedisSlidingWindow:
-		c.True, c.Why = 2*L, "the weighted blend assumes the previous window's hits were spread evenly; bunched at its end they count little (worst case approaches 2L)"
-	case limiter.RedisSlidingLog:
-		c.True, c.Why = L, "an exact sliding log admits exactly L in any window of W"
-	case limiter.Leasing:
-		if lease <= 0 {
-			lease = max(L/(10*n), 1)
-		}
-		c.True, c.Why = L+lease*n, fmt.Sprintf("the budget L plus one lease of %d stranded or in flight on each of %d gateways", lease, n)
-	default:
-		return Ceiling{}, fmt.Errorf("true ceiling: unknown algorithm %q (known: %v)", alg, limiter.Algorithms)
-	}
-	c.Ratio = float64(c.True) / float64(L)
+	c := Ceiling{Algorithm: alg, Published: published.Count, WindowMs: published.Window.Milliseconds(),
+		Gateways: gateways, True: int64(math.Ceil(th.Ceiling)), Why: th.Why}
+	c.Ratio = float64(c.True) / float64(published.Count)
 	return c, nil
 }
