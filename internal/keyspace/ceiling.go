@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
-
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 )
