@@ -280,6 +280,18 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 			// The promoted replica had not caught up: it starts with empty
 			// counters (and without the failover marker), which is what a
 			// failover does to in-flight counts under async replication.
+			if spec != redisconn.SpecEmbedded && spec != redisconn.SpecSpawn {
+				// A Redis the user pointed at: rlctl starts no server of its
+				// own for it. The failover is staged on that Redis itself —
+				// every connection cut, and the limiter's keys (marker
+				// included) gone, as on a replica that never received them.
+				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+					deletePrefix(ctx, admin, prefix)
+					proxy.SetUpstream(proxy.Upstream())
+				}})
+				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the limiter's keys and marker, as on a promoted replica that had not caught up")
+				continue
+			}
 			rcfg, stop, err := openRedis(ctx, spec, o)
 			if err != nil {
 				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)

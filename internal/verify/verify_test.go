@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +197,15 @@ faults: [{at: 1200ms, action: failover}]
 	}
 	if dv >= tv {
 		t.Errorf("deny: after_fault_ceiling %g not below trust's %g", dv, tv)
+	}
+
+	// On a Redis the user points at, rlctl starts no replica: the failover
+	// is staged there (connections cut, limiter keys gone) and must show
+	// the same second quota.
+	srv := redistest.Start(t)
+	given := run(t, parse(t, strings.Replace(fmt.Sprintf(doc, "trust"), "redis: spawn", "redis: "+srv.URL(), 1)))
+	if v := metric(t, given, analysis.AfterFaultCeiling); v <= 20 {
+		t.Errorf("given Redis: after_fault_ceiling %g; the staged failover should admit a second quota", v)
 	}
 }
 
