@@ -2,7 +2,6 @@ package ceiling
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -133,9 +132,6 @@ func Of(design string, p Params) (Theory, error) {
 		t.Clock = "Redis expiry for the budget window; local for spending"
 	default:
 		return Theory{}, fmt.Errorf("unknown algorithm %q", design)
-	}
-	if !t.Bounded {
-		t.Ceiling = math.Max(t.Ceiling, 0)
 	}
 	if L > 0 {
 		t.Ratio = t.Ceiling / L

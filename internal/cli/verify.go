@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,11 +86,7 @@ func loadSuite(paths []string) ([]*scenario.Scenario, string, error) {
 	}
 	scs, err := scenario.Load(paths)
 	if err != nil {
-		code := exitcode.Usage
-		if errors.Is(err, fs.ErrNotExist) {
-			code = exitcode.Usage
-		}
-		return nil, "", exitcode.With(err, code)
+		return nil, "", exitcode.With(err, exitcode.Usage)
 	}
 	name := strings.TrimSuffix(filepath.Base(filepath.Clean(paths[0])), filepath.Ext(paths[0]))
 	if len(paths) > 1 {
