@@ -41,6 +41,10 @@ built-in suite embedded in rlctl (on the embedded Redis: nothing to install).
 Reports go to --report-dir/<UTC time>-<suite>/: report.json, report.md,
 junit.xml, report.html and the raw histories (for report render/merge).
 An interrupted run still writes its report, marked incomplete.
+
+--redis replaces every scenario's redis: (embedded, spawn or a URL). Only the
+flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
+never redirect a scenario's load.
 `,
 		Example: `  rlctl verify
   rlctl verify scenarios/ --run 'race|boundary'
@@ -192,8 +196,8 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 100 {
-		s = s[:97] + "..."
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:97]) + "..."
 	}
 	return s
 }
