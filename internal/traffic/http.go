@@ -65,6 +65,32 @@ type httpTarget struct {
 	denied    [600]bool
 	client    *http.Client
 	transport *http.Transport
+	// raw holds one fast HTTP/1.1 pool per gateway when every URL is plain
+	// http:// (see rawPool); nil means net/http does the work.
+	raw      []*rawPool
+	rawQuery bool   // the identity goes in the query
+	rawFixed []byte // header lines that do not depend on the identity
+}
+
+// appendHeaders appends the request's header lines for identity id.
+func (t *httpTarget) appendHeaders(b []byte, id string) []byte {
+	b = append(b, t.rawFixed...)
+	for _, h := range t.headers {
+		if !h.hasID {
+			continue
+		}
+		b = append(b, h.key...)
+		b = append(b, ": "...)
+		b = append(b, strings.ReplaceAll(h.value, "{id}", id)...)
+		b = append(b, "\r\n"...)
+	}
+	if t.idHeader != "" {
+		b = append(b, t.idHeader...)
+		b = append(b, ": "...)
+		b = append(b, id...)
+		b = append(b, "\r\n"...)
+	}
+	return b
 }
 
 // maxDrain bounds how much of an answer's body is read before the
@@ -151,6 +177,17 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
 	}
+	if raw := allPlainHTTP(o.URLs); raw != nil {
+		t.rawQuery = o.IdentityQuery != ""
+		for _, h := range t.headers {
+			if !h.hasID {
+				t.rawFixed = append(t.rawFixed, h.key+": "+h.value+"\r\n"...)
+			}
+		}
+		for i, u := range raw {
+			t.raw = append(t.raw, newRawPool(u, t.method, t.gws[i].query, conns, timeout))
+		}
+	}
 	t.client = &http.Client{
 		Transport: t.transport,
 		Timeout:   timeout,
@@ -159,6 +196,20 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return t, nil
+}
+
+// allPlainHTTP parses urls and returns them when every one is plain http://
+// with no user info (which the raw client does not send), else nil.
+func allPlainHTTP(urls []string) []*url.URL {
+	out := make([]*url.URL, 0, len(urls))
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || u.User != nil || u.Fragment != "" {
+			return nil
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 func redactURLError(err error) error {
@@ -175,6 +226,9 @@ func redactURLError(err error) error {
 }
 
 func (t *httpTarget) Do(ctx context.Context, r Request) Response {
+	if t.raw != nil {
+		return t.doRaw(ctx, r)
+	}
 	g := &t.gws[r.Gateway]
 	u := g.url
 	if g.query != "" {
@@ -208,14 +262,31 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 		return errResponse(err)
 	}
 	drain(resp.Body)
-	hints := ParseHints(resp.Header, time.Now())
-	out := Response{RetryAfter: hints.RetryAfter, Remaining: hints.Remaining, Reset: hints.Reset}
-	// rlctl's own gateway (and any that copies it) says which path decided,
-	// so fail-open and fallback decisions show through HTTP too.
-	if v := resp.Header.Get("X-Ratelimit-Decided-By"); v != "" {
-		out.By, _ = decision.ParseBy(v)
+	return t.answer(g, resp.StatusCode, resp.Header)
+}
+
+func (t *httpTarget) doRaw(ctx context.Context, r Request) Response {
+	g := &t.gws[r.Gateway]
+	a, err := t.raw[r.Gateway].do(ctx, t, r.ID)
+	if err != nil {
+		return errResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
 	}
-	switch s := resp.StatusCode; {
+	return t.answer(g, a.status, a.hints)
+}
+
+// answer turns a status and the limiter's headers into a Response.
+func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) Response {
+	out := Response{RetryAfter: -1, Remaining: -1, Reset: -1}
+	if h != nil {
+		hints := ParseHints(h, time.Now())
+		out.RetryAfter, out.Remaining, out.Reset = hints.RetryAfter, hints.Remaining, hints.Reset
+		// rlctl's own gateway (and any that copies it) says which path
+		// decided, so fail-open and fallback decisions show through HTTP.
+		if v := h.Get("X-Ratelimit-Decided-By"); v != "" {
+			out.By, _ = decision.ParseBy(v)
+		}
+	}
+	switch s := status; {
 	case s >= 0 && s < len(t.denied) && t.denied[s]:
 		out.Outcome = decision.Denied
 	case s >= 200 && s < 400:
@@ -258,5 +329,8 @@ func (t *httpTarget) Endpoints() []string { return t.endpoints }
 
 func (t *httpTarget) Close() error {
 	t.transport.CloseIdleConnections()
+	for _, p := range t.raw {
+		p.close()
+	}
 	return nil
 }
