@@ -54,18 +54,19 @@ func (b roundRobin) Pick(identity uint32, seq uint64) int {
 type random struct{ n, seed uint64 }
 
 func (b random) Pick(identity uint32, seq uint64) int {
-	h := mix(b.seed ^ mix(uint64(identity)+0x9e3779b97f4a7c15) ^ mix(seq+0x632be59bd9b4e019))
+	h := Mix(b.seed ^ Mix(uint64(identity)+0x9e3779b97f4a7c15) ^ Mix(seq+0x632be59bd9b4e019))
 	return int(bounded(h, b.n))
 }
 
 type sticky struct{ n, seed uint64 }
 
 func (b sticky) Pick(identity uint32, _ uint64) int {
-	return int(bounded(mix(b.seed^mix(uint64(identity)+0x9e3779b97f4a7c15)), b.n))
+	return int(bounded(Mix(b.seed^Mix(uint64(identity)+0x9e3779b97f4a7c15)), b.n))
 }
 
-// mix is splitmix64's finaliser: a cheap, well-spread 64-bit hash.
-func mix(x uint64) uint64 {
+// Mix is splitmix64's finaliser: a cheap, well-spread 64-bit hash, shared
+// by the balancers and the traffic engine's endpoint spread.
+func Mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27

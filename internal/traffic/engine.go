@@ -400,7 +400,7 @@ func (e *engine) endpointFor(hit uint64) uint8 {
 	if e.shares == nil {
 		return uint8(hit % uint64(e.endpoints))
 	}
-	u := float64(mix64(hit^0x5851f42d4c957f2d)>>11) / (1 << 53)
+	u := float64(gateway.Mix(hit^0x5851f42d4c957f2d)>>11) / (1 << 53)
 	i := sort.SearchFloat64s(e.shares, u)
 	return uint8(min(i, e.endpoints-1))
 }
