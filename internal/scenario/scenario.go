@@ -3,7 +3,9 @@ package scenario
 import (
 	"time"
 
+	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // Target kinds.
@@ -19,42 +21,45 @@ const (
 	RedisSpawn    = "spawn"
 )
 
+// The names scenario files use are the traffic engine's and the limiter's
+// own, so a name means one thing everywhere.
+
 // Traffic patterns.
 const (
-	PatternConstant = "constant"
-	PatternBurst    = "burst"
-	PatternRamp     = "ramp"
-	PatternBoundary = "boundary"
-	PatternRace     = "race"
+	PatternConstant = traffic.PatternConstant
+	PatternBurst    = traffic.PatternBurst
+	PatternRamp     = traffic.PatternRamp
+	PatternBoundary = traffic.PatternBoundary
+	PatternRace     = traffic.PatternRace
 )
 
 // Load-balancer spreads of one identity over gateways.
 const (
-	SpreadRoundRobin = "round-robin"
-	SpreadRandom     = "random"
-	SpreadSticky     = "sticky"
+	SpreadRoundRobin = traffic.SpreadRoundRobin
+	SpreadRandom     = traffic.SpreadRandom
+	SpreadSticky     = traffic.SpreadSticky
 )
 
 // Boundary alignments: where window boundaries are assumed to fall.
 const (
-	AlignEpoch        = "epoch"
-	AlignFirstRequest = "first-request"
-	AlignAuto         = "auto"
+	AlignEpoch        = traffic.AlignEpoch
+	AlignFirstRequest = traffic.AlignFirstRequest
+	AlignAuto         = traffic.AlignAuto
 )
 
 // Traffic models.
 const (
-	ModelOpen   = "open"
-	ModelClosed = "closed"
+	ModelOpen   = traffic.ModelOpen
+	ModelClosed = traffic.ModelClosed
 )
 
 // Endpoint failure policies.
 const (
-	OnErrorOpen     = "open"
-	OnErrorClosed   = "closed"
-	OnErrorLocal    = "local"
-	OnFailoverTrust = "trust"
-	OnFailoverDeny  = "deny"
+	OnErrorOpen     = limiter.OnErrorOpen
+	OnErrorClosed   = limiter.OnErrorClosed
+	OnErrorLocal    = limiter.OnErrorLocal
+	OnFailoverTrust = limiter.OnFailoverTrust
+	OnFailoverDeny  = limiter.OnFailoverDeny
 )
 
 // Fault actions.
@@ -68,8 +73,8 @@ const (
 
 // Clocks a limiter can read.
 const (
-	ClockGateway = "gateway"
-	ClockRedis   = "redis"
+	ClockGateway = limiter.ClockGateway
+	ClockRedis   = limiter.ClockRedis
 )
 
 var (
