@@ -6,12 +6,12 @@ import "github.com/spf13/cobra"
 func commands(f *Factory) []*cobra.Command {
 	return []*cobra.Command{
 		newCmdVerify(f, nil),
-		newCmdCeiling(f, nil),
 		newCmdReport(f, nil),
-		newCmdGateway(f, nil),
-		newCmdVersion(f, nil),
-		newCmdPing(f, nil),
+		newCmdCeiling(f, nil),
 		newCmdKeys(f),
 		newCmdAudit(f, nil),
+		newCmdPing(f, nil),
+		newCmdGateway(f, nil),
+		newCmdVersion(f, nil),
 	}
 }

@@ -144,6 +144,8 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 	pf.StringVar(&f.TLSKey, "tls-key", "", "client key file for rediss://")
 	pf.BoolVar(&f.TLSSkipVerify, "tls-skip-verify", false, "do not verify the server certificate (testing only)")
 
+	// Help lists commands in the order of commands(): the main job first.
+	cobra.EnableCommandSorting = false
 	for _, c := range commands(f) {
 		root.AddCommand(c)
 	}
