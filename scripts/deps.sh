@@ -22,7 +22,7 @@ if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO=sudo
 	$SUDO apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # The packages start system services; tests start their own servers.
 if command -v systemctl >/dev/null && [ "$(id -u)" = 0 ]; then
