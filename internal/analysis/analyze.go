@@ -167,7 +167,10 @@ func decisionTime(h *history.History, i int) int64 {
 //     whole run when shorter than 2W); burst: the smallest b with every
 //     interval [s, e] holding at most b + rate·(e−s) allowed decision times.
 //   - slipped: allowed requests a token bucket of the envelope in Options,
-//     replayed in decision-time order, would have refused.
+//     replayed in decision-time order, would have refused — a definite
+//     count: the bucket gets the refill of the identity's widest
+//     [Sent, Received] interval as slack, so a limiter that obeys the
+//     envelope is never charged with a slip by timing uncertainty.
 //   - boundary_allowed: the most allowed surely decided within BoundarySpan
 //     of one boundary in Meta.Boundaries.
 //   - race_excess: per (identity, round ≥ 0), allowed beyond one.
@@ -595,10 +598,12 @@ func (w *worker) identity(k int) {
 	span := a.span
 	bestBoundary := 0
 	touched := w.touched[:0]
+	var widest int64 // longest [Sent, Received]: how far a decision time may be off
 	w.each(k, func(i int) {
 		s, r := interval(h, i)
 		sent = append(sent, s)
 		recv = append(recv, r)
+		widest = max(widest, r-s)
 		if !big {
 			times = append(times, s+(r-s)/2)
 		}
@@ -693,7 +698,13 @@ func (w *worker) identity(k int) {
 		m.set(fBurst, burstFor(times, rate))
 	}
 	if w.hasEnv {
-		m.set(fSlipped, float64(slipped(times, w.burstEnv, w.rateEnv)))
+		// Decision times are estimates within half an interval each, so
+		// two of them can sit closer than the true ones by up to the
+		// widest interval: a bucket that much fuller still holds any
+		// history a correct limiter could have made, and what it refuses
+		// certainly slipped.
+		slack := w.rateEnv * float64(widest) / 1e9
+		m.set(fSlipped, float64(slipped(times, w.burstEnv+slack, w.rateEnv)))
 	}
 	for _, t := range times {
 		b := (t - a.start) / a.interval
