@@ -62,6 +62,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return fail(err)
 	}
 	defer env.close()
+	out.Saved = SavedOf(sc)
+	out.Saved.Notes = env.notes
 
 	plan := planOf(sc)
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
@@ -85,8 +87,6 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Interrupted = true
 	}
 
-	out.Saved = SavedOf(sc)
-	out.Saved.Notes = env.notes
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
