@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -118,9 +117,7 @@ func runAudit(ctx context.Context, opts *auditOptions) error {
 		return opError(ctx, cfg, "audit", err)
 	}
 	if f.JSON() {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := f.WriteJSON(rep); err != nil {
 			return err
 		}
 	} else if err := printAudit(f, rep); err != nil {

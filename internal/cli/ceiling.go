@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -121,9 +120,7 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 			Designs   []ceiling.Theory `json:"designs"`
 			Measured  *measuredCeiling `json:"measured,omitempty"`
 		}{opts.Limit.String(), opts.Gateways, theories, measured}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return opts.f.WriteJSON(doc)
 	}
 	printCeiling(out, opts, theories, measured)
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"io"
 	"time"
 
@@ -68,6 +69,14 @@ func (f *Factory) RedisOptions(def string) redisconn.Options {
 // ShowProgress reports whether live progress bars may be drawn: only on a
 // terminal, and not with --no-progress.
 func (f *Factory) ShowProgress() bool { return f.IO.ErrTTY && !f.NoProgress }
+
+// WriteJSON writes v to Out as indented JSON: the stable machine output of
+// every command under -o json.
+func (f *Factory) WriteJSON(v any) error {
+	enc := json.NewEncoder(f.IO.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
 
 // JSON reports whether machine output was asked for.
 func (f *Factory) JSON() bool { return f.Output == "json" }

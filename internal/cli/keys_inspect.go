@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -76,9 +75,7 @@ func runKeysInspect(ctx context.Context, opts *keysInspectOptions) error {
 		problems += len(k.Problems)
 	}
 	if f.JSON() {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(in); err != nil {
+		if err := f.WriteJSON(in); err != nil {
 			return err
 		}
 	} else if err := printInspection(f, in); err != nil {

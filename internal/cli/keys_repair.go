@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -196,9 +195,7 @@ func printRepairSummary(f *Factory, st keyspace.RepairStats, w interface{ Write(
 
 func writeRepair(f *Factory, st keyspace.RepairStats) error {
 	if f.JSON() {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return f.WriteJSON(st)
 	}
 	printRepairSummary(f, st, f.IO.Out)
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -115,9 +114,7 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 
 func writeReset(f *Factory, res resetResult, msg string) error {
 	if f.JSON() {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return f.WriteJSON(res)
 	}
 	_, err := fmt.Fprintln(f.IO.Out, msg)
 	return err

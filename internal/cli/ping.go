@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -121,9 +120,7 @@ func runPing(ctx context.Context, opts *pingOptions) error {
 	res.RTT = summarise(rtts)
 
 	if f.JSON() {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return f.WriteJSON(res)
 	}
 	w := tabwriter.NewWriter(f.IO.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "url\t%s\n", res.URL)
