@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -87,6 +88,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Interrupted = true
 	}
 
+	if sc.Target.Algorithm == limiter.RedisSlidingLog && env.redis != nil {
+		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, sc, h.Meta.Identities)...)
+	}
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
@@ -102,6 +106,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 type env struct {
 	target  traffic.Target
 	set     *gateway.Set
+	redis   *redisconn.Config // the simulated gateways' Redis (nil: none)
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
@@ -181,6 +186,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		e.redis = cfg
 		newClient = cfg.NewClient
 		if len(sc.Faults) > 0 {
 			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, lc.Prefix)
@@ -305,6 +311,38 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 		}
 	}
 	return pcfg.NewClient, nil
+}
+
+// logMemoryNote reads, right after the run and while the logs are still
+// alive, how big the sliding log of the busiest identities is: the price of
+// its exactness, one entry per admitted request in the last window.
+func logMemoryNote(ctx context.Context, cfg *redisconn.Config, sc *scenario.Scenario, ids []string) []string {
+	c := cfg.NewClient()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	lc := limiterConfig(sc)
+	var entries, bytes int64
+	var worst string
+	for _, id := range ids[:min(len(ids), 50)] {
+		for _, k := range limiter.Keys(lc, id, time.Now()) {
+			n, err := c.ZCard(ctx, k).Result()
+			if err != nil || n <= entries {
+				continue
+			}
+			entries, worst = n, id
+			// MEMORY USAGE is a real Redis's; the embedded one lacks it.
+			bytes, _ = c.MemoryUsage(ctx, k).Result()
+		}
+	}
+	if worst == "" {
+		return nil
+	}
+	size := ""
+	if bytes > 0 {
+		size = fmt.Sprintf(" (%d bytes)", bytes)
+	}
+	return []string{fmt.Sprintf("sliding log: %s's log held %d entries%s at the end, one per request admitted in the last %s; its memory grows with the allowed rate × W for every identity", worst, entries, size, sc.Limit.Window)}
 }
 
 // deletePrefix removes the limiter's keys (SCAN, never KEYS): the counters

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,9 @@ traffic: {rate: 200/s, duration: 2s}
 	log := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisSlidingLog, srv.URL())))
 	if c := metric(t, log, analysis.Ceiling); c > 10 {
 		t.Errorf("sliding log: ceiling %g; want at most 10", c)
+	}
+	if notes := strings.Join(log.Report.Notes, "\n"); !regexp.MustCompile(`log held (9|10) entries`).MatchString(notes) {
+		t.Errorf("sliding log: no note on the log's size (10 entries per identity at the end of an overloaded run):\n%s", notes)
 	}
 	fw := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisFixedWindow, srv.URL())))
 	if c := metric(t, fw, analysis.Ceiling); c > 20 {
