@@ -269,6 +269,31 @@ func (a *analyzer) identity(i int) uint32 {
 	return a.h.Identity(i)
 }
 
+// densify maps the n records' indices (read by at) onto dense ones: an
+// index the Meta names (below len(names)) stays, an unnamed one — which a
+// corrupt or hand-made history can scatter up to 2^32 — gets the next free
+// index and the name "#<index>". It returns the per-record indices and the
+// extended names.
+func densify[T uint16 | uint32](n int, at func(int) T, names []string) ([]T, []string) {
+	named := len(names)
+	out := make([]T, n)
+	dense := map[T]T{}
+	for i := range n {
+		v := at(i)
+		if int(v) >= named {
+			k, ok := dense[v]
+			if !ok {
+				k = T(len(names))
+				dense[v] = k
+				names = append(names, fmt.Sprintf("#%d", v))
+			}
+			v = k
+		}
+		out[i] = v
+	}
+	return out, names
+}
+
 // scan is the one pass over every record: tallies, latency, the run's span
 // and the per-identity allowed counts the grouping needs.
 func (a *analyzer) scan() {
@@ -286,42 +311,14 @@ func (a *analyzer) scan() {
 			}
 		} else {
 			// Sparse unnamed identities: give them dense indices.
-			a.ids = make([]uint32, a.n)
-			dense := map[uint32]uint32{}
-			for i := range a.n {
-				id := h.Identity(i)
-				if int(id) >= len(h.Meta.Identities) {
-					k, ok := dense[id]
-					if !ok {
-						k = uint32(len(a.idNames))
-						dense[id] = k
-						a.idNames = append(a.idNames, fmt.Sprintf("#%d", id))
-					}
-					id = k
-				}
-				a.ids[i] = id
-			}
+			a.ids, a.idNames = densify(a.n, h.Identity, a.idNames)
 		}
 	}
 	a.idState = make([]identityState, len(a.idNames))
 	a.gwNames = slices.Clone(h.Meta.Gateways)
 	if maxGW >= len(a.gwNames)+a.n {
 		// Sparse unnamed gateways: give them dense indices.
-		a.gws = make([]uint16, a.n)
-		dense := map[uint16]uint16{}
-		for i := range a.n {
-			g := h.Gateway(i)
-			if int(g) >= len(h.Meta.Gateways) {
-				k, ok := dense[g]
-				if !ok {
-					k = uint16(len(a.gwNames))
-					dense[g] = k
-					a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", g))
-				}
-				g = k
-			}
-			a.gws[i] = g
-		}
+		a.gws, a.gwNames = densify(a.n, h.Gateway, a.gwNames)
 	}
 	for k := len(a.gwNames); k <= maxGW && a.gws == nil; k++ {
 		a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", k))
