@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,15 +129,16 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 
 func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *measuredCeiling) {
 	fmt.Fprintf(w, "Published: %s per identity, %d gateway(s)\n\n", opts.Limit, opts.Gateways)
-	rows := [][]string{{"ALGORITHM", "ALIGNED WINDOW", "ANY WINDOW (CEILING)", "RATIO"}}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ALGORITHM\tALIGNED WINDOW\tANY WINDOW (CEILING)\tRATIO")
 	for _, t := range ts {
 		c := fmt.Sprintf("%g", t.Ceiling)
 		if !t.Bounded {
 			c = "≥ " + c + " (unbounded)"
 		}
-		rows = append(rows, []string{t.Design, fmt.Sprintf("%g", t.Aligned), c, fmt.Sprintf("%.2f×", t.Ratio)})
+		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f×\n", t.Design, t.Aligned, c, t.Ratio)
 	}
-	writeColumns(w, rows)
+	tw.Flush()
 	if len(ts) != 1 {
 		fmt.Fprintln(w, "\nPick one with --algorithm for the reviewer's four questions.")
 		return
@@ -154,26 +156,6 @@ func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *mea
 	}
 }
 
-// writeColumns prints rows as left-aligned columns; the first row is the
-// header.
-func writeColumns(w io.Writer, rows [][]string) {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-len([]rune(c))+2))
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-}
 
 // measuredCeiling is what --measure found.
 type measuredCeiling struct {
