@@ -156,7 +156,6 @@ func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *mea
 	}
 }
 
-
 // measuredCeiling is what --measure found.
 type measuredCeiling struct {
 	Algorithm    string  `json:"algorithm"`
