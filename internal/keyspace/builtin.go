@@ -91,7 +91,7 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		interpret:   l.interpret,
 	}
 	head := l.short + ":{"
-	s.glob = escapeGlob(s.Prefix+head) + "*}"
+	s.glob = EscapeGlob(s.Prefix+head) + "*}"
 	if l.indexed {
 		s.glob += ":*"
 	}
@@ -120,7 +120,7 @@ func ownSchema(l ownLayout, p Params) *Schema {
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
 		base := s.Prefix + head + id + "}"
 		if l.indexed {
-			return nil, []string{escapeGlob(base) + ":*"}
+			return nil, []string{EscapeGlob(base) + ":*"}
 		}
 		return []string{base}, nil
 	}
@@ -162,7 +162,7 @@ func envoySchema(p Params) *Schema {
 		ttl:         windowTTL(1),
 		interpret:   interpretCounter,
 	}
-	s.glob = escapeGlob(s.Prefix) + "*_*_*_[0-9]*"
+	s.glob = EscapeGlob(s.Prefix) + "*_*_*_[0-9]*"
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
 		rest, ok := strings.CutPrefix(key, s.Prefix)
 		if !ok {
@@ -185,7 +185,7 @@ func envoySchema(p Params) *Schema {
 		return Parsed{ID: head[d+1:], Part: head[:d], Window: start}, true
 	}
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
-		return nil, []string{escapeGlob(s.Prefix) + "*_" + escapeGlob(id) + "_[0-9]*"}
+		return nil, []string{EscapeGlob(s.Prefix) + "*_" + EscapeGlob(id) + "_[0-9]*"}
 	}
 	s.hasID = envoyHasID
 	s.maxTTL = func(s *Schema, k Parsed) time.Duration {
@@ -237,7 +237,7 @@ func redisRateSchema(p Params) *Schema {
 
 // plainPrefixed makes s a <prefix><id> layout.
 func plainPrefixed(s *Schema) {
-	s.glob = escapeGlob(s.Prefix) + "?*"
+	s.glob = EscapeGlob(s.Prefix) + "?*"
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
 		id, ok := strings.CutPrefix(key, s.Prefix)
 		if !ok || id == "" {
@@ -272,7 +272,7 @@ func springSchema(p Params) *Schema {
 		params:      p,
 		interpret:   interpretSpring,
 	}
-	s.glob = escapeGlob(s.Prefix) + "{*}*"
+	s.glob = EscapeGlob(s.Prefix) + "{*}*"
 	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
 		rest, ok := strings.CutPrefix(key, s.Prefix+"{")
 		if !ok {
@@ -334,7 +334,7 @@ func kongSchema(p Params) *Schema {
 		params:      p,
 		interpret:   interpretCounter,
 	}
-	s.glob = escapeGlob(s.Prefix) + "*:*:*:[0-9]*:*"
+	s.glob = EscapeGlob(s.Prefix) + "*:*:*:[0-9]*:*"
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
 		rest, ok := strings.CutPrefix(key, s.Prefix)
 		if !ok {
@@ -361,7 +361,7 @@ func kongSchema(p Params) *Schema {
 		return Parsed{ID: id, Part: period, Window: start, WindowLen: w}, true
 	}
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
-		return nil, []string{escapeGlob(s.Prefix) + "*:*:" + escapeGlob(id) + ":[0-9]*:*"}
+		return nil, []string{EscapeGlob(s.Prefix) + "*:*:" + EscapeGlob(id) + ":[0-9]*:*"}
 	}
 	s.ttl = func(s *Schema, k Parsed) time.Duration { return k.WindowLen }
 	return s
@@ -441,7 +441,7 @@ func upstashWindowSchema(p Params) *Schema {
 		params:      p,
 		interpret:   interpretCounter,
 	}
-	s.glob = escapeGlob(s.Prefix) + "*:[0-9]*"
+	s.glob = EscapeGlob(s.Prefix) + "*:[0-9]*"
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
 		rest, ok := strings.CutPrefix(key, s.Prefix)
 		if !ok {
@@ -458,7 +458,7 @@ func upstashWindowSchema(p Params) *Schema {
 		return Parsed{ID: rest[:i], Window: n}, true
 	}
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
-		return nil, []string{escapeGlob(s.Prefix+id) + ":[0-9]*"}
+		return nil, []string{EscapeGlob(s.Prefix+id) + ":[0-9]*"}
 	}
 	// Fixed and sliding windows share key names; repair gives the sliding
 	// window's longer TTL, so a previous window is never cut short (on a

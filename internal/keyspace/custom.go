@@ -111,12 +111,12 @@ func CustomSchema(spec CustomSpec) (*Schema, error) {
 				n = i + 1
 			}
 			re.WriteString(regexp.QuoteMeta(rest[:n]))
-			glob.WriteString(escapeGlob(rest[:n]))
+			glob.WriteString(EscapeGlob(rest[:n]))
 			rest = rest[n:]
 			continue
 		}
 		re.WriteString(regexp.QuoteMeta(rest[:i]))
-		glob.WriteString(escapeGlob(rest[:i]))
+		glob.WriteString(EscapeGlob(rest[:i]))
 		group++
 		if tok == "{id}" {
 			re.WriteString("(.+)")
@@ -170,7 +170,7 @@ func CustomSchema(spec CustomSpec) (*Schema, error) {
 		s.idKeys = func(s *Schema, id string) ([]string, []string) {
 			k := strings.Replace(spec.Pattern, "{id}", id, 1)
 			before, after, _ := strings.Cut(k, "{window}")
-			return nil, []string{escapeGlob(before) + "[0-9]*" + escapeGlob(after)}
+			return nil, []string{EscapeGlob(before) + "[0-9]*" + EscapeGlob(after)}
 		}
 	}
 	ttl := spec.TTL

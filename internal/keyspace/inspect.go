@@ -166,7 +166,7 @@ func IdentityKeys(ctx context.Context, c redis.UniversalClient, schemas []*Schem
 	if len(globs) > 0 {
 		var mu sync.Mutex
 		err := ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
-			return ScanNode(ctx, n, "*"+escapeGlob(id)+"*", func(keys []string) error {
+			return ScanNode(ctx, n, "*"+EscapeGlob(id)+"*", func(keys []string) error {
 				for _, k := range keys {
 					for _, g := range globs {
 						if globMatch(g, k) {

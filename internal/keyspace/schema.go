@@ -221,9 +221,9 @@ func Match(schemas []*Schema, key, typ string) (*Schema, Parsed, bool) {
 	return nil, Parsed{}, false
 }
 
-// escapeGlob quotes the characters SCAN MATCH treats specially, so an
-// identity is matched literally.
-func escapeGlob(s string) string {
+// EscapeGlob quotes the characters SCAN MATCH treats specially, so an
+// identity or a key prefix is matched literally.
+func EscapeGlob(s string) string {
 	// Byte by byte: keys are binary strings, not necessarily UTF-8.
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {

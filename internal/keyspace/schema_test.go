@@ -131,7 +131,7 @@ func FuzzEscapeGlob(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		g := escapeGlob(s)
+		g := EscapeGlob(s)
 		if !globMatch(g, s) {
 			t.Fatalf("escaped %q does not match itself (%q)", s, g)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -351,19 +352,13 @@ func deletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
 	if prefix == "" {
 		return
 	}
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 1000).Result()
-		if err != nil {
-			return
-		}
-		if len(keys) > 0 {
-			c.Unlink(ctx, keys...)
-		}
-		if cursor = next; cursor == 0 {
-			return
-		}
-	}
+	// Best effort: a fault that cannot be applied shows in the figures.
+	_ = keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
+		return keyspace.ScanNode(ctx, n, keyspace.EscapeGlob(prefix)+"*", func(keys []string) error {
+			_, err := keyspace.Delete(ctx, n.Client, keys)
+			return err
+		})
+	})
 }
 
 // scriptPrefix is the fixed start of a redis-script target's first key
