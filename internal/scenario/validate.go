@@ -353,12 +353,20 @@ func redactURL(s string) string {
 func (t Target) String() string {
 	switch t.Kind {
 	case KindHTTP:
-		if len(t.URLs) == 1 {
-			return fmt.Sprintf("http %s", redactURL(t.URLs[0]))
+		urls := make([]string, len(t.URLs))
+		for i, u := range t.URLs {
+			urls[i] = redactURL(u)
 		}
-		return fmt.Sprintf("http ×%d", len(t.URLs))
+		return fmt.Sprintf("http ×%d (%s)", len(t.URLs), strings.Join(urls, ", "))
 	case KindRedisScript:
 		return fmt.Sprintf("redis-script %s ×%d", t.Script, t.Gateways)
 	}
-	return fmt.Sprintf("%s %s ×%d", t.Kind, t.Algorithm, t.Gateways)
+	s := fmt.Sprintf("%s %s ×%d", t.Kind, t.Algorithm, t.Gateways)
+	if t.Clock != "" {
+		s += ", clock " + t.Clock
+	}
+	if t.ClockSkew > 0 {
+		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
+	}
+	return s
 }

@@ -33,7 +33,7 @@ type Saved struct {
 
 // SavedOf describes sc for re-scoring.
 func SavedOf(sc *scenario.Scenario) Saved {
-	s := Saved{Name: sc.Name, Description: sc.Description, Target: describeTarget(sc),
+	s := Saved{Name: sc.Name, Description: sc.Description, Target: sc.Target.String(),
 		Limit: sc.Limit, Analysis: analysisOptions(sc)}
 	if sc.Target.Kind == scenario.KindSimulated {
 		s.Algorithm = sc.Target.Algorithm

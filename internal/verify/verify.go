@@ -52,7 +52,7 @@ type Outcome struct {
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
 	out := &Outcome{Report: report.Scenario{
 		Name: sc.Name, Description: sc.Description, Limit: report.LimitOf(sc.Limit),
-		Target: describeTarget(sc),
+		Target: sc.Target.String(),
 	}}
 	fail := func(err error) (*Outcome, error) {
 		out.Report.Status = report.StatusError
@@ -432,23 +432,6 @@ func analysisOptions(sc *scenario.Scenario) analysis.Options {
 		}
 	}
 	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: r}
-}
-
-func describeTarget(sc *scenario.Scenario) string {
-	switch sc.Target.Kind {
-	case scenario.KindHTTP:
-		return fmt.Sprintf("http ×%d (%s)", len(sc.Target.URLs), strings.Join(sc.Target.URLs, ", "))
-	case scenario.KindRedisScript:
-		return fmt.Sprintf("redis-script %s ×%d", sc.Target.Script, sc.Target.Gateways)
-	}
-	s := fmt.Sprintf("simulated %s ×%d", sc.Target.Algorithm, sc.Target.Gateways)
-	if sc.Target.Clock != "" {
-		s += ", clock " + sc.Target.Clock
-	}
-	if sc.Target.ClockSkew > 0 {
-		s += fmt.Sprintf(", skew ±%s", sc.Target.ClockSkew)
-	}
-	return s
 }
 
 // notes turn figures into the plain-language findings a reader needs.
