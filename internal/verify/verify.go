@@ -378,7 +378,7 @@ func scriptPrefix(keys []string) string {
 func limiterConfig(sc *scenario.Scenario) limiter.Config {
 	prefix := sc.Target.Prefix
 	if prefix == "" {
-		prefix = "rl:"
+		prefix = limiter.DefaultPrefix
 	}
 	return limiter.Config{
 		Algorithm: sc.Target.Algorithm, Limit: sc.Limit, Capacity: sc.Target.Capacity,
