@@ -34,27 +34,63 @@ func ForEachPrimary(ctx context.Context, c redis.UniversalClient, fn func(ctx co
 }
 
 // ScanNode walks one node's keyspace with SCAN MATCH pattern, handing each
-// page to fn. It stops at the first error or when ctx is done.
+// page to fn, one page at a time and in order. It stops at the first error
+// or when ctx is done.
+//
+// The next page is read while fn works on the current one: a serial loop
+// leaves Redis idle while fn thinks and fn idle while SCAN runs, and SCAN
+// alone is about half the server time of an audit. Reading one page ahead
+// (on a second connection of the client's pool) keeps memory bounded to
+// three pages and lets both sides work at once.
 func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string) error) error {
-	var cursor uint64
-	for {
-		if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	pages := make(chan []string, 1)
+	var scanErr error // written by the scanner before it closes pages
+	go func() {
+		defer close(pages)
+		var cursor uint64
+		for {
+			if err := sctx.Err(); err != nil {
+				scanErr = err
+				return
+			}
+			keys, next, err := n.Client.Scan(sctx, cursor, pattern, ScanCount).Result()
+			if err != nil {
+				scanErr = fmt.Errorf("scan %s on %s: %w", pattern, n.Addr, err)
+				return
+			}
+			if len(keys) > 0 {
+				select {
+				case pages <- keys:
+				case <-sctx.Done():
+					scanErr = sctx.Err()
+					return
+				}
+			}
+			if next == 0 {
+				return
+			}
+			cursor = next
+		}
+	}()
+	for keys := range pages {
+		if err := fn(keys); err != nil {
+			// Stop the scanner and wait for it, so nothing of this walk
+			// runs after ScanNode returns.
+			stop()
+			for range pages {
+			}
 			return err
 		}
-		keys, next, err := n.Client.Scan(ctx, cursor, pattern, ScanCount).Result()
-		if err != nil {
-			return fmt.Errorf("scan %s on %s: %w", pattern, n.Addr, err)
-		}
-		if len(keys) > 0 {
-			if err := fn(keys); err != nil {
-				return err
-			}
-		}
-		if next == 0 {
-			return nil
-		}
-		cursor = next
 	}
+	if scanErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return scanErr
 }
 
 // ScriptChunk is the most keys one server-side page script handles per
