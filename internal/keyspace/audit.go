@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -226,7 +227,7 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		cfgs = append(cfgs, nc)
 		st.shards[n.Addr] = &ShardStats{Node: n.Addr, Keys: nc.keys, OpsPerSec: nc.ops}
 		cfgMu.Unlock()
-		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, keys) })
+		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, nc.cluster, keys) })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -308,28 +309,47 @@ type auditCand struct {
 // page audits one SCAN page: names are matched here, and the server reads
 // types, TTLs and values in one script call that answers only with the
 // keys worth reporting.
-func (st *auditState) page(ctx context.Context, n Node, names []string) error {
+func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names []string) error {
 	var cs []auditCand
-	var args []any
+	var keys []string
+	// Keys checked alike form one run, so the script gets each run's
+	// checks once; a page usually holds a handful of runs.
+	type check struct {
+		typ        string
+		maxMs, thr int64
+	}
+	batch := 1
+	if clusterNode {
+		batch = 0
+	}
+	var checks []check
+	var runs []keyRun
 	for _, k := range names {
 		s, p, ok := Match(st.opts.Schemas, k, "")
 		if !ok {
 			continue
 		}
-		var maxMs, thr int64
+		c := check{typ: s.Type}
 		if max := s.MaxTTL(p); max > 0 {
-			maxMs = (max + time.Second).Milliseconds()
+			c.maxMs = (max + time.Second).Milliseconds()
 		}
 		switch s.Type {
 		case TypeString:
 			if lim := limitFor(s, p); lim > 0 {
-				thr = int64(math.Ceil(st.opts.HotRatio * float64(lim)))
+				c.thr = int64(math.Ceil(st.opts.HotRatio * float64(lim)))
 			}
 		case TypeZSet:
-			thr = st.opts.BigKeyEntries
+			c.thr = st.opts.BigKeyEntries
 		}
+		r := slices.Index(checks, c)
+		if r < 0 {
+			r = len(checks)
+			checks = append(checks, c)
+			runs = append(runs, keyRun{head: []any{c.typ, c.maxMs, c.thr, batch}})
+		}
+		runs[r].idx = append(runs[r].idx, len(cs))
 		cs = append(cs, auditCand{s, p})
-		args = append(args, k, s.Type, maxMs, thr)
+		keys = append(keys, k)
 	}
 	if len(cs) == 0 {
 		st.mu.Lock()
@@ -337,7 +357,7 @@ func (st *auditState) page(ctx context.Context, n Node, names []string) error {
 		st.mu.Unlock()
 		return nil
 	}
-	res, err := runChunked(ctx, n, auditPageScript, args, 4, 4)
+	res, err := runChunked(ctx, n, auditPageScript, keys, runs, 4)
 	if err != nil {
 		return fmt.Errorf("read keys on %s: %w", n.Addr, err)
 	}
@@ -639,6 +659,9 @@ type nodeConfig struct {
 	keys        int64
 	ops         int64
 	configKnown bool
+	// cluster is a Cluster node, even when reached without a Cluster
+	// client: a script there may not read keys of several slots at once.
+	cluster bool
 }
 
 func infoField(info, name string) string {
@@ -652,13 +675,14 @@ func infoField(info, name string) string {
 
 func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 	nc := nodeConfig{addr: n.Addr}
-	info, err := n.Client.Info(ctx, "memory", "persistence", "replication", "stats", "keyspace").Result()
+	info, err := n.Client.Info(ctx, "memory", "persistence", "replication", "stats", "keyspace", "cluster").Result()
 	if err != nil {
 		return nc, fmt.Errorf("INFO on %s: %w", n.Addr, err)
 	}
 	nc.policy = infoField(info, "maxmemory_policy")
 	nc.aof = infoField(info, "aof_enabled") == "1"
 	nc.role = infoField(info, "role")
+	nc.cluster = infoField(info, "cluster_enabled") == "1"
 	nc.replicas, _ = strconv.Atoi(infoField(info, "connected_slaves"))
 	nc.ops, _ = strconv.ParseInt(infoField(info, "instantaneous_ops_per_sec"), 10, 64)
 	for _, line := range strings.Split(info, "\n") {

@@ -125,11 +125,11 @@ func (j *repairJob) page(ctx context.Context, n Node, names []string) error {
 	if len(cand) > 0 {
 		// The server checks the page's PTTLs and answers only with the
 		// keys that lack one (and their types): a small reply per page.
-		args := make([]any, len(cand))
-		for i, k := range cand {
-			args[i] = k
+		all := make([]int, len(cand))
+		for i := range all {
+			all[i] = i
 		}
-		res, err := runChunked(ctx, n, repairScanScript, args, 1, 2)
+		res, err := runChunked(ctx, n, repairScanScript, cand, []keyRun{{idx: all}}, 2)
 		if err != nil {
 			return fmt.Errorf("read TTLs on %s: %w", n.Addr, err)
 		}

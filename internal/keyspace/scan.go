@@ -98,29 +98,69 @@ func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string
 // well under a millisecond, so other clients barely notice the audit.
 const ScriptChunk = 200
 
-// runChunked runs a page script over args (per arguments for each key)
-// in calls of at most ScriptChunk keys, one after the other, and joins the
-// replies. The calls are not pipelined on purpose: Redis runs a client's
-// pipelined commands back to back, so other clients would wait for all
-// chunks instead of one (measured with scripts/bench-keys.sh: p99 PING of
-// others rose from under 2ms to over 3ms). A script answers with groups
-// of stride items whose first is a 1-based key position within its call;
-// positions are shifted to index the whole page.
-func runChunked(ctx context.Context, n Node, s *redis.Script, args []any, per, stride int) ([]any, error) {
+// keyRun is a run of keys that a page script checks the same way: head
+// holds the arguments that say how (passed once, ahead of the keys), idx
+// each key's position in the caller's list.
+type keyRun struct {
+	head []any
+	idx  []int
+}
+
+// runChunked runs a page script over runs of keys in calls of at most
+// ScriptChunk keys, one after the other, and joins the replies. A run
+// with a head goes as its head, its key count and its keys; one without
+// as its bare keys. A run that does not fit the rest of a call is split,
+// its head repeated. The
+// calls are not pipelined on purpose: Redis runs a client's pipelined
+// commands back to back, so other clients would wait for all chunks
+// instead of one (measured with scripts/bench-keys.sh: p99 PING of others
+// rose from under 2ms to over 3ms). A script answers with groups of
+// stride items whose first is a 1-based key position within its call;
+// positions are turned into 1-based positions in keys.
+func runChunked(ctx context.Context, n Node, s *redis.Script, keys []string, runs []keyRun, stride int) ([]any, error) {
 	var out []any
-	for start := 0; start < len(args); start += ScriptChunk * per {
-		end := min(start+ScriptChunk*per, len(args))
-		res, err := s.Run(ctx, n.Client, nil, args[start:end]...).Slice()
-		if err != nil {
-			return nil, err
+	args := make([]any, 0, 2*ScriptChunk)
+	idx := make([]int, 0, ScriptChunk)
+	flush := func() error {
+		if len(idx) == 0 {
+			return nil
 		}
-		offset := int64(start / per)
+		res, err := s.Run(ctx, n.Client, nil, args...).Slice()
+		if err != nil {
+			return err
+		}
 		for i := 0; i+stride <= len(res); i += stride {
-			if pos, ok := res[i].(int64); ok {
-				res[i] = pos + offset
+			if pos, ok := res[i].(int64); ok && pos >= 1 && int(pos) <= len(idx) {
+				res[i] = int64(idx[pos-1] + 1)
+			} else {
+				return fmt.Errorf("bad reply %v", res[i])
 			}
 		}
 		out = append(out, res...)
+		args, idx = args[:0], idx[:0]
+		return nil
+	}
+	for _, r := range runs {
+		for rest := r.idx; len(rest) > 0; {
+			if len(idx) == ScriptChunk {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			take := rest[:min(len(rest), ScriptChunk-len(idx))]
+			rest = rest[len(take):]
+			if len(r.head) > 0 {
+				args = append(args, r.head...)
+				args = append(args, len(take))
+			}
+			for _, i := range take {
+				args = append(args, keys[i])
+				idx = append(idx, i)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
