@@ -6,11 +6,16 @@
 # Starts a fresh redis-server on a free loopback port, loads N limiter keys
 # (default 1,000,000; BROKEN of them without TTL, default 10,000), then times
 #   1. redis-cli --scan            (the bare listing; COUNT 10 where supported)
-#   2. rlctl audit                 (one full pass)
-#   3. rlctl keys repair-ttl       (repairs the BROKEN keys)
-# and prints each rlctl time as a ratio of the listing (targets: audit <= 0.25,
-# repair-ttl <= 0.3) and the p99 PING latency a separate client saw during
-# each run (target < 2 ms), measured with redis-benchmark in short rounds.
+#   2. SCAN COUNT 1000             (floor: listing every key, nothing else)
+#   3. SCAN 1000 + pipelined PTTL  (floor: every key's TTL read, one pipeline
+#                                   per page; the issue's estimate of the
+#                                   least an audit can cost)
+#   4. rlctl audit                 (one full pass)
+#   5. rlctl keys repair-ttl       (repairs the BROKEN keys)
+# and prints each time as a ratio of the listing (targets: audit <= 0.25,
+# repair-ttl <= 0.3) and of the SCAN+PTTL floor, with the p99 PING latency
+# a separate client saw during each run (target < 2 ms), measured with
+# redis-benchmark in short rounds. The floors come from scripts/benchtool.
 #
 # Usage: scripts/bench-keys.sh            (N=100000 BROKEN=1000 for a quick run)
 set -euo pipefail
@@ -39,6 +44,7 @@ for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep
 url="redis://127.0.0.1:$port"
 
 go build -o "$tmp/rlctl" ./cmd/rlctl
+go build -o "$tmp/benchtool" ./scripts/benchtool
 
 echo "loading $N limiter keys ($BROKEN without TTL) into $url ..."
 awk -v n="$N" -v broken="$BROKEN" 'BEGIN {
@@ -89,6 +95,17 @@ t1=$(now)
 t_scan=$(echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}')
 echo "redis-cli ${scan_args[*]}: $listed keys in ${t_scan}s"
 
+floor() { # floor NAME MODE: a benchtool reference pass under the probe, which must see every key
+	local t; t=$(timed "$1" "$tmp/benchtool" scanfloor "$2" "$url")
+	local seen; seen=$(cut -d' ' -f1 "$tmp/$1.out")
+	[ "$seen" = "$listed" ] || { echo "bench-keys: floor $1 saw '$seen' keys, not $listed" >&2; exit 1; }
+	echo "$t"
+}
+t_fscan=$(floor fscan scan)
+lat_fscan=$(p99s)
+t_fpttl=$(floor fpttl pttl)
+lat_fpttl=$(p99s)
+
 t_audit=$(timed audit "$tmp/rlctl" audit --redis "$url" --limit 100/1h --no-progress)
 lat_audit=$(p99s)
 t_repair=$(timed repair "$tmp/rlctl" keys repair-ttl --redis "$url" --limit 100/1h --yes --no-progress)
@@ -96,9 +113,12 @@ lat_repair=$(p99s)
 grep -h "without TTL" "$tmp/repair.out" || cat "$tmp/repair.out"
 [ "$(redis-cli -p "$port" ttl 'rl:fw:{u0}')" -gt 0 ] || { echo "bench-keys: repair-ttl did not repair rl:fw:{u0}" >&2; exit 1; }
 
-awk -v s="$t_scan" -v a="$t_audit" -v r="$t_repair" -v la="$lat_audit" -v lr="$lat_repair" 'BEGIN {
-	printf "\n%-22s %8s %8s %8s   %s\n", "run", "seconds", "ratio", "target", "p99 PING meanwhile"
-	printf "%-22s %8.3f %8s %8s\n", "bare listing", s, "1.00", ""
-	printf "%-22s %8.3f %8.2f %8s   %s\n", "rlctl audit", a, a / s, "<=0.25", la
-	printf "%-22s %8.3f %8.2f %8s   %s\n", "rlctl keys repair-ttl", r, r / s, "<=0.30", lr
+awk -v s="$t_scan" -v fs="$t_fscan" -v fp="$t_fpttl" -v a="$t_audit" -v r="$t_repair" \
+	-v lfs="$lat_fscan" -v lfp="$lat_fpttl" -v la="$lat_audit" -v lr="$lat_repair" 'BEGIN {
+	printf "\n%-28s %8s %8s %8s %11s   %s\n", "run", "seconds", "ratio", "target", "vs SCAN+PTTL", "p99 PING meanwhile"
+	printf "%-28s %8.3f %8s %8s %11.2f\n", "bare listing (redis-cli)", s, "1.00", "", s / fp
+	printf "%-28s %8.3f %8.2f %8s %11.2f   %s\n", "floor: SCAN 1000", fs, fs / s, "", fs / fp, lfs
+	printf "%-28s %8.3f %8.2f %8s %11.2f   %s\n", "floor: SCAN 1000 + PTTL", fp, fp / s, "", 1, lfp
+	printf "%-28s %8.3f %8.2f %8s %11.2f   %s\n", "rlctl audit", a, a / s, "<=0.25", a / fp, la
+	printf "%-28s %8.3f %8.2f %8s %11.2f   %s\n", "rlctl keys repair-ttl", r, r / s, "<=0.30", r / fp, lr
 }'

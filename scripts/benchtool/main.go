@@ -1,7 +1,8 @@
 // Command benchtool helps scripts/bench.sh compare rlctl with reference
 // tools on the same work: it prints the Lua source rlctl runs for a design
-// (so redis-benchmark can EVALSHA exactly the same script) and reads a
-// figure out of a report.json.
+// (so redis-benchmark can EVALSHA exactly the same script), reads a
+// figure out of a report.json, and times the reference SCAN passes of
+// scripts/bench-keys.sh.
 package main
 
 import (
@@ -14,7 +15,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json")
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json | benchtool scanfloor scan|pttl REDIS_URL")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -25,6 +26,8 @@ func main() {
 			os.Exit(2)
 		}
 		fmt.Print(src)
+	case "scanfloor":
+		runScanFloor(os.Args[2:])
 	case "rate":
 		// Requests per second of the first scenario: requests over the
 		// traffic's wall time (report duration_ms covers setup too, so the
