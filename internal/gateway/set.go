@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync/atomic"
 	"time"
@@ -58,10 +59,12 @@ type Set struct {
 }
 
 type gw struct {
-	name     string
-	offset   time.Duration
-	client   redis.UniversalClient
-	lease    *limiter.Lease
+	name   string
+	offset time.Duration
+	client redis.UniversalClient
+	lease  *limiter.Lease
+	// closer is the limiter itself when it holds connections of its own.
+	closer   io.Closer
 	detector *limiter.FailoverDetector
 	eps      []limiter.Limiter
 	dead     atomic.Bool
@@ -118,6 +121,9 @@ func New(ctx context.Context, o Options) (*Set, error) {
 			return nil, exitcode.With(fmt.Errorf("gateway %s: %w", g.name, err), exitcode.Usage)
 		}
 		g.lease, _ = l.(*limiter.Lease)
+		if c, ok := l.(io.Closer); ok && g.lease == nil {
+			g.closer = c
+		}
 		if useRedis && i == 0 {
 			if err := ping(ctx, g.client, eps); err != nil {
 				s.Close()
@@ -284,6 +290,11 @@ func (s *Set) Close() error {
 		}
 		if g.lease != nil {
 			g.lease.Close()
+		}
+		if g.closer != nil {
+			if err := g.closer.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close %s limiter: %w", g.name, err))
+			}
 		}
 		if g.client != nil {
 			if err := g.client.Close(); err != nil {

@@ -78,8 +78,8 @@ func mustNew(t testing.TB, cfg Config, c redis.UniversalClient, clock Clock) Lim
 	if err != nil {
 		t.Fatalf("New(%+v): %v", cfg, err)
 	}
-	if le, ok := l.(*Lease); ok {
-		t.Cleanup(func() { le.Close() })
+	if c, ok := l.(interface{ Close() error }); ok {
+		t.Cleanup(func() { c.Close() })
 	}
 	return l
 }

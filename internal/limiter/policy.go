@@ -174,7 +174,18 @@ func (w *policied) Allow(ctx context.Context, id string, cost int64) (Decision, 
 	return Decision{}, err
 }
 
+// deadliner is a limiter that takes its deadline as a value, sparing the
+// context a policy would otherwise derive per decision (about a tenth of a
+// decision's CPU, seen in a profile of the 50-gateway benchmark).
+type deadliner interface {
+	allowBy(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error)
+}
+
 func (w *policied) call(ctx context.Context, id string, cost int64) (Decision, error) {
+	if dl, ok := w.inner.(deadliner); ok && w.direct {
+		// Real time, not the gateway's (possibly skewed) clock.
+		return dl.allowBy(ctx, id, cost, time.Now().Add(w.p.Timeout))
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.p.Timeout)
 	defer cancel()
 	if w.direct {

@@ -13,14 +13,24 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // scriptLimiter runs one of the Lua designs: one EVALSHA per decision, one
 // round trip, atomic on the server.
+//
+// On a single server (standalone, or a Sentinel-resolved primary) the
+// decision goes through a resp.Pool that mirrors the client's options:
+// go-redis's per-call cost would otherwise take the CPU the server under
+// test needs (see package resp). A Cluster keeps go-redis for its slot
+// routing.
 type scriptLimiter struct {
 	algo       string
 	script     *redis.Script
 	client     redis.UniversalClient
+	pool       *resp.Pool
+	rscript    *resp.Script
+	rfixed     resp.Args // fixed, as resp arguments
 	clock      Clock
 	redisClock bool
 	prefix     string // "<prefix><tag>:{"
@@ -67,7 +77,31 @@ func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*s
 	default:
 		return nil, fmt.Errorf("%s is not a Lua design", cfg.Algorithm)
 	}
+	if c, ok := client.(*redis.Client); ok {
+		if p, ok := resp.FromClient(c); ok {
+			s.pool, s.rscript = p, respScripts[cfg.Algorithm]
+			for _, v := range s.fixed {
+				switch v := v.(type) {
+				case int64:
+					s.rfixed.Int(v)
+				case string:
+					s.rfixed.String(v)
+				default:
+					return nil, fmt.Errorf("%s: argument %v of type %T", cfg.Algorithm, v, v)
+				}
+			}
+		}
+	}
 	return s, nil
+}
+
+// Close closes the decision pool, when there is one. The go-redis client
+// is the caller's to close.
+func (s *scriptLimiter) Close() error {
+	if s.pool != nil {
+		return s.pool.Close()
+	}
+	return nil
 }
 
 func (s *scriptLimiter) key(id string) string {
@@ -80,6 +114,9 @@ func (s *scriptLimiter) key(id string) string {
 
 // Allow implements Limiter.
 func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
+	if s.pool != nil {
+		return s.allowResp(ctx, id, cost, time.Time{})
+	}
 	var argv [6]any
 	n := copy(argv[:], s.fixed)
 	argv[n] = cost
@@ -101,6 +138,43 @@ func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decis
 	}
 	keys := [1]string{s.key(id)}
 	r, err := s.script.Run(ctx, s.client, keys[:], argv[:n]...).Int64Slice()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
+	}
+	return scriptDecision(r)
+}
+
+// allowBy is Allow with a deadline besides ctx's.
+func (s *scriptLimiter) allowBy(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
+	if s.pool != nil {
+		return s.allowResp(ctx, id, cost, deadline)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return s.Allow(ctx, id, cost)
+}
+
+// allowResp is Allow through the resp pool, with the same arguments. A
+// zero deadline means ctx's alone.
+func (s *scriptLimiter) allowResp(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
+	var a resp.Args
+	a.Key(s.key(id))
+	a.Add(&s.rfixed)
+	a.Int(cost)
+	switch s.algo {
+	case RedisFixedWindow, RedisFixedWindowRefresh:
+	default:
+		if s.redisClock {
+			a.String("")
+		} else {
+			a.Int(s.clock().UnixMicro())
+		}
+	}
+	if s.algo == RedisSlidingLog {
+		a.String(s.nonce + strconv.FormatUint(s.seq.Add(1), 36))
+	}
+	var buf [5]int64
+	r, err := s.pool.EvalIntsUntil(ctx, deadline, s.rscript, &a, buf[:0])
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
 	}

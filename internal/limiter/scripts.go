@@ -4,6 +4,8 @@ import (
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // The Lua sources. Each script is prelude + body, so the body can call
@@ -55,3 +57,12 @@ func Scripts() map[string]string {
 		Leasing:                 preludeLua + leaseLua,
 	}
 }
+
+// respScripts are the same scripts for the resp decision path, hashed once.
+var respScripts = func() map[string]*resp.Script {
+	m := map[string]*resp.Script{}
+	for algo, src := range Scripts() {
+		m[algo] = resp.NewScript(src)
+	}
+	return m
+}()

@@ -1,0 +1,13 @@
+// Package resp is a small RESP2 client for the decision hot path: one
+// EVALSHA per decision, written into a per-connection buffer and answered
+// into a caller's []int64, with no allocation per call.
+//
+// Why not go-redis there: with 50 simulated gateways on a machine of two
+// cores, the go-redis command objects, argument boxing and pool machinery
+// took most of rlctl's CPU, which the Redis server under test then lacked,
+// so rlctl measured itself instead of Redis. go-redis stays the client for
+// everything else (Cluster routing, Sentinel discovery, the operating
+// commands); a Pool borrows a go-redis client's options, including its
+// dialer, so TLS, ACL users, databases and Sentinel-resolved primaries
+// behave the same.
+package resp

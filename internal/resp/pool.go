@@ -1,0 +1,317 @@
+package resp
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrClosed is returned by a closed Pool.
+var ErrClosed = errors.New("resp: pool closed")
+
+// ErrPoolTimeout is returned when every connection stayed busy for the
+// pool timeout.
+var ErrPoolTimeout = errors.New("resp: no free connection within the pool timeout")
+
+// Options configure a Pool.
+type Options struct {
+	// Dial opens a connection (TLS and address resolution included).
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Username and Password, when set, are sent with AUTH on every new
+	// connection; DB with SELECT; ClientName with CLIENT SETNAME.
+	Username, Password string
+	DB                 int
+	ClientName         string
+	// Size is the most connections open at once (default 10).
+	Size int
+	// Timeout bounds each call whose context has no deadline (0: none).
+	Timeout time.Duration
+	// PoolTimeout is how long a call waits for a free connection when
+	// Size are busy (default 4s, as go-redis).
+	PoolTimeout time.Duration
+}
+
+// Pool is a set of connections to one server. It is safe for concurrent
+// use.
+type Pool struct {
+	o Options
+	// tokens holds one token per open connection, so at most Size exist.
+	tokens chan struct{}
+	idle   chan *Conn
+	closed atomic.Bool
+}
+
+// New returns a pool; it dials lazily.
+func New(o Options) *Pool {
+	if o.Size <= 0 {
+		o.Size = 10
+	}
+	if o.PoolTimeout <= 0 {
+		o.PoolTimeout = 4 * time.Second
+	}
+	return &Pool{o: o, tokens: make(chan struct{}, o.Size), idle: make(chan *Conn, o.Size)}
+}
+
+// FromClient returns a pool that connects as c does: its dialer (so TLS
+// and a Sentinel-resolved primary), credentials, database, client name,
+// pool size and timeouts. ok is false when c's options cannot be mirrored
+// (credential providers or an OnConnect hook), and callers keep using c.
+func FromClient(c *redis.Client) (p *Pool, ok bool) {
+	opt := c.Options()
+	if opt.CredentialsProvider != nil || opt.CredentialsProviderContext != nil ||
+		opt.StreamingCredentialsProvider != nil || opt.OnConnect != nil || opt.Dialer == nil {
+		return nil, false
+	}
+	timeout := max(opt.ReadTimeout, opt.WriteTimeout)
+	if opt.ReadTimeout < 0 || opt.WriteTimeout < 0 {
+		timeout = 0
+	}
+	dial, network, addr := opt.Dialer, opt.Network, opt.Addr
+	if network == "" {
+		network = "tcp"
+	}
+	return New(Options{
+		Dial:     func(ctx context.Context) (net.Conn, error) { return dial(ctx, network, addr) },
+		Username: opt.Username, Password: opt.Password, DB: opt.DB, ClientName: opt.ClientName,
+		Size: opt.PoolSize, Timeout: timeout, PoolTimeout: opt.PoolTimeout,
+	}), true
+}
+
+// Close closes the idle connections now and every borrowed one when it is
+// returned.
+func (p *Pool) Close() error {
+	p.closed.Store(true)
+	p.drain()
+	return nil
+}
+
+func (p *Pool) drain() {
+	for {
+		select {
+		case c := <-p.idle:
+			c.Close()
+			<-p.tokens
+		default:
+			return
+		}
+	}
+}
+
+func (p *Pool) get(ctx context.Context) (*Conn, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	select {
+	case c := <-p.idle:
+		return c, nil
+	default:
+	}
+	select {
+	case p.tokens <- struct{}{}:
+		return p.dial(ctx)
+	default:
+	}
+	// Every connection is busy: wait for one to come back, or for room.
+	t := time.NewTimer(p.o.PoolTimeout)
+	defer t.Stop()
+	select {
+	case c := <-p.idle:
+		return c, nil
+	case p.tokens <- struct{}{}:
+		return p.dial(ctx)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, ErrPoolTimeout
+	}
+}
+
+func (p *Pool) put(c *Conn) {
+	if c.bad || p.closed.Load() {
+		c.Close()
+		<-p.tokens
+		return
+	}
+	p.idle <- c // never blocks: at most Size connections exist
+	if p.closed.Load() {
+		p.drain() // Close ran meanwhile and may have missed this one
+	}
+}
+
+// dial opens and sets up a connection; the caller holds a token, which is
+// given back on failure.
+func (p *Pool) dial(ctx context.Context) (*Conn, error) {
+	nc, err := p.o.Dial(ctx)
+	if err != nil {
+		<-p.tokens
+		return nil, err
+	}
+	c := newConn(nc)
+	if err := p.setup(ctx, c); err != nil {
+		c.Close()
+		<-p.tokens
+		return nil, err
+	}
+	return c, nil
+}
+
+// setup sends AUTH, SELECT and CLIENT SETNAME as needed, pipelined.
+func (p *Pool) setup(ctx context.Context, c *Conn) error {
+	var cmds [][]string
+	switch {
+	case p.o.Username != "":
+		cmds = append(cmds, []string{"AUTH", p.o.Username, p.o.Password})
+	case p.o.Password != "":
+		cmds = append(cmds, []string{"AUTH", p.o.Password})
+	}
+	if p.o.DB != 0 {
+		cmds = append(cmds, []string{"SELECT", fmt.Sprint(p.o.DB)})
+	}
+	if p.o.ClientName != "" {
+		cmds = append(cmds, []string{"CLIENT", "SETNAME", p.o.ClientName})
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	var all []byte
+	for _, cmd := range cmds {
+		c.begin(len(cmd))
+		for _, a := range cmd {
+			c.arg(a)
+		}
+		all = append(all, c.buf...)
+	}
+	c.buf = all
+	if err := c.flush(p.deadline(ctx)); err != nil {
+		return err
+	}
+	for _, cmd := range cmds {
+		if err := c.readStatus(); err != nil {
+			// The error names the command, never its arguments: AUTH's
+			// would carry the password.
+			return fmt.Errorf("%s: %w", cmd[0], err)
+		}
+	}
+	return nil
+}
+
+func (p *Pool) deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	if p.o.Timeout > 0 {
+		return time.Now().Add(p.o.Timeout)
+	}
+	return time.Time{}
+}
+
+// Script is a Lua script and its SHA1, for EVALSHA.
+type Script struct {
+	src, sha string
+}
+
+// NewScript computes src's SHA1 once.
+func NewScript(src string) *Script {
+	h := sha1.Sum([]byte(src))
+	return &Script{src: src, sha: hex.EncodeToString(h[:])}
+}
+
+// maxArgs bounds Args: the designs pass at most six values.
+const maxArgs = 8
+
+// Args are a script's keys and arguments. Declared as a local variable
+// they stay on the stack, so building a call allocates nothing. Keys must
+// be added before the other arguments.
+type Args struct {
+	strs  [maxArgs]string
+	ints  [maxArgs]int64
+	isInt [maxArgs]bool
+	n     int
+	keys  int
+}
+
+// Key adds a key.
+func (a *Args) Key(k string) {
+	if a.keys != a.n {
+		panic("resp: Args.Key after an argument")
+	}
+	a.String(k)
+	a.keys++
+}
+
+// String adds a string argument.
+func (a *Args) String(s string) {
+	a.strs[a.n], a.isInt[a.n] = s, false
+	a.n++
+}
+
+// Int adds an integer argument.
+func (a *Args) Int(v int64) {
+	a.ints[a.n], a.isInt[a.n] = v, true
+	a.n++
+}
+
+// Add appends b's values (keys included) as plain arguments.
+func (a *Args) Add(b *Args) {
+	for i := 0; i < b.n; i++ {
+		a.strs[a.n+i], a.ints[a.n+i], a.isInt[a.n+i] = b.strs[i], b.ints[i], b.isInt[i]
+	}
+	a.n += b.n
+}
+
+// EvalInts runs s with a through EVALSHA (loading the script with EVAL
+// when the server answers NOSCRIPT) and reads its reply, an array of
+// integers, into dst[:0]. A server error reply is returned as Error.
+func (p *Pool) EvalInts(ctx context.Context, s *Script, a *Args, dst []int64) ([]int64, error) {
+	return p.EvalIntsUntil(ctx, time.Time{}, s, a, dst)
+}
+
+// EvalIntsUntil is EvalInts that also gives up at deadline (zero: none),
+// for callers that hold a deadline rather than a context with one.
+func (p *Pool) EvalIntsUntil(ctx context.Context, deadline time.Time, s *Script, a *Args, dst []int64) ([]int64, error) {
+	c, err := p.get(ctx)
+	if err != nil {
+		return dst, err
+	}
+	defer p.put(c)
+	if d := p.deadline(ctx); deadline.IsZero() || (!d.IsZero() && d.Before(deadline)) {
+		deadline = d
+	}
+	dst, err = c.eval("EVALSHA", s.sha, a, dst, deadline)
+	var re Error
+	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
+		dst, err = c.eval("EVAL", s.src, a, dst, deadline)
+	}
+	if errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY") {
+		// A failover demoted this server: a new connection dials the
+		// current primary (a Sentinel dialer resolves it again).
+		c.bad = true
+	}
+	return dst, err
+}
+
+func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time) ([]int64, error) {
+	c.begin(3 + a.n)
+	c.arg(cmd)
+	c.arg(script)
+	c.intArg(int64(a.keys))
+	for i := 0; i < a.n; i++ {
+		if a.isInt[i] {
+			c.intArg(a.ints[i])
+		} else {
+			c.arg(a.strs[i])
+		}
+	}
+	if err := c.flush(deadline); err != nil {
+		return dst, err
+	}
+	return c.readInts(dst)
+}

@@ -1,0 +1,273 @@
+package resp_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/resp"
+)
+
+// incr adds ARGV[1] to KEYS[1] and answers {new value, ARGV[2], -7}.
+var incr = resp.NewScript(`local v = redis.call('INCRBY', KEYS[1], ARGV[1]) return {v, tonumber(ARGV[2]), -7}`)
+
+func pool(t *testing.T, c *redis.Client) *resp.Pool {
+	t.Helper()
+	p, ok := resp.FromClient(c)
+	if !ok {
+		t.Fatal("FromClient refused a plain client")
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func call(t *testing.T, p *resp.Pool, key string, by, echo int64) []int64 {
+	t.Helper()
+	var a resp.Args
+	a.Key(key)
+	a.Int(by)
+	a.Int(echo)
+	r, err := p.EvalInts(context.Background(), incr, &a, nil)
+	if err != nil {
+		t.Fatalf("EvalInts: %v", err)
+	}
+	return r
+}
+
+func TestEvalIntsLoadsScriptAndReadsReply(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	p := pool(t, c)
+	ctx := context.Background()
+	// A fresh server does not know the script: the NOSCRIPT answer makes
+	// the pool send EVAL, which also loads it.
+	if got := call(t, p, "k", 5, 12345678901); !equal(got, []int64{5, 12345678901, -7}) {
+		t.Fatalf("first call = %v", got)
+	}
+	if got := call(t, p, "k", 2, 0); !equal(got, []int64{7, 0, -7}) {
+		t.Fatalf("second call = %v", got)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(t, p, "k", 1, 1); !equal(got, []int64{8, 1, -7}) {
+		t.Fatalf("after SCRIPT FLUSH = %v", got)
+	}
+	if v, _ := c.Get(ctx, "k").Int64(); v != 8 {
+		t.Fatalf("k = %d on the server, want 8", v)
+	}
+}
+
+func TestEvalIntsErrorsKeepConnectionInStep(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	p := pool(t, c)
+	ctx := context.Background()
+	var a resp.Args
+	a.Key("k")
+	a.String("not a number")
+	a.Int(0)
+	_, err := p.EvalInts(ctx, incr, &a, nil)
+	var re resp.Error
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "not an integer") {
+		t.Fatalf("script error = %v, want a server error reply", err)
+	}
+	// A reply of the wrong shape (strings, nested arrays, nil) is a
+	// protocol error, and the next call still reads its own reply.
+	odd := resp.NewScript(`return {1, 'two', {3, {4}}, false, 5}`)
+	var b resp.Args
+	b.Key("k")
+	if _, err := p.EvalInts(ctx, odd, &b, nil); !errors.Is(err, resp.ErrProtocol) {
+		t.Fatalf("odd reply = %v, want ErrProtocol", err)
+	}
+	notArray := resp.NewScript(`return 'x'`)
+	if _, err := p.EvalInts(ctx, notArray, &b, nil); !errors.Is(err, resp.ErrProtocol) {
+		t.Fatalf("bulk reply = %v, want ErrProtocol", err)
+	}
+	if got := call(t, p, "k", 3, 4); !equal(got, []int64{3, 4, -7}) {
+		t.Fatalf("call after errors = %v", got)
+	}
+	if n := clients(t, c); n != 2 {
+		t.Fatalf("%d clients connected, want 2 (the test's and the pool's one reused connection)", n)
+	}
+}
+
+func TestPoolBoundsConnections(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 3}))
+	defer p.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				var a resp.Args
+				a.Key("n")
+				a.Int(1)
+				a.Int(0)
+				if _, err := p.EvalInts(context.Background(), incr, &a, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if v, _ := c.Get(context.Background(), "n").Int64(); v != 1000 {
+		t.Fatalf("n = %d, want 1000", v)
+	}
+	if n := clients(t, c); n < 2 || n > 4 {
+		t.Fatalf("%d clients connected, want the test's plus 1 to 3 of the pool's", n)
+	}
+	p.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for clients(t, c) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool connections still open after Close: %d clients", clients(t, c))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var a resp.Args
+	a.Key("n")
+	if _, err := p.EvalInts(context.Background(), incr, &a, nil); !errors.Is(err, resp.ErrClosed) {
+		t.Fatalf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestPoolAuthenticatesWithACLUser(t *testing.T) {
+	srv := redistest.StartACL(t)
+	p := pool(t, srv.Client(t))
+	if got := call(t, p, "acl", 1, 2); !equal(got, []int64{1, 2, -7}) {
+		t.Fatalf("call = %v", got)
+	}
+	wrong, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, Username: srv.Username, Password: "wrong-secret"}))
+	defer wrong.Close()
+	var a resp.Args
+	a.Key("acl")
+	_, err := wrong.EvalInts(context.Background(), incr, &a, nil)
+	if err == nil || !strings.Contains(err.Error(), "AUTH") || strings.Contains(err.Error(), "wrong-secret") {
+		t.Fatalf("wrong password: %v (want an AUTH error without the password)", err)
+	}
+}
+
+func TestPoolSelectsDatabase(t *testing.T) {
+	srv := redistest.Start(t)
+	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, DB: 3, ClientName: "rlctl-resp-test"}))
+	defer p.Close()
+	call(t, p, "indb3", 1, 0)
+	c3 := redis.NewClient(&redis.Options{Addr: srv.Addr, DB: 3})
+	defer c3.Close()
+	if v, _ := c3.Get(context.Background(), "indb3").Int64(); v != 1 {
+		t.Fatalf("indb3 in db 3 = %d, want 1", v)
+	}
+	if n, _ := srv.Client(t).Exists(context.Background(), "indb3").Result(); n != 0 {
+		t.Fatal("the key landed in db 0")
+	}
+	list, _ := srv.Client(t).ClientList(context.Background()).Result()
+	if !strings.Contains(list, "name=rlctl-resp-test") {
+		t.Fatalf("client name not set: %s", list)
+	}
+}
+
+func TestPoolOverTLS(t *testing.T) {
+	srv := redistest.StartMutualTLS(t)
+	p := pool(t, srv.Client(t))
+	if got := call(t, p, "tls", 4, 4); !equal(got, []int64{4, 4, -7}) {
+		t.Fatalf("call = %v", got)
+	}
+}
+
+func TestPoolFollowsSentinel(t *testing.T) {
+	primary := redistest.Start(t)
+	s := redistest.StartSentinel(t, primary)
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.MasterName, SentinelAddrs: []string{s.Addr}})
+	defer fc.Close()
+	p := pool(t, fc)
+	call(t, p, "via-sentinel", 2, 0)
+	if v, _ := primary.Client(t).Get(context.Background(), "via-sentinel").Int64(); v != 2 {
+		t.Fatalf("key on the primary = %d, want 2", v)
+	}
+}
+
+func TestEmbeddedRedis(t *testing.T) {
+	e, err := redisconn.StartEmbedded(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
+	defer c.Close()
+	p := pool(t, c)
+	if got := call(t, p, "m", 9, 1); !equal(got, []int64{9, 1, -7}) {
+		t.Fatalf("call = %v", got)
+	}
+}
+
+// A server that accepts and never answers: the call ends at the context's
+// deadline, and a call without one at the pool's timeout.
+func TestSilentServerTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	p := resp.New(resp.Options{Timeout: 200 * time.Millisecond, Dial: func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+	}})
+	defer p.Close()
+	var a resp.Args
+	a.Key("k")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := p.EvalInts(ctx, incr, &a, nil); err == nil {
+		t.Fatal("a silent server answered")
+	}
+	if _, err := p.EvalInts(context.Background(), incr, &a, nil); err == nil {
+		t.Fatal("a silent server answered")
+	}
+	// Generous: this asserts "ends by itself", not a speed.
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("calls took %v", d)
+	}
+}
+
+func clients(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	list, err := c.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(strings.TrimSpace(list), "\n") + 1
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
