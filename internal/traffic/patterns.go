@@ -85,10 +85,11 @@ func (e *engine) runRace() {
 		began := e.elapsed()
 		endpoint := uint8(r % e.endpoints)
 		first := uint32(r * n)
-		if !e.prefill(first, n, L-1, endpoint) {
+		full, ok := e.prefill(first, n, L-1, endpoint)
+		if !ok {
 			return
 		}
-		valid, ok := e.release(first, n, gws, int32(r), endpoint, began)
+		valid, ok := e.release(first, n, gws, int32(r), endpoint, began, full)
 		if !ok {
 			return
 		}
@@ -101,10 +102,12 @@ func (e *engine) runRace() {
 
 // prefill sends count requests for each of n identities from first, a few
 // at a time, and waits for all of them: the race needs the quota held at
-// L−1 before the release. False when the run ended first.
-func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) bool {
+// L−1 before the release. full reports that every one of them was allowed;
+// ok is false when the run ended first.
+func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) (full, ok bool) {
 	const lanes = 8
 	var wg sync.WaitGroup
+	var admitted atomic.Int64
 	for i := range n {
 		id := first + uint32(i)
 		per := (count + lanes - 1) / lanes
@@ -116,15 +119,19 @@ func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) bool 
 				defer e.side.Done()
 				defer wg.Done()
 				for seq := from; seq < to; seq++ {
-					e.do(job{
+					r, _ := e.do(job{
 						intended: e.elapsed(), identity: id, round: history.NoRound,
 						gateway: uint16(e.bal.Pick(id, uint64(seq))), endpoint: endpoint,
 					})
+					if r.Outcome == decision.Allowed {
+						admitted.Add(1)
+					}
 				}
 			}()
 		}
 	}
-	return e.wait(&wg)
+	ok = e.wait(&wg)
+	return admitted.Load() == int64(n)*count, ok
 }
 
 // release sends one request per identity through every gateway at the same
@@ -135,8 +142,11 @@ func (e *engine) prefill(first uint32, n int, count int64, endpoint uint8) bool 
 // clock-aligned limiter would have counted the prefill in one window and
 // the release in a fresh one, and the fresh quota would pass for a race.
 // Its released records are then recorded unmarked (NoRound) and valid is
-// false. ok is false when the run ended before every answer came back.
-func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8, began time.Duration) (valid, ok bool) {
+// false. So is a round whose prefill was not all allowed (full false):
+// with quota left beyond one, or none at all (errors, fail-closed, a lower
+// limit than published), its release says nothing about a race. ok is
+// false when the run ended before every answer came back.
+func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8, began time.Duration, full bool) (valid, ok bool) {
 	var ready, done sync.WaitGroup
 	gate := make(chan struct{})
 	var at time.Duration
@@ -174,7 +184,7 @@ func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8, 
 	}
 	W := int64(e.p.Limit.Window)
 	origin := e.start.UnixNano()
-	valid = (origin+int64(began))/W == (origin+int64(last))/W
+	valid = full && (origin+int64(began))/W == (origin+int64(last))/W
 	for _, r := range recs {
 		if !valid {
 			r.Round = history.NoRound

@@ -109,6 +109,34 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 	}
 }
 
+// TestRaceVoidsRoundsWithoutAFullPrefill: when the prefill is not all
+// allowed (here a limiter holding 2 where 5 is published), the release
+// starts from a quota other than one, so the round says nothing about a
+// race: it is not counted and its records stay unmarked. Counting it would
+// report a race_excess of 0 for rounds that never tested atomicity.
+func TestRaceVoidsRoundsWithoutAFullPrefill(t *testing.T) {
+	t.Parallel()
+	lim := newWindowLimiter(2, time.Hour, 4)
+	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 6,
+		Duration: 20 * time.Second, MaxRequests: 100000}
+	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta.Rounds != 0 {
+		t.Fatalf("Meta.Rounds = %d; want 0 (no prefill was fully allowed)", h.Meta.Rounds)
+	}
+	for i := range h.Len() {
+		if h.At(i).Round != history.NoRound {
+			t.Fatalf("record %d is marked with round %d", i, h.At(i).Round)
+		}
+	}
+	// The rounds still ran: 6 rounds × 1 identity × (4 prefill + 4 released).
+	if h.Len() != 6*8 {
+		t.Fatalf("%d records; want %d", h.Len(), 6*8)
+	}
+}
+
 func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
 	t.Parallel()
 	const w = 300 * time.Millisecond
