@@ -43,12 +43,26 @@ func ForEachPrimary(ctx context.Context, c redis.UniversalClient, fn func(ctx co
 // (on a second connection of the client's pool) keeps memory bounded to
 // three pages and lets both sides work at once.
 func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string) error) error {
+	return scanPages(ctx, func(ctx context.Context, cursor uint64) ([]string, bool, uint64, error) {
+		keys, next, err := n.Client.Scan(ctx, cursor, pattern, ScanCount).Result()
+		if err != nil {
+			return nil, false, 0, fmt.Errorf("scan %s on %s: %w", pattern, n.Addr, err)
+		}
+		return keys, len(keys) > 0, next, nil
+	}, fn)
+}
+
+// scanPages is ScanNode's engine for any way of reading a page: fetch
+// reads the page at cursor (ok false when it is empty) and returns the
+// next cursor, 0 at the end; it runs one page ahead of fn, on its own
+// goroutine.
+func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, cursor uint64) (page P, ok bool, next uint64, err error), fn func(P) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	pages := make(chan []string, 1)
+	pages := make(chan P, 1)
 	var scanErr error // written by the scanner before it closes pages
 	go func() {
 		defer close(pages)
@@ -58,14 +72,14 @@ func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string
 				scanErr = err
 				return
 			}
-			keys, next, err := n.Client.Scan(sctx, cursor, pattern, ScanCount).Result()
+			page, ok, next, err := fetch(sctx, cursor)
 			if err != nil {
-				scanErr = fmt.Errorf("scan %s on %s: %w", pattern, n.Addr, err)
+				scanErr = err
 				return
 			}
-			if len(keys) > 0 {
+			if ok {
 				select {
-				case pages <- keys:
+				case pages <- page:
 				case <-sctx.Done():
 					scanErr = sctx.Err()
 					return
@@ -77,10 +91,10 @@ func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string
 			cursor = next
 		}
 	}()
-	for keys := range pages {
-		if err := fn(keys); err != nil {
+	for page := range pages {
+		if err := fn(page); err != nil {
 			// Stop the scanner and wait for it, so nothing of this walk
-			// runs after ScanNode returns.
+			// runs after scanPages returns.
 			stop()
 			for range pages {
 			}
@@ -110,13 +124,12 @@ type keyRun struct {
 // ScriptChunk keys, one after the other, and joins the replies. A run
 // with a head goes as its head, its key count and its keys; one without
 // as its bare keys. A run that does not fit the rest of a call is split,
-// its head repeated. The
-// calls are not pipelined on purpose: Redis runs a client's pipelined
-// commands back to back, so other clients would wait for all chunks
-// instead of one (measured with scripts/bench-keys.sh: p99 PING of others
-// rose from under 2ms to over 3ms). A script answers with groups of
-// stride items whose first is a 1-based key position within its call;
-// positions are turned into 1-based positions in keys.
+// its head repeated. The calls are not pipelined on purpose: Redis runs a
+// client's pipelined commands back to back, so other clients would wait
+// for all chunks instead of one (measured with scripts/bench-keys.sh: p99
+// PING of others rose from under 2ms to over 3ms). A script answers with
+// groups of stride items whose first is a 1-based key position within its
+// call; positions are turned into 1-based positions in keys.
 func runChunked(ctx context.Context, n Node, s *redis.Script, keys []string, runs []keyRun, stride int) ([]any, error) {
 	var out []any
 	args := make([]any, 0, 2*ScriptChunk)
