@@ -14,6 +14,13 @@ import (
 // The local designs keep their state in the gateway's memory. They are
 // correct for one gateway and wrong for many: N gateways admit N times the
 // limit, which is what they exist to show.
+//
+// State that no longer matters (a window that ended, a bucket that has
+// refilled) is dropped by a sweep of its shard at most once per window,
+// so a long-running gateway (rlctl gateway serve) holds only the
+// identities seen lately. Each sweep walks the shard once, and every entry
+// it walks had a request since the last sweep or is deleted, so the cost
+// stays proportional to the requests served.
 
 // shards spreads identities over several locks so concurrent requests for
 // different identities rarely contend.
@@ -31,6 +38,8 @@ type localFixedWindow struct {
 	by    decision.By
 	mu    [shards]sync.Mutex
 	state [shards]map[string]*windowCount
+	// swept is, per shard, the window index of its last sweep.
+	swept [shards]int64
 }
 
 type windowCount struct {
@@ -55,6 +64,15 @@ func (f *localFixedWindow) Allow(_ context.Context, id string, cost int64) (Deci
 	reset := time.UnixMilli((idx + 1) * f.limit.Window.Milliseconds()).Sub(now)
 	i := shardOf(id)
 	f.mu[i].Lock()
+	if f.swept[i] != idx {
+		// An entry of an earlier window is the same as none.
+		for k, c := range f.state[i] {
+			if c.idx < idx {
+				delete(f.state[i], k)
+			}
+		}
+		f.swept[i] = idx
+	}
 	c := f.state[i][id]
 	if c == nil {
 		c = &windowCount{idx: idx}
@@ -82,6 +100,8 @@ type localTokenBucket struct {
 	clock    Clock
 	mu       [shards]sync.Mutex
 	state    [shards]map[string]*bucket
+	// nextSweep is, per shard, when to look for full buckets again.
+	nextSweep [shards]time.Time
 }
 
 type bucket struct {
@@ -102,6 +122,9 @@ func (b *localTokenBucket) Allow(_ context.Context, id string, cost int64) (Deci
 	now := b.clock()
 	i := shardOf(id)
 	b.mu[i].Lock()
+	if !now.Before(b.nextSweep[i]) {
+		b.sweep(i, now)
+	}
 	s := b.state[i][id]
 	if s == nil {
 		s = &bucket{tokens: b.capacity, ts: now}
@@ -123,4 +146,38 @@ func (b *localTokenBucket) Allow(_ context.Context, id string, cost int64) (Deci
 	d.Reset = time.Duration(math.Ceil((b.capacity - s.tokens) / b.perNs))
 	b.mu[i].Unlock()
 	return d, nil
+}
+
+// sweep drops shard i's buckets that are full by now: a full bucket is the
+// same as none (a new one starts full). It runs once per time to refill an
+// empty bucket. b.mu[i] held.
+func (b *localTokenBucket) sweep(i int, now time.Time) {
+	for k, s := range b.state[i] {
+		if float64(now.Sub(s.ts))*b.perNs >= b.capacity-s.tokens {
+			delete(b.state[i], k)
+		}
+	}
+	b.nextSweep[i] = now.Add(time.Duration(b.capacity / b.perNs))
+}
+
+// size is the number of identities held, for tests.
+func (f *localFixedWindow) size() int {
+	n := 0
+	for i := range f.state {
+		f.mu[i].Lock()
+		n += len(f.state[i])
+		f.mu[i].Unlock()
+	}
+	return n
+}
+
+// size is the number of identities held, for tests.
+func (b *localTokenBucket) size() int {
+	n := 0
+	for i := range b.state {
+		b.mu[i].Lock()
+		n += len(b.state[i])
+		b.mu[i].Unlock()
+	}
+	return n
 }
