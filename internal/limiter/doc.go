@@ -13,7 +13,11 @@
 // Each check-and-update is one script in lua/, embedded with go:embed and
 // prefixed with a small shared prelude (now_of: the gateway's time passed
 // as ARGV in µs, or Redis TIME). Scripts run with EVALSHA and fall back to
-// EVAL on NOSCRIPT (go-redis Script.Run): one round trip, atomic. Every
+// EVAL on NOSCRIPT: one round trip, atomic. On a single server (or a
+// Sentinel-resolved primary) the call goes through a resp.Pool built from
+// the gateway's go-redis client, whose per-call CPU would otherwise be
+// taken from the server under test; on a Cluster through go-redis
+// (Script.Run), which routes by slot. Every
 // script answers {allowed, remaining, retry_ms, reset_ms, server_us}, with
 // server_us -1 when the time came from the gateway; Decision.ServerTime is
 // set from it. Scripts that read TIME before writing rely on effects
