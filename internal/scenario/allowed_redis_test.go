@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // TestAllowedRuleOnRealReplies runs small Lua limiters in a real
-// redis-server and checks ParseAllowed's rules against the reply shapes
+// redis-server and checks the scenario's allowed rules (traffic.ParseRule) against the reply shapes
 // go-redis really hands back: integers, status strings, tables, and the
 // nil a Lua false becomes.
 func TestAllowedRuleOnRealReplies(t *testing.T) {
@@ -22,7 +23,7 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := ParseAllowed(scs[0].Target.Allowed)
+	rule, err := traffic.ParseRule(scs[0].Target.Allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +33,8 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 		if err != nil {
 			t.Fatalf("eval: %v", err)
 		}
-		if got, want := rule.Match(reply), i < 3; got != want {
-			t.Errorf("request %d: reply %#v matched %v, want %v", i, reply, got, want)
+		if got, err := rule.Match(reply); err != nil || got != (i < 3) {
+			t.Errorf("request %d: reply %#v matched %v (%v), want %v", i, reply, got, err, i < 3)
 		}
 	}
 
@@ -43,15 +44,15 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 	}{
 		{"table first element", "== 1", "return {1, 42}", true},
 		{"table denied", "== 1", "return {0, 42}", false},
-		{"status reply", "== OK", "return redis.status_reply('OK')", true},
-		{"string reply", "== allowed", "return 'allowed'", true},
+		{"status reply", "== 'OK'", "return redis.status_reply('OK')", true},
+		{"string reply", "== 'allowed'", "return 'allowed'", true},
 		{"lua false is nil", "== 1", "return false", false},
 		{"lua true is 1", "== 1", "return true", true},
 		{"remaining above zero", "> 0", "return 7", true},
 		{"negative means denied", ">= 0", "return -1", false},
 	}
 	for _, tt := range tests {
-		r, err := ParseAllowed(tt.rule)
+		r, err := traffic.ParseRule(tt.rule)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,8 +60,8 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 		if err != nil && err.Error() != "redis: nil" {
 			t.Fatalf("%s: eval: %v", tt.name, err)
 		}
-		if got := r.Match(reply); got != tt.want {
-			t.Errorf("%s: %s on %#v = %v, want %v", tt.name, tt.rule, reply, got, tt.want)
+		if got, err := r.Match(reply); err != nil || got != tt.want {
+			t.Errorf("%s: %s on %#v = %v (%v), want %v", tt.name, tt.rule, reply, got, err, tt.want)
 		}
 	}
 }

@@ -147,7 +147,7 @@ type Target struct {
 	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
 	Keys, Args []string
 	// Allowed is the rule on the script's reply that means allowed, e.g.
-	// "== 1"; see ParseAllowed.
+	// "== 1"; see traffic.ParseRule.
 	Allowed string
 }
 

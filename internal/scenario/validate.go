@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // Default values; see the package documentation for the full table.
@@ -179,7 +180,7 @@ func (d *decoder) validate(sc *Scenario) {
 		}
 		if !set("target.allowed") {
 			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if _, err := ParseAllowed(t.Allowed); err != nil {
+		} else if _, err := traffic.ParseRule(t.Allowed); err != nil {
 			bad("target.allowed", "%v", err)
 		}
 	}

@@ -30,7 +30,8 @@ type ScriptOptions struct {
 	// request.
 	Keys, Args []string
 	// Allowed is the rule saying which reply means allowed: "== 1", "> 0",
-	// "[1] == 1" (first element of a table reply), "== 'OK'", "!= nil".
+	// "[2] == 1" (an element of a table reply; without an index a table's
+	// first element is compared), "== 'OK'", "!= nil".
 	Allowed string
 	Limit   rate.Limit
 	// Timeout bounds one script call (zero: the client's own timeouts).
@@ -289,6 +290,21 @@ func (r Rule) Match(reply any) (bool, error) {
 			return false, fmt.Errorf("allowed rule wants element %d, the table has %d", r.Index, len(arr))
 		}
 		reply = arr[r.Index-1]
+	} else if arr, ok := reply.([]any); ok {
+		// A table without an index: its first element, as most limiters
+		// answer {allowed, remaining, ...}. An empty table is Lua's nil.
+		reply = nil
+		if len(arr) > 0 {
+			reply = arr[0]
+		}
+	}
+	if b, ok := reply.(bool); ok {
+		// RESP3 clients hand Lua's booleans back as such; over RESP2 true
+		// is 1 and false is nil.
+		reply = nil
+		if b {
+			reply = int64(1)
+		}
 	}
 	switch r.Kind {
 	case '0':
