@@ -69,4 +69,3 @@ func FuzzParseThreshold(f *testing.F) {
 		}
 	})
 }
-
