@@ -442,10 +442,11 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 				t.DeniedStatus = append(t.DeniedStatus, int(v))
 			})
 		},
-		"script":  d.str(&t.Script),
-		"keys":    d.strList(&t.Keys),
-		"args":    d.strList(&t.Args),
-		"allowed": d.str(&t.Allowed),
+		"script":      d.str(&t.Script),
+		"keys":        d.strList(&t.Keys),
+		"args":        d.strList(&t.Args),
+		"allowed":     d.str(&t.Allowed),
+		"retry_after": d.str(&t.RetryAfter),
 	})
 }
 

@@ -149,6 +149,9 @@ type Target struct {
 	// Allowed is the rule on the script's reply that means allowed, e.g.
 	// "== 1"; see traffic.ParseRule.
 	Allowed string
+	// RetryAfter says where a denied reply carries its retry-after, e.g.
+	// "[2] ms"; see traffic.ParseRetryRule. Empty: nowhere.
+	RetryAfter string
 }
 
 // Lease parameterises the leasing design.

@@ -183,6 +183,9 @@ func (d *decoder) validate(sc *Scenario) {
 		} else if _, err := traffic.ParseRule(t.Allowed); err != nil {
 			bad("target.allowed", "%v", err)
 		}
+		if _, err := traffic.ParseRetryRule(t.RetryAfter); err != nil {
+			bad("target.retry_after", "%v", err)
+		}
 	}
 	onlyFor := func(field, kind string) {
 		if set(field) && t.Kind != kind {
@@ -192,7 +195,7 @@ func (d *decoder) validate(sc *Scenario) {
 	for _, f := range []string{"target.urls", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status"} {
 		onlyFor(f, KindHTTP)
 	}
-	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed"} {
+	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
 		onlyFor(f, KindRedisScript)
 	}
 	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {

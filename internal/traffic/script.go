@@ -33,7 +33,11 @@ type ScriptOptions struct {
 	// "[2] == 1" (an element of a table reply; without an index a table's
 	// first element is compared), "== 'OK'", "!= nil".
 	Allowed string
-	Limit   rate.Limit
+	// RetryAfter, when set, says where a denied reply carries how long to
+	// wait: "[2] ms" (element 2 of a table, in milliseconds), "[3] s", or
+	// "ms" / "s" for the reply itself. Empty: the script gives none.
+	RetryAfter string
+	Limit      rate.Limit
 	// Timeout bounds one script call (zero: the client's own timeouts).
 	Timeout time.Duration
 }
@@ -45,6 +49,7 @@ type scriptTarget struct {
 	keys      []template
 	args      []template
 	rule      Rule
+	retry     RetryRule
 	limit     rate.Limit
 	timeout   time.Duration
 	requestID atomic.Uint64
@@ -67,7 +72,11 @@ func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
 	if err != nil {
 		return nil, exitcode.With(fmt.Errorf("redis-script target: %w", err), exitcode.Usage)
 	}
-	t := &scriptTarget{script: redis.NewScript(o.Source), rule: rule, limit: o.Limit, timeout: o.Timeout}
+	retry, err := ParseRetryRule(o.RetryAfter)
+	if err != nil {
+		return nil, exitcode.With(fmt.Errorf("redis-script target: %w", err), exitcode.Usage)
+	}
+	t := &scriptTarget{script: redis.NewScript(o.Source), rule: rule, retry: retry, limit: o.Limit, timeout: o.Timeout}
 	for _, group := range []struct {
 		src []string
 		dst *[]template
@@ -126,8 +135,80 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 	out := Response{Outcome: decision.Denied, By: decision.ByRedis, RetryAfter: -1, Remaining: -1, Reset: -1}
 	if ok {
 		out.Outcome = decision.Allowed
+	} else if t.retry.Unit > 0 {
+		d, err := t.retry.Read(reply)
+		if err != nil {
+			return errResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
+		}
+		out.RetryAfter = d
 	}
 	return out
+}
+
+// RetryRule says where a denied script reply carries its retry-after: an
+// element (Index, 1-based; 0 for the reply itself) in Unit. A zero Unit
+// means the script gives none.
+type RetryRule struct {
+	Index int
+	Unit  time.Duration
+}
+
+// ParseRetryRule reads "[2] ms", "[3] s", "ms" or "s"; empty gives the
+// zero rule.
+func ParseRetryRule(s string) (RetryRule, error) {
+	var r RetryRule
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return r, nil
+	}
+	if in[0] == '[' {
+		end := strings.IndexByte(in, ']')
+		n, err := strconv.Atoi(strings.TrimSpace(in[1:max(end, 1)]))
+		if end < 0 || err != nil || n < 1 {
+			return r, fmt.Errorf("retry_after %q: want an element like [2] (1 is the first) and a unit, ms or s", s)
+		}
+		r.Index = n
+		in = strings.TrimSpace(in[end+1:])
+	}
+	switch in {
+	case "ms":
+		r.Unit = time.Millisecond
+	case "s":
+		r.Unit = time.Second
+	default:
+		return r, fmt.Errorf("retry_after %q: want a unit, ms or s, after the optional [element]", s)
+	}
+	return r, nil
+}
+
+// Read returns the retry-after in reply; -1 (none) when the value is
+// negative or nil, as scripts say "no idea".
+func (r RetryRule) Read(reply any) (time.Duration, error) {
+	if r.Index > 0 {
+		arr, ok := reply.([]any)
+		if !ok || r.Index > len(arr) {
+			return -1, fmt.Errorf("retry_after wants element %d of a table, script returned %#v", r.Index, reply)
+		}
+		reply = arr[r.Index-1]
+	}
+	var f float64
+	switch v := reply.(type) {
+	case nil:
+		return -1, nil
+	case int64:
+		f = float64(v)
+	case string:
+		var err error
+		if f, err = strconv.ParseFloat(v, 64); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return -1, fmt.Errorf("retry_after wants a number, script returned %q", v)
+		}
+	default:
+		return -1, fmt.Errorf("retry_after wants a number, script returned %T", reply)
+	}
+	if f < 0 {
+		return -1, nil
+	}
+	return time.Duration(f * float64(r.Unit)), nil
 }
 
 func (t *scriptTarget) Gateways() []string  { return t.names }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -262,4 +263,89 @@ func FuzzParseTemplate(f *testing.F) {
 			t.Fatalf("%q expanded to %q with a brace left", s, out)
 		}
 	})
+}
+
+// retryLua answers {allowed, retry_after_ms}: the window's PTTL when
+// denied, -1 when allowed.
+const retryLua = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then return {0, redis.call('PTTL', KEYS[1])} end
+return {1, -1}`
+
+func TestRedisScriptRetryAfter(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	lim := rate.Limit{Count: 2, Window: time.Hour}
+	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+		Source: retryLua, Gateways: 2, NewClient: scriptClients(srv),
+		Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "[1] == 1",
+		RetryAfter: "[2] ms", Limit: lim,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000, Identities: 1}
+	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := 0
+	for i := range h.Len() {
+		r := h.At(i)
+		switch r.Outcome {
+		case decision.Denied:
+			denied++
+			if r.RetryAfter < 59*time.Minute || r.RetryAfter > time.Hour {
+				t.Fatalf("denied record %d: RetryAfter %v, want the window's PTTL (about 1h)", i, r.RetryAfter)
+			}
+		case decision.Allowed:
+			if r.RetryAfter != history.NoTime {
+				t.Fatalf("allowed record %d has RetryAfter %v", i, r.RetryAfter)
+			}
+		default:
+			t.Fatalf("record %d: %v", i, r.Outcome)
+		}
+	}
+	if denied == 0 {
+		t.Fatal("nothing was denied: the test checks nothing")
+	}
+}
+
+func TestRetryRule(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		rule  string
+		reply any
+		want  time.Duration
+		fails bool
+	}{
+		{"ms", int64(1500), 1500 * time.Millisecond, false},
+		{"s", "2.5", 2500 * time.Millisecond, false},
+		{"[2] ms", []any{int64(0), int64(30)}, 30 * time.Millisecond, false},
+		{"[2] s", []any{int64(0), int64(-1)}, -1, false},
+		{"[2] s", []any{int64(0), nil}, -1, false},
+		{"[3] ms", []any{int64(0)}, -1, true},
+		{"ms", "soon", -1, true},
+		{"[1] ms", int64(3), -1, true},
+	}
+	for _, tt := range tests {
+		r, err := ParseRetryRule(tt.rule)
+		if err != nil {
+			t.Fatalf("ParseRetryRule(%q): %v", tt.rule, err)
+		}
+		got, err := r.Read(tt.reply)
+		if (err != nil) != tt.fails || got != tt.want {
+			t.Errorf("%q.Read(%#v) = %v, %v; want %v (error %v)", tt.rule, tt.reply, got, err, tt.want, tt.fails)
+		}
+	}
+	if r, err := ParseRetryRule(""); err != nil || r.Unit != 0 {
+		t.Errorf("empty rule: %+v, %v; want none", r, err)
+	}
+	for _, bad := range []string{"[2]", "[0] ms", "[x] s", "[2 ms", "minutes", "2 ms"} {
+		if _, err := ParseRetryRule(bad); err == nil {
+			t.Errorf("ParseRetryRule(%q) accepted", bad)
+		}
+	}
 }

@@ -167,7 +167,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
 			NewClient: newClient, Keys: sc.Target.Keys, Args: sc.Target.Args,
-			Allowed: sc.Target.Allowed, Limit: sc.Limit, Timeout: sc.Target.Timeout,
+			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: redis-script target: %w", sc.Name, err)
