@@ -105,7 +105,9 @@ func (p *Pool) drain() {
 	}
 }
 
-func (p *Pool) get(ctx context.Context) (*Conn, error) {
+// get borrows a connection, waiting at most the pool timeout, or until
+// deadline when that comes first (zero: none).
+func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -120,7 +122,11 @@ func (p *Pool) get(ctx context.Context) (*Conn, error) {
 	default:
 	}
 	// Every connection is busy: wait for one to come back, or for room.
-	t := time.NewTimer(p.o.PoolTimeout)
+	wait := p.o.PoolTimeout
+	if !deadline.IsZero() {
+		wait = min(wait, time.Until(deadline))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case c := <-p.idle:
@@ -277,14 +283,14 @@ func (p *Pool) EvalInts(ctx context.Context, s *Script, a *Args, dst []int64) ([
 // EvalIntsUntil is EvalInts that also gives up at deadline (zero: none),
 // for callers that hold a deadline rather than a context with one.
 func (p *Pool) EvalIntsUntil(ctx context.Context, deadline time.Time, s *Script, a *Args, dst []int64) ([]int64, error) {
-	c, err := p.get(ctx)
+	if d := p.deadline(ctx); deadline.IsZero() || (!d.IsZero() && d.Before(deadline)) {
+		deadline = d
+	}
+	c, err := p.get(ctx, deadline)
 	if err != nil {
 		return dst, err
 	}
 	defer p.put(c)
-	if d := p.deadline(ctx); deadline.IsZero() || (!d.IsZero() && d.Before(deadline)) {
-		deadline = d
-	}
 	dst, err = c.eval("EVALSHA", s.sha, a, dst, deadline)
 	var re Error
 	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
