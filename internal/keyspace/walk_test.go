@@ -12,9 +12,9 @@ import (
 	"github.com/rlctl/rlctl/internal/redistest"
 )
 
-// plantMixed writes limiters keys (every seventh without TTL) among
-// others times as many unrelated keys without TTL, which no pass may
-// touch, and returns the limiter keys that lack a TTL.
+// plantMixed writes limiterKeys limiter keys (every seventh without TTL)
+// and, for each, others unrelated keys without TTL, which no pass may
+// touch. It returns the limiter keys that lack a TTL.
 func plantMixed(t *testing.T, c redis.UniversalClient, limiterKeys, others int) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
@@ -54,9 +54,9 @@ func checkRepaired(t *testing.T, c redis.UniversalClient, st RepairStats, want m
 }
 
 // TestRepairTTLMixedKeyspace crosses both ways repair-ttl reads a page:
-// checked by the server while it scans (most keys are limiter keys) and
-// scanned first, then only the limiter keys checked (most are not). The
-// first page is read the first way, later pages the second.
+// checked by the server while it scans (while nearly all keys are limiter
+// keys) and scanned first, then only the limiter keys checked (here one in
+// four). The first page is read the first way, later pages the second.
 func TestRepairTTLMixedKeyspace(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
