@@ -225,8 +225,12 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		}
 		cfgMu.Lock()
 		cfgs = append(cfgs, nc)
-		st.shards[n.Addr] = &ShardStats{Node: n.Addr, Keys: nc.keys, OpsPerSec: nc.ops}
 		cfgMu.Unlock()
+		// Another primary's pages may be reading shards already: st.mu
+		// guards it, as it does everything the pages touch.
+		st.mu.Lock()
+		st.shards[n.Addr] = &ShardStats{Node: n.Addr, Keys: nc.keys, OpsPerSec: nc.ops}
+		st.mu.Unlock()
 		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, nc.cluster, keys) })
 	})
 	if err != nil {
