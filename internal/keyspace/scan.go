@@ -9,7 +9,12 @@ import (
 
 // ScanCount is the COUNT hint of every SCAN: large enough to keep round
 // trips few, small enough that one call never blocks Redis noticeably.
-const ScanCount = 1000
+// COUNT 1000 cost Redis 1.1-1.5ms per call on 1M keys (INFO commandstats);
+// since ScanNode reads ahead, a SCAN can wait behind a page script and
+// another client behind both, and other clients' p99 PING during an audit
+// rose past 2ms (scripts/bench-keys.sh data: worst rounds 2.1-2.2ms with
+// 1000, 1.4-1.9ms with 500, at the same audit time).
+const ScanCount = 500
 
 // Node is one primary being scanned: its address and a client for it.
 type Node struct {
