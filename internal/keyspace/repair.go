@@ -24,7 +24,8 @@ var repairScanScript = redis.NewScript(repairScanLua)
 
 // WalkCount is the SCAN COUNT of a page that repair-ttl scans and checks
 // in one script call. SCAN and a PTTL per key together cost Redis about
-// 2µs a key, so a few hundred keep one call near half a millisecond.
+// 2.7µs a key (INFO commandstats, 1M keys), so one call of 250 takes about
+// 0.7ms, as long as a plain SCAN of ScanCount.
 const WalkCount = 250
 
 // RepairOptions select the keys repair-ttl looks at and how it works.

@@ -12,8 +12,9 @@ import (
 // COUNT 1000 cost Redis 1.1-1.5ms per call on 1M keys (INFO commandstats);
 // since ScanNode reads ahead, a SCAN can wait behind a page script and
 // another client behind both, and other clients' p99 PING during an audit
-// rose past 2ms (scripts/bench-keys.sh data: worst rounds 2.1-2.2ms with
-// 1000, 1.4-1.9ms with 500, at the same audit time).
+// rose past 2ms (on scripts/bench-keys.sh's keyspace, worst rounds of
+// three runs each: 2.1-2.2ms with 1000, 1.4-1.9ms with 500, at the same
+// audit time).
 const ScanCount = 500
 
 // Node is one primary being scanned: its address and a client for it.
@@ -44,7 +45,7 @@ func ForEachPrimary(ctx context.Context, c redis.UniversalClient, fn func(ctx co
 //
 // The next page is read while fn works on the current one: a serial loop
 // leaves Redis idle while fn thinks and fn idle while SCAN runs, and SCAN
-// alone is about half the server time of an audit. Reading one page ahead
+// alone is about a third of an audit's server time. Reading one page ahead
 // (on a second connection of the client's pool) keeps memory bounded to
 // three pages and lets both sides work at once.
 func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string) error) error {
