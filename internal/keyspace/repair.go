@@ -25,7 +25,8 @@ var repairScanScript = redis.NewScript(repairScanLua)
 // WalkCount is the SCAN COUNT of a page that repair-ttl scans and checks
 // in one script call. SCAN and a PTTL per key together cost Redis about
 // 2.7µs a key (INFO commandstats, 1M keys), so one call of 250 takes about
-// 0.7ms, as long as a plain SCAN of ScanCount.
+// 0.7ms: other clients' worst p99 PING round stayed at 0.8-1.0ms over three
+// repair runs; 125 lowered it a little and cost 12% more time.
 const WalkCount = 250
 
 // RepairOptions select the keys repair-ttl looks at and how it works.

@@ -9,13 +9,14 @@ import (
 
 // ScanCount is the COUNT hint of every SCAN: large enough to keep round
 // trips few, small enough that one call never blocks Redis noticeably.
-// COUNT 1000 cost Redis 1.1-1.5ms per call on 1M keys (INFO commandstats);
-// since ScanNode reads ahead, a SCAN can wait behind a page script and
-// another client behind both, and other clients' p99 PING during an audit
-// rose past 2ms (on scripts/bench-keys.sh's keyspace, worst rounds of
-// three runs each: 2.1-2.2ms with 1000, 1.4-1.9ms with 500, at the same
-// audit time).
-const ScanCount = 500
+// Since ScanNode reads ahead, a SCAN can wait behind a page script and
+// another client behind both, so both are kept short: COUNT 1000 cost
+// Redis 1.1-1.5ms a call on 1M keys (INFO commandstats), 250 about 0.4ms.
+// On scripts/bench-keys.sh's keyspace, the worst p99 PING round of other
+// clients during an audit was 1.5-2.0ms with SCAN 500 and 200-key
+// scripts, 0.8-1.6ms with 250 and 100 (three runs each, same audit time
+// within this shared machine's noise).
+const ScanCount = 250
 
 // Node is one primary being scanned: its address and a client for it.
 type Node struct {
@@ -114,9 +115,9 @@ func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, curso
 }
 
 // ScriptChunk is the most keys one server-side page script handles per
-// call. A script blocks Redis while it runs; a few hundred keys keep that
-// well under a millisecond, so other clients barely notice the audit.
-const ScriptChunk = 200
+// call. A script blocks Redis while it runs; 100 keys of an audit take
+// about 0.26ms (INFO commandstats), so other clients barely notice.
+const ScriptChunk = 100
 
 // keyRun is a run of keys that a page script checks the same way: head
 // holds the arguments that say how (passed once, ahead of the keys), idx
