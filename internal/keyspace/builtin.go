@@ -96,7 +96,9 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		s.glob += ":*"
 	}
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
-		rest, ok := strings.CutPrefix(key, s.Prefix+head)
+		// Two cuts rather than one on s.Prefix+head: parse runs for every
+		// key an audit scans, and the concatenation allocated each time.
+		rest, ok := cutPrefixes(key, s.Prefix, head)
 		if !ok {
 			return Parsed{}, false
 		}
@@ -274,7 +276,7 @@ func springSchema(p Params) *Schema {
 	}
 	s.glob = EscapeGlob(s.Prefix) + "{*}*"
 	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
-		rest, ok := strings.CutPrefix(key, s.Prefix+"{")
+		rest, ok := cutPrefixes(key, s.Prefix, "{")
 		if !ok {
 			return Parsed{}, false
 		}
@@ -410,9 +412,11 @@ func rateLimitRedisSchema(p Params) *Schema {
 	plainPrefixed(s)
 	plain := s.parse
 	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
-		for _, l := range ownLayouts {
-			if strings.HasPrefix(key, s.Prefix+l.short+":{") {
-				return Parsed{}, false
+		if rest, ok := strings.CutPrefix(key, s.Prefix); ok {
+			for _, l := range ownLayouts {
+				if _, own := cutPrefixes(rest, l.short, ":{"); own {
+					return Parsed{}, false
+				}
 			}
 		}
 		return plain(s, key, typ)
@@ -498,6 +502,15 @@ func upstashBucketSchema(p Params) *Schema {
 
 // parseDigits reads a window index or start: ASCII digits only (no sign),
 // as limiters write them.
+// cutPrefixes is strings.CutPrefix(s, a+b) without building a+b.
+func cutPrefixes(s, a, b string) (string, bool) {
+	rest, ok := strings.CutPrefix(s, a)
+	if !ok {
+		return s, false
+	}
+	return strings.CutPrefix(rest, b)
+}
+
 func parseDigits(s string) (int64, bool) {
 	if s == "" || len(s) > 18 {
 		return 0, false
