@@ -37,7 +37,8 @@ cleanup() {
 trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+# Its own session, as a daemon: see server() in bench.sh.
+setsid redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
 	--logfile "$tmp/redis.log" --daemonize no &
 pid=$!
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done

@@ -11,19 +11,26 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# The servers under test run in a session of their own, as a daemon would.
+# With the kernel's autogroup scheduling (on by default), a server left in
+# this script's session shares one CPU share with the load generator, per
+# thread: a multi-threaded client then takes CPU from the server that a
+# single-threaded one (redis-benchmark) leaves it, and the comparison
+# measures the scheduler instead of the clients.
+server() { setsid "$@" & }
 
 echo "== 1. redis-fixed-window decisions/s: rlctl (50 gateways, every decision recorded) vs redis-benchmark (same EVALSHA, 50 clients)"
 rport=$(free_port)
-redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --daemonize no >"$work/redis.log" 2>&1 &
+server redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --daemonize no >"$work/redis.log" 2>&1
 pids+=($!)
 for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 go run ./scripts/benchtool lua redis-fixed-window >"$work/fw.lua"
 sha=$(redis-cli -p "$rport" SCRIPT LOAD "$(cat "$work/fw.lua")")
-# Three rounds, each running the two back to back for about 5 s apiece:
+# Five rounds, each running the two back to back for about 5 s apiece:
 # on a shared 2-core machine one pair can be off by 20% either way, so the
 # median of the rounds' ratios is the figure.
 ratios=()
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
 	rb=$(redis-benchmark -p "$rport" -c 50 -n 250000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 | tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | cut -d' ' -f1)
 	rm -rf "$work/r1"
 	"$RLCTL" verify scripts/bench/redis-fixed-window.yaml --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/r1" --format json >/dev/null 2>"$work/v1.err" || { cat "$work/v1.err"; exit 1; }
@@ -32,7 +39,7 @@ for round in 1 2 3; do
 	ratios+=("$(ratio "$rl" "$rb")")
 	echo "   round $round: redis-benchmark: $rb req/s   rlctl: $rl decisions/s (errors+dropped: $bad)   ratio: ${ratios[-1]}×"
 done
-echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)× (target ≥ 1.0)"
+echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 3p)× (target ≥ 1.0)"
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 
 echo "== 2. HTTP requests/s at 50 connections: rlctl (every response recorded) vs wrk, against nginx on loopback"
@@ -51,7 +58,7 @@ http {
   server { listen 127.0.0.1:$hport; root $work/www; keepalive_requests 1000000; }
 }
 NGINX
-nginx -c "$work/nginx.conf" &
+server nginx -c "$work/nginx.conf"
 pids+=($!)
 sleep 0.5
 wk=$(wrk -t 2 -c 50 -d 5s "http://127.0.0.1:$hport/index.html" | awk '/Requests\/sec/ { print $2 }')
