@@ -48,6 +48,9 @@ type Lease struct {
 
 	mu    [shards]sync.Mutex
 	state [shards]map[string]*slice
+	// nextSweep is, per shard, when to drop slices that ended (as the
+	// local designs do; see local.go).
+	nextSweep [shards]time.Time
 
 	wg     sync.WaitGroup
 	closed atomic.Bool
@@ -64,6 +67,7 @@ type slice struct {
 	inflight  bool
 	lastGrant time.Time
 	spentSinc int64 // spent since lastGrant, for adaptive sizing
+	lastUse   time.Time
 }
 
 // LeaseStats counts budget, all in request units.
@@ -129,11 +133,11 @@ func (l *Lease) allowLocal(id string, cost int64) (d Decision, ok bool) {
 	i := shardOf(id)
 	l.mu[i].Lock()
 	defer l.mu[i].Unlock()
-	s := l.state[i][id]
-	if s == nil {
-		s = &slice{size: l.size}
-		l.state[i][id] = s
+	if !now.Before(l.nextSweep[i]) {
+		l.sweep(i, now)
 	}
+	s := l.slice(i, id)
+	s.lastUse = now
 	l.expire(s, now)
 	if s.left >= cost {
 		return l.spend(s, id, cost, now), true
@@ -150,8 +154,7 @@ func (l *Lease) allowLocal(id string, cost int64) (d Decision, ok bool) {
 func (l *Lease) allowRemote(ctx context.Context, id string, cost int64) (Decision, error) {
 	i := shardOf(id)
 	l.mu[i].Lock()
-	s := l.state[i][id]
-	want := l.want(s, l.clock())
+	want := l.want(l.slice(i, id), l.clock())
 	l.mu[i].Unlock()
 
 	g, err := l.grant(ctx, id, want)
@@ -161,6 +164,9 @@ func (l *Lease) allowRemote(ctx context.Context, id string, cost int64) (Decisio
 	now := l.clock()
 	l.mu[i].Lock()
 	defer l.mu[i].Unlock()
+	// Looked up again: a sweep may have dropped the slice meanwhile, and
+	// the grant must land in the one the identity uses now.
+	s := l.slice(i, id)
 	l.take(s, g, want, now)
 	if s.left >= cost {
 		d := l.spend(s, id, cost, now)
@@ -168,6 +174,33 @@ func (l *Lease) allowRemote(ctx context.Context, id string, cost int64) (Decisio
 		return d, nil
 	}
 	return Decision{RetryAfter: g.windowLeft, Reset: g.windowLeft, By: decision.ByRedis, ServerTime: g.server}, nil
+}
+
+// slice returns id's slice in shard i, creating it. Caller holds the lock.
+func (l *Lease) slice(i int, id string) *slice {
+	s := l.state[i][id]
+	if s == nil {
+		s = &slice{size: l.size}
+		l.state[i][id] = s
+	}
+	return s
+}
+
+// sweep drops shard i's slices of identities idle for a whole window that
+// hold nothing and know nothing a new one would not: their window ended,
+// Redis's "spent" answer expired, and no top-up is in flight (it holds
+// the slice). Adaptive sizing then starts afresh for a returning
+// identity: its demand from before an idle window is stale. It runs at
+// most once per window. Caller holds the lock.
+func (l *Lease) sweep(i int, now time.Time) {
+	for k, s := range l.state[i] {
+		l.expire(s, now)
+		if s.left == 0 && !s.inflight && now.Sub(s.lastUse) >= l.window &&
+			!now.Before(s.spentOut) && !now.Before(s.expires) {
+			delete(l.state[i], k)
+		}
+	}
+	l.nextSweep[i] = now.Add(l.window)
 }
 
 // expire drops a slice whose window has ended. Caller holds the lock.

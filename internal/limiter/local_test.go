@@ -62,3 +62,50 @@ func TestLocalStateIsSwept(t *testing.T) {
 		clock.Add(time.Minute)
 	}
 }
+
+// TestLeaseStateIsSwept: leasing drops the slices of identities whose
+// window ended, and every unit of budget stays accounted for.
+func TestLeaseStateIsSwept(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock(epoch)
+	b := miniBackend(t, clock.Now())
+	cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 10, Window: time.Minute}, Lease: LeaseConfig{Size: 2}}
+	l := mustNew(t, cfg, b.client, clock.Clock()).(*Lease)
+	ctx := context.Background()
+	held := func() int {
+		n := 0
+		for i := range l.state {
+			l.mu[i].Lock()
+			n += len(l.state[i])
+			l.mu[i].Unlock()
+		}
+		return n
+	}
+	const n = 3000
+	for i := 0; i < n; i++ {
+		if d, err := l.Allow(ctx, fmt.Sprintf("once-%d", i), 1); err != nil || !d.Allowed {
+			t.Fatalf("once-%d: %+v, %v", i, d, err)
+		}
+	}
+	l.wg.Wait() // top-ups in flight land before the count
+	if got := held(); got != n {
+		t.Fatalf("%d slices held, want %d", got, n)
+	}
+	b.advance(clock, 61*time.Second)
+	for i := 0; i < 1000; i++ {
+		if d, err := l.Allow(ctx, fmt.Sprintf("new-%d", i), 1); err != nil || !d.Allowed {
+			t.Fatalf("new-%d: %+v, %v", i, d, err)
+		}
+	}
+	l.wg.Wait()
+	if got := held(); got > 1000 {
+		t.Fatalf("%d slices held after the window ended, want at most the 1000 new ones", got)
+	}
+	st := l.Stats()
+	if st.Granted != st.Spent+st.Expired+st.Held+st.Stranded {
+		t.Fatalf("budget unaccounted for: %+v", st)
+	}
+	if st.Spent != n+1000 || st.Expired == 0 {
+		t.Fatalf("stats %+v: want %d spent and the once- slices' leftovers expired", st, n+1000)
+	}
+}
