@@ -27,6 +27,8 @@ type Conn struct {
 	// bad is set once the stream can no longer be trusted (an I/O or
 	// protocol error): the pool closes the connection instead of reusing it.
 	bad bool
+	// idleSince is when the connection was last returned to the pool.
+	idleSince time.Time
 }
 
 func newConn(nc net.Conn) *Conn {

@@ -105,16 +105,33 @@ func (p *Pool) drain() {
 	}
 }
 
+// idleCheck is how long a connection may sit idle before it is checked
+// for life when borrowed: busy connections skip the check (a syscall).
+const idleCheck = time.Second
+
+// usable checks a connection taken from the idle list.
+func (c *Conn) usable() bool {
+	return time.Since(c.idleSince) < idleCheck || alive(c.nc)
+}
+
 // get borrows a connection, waiting at most the pool timeout, or until
 // deadline when that comes first (zero: none).
 func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
-	select {
-	case c := <-p.idle:
-		return c, nil
-	default:
+	for {
+		select {
+		case c := <-p.idle:
+			if c.usable() {
+				return c, nil
+			}
+			c.Close()
+			<-p.tokens
+			continue
+		default:
+		}
+		break
 	}
 	select {
 	case p.tokens <- struct{}{}:
@@ -146,6 +163,7 @@ func (p *Pool) put(c *Conn) {
 		<-p.tokens
 		return
 	}
+	c.idleSince = time.Now()
 	p.idle <- c // never blocks: at most Size connections exist
 	if p.closed.Load() {
 		p.drain() // Close ran meanwhile and may have missed this one

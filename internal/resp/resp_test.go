@@ -312,3 +312,39 @@ func equal(a, b []int64) bool {
 	}
 	return true
 }
+
+// A connection the server closed while idle (redis.conf timeout) is not
+// reused: the next call dials anew instead of failing.
+func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
+	t.Parallel()
+	for _, mk := range []struct {
+		name string
+		srv  func(*testing.T) *redistest.Server
+	}{
+		{"plain", func(t *testing.T) *redistest.Server { return redistest.Start(t) }},
+		{"tls", func(t *testing.T) *redistest.Server { return redistest.StartTLS(t).Server }},
+	} {
+		t.Run(mk.name, func(t *testing.T) {
+			t.Parallel()
+			srv := mk.srv(t)
+			c := srv.Client(t)
+			p := pool(t, c)
+			call(t, p, "idle", 1, 0)
+			if err := c.ConfigSet(context.Background(), "timeout", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Redis closes clients idle past the timeout on its next
+			// check of them; wait until the pool's connection is gone.
+			deadline := time.Now().Add(15 * time.Second)
+			for clients(t, c) > 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("the server never closed the idle connection")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if got := call(t, p, "idle", 1, 0); got[0] != 2 {
+				t.Fatalf("call after the idle close = %v", got)
+			}
+		})
+	}
+}
