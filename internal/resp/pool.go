@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/netcheck"
 )
 
 // ErrClosed is returned by a closed Pool.
@@ -111,7 +113,7 @@ const idleCheck = time.Second
 
 // usable checks a connection taken from the idle list.
 func (c *Conn) usable() bool {
-	return time.Since(c.idleSince) < idleCheck || alive(c.nc)
+	return time.Since(c.idleSince) < idleCheck || netcheck.Alive(c.nc)
 }
 
 // get borrows a connection, waiting at most the pool timeout, or until

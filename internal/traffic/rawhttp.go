@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/netcheck"
 )
 
 // rawPool is a keep-alive HTTP/1.1 client for one plain http:// gateway.
@@ -35,10 +37,16 @@ type rawPool struct {
 }
 
 type rawConn struct {
-	c   net.Conn
-	br  *bufio.Reader
-	buf []byte // request being written
+	c         net.Conn
+	br        *bufio.Reader
+	buf       []byte    // request being written
+	idleSince time.Time // when it was last put back
 }
+
+// idleCheck is how long a connection may sit idle before it is checked
+// for life when taken: a gateway that closed it (keep-alive timeout)
+// would otherwise have the next request recorded as its error.
+const idleCheck = time.Second
 
 func newRawPool(u *url.URL, method string, query string, conns int, timeout time.Duration) *rawPool {
 	addr := u.Host
@@ -54,10 +62,17 @@ func newRawPool(u *url.URL, method string, query string, conns int, timeout time
 }
 
 func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
-	select {
-	case c := <-p.idle:
-		return c, nil
-	default:
+	for {
+		select {
+		case c := <-p.idle:
+			if time.Since(c.idleSince) < idleCheck || netcheck.Alive(c.c) {
+				return c, nil
+			}
+			c.c.Close()
+			continue
+		default:
+		}
+		break
 	}
 	d := net.Dialer{Timeout: p.timeout, KeepAlive: 30 * time.Second}
 	c, err := d.DialContext(ctx, "tcp", p.addr)
@@ -68,6 +83,7 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 }
 
 func (p *rawPool) put(c *rawConn) {
+	c.idleSince = time.Now()
 	select {
 	case p.idle <- c:
 	default:

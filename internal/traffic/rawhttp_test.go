@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,5 +113,37 @@ func TestRawHTTPSendsIdentity(t *testing.T) {
 	}
 	if a, b := <-got, <-got; a != "u&1||t-u&1" || b != "|u&1|fixed" {
 		t.Errorf("gateway saw %q and %q", a, b)
+	}
+}
+
+// A keep-alive connection the gateway closed while idle is not reused: the
+// request after the idle spell reaches the gateway instead of being
+// recorded as its error.
+func TestRawHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+	}))
+	srv.Config.IdleTimeout = 100 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	for i := 0; i < 2; i++ {
+		if i == 1 {
+			// Past the server's idle timeout and the pool's idle check.
+			time.Sleep(1500 * time.Millisecond)
+		}
+		resp := tgt.Do(context.Background(), Request{ID: "u"})
+		if resp.Err != nil || resp.Outcome != decision.Allowed {
+			t.Fatalf("request %d: %+v", i, resp)
+		}
+	}
+	if hits.Load() != 2 {
+		t.Fatalf("server saw %d requests, want 2", hits.Load())
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package resp
+package netcheck
 
 import (
 	"crypto/tls"
@@ -9,13 +9,13 @@ import (
 	"syscall"
 )
 
-// alive reports whether an idle connection is still open and quiet: a
+// Alive reports whether an idle connection is still open and quiet: a
 // server that closed it for idleness (redis.conf timeout), or a proxy
 // that dropped it, shows as EOF or an error on a non-blocking peek, and
 // any unread byte means the stream is out of step. A dead connection
-// reused would turn the next decision into an error (and a failure
-// policy's answer) although Redis is fine.
-func alive(nc net.Conn) bool {
+// reused would turn the next request into an error although the server
+// is fine.
+func Alive(nc net.Conn) bool {
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
 	}
