@@ -235,7 +235,11 @@ func (c *Config) ConnError(ctx context.Context, what string, err error) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return fmt.Errorf("redis %s: %s: %w", c, what, err)
 	}
-	if k := Classify(err); k == "timed out" || k == "sentinel lookup failed" {
+	// With Sentinel, go-redis's message depends on timing: sometimes the
+	// bare "all sentinels ... unreachable", sometimes with one cause
+	// appended; asking each Sentinel says the same every time.
+	sentinel := c.target.Mode == ModeSentinel && strings.Contains(err.Error(), "sentinel")
+	if k := Classify(err); k == "timed out" || k == "sentinel lookup failed" || sentinel {
 		// go-redis retries may use up the deadline and hide the cause
 		// (refused, untrusted certificate); one direct attempt finds it.
 		if cause := c.diagnose(); cause != nil {

@@ -673,8 +673,22 @@ func (d *Deployment) Failover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("failover: ask sentinel: %w", err)
 	}
-	if err := c.Do(ctx, "SENTINEL", "FAILOVER", d.MasterName).Err(); err != nil {
-		return "", fmt.Errorf("failover: %w", err)
+	// Sentinel answers NOGOODSLAVE until it has seen a recent INFO from
+	// the replica (it asks every 10s at first, then every second), so a
+	// failover asked right after start waits for that, within ctx.
+	for {
+		err := c.Do(ctx, "SENTINEL", "FAILOVER", d.MasterName).Err()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "NOGOODSLAVE") {
+			return "", fmt.Errorf("failover: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("failover: %w (and still so when %w)", err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	for {
 		now, err := c.Do(ctx, "SENTINEL", "get-master-addr-by-name", d.MasterName).StringSlice()
