@@ -233,3 +233,32 @@ traffic: {rate: 10/s, duration: 1s}
 		t.Errorf("took %v", el)
 	}
 }
+
+// A fast run on the embedded Redis says that its figures carry the
+// embedded server's own latency; a slow one, or one on a real server,
+// does not.
+func TestEmbeddedBusyNote(t *testing.T) {
+	t.Parallel()
+	const doc = `name: busy
+limit: 1000000/1m
+target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2%s}
+traffic: {rate: %s, duration: 1s}
+`
+	hasNote := func(out *Outcome) bool {
+		for _, n := range out.Saved.Notes {
+			if strings.HasPrefix(n, "embedded Redis: ") {
+				return true
+			}
+		}
+		return false
+	}
+	if out := run(t, parse(t, fmt.Sprintf(doc, "", "1500/s"))); !hasNote(out) {
+		t.Errorf("1500/s on the embedded Redis: no note in %q", out.Saved.Notes)
+	}
+	if out := run(t, parse(t, fmt.Sprintf(doc, "", "200/s"))); hasNote(out) {
+		t.Errorf("200/s on the embedded Redis: %q", out.Saved.Notes)
+	}
+	if out := run(t, parse(t, fmt.Sprintf(doc, ", redis: spawn", "1500/s"))); hasNote(out) {
+		t.Errorf("1500/s on a spawned redis-server: %q", out.Saved.Notes)
+	}
+}
