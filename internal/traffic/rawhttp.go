@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/netcheck"
@@ -61,12 +62,13 @@ func newRawPool(u *url.URL, method string, query string, conns int, timeout time
 	return p
 }
 
-func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
+// get takes an idle connection, or dials one; reused says which.
+func (p *rawPool) get(ctx context.Context) (c *rawConn, reused bool, err error) {
 	for {
 		select {
 		case c := <-p.idle:
 			if time.Since(c.idleSince) < idleCheck || netcheck.Alive(c.c) {
-				return c, nil
+				return c, true, nil
 			}
 			c.c.Close()
 			continue
@@ -74,6 +76,11 @@ func (p *rawPool) get(ctx context.Context) (*rawConn, error) {
 		}
 		break
 	}
+	c, err = p.dial(ctx)
+	return c, false, err
+}
+
+func (p *rawPool) dial(ctx context.Context) (*rawConn, error) {
 	d := net.Dialer{Timeout: p.timeout, KeepAlive: 30 * time.Second}
 	c, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
@@ -110,11 +117,38 @@ type rawAnswer struct {
 
 // do sends one request for identity id: in the query when the target sends
 // it there, and in t's header and body templates.
+//
+// A GET or HEAD lost on a reused connection that the gateway had closed
+// (the write failed, or the connection ended before any byte of an
+// answer) is sent once more on a new connection, as net/http does: the
+// gateway never saw it, so recording it as the gateway's error would be
+// the instrument's fault. Other methods are not repeated.
 func (p *rawPool) do(ctx context.Context, t *httpTarget, id string) (rawAnswer, error) {
-	c, err := p.get(ctx)
+	c, reused, err := p.get(ctx)
 	if err != nil {
 		return rawAnswer{}, err
 	}
+	ans, err := p.send(ctx, c, t, id)
+	if err != nil && reused && errors.Is(err, errLostOnReuse) && p.idempotent() && ctx.Err() == nil {
+		if c, err = p.dial(ctx); err != nil {
+			return rawAnswer{}, err
+		}
+		ans, err = p.send(ctx, c, t, id)
+	}
+	return ans, err
+}
+
+// errLostOnReuse marks a request that never reached the gateway: the
+// connection failed on write, or closed before any byte of an answer.
+var errLostOnReuse = errors.New("connection closed before an answer")
+
+func (p *rawPool) idempotent() bool {
+	return bytes.HasPrefix(p.head, []byte("GET ")) || bytes.HasPrefix(p.head, []byte("HEAD "))
+}
+
+// send writes one request on c and reads its answer; c goes back to the
+// pool when it can carry another request, else it is closed.
+func (p *rawPool) send(ctx context.Context, c *rawConn, t *httpTarget, id string) (rawAnswer, error) {
 	deadline := time.Now().Add(p.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -145,7 +179,7 @@ func (p *rawPool) do(ctx context.Context, t *httpTarget, id string) (rawAnswer, 
 	c.buf = b
 	if _, err := c.c.Write(b); err != nil {
 		c.c.Close()
-		return rawAnswer{}, err
+		return rawAnswer{}, fmt.Errorf("%w: %w", errLostOnReuse, err)
 	}
 	ans, keep, err := readRawResponse(c.br, bytes.HasPrefix(p.head, []byte("HEAD ")))
 	if err != nil || !keep {
@@ -164,6 +198,9 @@ func readRawResponse(br *bufio.Reader, head bool) (rawAnswer, bool, error) {
 	var a rawAnswer
 	line, err := br.ReadSlice('\n')
 	if err != nil {
+		if len(line) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			err = fmt.Errorf("%w: %w", errLostOnReuse, err)
+		}
 		return a, false, err
 	}
 	// "HTTP/1.1 200 OK\r\n"

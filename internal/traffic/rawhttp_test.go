@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -145,5 +146,78 @@ func TestRawHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
 	}
 	if hits.Load() != 2 {
 		t.Fatalf("server saw %d requests, want 2", hits.Load())
+	}
+}
+
+// oneShotServer answers one request per connection as if keeping it alive,
+// then closes it: the next request on that connection is lost before
+// reaching the server. It counts the requests it answered.
+func oneShotServer(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var served atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					l, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if l == "\r\n" {
+						break
+					}
+				}
+				served.Add(1)
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), &served
+}
+
+// A GET lost on a reused connection the gateway had closed is sent again
+// on a new one; a POST is not (it may not be safe to repeat).
+func TestRawHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
+	t.Parallel()
+	for _, method := range []string{"GET", "POST"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			url, served := oneShotServer(t)
+			tgt, err := NewHTTP(HTTPOptions{URLs: []string{url}, Method: method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tgt.Close()
+			errs := 0
+			for i := 0; i < 5; i++ {
+				// Let the server's close arrive before the next request,
+				// so the loss is certain rather than a race.
+				time.Sleep(20 * time.Millisecond)
+				if resp := tgt.Do(context.Background(), Request{ID: "u"}); resp.Err != nil {
+					errs++
+				}
+			}
+			switch method {
+			case "GET":
+				if errs != 0 || served.Load() != 5 {
+					t.Fatalf("GET: %d errors, %d served; want 0 errors, 5 served", errs, served.Load())
+				}
+			case "POST":
+				if errs == 0 {
+					t.Fatal("POST: every request succeeded on a server that closes each connection; the test checks nothing")
+				}
+			}
+		})
 	}
 }
