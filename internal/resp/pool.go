@@ -137,7 +137,7 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	}
 	select {
 	case p.tokens <- struct{}{}:
-		return p.dial(ctx)
+		return p.dial(ctx, deadline)
 	default:
 	}
 	// Every connection is busy: wait for one to come back, or for room.
@@ -151,7 +151,7 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	case c := <-p.idle:
 		return c, nil
 	case p.tokens <- struct{}{}:
-		return p.dial(ctx)
+		return p.dial(ctx, deadline)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-t.C:
@@ -172,9 +172,15 @@ func (p *Pool) put(c *Conn) {
 	}
 }
 
-// dial opens and sets up a connection; the caller holds a token, which is
-// given back on failure.
-func (p *Pool) dial(ctx context.Context) (*Conn, error) {
+// dial opens and sets up a connection, by deadline when one is given (a
+// policy's timeout must bound a dial to a Redis that drops packets, too);
+// the caller holds a token, which is given back on failure.
+func (p *Pool) dial(ctx context.Context, deadline time.Time) (*Conn, error) {
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	nc, err := p.o.Dial(ctx)
 	if err != nil {
 		<-p.tokens

@@ -348,3 +348,24 @@ func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
 		})
 	}
 }
+
+// A dial is bounded by the call's deadline too: a Redis that drops
+// packets must not hold a decision past its policy's timeout.
+func TestDialEndsAtDeadline(t *testing.T) {
+	t.Parallel()
+	p := resp.New(resp.Options{Dial: func(ctx context.Context) (net.Conn, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return nil, errors.New("the dial outlived its deadline")
+		}
+	}})
+	defer p.Close()
+	var a resp.Args
+	a.Key("k")
+	_, err := p.EvalIntsUntil(context.Background(), time.Now().Add(100*time.Millisecond), incr, &a, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("dial error %v, want the deadline", err)
+	}
+}
