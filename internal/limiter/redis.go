@@ -30,13 +30,11 @@ type scriptLimiter struct {
 	client     redis.UniversalClient
 	pool       *resp.Pool
 	rscript    *resp.Script
-	rfixed     resp.Args // fixed, as resp arguments
 	clock      Clock
 	redisClock bool
 	prefix     string // "<prefix><tag>:{"
-	// fixed holds the ARGV that precede cost, boxed once at New so the hot
-	// path does not box them again.
-	fixed []any
+	// fixed holds the ARGV that precede cost, built once at New.
+	fixed resp.Args
 	// member makes sliding-log entries unique: a random nonce per limiter
 	// plus a counter.
 	nonce string
@@ -51,45 +49,46 @@ func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*s
 		redisClock: cfg.EffectiveClock() == ClockRedis,
 		prefix:     prefixOf(cfg) + tags[cfg.Algorithm] + ":{",
 	}
-	limit := cfg.Limit.Count
-	wms := cfg.Limit.Window.Milliseconds()
 	switch cfg.Algorithm {
 	case RedisFixedWindow:
-		s.script, s.fixed = fixedWindowScript, []any{limit, wms}
+		s.script = fixedWindowScript
 	case RedisFixedWindowRefresh:
-		s.script, s.fixed = fixedWindowRefreshScript, []any{limit, wms}
+		s.script = fixedWindowRefreshScript
 	case RedisClockWindow:
-		s.script, s.fixed = clockWindowScript, []any{limit, wms}
+		s.script = clockWindowScript
 	case RedisTokenBucket:
-		rate := float64(limit) / float64(wms)
-		s.script, s.fixed = tokenBucketScript, []any{capacityOf(cfg), strconv.FormatFloat(rate, 'g', -1, 64)}
+		s.script = tokenBucketScript
 	case RedisSlidingWindow:
-		s.script, s.fixed = slidingWindowScript, []any{limit, wms}
+		s.script = slidingWindowScript
 	case RedisSlidingLog:
-		s.script, s.fixed = slidingLogScript, []any{limit, wms}
+		s.script = slidingLogScript
 		var b [6]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, fmt.Errorf("sliding log nonce: %w", err)
 		}
 		s.nonce = hex.EncodeToString(b[:]) + "-"
 	case RedisGCRA:
-		s.script, s.fixed = gcraScript, []any{capacityOf(cfg), limit, wms}
+		s.script = gcraScript
 	default:
 		return nil, fmt.Errorf("%s is not a Lua design", cfg.Algorithm)
+	}
+	limit := cfg.Limit.Count
+	wms := cfg.Limit.Window.Milliseconds()
+	switch cfg.Algorithm {
+	case RedisTokenBucket:
+		s.fixed.Int(capacityOf(cfg))
+		s.fixed.String(strconv.FormatFloat(float64(limit)/float64(wms), 'g', -1, 64))
+	case RedisGCRA:
+		s.fixed.Int(capacityOf(cfg))
+		s.fixed.Int(limit)
+		s.fixed.Int(wms)
+	default:
+		s.fixed.Int(limit)
+		s.fixed.Int(wms)
 	}
 	if c, ok := client.(*redis.Client); ok {
 		if p, ok := resp.FromClient(c); ok {
 			s.pool, s.rscript = p, respScripts[cfg.Algorithm]
-			for _, v := range s.fixed {
-				switch v := v.(type) {
-				case int64:
-					s.rfixed.Int(v)
-				case string:
-					s.rfixed.String(v)
-				default:
-					return nil, fmt.Errorf("%s: argument %v of type %T", cfg.Algorithm, v, v)
-				}
-			}
 		}
 	}
 	return s, nil
@@ -117,31 +116,34 @@ func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decis
 	if s.pool != nil {
 		return s.allowResp(ctx, id, cost, time.Time{})
 	}
-	var argv [6]any
-	n := copy(argv[:], s.fixed)
-	argv[n] = cost
-	n++
+	var a resp.Args
+	s.args(&a, id, cost)
+	keys, argv := a.Values()
+	r, err := s.script.Run(ctx, s.client, keys, argv...).Int64Slice()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
+	}
+	return scriptDecision(r)
+}
+
+// args builds one decision's key and arguments, the same for both clients.
+func (s *scriptLimiter) args(a *resp.Args, id string, cost int64) {
+	a.Key(s.key(id))
+	a.Add(&s.fixed)
+	a.Int(cost)
 	switch s.algo {
 	case RedisFixedWindow, RedisFixedWindowRefresh:
 		// no clock: the window is the key's TTL
 	default:
 		if s.redisClock {
-			argv[n] = ""
+			a.String("")
 		} else {
-			argv[n] = s.clock().UnixMicro()
+			a.Int(s.clock().UnixMicro())
 		}
-		n++
 	}
 	if s.algo == RedisSlidingLog {
-		argv[n] = s.nonce + strconv.FormatUint(s.seq.Add(1), 36)
-		n++
+		a.String(s.nonce + strconv.FormatUint(s.seq.Add(1), 36))
 	}
-	keys := [1]string{s.key(id)}
-	r, err := s.script.Run(ctx, s.client, keys[:], argv[:n]...).Int64Slice()
-	if err != nil {
-		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
-	}
-	return scriptDecision(r)
 }
 
 // allowBy is Allow with a deadline besides ctx's.
@@ -154,25 +156,11 @@ func (s *scriptLimiter) allowBy(ctx context.Context, id string, cost int64, dead
 	return s.Allow(ctx, id, cost)
 }
 
-// allowResp is Allow through the resp pool, with the same arguments. A
-// zero deadline means ctx's alone.
+// allowResp is Allow through the resp pool. A zero deadline means ctx's
+// alone.
 func (s *scriptLimiter) allowResp(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
 	var a resp.Args
-	a.Key(s.key(id))
-	a.Add(&s.rfixed)
-	a.Int(cost)
-	switch s.algo {
-	case RedisFixedWindow, RedisFixedWindowRefresh:
-	default:
-		if s.redisClock {
-			a.String("")
-		} else {
-			a.Int(s.clock().UnixMicro())
-		}
-	}
-	if s.algo == RedisSlidingLog {
-		a.String(s.nonce + strconv.FormatUint(s.seq.Add(1), 36))
-	}
+	s.args(&a, id, cost)
 	var buf [5]int64
 	r, err := s.pool.EvalIntsUntil(ctx, deadline, s.rscript, &a, buf[:0])
 	if err != nil {

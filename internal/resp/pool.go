@@ -107,15 +107,6 @@ func (p *Pool) drain() {
 	}
 }
 
-// idleCheck is how long a connection may sit idle before it is checked
-// for life when borrowed: busy connections skip the check (a syscall).
-const idleCheck = time.Second
-
-// usable checks a connection taken from the idle list.
-func (c *Conn) usable() bool {
-	return time.Since(c.idleSince) < idleCheck || netcheck.Alive(c.nc)
-}
-
 // get borrows a connection, waiting at most the pool timeout, or until
 // deadline when that comes first (zero: none).
 func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
@@ -125,7 +116,7 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	for {
 		select {
 		case c := <-p.idle:
-			if c.usable() {
+			if netcheck.Usable(c.nc, c.idleSince) {
 				return c, nil
 			}
 			c.Close()
@@ -297,6 +288,21 @@ func (a *Args) Add(b *Args) {
 		a.strs[a.n+i], a.ints[a.n+i], a.isInt[a.n+i] = b.strs[i], b.ints[i], b.isInt[i]
 	}
 	a.n += b.n
+}
+
+// Values returns the keys and the other arguments in the form go-redis
+// takes them, for a caller that runs the same script through go-redis
+// (on a Cluster).
+func (a *Args) Values() (keys []string, args []any) {
+	keys = append(keys, a.strs[:a.keys]...)
+	for i := a.keys; i < a.n; i++ {
+		if a.isInt[i] {
+			args = append(args, a.ints[i])
+		} else {
+			args = append(args, a.strs[i])
+		}
+	}
+	return keys, args
 }
 
 // EvalInts runs s with a through EVALSHA (loading the script with EVAL

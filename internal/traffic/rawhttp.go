@@ -44,11 +44,6 @@ type rawConn struct {
 	idleSince time.Time // when it was last put back
 }
 
-// idleCheck is how long a connection may sit idle before it is checked
-// for life when taken: a gateway that closed it (keep-alive timeout)
-// would otherwise have the next request recorded as its error.
-const idleCheck = time.Second
-
 func newRawPool(u *url.URL, method string, query string, conns int, timeout time.Duration) *rawPool {
 	addr := u.Host
 	if u.Port() == "" {
@@ -67,7 +62,9 @@ func (p *rawPool) get(ctx context.Context) (c *rawConn, reused bool, err error) 
 	for {
 		select {
 		case c := <-p.idle:
-			if time.Since(c.idleSince) < idleCheck || netcheck.Alive(c.c) {
+			// A gateway that closed it (keep-alive timeout) would have the
+			// next request recorded as its error.
+			if netcheck.Usable(c.c, c.idleSince) {
 				return c, true, nil
 			}
 			c.c.Close()
