@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,3 +84,18 @@ func mustNew(t testing.TB, cfg Config, c redis.UniversalClient, clock Clock) Lim
 	}
 	return l
 }
+
+// held counts the identities in sharded state.
+func held[V any](mu *[shards]sync.Mutex, state *[shards]map[string]V) int {
+	n := 0
+	for i := range state {
+		mu[i].Lock()
+		n += len(state[i])
+		mu[i].Unlock()
+	}
+	return n
+}
+
+func (f *localFixedWindow) size() int { return held(&f.mu, &f.state) }
+func (b *localTokenBucket) size() int { return held(&b.mu, &b.state) }
+func (l *Lease) slices() int          { return held(&l.mu, &l.state) }

@@ -159,25 +159,3 @@ func (b *localTokenBucket) sweep(i int, now time.Time) {
 	}
 	b.nextSweep[i] = now.Add(time.Duration(b.capacity / b.perNs))
 }
-
-// size is the number of identities held, for tests.
-func (f *localFixedWindow) size() int {
-	n := 0
-	for i := range f.state {
-		f.mu[i].Lock()
-		n += len(f.state[i])
-		f.mu[i].Unlock()
-	}
-	return n
-}
-
-// size is the number of identities held, for tests.
-func (b *localTokenBucket) size() int {
-	n := 0
-	for i := range b.state {
-		b.mu[i].Lock()
-		n += len(b.state[i])
-		b.mu[i].Unlock()
-	}
-	return n
-}

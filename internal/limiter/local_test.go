@@ -72,15 +72,6 @@ func TestLeaseStateIsSwept(t *testing.T) {
 	cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 10, Window: time.Minute}, Lease: LeaseConfig{Size: 2}}
 	l := mustNew(t, cfg, b.client, clock.Clock()).(*Lease)
 	ctx := context.Background()
-	held := func() int {
-		n := 0
-		for i := range l.state {
-			l.mu[i].Lock()
-			n += len(l.state[i])
-			l.mu[i].Unlock()
-		}
-		return n
-	}
 	const n = 3000
 	for i := 0; i < n; i++ {
 		if d, err := l.Allow(ctx, fmt.Sprintf("once-%d", i), 1); err != nil || !d.Allowed {
@@ -88,7 +79,7 @@ func TestLeaseStateIsSwept(t *testing.T) {
 		}
 	}
 	l.wg.Wait() // top-ups in flight land before the count
-	if got := held(); got != n {
+	if got := l.slices(); got != n {
 		t.Fatalf("%d slices held, want %d", got, n)
 	}
 	b.advance(clock, 61*time.Second)
@@ -98,7 +89,7 @@ func TestLeaseStateIsSwept(t *testing.T) {
 		}
 	}
 	l.wg.Wait()
-	if got := held(); got > 1000 {
+	if got := l.slices(); got > 1000 {
 		t.Fatalf("%d slices held after the window ended, want at most the 1000 new ones", got)
 	}
 	st := l.Stats()
