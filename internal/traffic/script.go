@@ -145,6 +145,38 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 	return out
 }
 
+// cutIndex reads the optional "[N]" (1-based, as in Lua) that starts a
+// reply rule, returning 0 when there is none and the rest of the rule.
+func cutIndex(in string) (int, string, error) {
+	if !strings.HasPrefix(in, "[") {
+		return 0, in, nil
+	}
+	end := strings.IndexByte(in, ']')
+	if end < 0 {
+		return 0, in, errors.New("unclosed '['")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(in[1:end]))
+	if err != nil || n < 1 {
+		return 0, in, errors.New("index must be a positive integer (1 is the first element)")
+	}
+	return n, strings.TrimSpace(in[end+1:]), nil
+}
+
+// element is reply's element index (1-based) when index > 0, else reply.
+func element(reply any, index int) (any, error) {
+	if index == 0 {
+		return reply, nil
+	}
+	arr, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("wants element %d of a table, script returned %T", index, reply)
+	}
+	if index > len(arr) {
+		return nil, fmt.Errorf("wants element %d, the table has %d", index, len(arr))
+	}
+	return arr[index-1], nil
+}
+
 // RetryRule says where a denied script reply carries its retry-after: an
 // element (Index, 1-based; 0 for the reply itself) in Unit. A zero Unit
 // means the script gives none.
@@ -161,14 +193,9 @@ func ParseRetryRule(s string) (RetryRule, error) {
 	if in == "" {
 		return r, nil
 	}
-	if in[0] == '[' {
-		end := strings.IndexByte(in, ']')
-		n, err := strconv.Atoi(strings.TrimSpace(in[1:max(end, 1)]))
-		if end < 0 || err != nil || n < 1 {
-			return r, fmt.Errorf("retry_after %q: want an element like [2] (1 is the first) and a unit, ms or s", s)
-		}
-		r.Index = n
-		in = strings.TrimSpace(in[end+1:])
+	var err error
+	if r.Index, in, err = cutIndex(in); err != nil {
+		return r, fmt.Errorf("retry_after %q: %w", s, err)
 	}
 	switch in {
 	case "ms":
@@ -184,12 +211,9 @@ func ParseRetryRule(s string) (RetryRule, error) {
 // Read returns the retry-after in reply; -1 (none) when the value is
 // negative or nil, as scripts say "no idea".
 func (r RetryRule) Read(reply any) (time.Duration, error) {
-	if r.Index > 0 {
-		arr, ok := reply.([]any)
-		if !ok || r.Index > len(arr) {
-			return -1, fmt.Errorf("retry_after wants element %d of a table, script returned %#v", r.Index, reply)
-		}
-		reply = arr[r.Index-1]
+	reply, err := element(reply, r.Index)
+	if err != nil {
+		return -1, fmt.Errorf("retry_after: %w", err)
 	}
 	var f float64
 	switch v := reply.(type) {
@@ -319,17 +343,9 @@ func ParseRule(s string) (Rule, error) {
 	if in == "" {
 		return r, errors.New("allowed rule is empty (e.g. \"== 1\")")
 	}
-	if in[0] == '[' {
-		end := strings.IndexByte(in, ']')
-		if end < 0 {
-			return r, fmt.Errorf("allowed rule %q: unclosed '['", s)
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(in[1:end]))
-		if err != nil || n < 1 {
-			return r, fmt.Errorf("allowed rule %q: index must be a positive integer (1 is the first element)", s)
-		}
-		r.Index = n
-		in = strings.TrimSpace(in[end+1:])
+	var err error
+	if r.Index, in, err = cutIndex(in); err != nil {
+		return r, fmt.Errorf("allowed rule %q: %w", s, err)
 	}
 	for _, op := range ruleOps {
 		if strings.HasPrefix(in, op) {
@@ -363,14 +379,10 @@ func ParseRule(s string) (Rule, error) {
 // (no such element, text where a number is wanted) is an error.
 func (r Rule) Match(reply any) (bool, error) {
 	if r.Index > 0 {
-		arr, ok := reply.([]any)
-		if !ok {
-			return false, fmt.Errorf("allowed rule wants element %d of a table, script returned %T", r.Index, reply)
+		var err error
+		if reply, err = element(reply, r.Index); err != nil {
+			return false, fmt.Errorf("allowed rule: %w", err)
 		}
-		if r.Index > len(arr) {
-			return false, fmt.Errorf("allowed rule wants element %d, the table has %d", r.Index, len(arr))
-		}
-		reply = arr[r.Index-1]
 	} else if arr, ok := reply.([]any); ok {
 		// A table without an index: its first element, as most limiters
 		// answer {allowed, remaining, ...}. An empty table is Lua's nil.
