@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,16 +50,16 @@ func TestEvalIntsLoadsScriptAndReadsReply(t *testing.T) {
 	ctx := context.Background()
 	// A fresh server does not know the script: the NOSCRIPT answer makes
 	// the pool send EVAL, which also loads it.
-	if got := call(t, p, "k", 5, 12345678901); !equal(got, []int64{5, 12345678901, -7}) {
+	if got := call(t, p, "k", 5, 12345678901); !slices.Equal(got, []int64{5, 12345678901, -7}) {
 		t.Fatalf("first call = %v", got)
 	}
-	if got := call(t, p, "k", 2, 0); !equal(got, []int64{7, 0, -7}) {
+	if got := call(t, p, "k", 2, 0); !slices.Equal(got, []int64{7, 0, -7}) {
 		t.Fatalf("second call = %v", got)
 	}
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := call(t, p, "k", 1, 1); !equal(got, []int64{8, 1, -7}) {
+	if got := call(t, p, "k", 1, 1); !slices.Equal(got, []int64{8, 1, -7}) {
 		t.Fatalf("after SCRIPT FLUSH = %v", got)
 	}
 	if v, _ := c.Get(ctx, "k").Int64(); v != 8 {
@@ -92,7 +93,7 @@ func TestEvalIntsErrorsKeepConnectionInStep(t *testing.T) {
 	if _, err := p.EvalInts(ctx, notArray, &b, nil); !errors.Is(err, resp.ErrProtocol) {
 		t.Fatalf("bulk reply = %v, want ErrProtocol", err)
 	}
-	if got := call(t, p, "k", 3, 4); !equal(got, []int64{3, 4, -7}) {
+	if got := call(t, p, "k", 3, 4); !slices.Equal(got, []int64{3, 4, -7}) {
 		t.Fatalf("call after errors = %v", got)
 	}
 	if n := clients(t, c); n != 2 {
@@ -147,7 +148,7 @@ func TestPoolBoundsConnections(t *testing.T) {
 func TestPoolAuthenticatesWithACLUser(t *testing.T) {
 	srv := redistest.StartACL(t)
 	p := pool(t, srv.Client(t))
-	if got := call(t, p, "acl", 1, 2); !equal(got, []int64{1, 2, -7}) {
+	if got := call(t, p, "acl", 1, 2); !slices.Equal(got, []int64{1, 2, -7}) {
 		t.Fatalf("call = %v", got)
 	}
 	wrong, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, Username: srv.Username, Password: "wrong-secret"}))
@@ -182,7 +183,7 @@ func TestPoolSelectsDatabase(t *testing.T) {
 func TestPoolOverTLS(t *testing.T) {
 	srv := redistest.StartMutualTLS(t)
 	p := pool(t, srv.Client(t))
-	if got := call(t, p, "tls", 4, 4); !equal(got, []int64{4, 4, -7}) {
+	if got := call(t, p, "tls", 4, 4); !slices.Equal(got, []int64{4, 4, -7}) {
 		t.Fatalf("call = %v", got)
 	}
 }
@@ -208,7 +209,7 @@ func TestEmbeddedRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
 	defer c.Close()
 	p := pool(t, c)
-	if got := call(t, p, "m", 9, 1); !equal(got, []int64{9, 1, -7}) {
+	if got := call(t, p, "m", 9, 1); !slices.Equal(got, []int64{9, 1, -7}) {
 		t.Fatalf("call = %v", got)
 	}
 }
@@ -299,18 +300,6 @@ func clients(t *testing.T, c *redis.Client) int {
 		t.Fatal(err)
 	}
 	return strings.Count(strings.TrimSpace(list), "\n") + 1
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A connection the server closed while idle (redis.conf timeout) is not
