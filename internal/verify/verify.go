@@ -114,12 +114,18 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 // 1.4ms), long enough for a 50ms policy timeout to fail open.
 const embeddedBusy = 1000
 
+// redisSpec is the Redis a scenario's gateways use: --redis over the
+// file's target.redis.
+func redisSpec(sc *scenario.Scenario, o Options) string {
+	if o.Redis != "" {
+		return o.Redis
+	}
+	return sc.Target.Redis
+}
+
 // embeddedNote says so when a run on the embedded Redis went that fast.
 func embeddedNote(sc *scenario.Scenario, o Options, h *history.History) string {
-	spec := sc.Target.Redis
-	if o.Redis != "" {
-		spec = o.Redis
-	}
+	spec := redisSpec(sc, o)
 	if sc.Target.Kind == scenario.KindHTTP || (spec != "" && spec != scenario.RedisEmbedded) || h.Len() == 0 {
 		return ""
 	}
@@ -161,10 +167,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			e.close()
 		}
 	}()
-	spec := sc.Target.Redis
-	if o.Redis != "" {
-		spec = o.Redis
-	}
+	spec := redisSpec(sc, o)
 	switch sc.Target.Kind {
 	case scenario.KindHTTP:
 		if len(sc.Faults) > 0 {
