@@ -182,6 +182,10 @@ func decisionTime(h *history.History, i int) int64 {
 //   - retry_after_missing: the fraction of denials without Retry-After.
 //   - latency (p50_ms … max_ms): Intended to Received of every request that
 //     ran (dropped ones never did), so a slow target cannot hide queueing.
+//   - send_lag_p99_ms: the 99th percentile of Intended to Sent over the
+//     same requests - rlctl's own delay in sending, which latency includes.
+//     Latency well above it is the target's; latency close to it is the
+//     instrument's.
 func Analyze(h *history.History, opts Options) Result {
 	return analyze(h, opts, parallelSort)
 }
@@ -231,6 +235,7 @@ type analyzer struct {
 
 	timeline []int64
 	interval int64
+	lag      *hdrhistogram.Histogram // Intended to Sent, µs (send_lag_p99_ms)
 
 	bigIdentity int
 	worst       int // identity with the highest ceiling
@@ -381,6 +386,7 @@ func (a *analyzer) scan() {
 // and finds the run's span.
 func (a *analyzer) scanLatency() {
 	h := a.h
+	a.lag = NewLatencyHistogram()
 	start, end := int64(math.MaxInt64), int64(math.MinInt64)
 	for i := range a.n {
 		o := h.Outcome(i)
@@ -404,7 +410,9 @@ func (a *analyzer) scanLatency() {
 		// Received]; the run's span covers them so no decision falls off
 		// the charts.
 		if sent := h.Sent(i); sent != history.NoTime {
-			start = min(start, clampTime(int64(sent)))
+			s := clampTime(int64(sent))
+			start = min(start, s)
+			recordMicros(a.lag, (s-in)/1000)
 		}
 		if d := h.Decided(i); d != history.NoTime {
 			start = min(start, clampTime(int64(d)))
@@ -842,6 +850,9 @@ func (a *analyzer) result() Result {
 	if overall.TotalCount() > 0 {
 		res.Histogram, _ = EncodeHistogram(overall)
 		res.Percentiles = curve
+	}
+	if a.lag != nil && a.lag.TotalCount() > 0 {
+		res.Metrics[SendLagP99] = ms(a.lag.ValueAtPercentile(99))
 	}
 
 	if a.n > 0 {

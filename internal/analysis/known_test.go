@@ -207,7 +207,9 @@ func TestLatency(t *testing.T) {
 	for k := 1; k <= 100; k++ {
 		at := time.Duration(k) * time.Second
 		r := rec(at, 0, uint16((k-1)/50), decision.Allowed)
-		r.Sent = at + time.Millisecond // queueing counts: latency is from Intended
+		// queueing counts: latency is from Intended; sending k×10µs late
+		// is rlctl's own lag
+		r.Sent = at + time.Duration(k)*10*time.Microsecond
 		r.Received = at + time.Duration(k)*time.Millisecond
 		r.Decided = history.NoTime
 		h.Append(r)
@@ -217,7 +219,7 @@ func TestLatency(t *testing.T) {
 	h.Append(drop)
 
 	res := Analyze(h, Options{})
-	want := Metrics{P50: 50, P90: 90, P99: 99, P999: 100, Max: 100}
+	want := Metrics{P50: 50, P90: 90, P99: 99, P999: 100, Max: 100, SendLagP99: 0.99}
 	for name, v := range want {
 		if got := res.Metrics[name]; math.Abs(got-v)/v > 0.001 {
 			t.Errorf("%s = %v, want %v within 0.1%%", name, got, v)

@@ -382,7 +382,46 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			t.Fatalf("iteration %d: scenario race_excess %v, sum %v", iter, res.Metrics[RaceExcess], totalRace)
 		}
 		checkCounts(t, h, res)
+		checkLatency(t, h, res)
 	}
+}
+
+// checkLatency checks the latency percentiles (Intended to Received) and
+// the send lag (Intended to Sent) against sorting every request that ran:
+// the histogram answers with the highest value equivalent to the sample at
+// the percentile's rank, at most 0.1% (+1 µs) above it.
+func checkLatency(t *testing.T, h *history.History, res Result) {
+	t.Helper()
+	var lat, lag []int64 // µs
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Outcome == decision.Dropped {
+			continue
+		}
+		lat = append(lat, max(0, int64(r.Received-r.Intended)/1000))
+		lag = append(lag, max(0, int64(r.Sent-r.Intended)/1000))
+	}
+	check := func(name string, vs []int64, p float64) {
+		t.Helper()
+		got, ok := res.Metrics[name]
+		if len(vs) == 0 {
+			if ok {
+				t.Fatalf("%s = %v with no request that ran", name, got)
+			}
+			return
+		}
+		slices.Sort(vs)
+		rank := max(1, min(int64(p/100*float64(len(vs))+0.5), int64(len(vs))))
+		want := vs[rank-1]
+		us := math.Round(got * 1000)
+		if !ok || us < float64(want) || us > float64(want)*1.001+1 {
+			t.Fatalf("%s = %v ms (present %v), want %d µs (+0.1%%) from %v", name, got, ok, want, vs)
+		}
+	}
+	for name, p := range map[string]float64{P50: 50, P90: 90, P99: 99, P999: 99.9, Max: 100} {
+		check(name, lat, p)
+	}
+	check(SendLagP99, lag, 99)
 }
 
 // checkCounts checks the count, fault and Retry-After figures by direct

@@ -28,6 +28,7 @@ const (
 	P99               = "p99_ms"
 	P999              = "p999_ms"
 	Max               = "max_ms"
+	SendLagP99        = "send_lag_p99_ms"
 )
 
 // Names lists every metric name, in report order.
@@ -35,7 +36,7 @@ var Names = []string{
 	Requests, Allowed, Denied, Errors, Dropped, Ceiling, CeilingUpper,
 	CeilingRatio, Burst, SustainedRate, BoundaryAllowed, RaceExcess, Slipped,
 	FailOpen, FailClosed, AfterFaultCeiling, RecoverMs, StrandedLease,
-	RetryAfterMissing, P50, P90, P99, P999, Max,
+	RetryAfterMissing, P50, P90, P99, P999, Max, SendLagP99,
 }
 
 // Metrics maps a metric name to its value. A metric that does not apply to

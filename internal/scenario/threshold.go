@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -25,6 +26,8 @@ var latencyAliases = map[string]string{
 	"p999":    analysis.P999,
 	"max":     analysis.Max,
 	"recover": analysis.RecoverMs,
+	// send_lag_p99 is rlctl's own delay in sending (see analysis.Analyze).
+	"send_lag_p99": analysis.SendLagP99,
 }
 
 // Op is a comparison operator.
@@ -128,7 +131,7 @@ func ParseThreshold(expr string) (Threshold, error) {
 		if dur.Name != "" {
 			return fail("%s is a latency: compare it with a duration like 5ms, not %s", aliasOf(dur.Name), describeOperand(num))
 		}
-		return fail("a duration compares only with a latency (p50, p90, p99, p999, max, recover), not %s", describeOperand(num))
+		return fail("a duration compares only with a latency (%s), not %s", strings.Join(slices.Sorted(maps.Keys(latencyAliases)), ", "), describeOperand(num))
 	}
 	return th, nil
 }
@@ -248,11 +251,7 @@ func parseConstant(s string) (float64, bool, error) {
 // MetricNames lists every name a threshold may use besides limit: the
 // metric names and the latency aliases.
 func MetricNames() []string {
-	out := slices.Clone(analysis.Names)
-	for _, a := range []string{"p50", "p90", "p99", "p999", "max", "recover"} {
-		out = append(out, a)
-	}
-	return out
+	return append(slices.Clone(analysis.Names), slices.Sorted(maps.Keys(latencyAliases))...)
 }
 
 // Eval checks the threshold against measured metrics. observed is the value

@@ -31,6 +31,7 @@ func TestParseThreshold(t *testing.T) {
 		{"limit != ceiling", Operand{Name: LimitName, Factor: 1}, metric("ceiling"), NotEqual},
 		{"burst <= ceiling_upper", metric("burst"), metric("ceiling_upper"), LessEqual},
 		{"recover < 2 * 1s", Operand{Name: analysis.RecoverMs, Factor: 1, Duration: true}, Operand{Factor: 2000, Duration: true}, Less},
+		{"send_lag_p99 < 1ms", Operand{Name: analysis.SendLagP99, Factor: 1, Duration: true}, Operand{Factor: 1, Duration: true}, Less},
 		{"  slipped == 0  ", metric("slipped"), Operand{Factor: 0}, Equal},
 		{"fail_open < 1e3", metric("fail_open"), Operand{Factor: 1000}, Less},
 	}
@@ -66,7 +67,8 @@ func TestParseThresholdErrors(t *testing.T) {
 		{"1 < 2", "compares no measured metric"},
 		{"p99 < 5", "p99 is a latency: compare it with a duration like 5ms, not a plain number"},
 		{"p99 < limit", "p99 is a latency: compare it with a duration like 5ms, not limit"},
-		{"ceiling < 5ms", "a duration compares only with a latency"},
+		{"ceiling < 5ms", "a duration compares only with a latency (max, p50, p90, p99, p999, recover, send_lag_p99), not ceiling"},
+		{"send_lag_p99 < 1", "send_lag_p99 is a latency"},
 		{"ceiling * burst < 5", "at most one name per side"},
 		{"p99 < 5ms * 2ms", "a duration times a duration"},
 		{"ceiling < 2 *", "missing factor"},

@@ -500,5 +500,12 @@ func notes(algorithm string, limit rate.Limit, m analysis.Metrics) []string {
 	if v := m[analysis.Dropped]; v > 0 {
 		out = append(out, fmt.Sprintf("%g requests were dropped: no worker was free at their scheduled time (rlctl, not the limiter, was the bottleneck for those)", v))
 	}
+	if lag, p99 := m[analysis.SendLagP99], m[analysis.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
+		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %.3gms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %.3gms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", lag, p99))
+	}
 	return out
 }
+
+// sendLagNoteMs is the send lag (p99, ms) from which a report says that
+// rlctl's own delay, not the target's, makes up much of the latency.
+const sendLagNoteMs = 1

@@ -262,3 +262,29 @@ traffic: {rate: %s, duration: 1s}
 		t.Errorf("1500/s on a spawned redis-server: %q", out.Saved.Notes)
 	}
 }
+
+func TestSendLagNote(t *testing.T) {
+	t.Parallel()
+	limit := rate.Limit{Count: 10, Window: time.Second}
+	hasNote := func(m analysis.Metrics) bool {
+		for _, n := range notes(limiter.RedisFixedWindow, limit, m) {
+			if strings.HasPrefix(n, "rlctl itself sent") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tt := range []struct {
+		lag, p99 float64
+		want     bool
+	}{
+		{lag: 3, p99: 8, want: true},      // most of the latency is rlctl's
+		{lag: 3, p99: 100, want: false},   // the target is slow on its own
+		{lag: 0.4, p99: 0.9, want: false}, // under a millisecond: noise
+	} {
+		m := analysis.Metrics{analysis.SendLagP99: tt.lag, analysis.P99: tt.p99}
+		if got := hasNote(m); got != tt.want {
+			t.Errorf("send lag %vms, p99 %vms: note %v, want %v", tt.lag, tt.p99, got, tt.want)
+		}
+	}
+}
