@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/redisconn"
 )
 
 // Endpoint is one API endpoint behind the gateways: its share of the
@@ -68,6 +70,9 @@ type gw struct {
 	detector *limiter.FailoverDetector
 	eps      []limiter.Limiter
 	dead     atomic.Bool
+	// warm opens the gateway's connections (see Set.Warm); nil for the
+	// local designs.
+	warm func(ctx context.Context, conns int) error
 }
 
 // New builds and starts the gateways. It checks the configuration
@@ -124,6 +129,12 @@ func New(ctx context.Context, o Options) (*Set, error) {
 		if c, ok := l.(io.Closer); ok && g.lease == nil {
 			g.closer = c
 		}
+		if w, ok := l.(limiter.Warmer); ok {
+			g.warm = w.Warm
+		} else if useRedis {
+			client := g.client
+			g.warm = func(ctx context.Context, n int) error { return redisconn.Warm(ctx, client, n) }
+		}
 		if useRedis && i == 0 {
 			if err := ping(ctx, g.client, eps); err != nil {
 				s.Close()
@@ -172,6 +183,27 @@ func ping(ctx context.Context, c redis.UniversalClient, eps []Endpoint) error {
 		return exitcode.With(fmt.Errorf("gateways: ping Redis: %w", err), exitcode.Unreachable)
 	}
 	return nil
+}
+
+// Warm opens up to conns connections on every gateway at once (and loads
+// its script), as gateways that have served for a while have them open. A
+// dial inside a measured request is rlctl's cost, not the limiter's, and
+// under a burst one slow dial makes requests wait, which opens more.
+func (s *Set) Warm(ctx context.Context, conns int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.gws))
+	for i, g := range s.gws {
+		if g.warm == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := g.warm(ctx, conns); err != nil {
+				errs[i] = fmt.Errorf("gateway %s: warm: %w", g.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // offset spreads gateway clocks evenly over [-skew, +skew].

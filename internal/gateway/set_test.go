@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -279,5 +281,62 @@ func TestDecideBounds(t *testing.T) {
 		if _, err := s.Decide(context.Background(), c[0], c[1], "x"); err == nil {
 			t.Errorf("Decide(gateway %d, endpoint %d) succeeded", c[0], c[1])
 		}
+	}
+}
+
+// After Warm, requests that come at once through every gateway find their
+// connections open and their script loaded: Redis accepts no connection and
+// runs no EVAL (the NOSCRIPT fallback) while they are decided. (Designs
+// that decide through go-redis, redis-get-incr and leasing, warm its main
+// pool; its separate pipeline pool still dials on demand.)
+func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
+	t.Parallel()
+	for _, algo := range []string{limiter.RedisFixedWindow, limiter.RedisSlidingLog} {
+		t.Run(algo, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			const N, conns = 3, 4
+			srv := redistest.Start(t)
+			admin := srv.Client(t)
+			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: 1000, Window: time.Minute}},
+				NewClient: clientsOf(srv.Addr, true)})
+			if err := admin.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Warm(ctx, conns); err != nil {
+				t.Fatalf("Warm: %v", err)
+			}
+			stat := func(section, field string) string {
+				t.Helper()
+				info, err := admin.Info(ctx, section).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for line := range strings.SplitSeq(info, "\r\n") {
+					if v, ok := strings.CutPrefix(line, field+":"); ok {
+						return v
+					}
+				}
+				return ""
+			}
+			accepted := stat("stats", "total_connections_received")
+			var wg sync.WaitGroup
+			for g := range N {
+				for i := range conns {
+					wg.Go(func() {
+						if _, err := s.Decide(ctx, g, 0, fmt.Sprint("id-", i)); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+			}
+			wg.Wait()
+			if now := stat("stats", "total_connections_received"); now != accepted {
+				t.Errorf("connections accepted went from %s to %s during %d decisions at once per warm gateway", accepted, now, conns)
+			}
+			if eval := stat("commandstats", "cmdstat_eval"); eval != "" {
+				t.Errorf("EVAL ran after Warm (the script was not loaded): %s", eval)
+			}
+		})
 	}
 }

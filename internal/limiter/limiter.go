@@ -37,6 +37,13 @@ type Limiter interface {
 	Allow(ctx context.Context, id string, cost int64) (Decision, error)
 }
 
+// Warmer is a limiter that can open, before traffic starts, the
+// connections it will use (and load what it runs), so the first requests
+// of a burst pay no dial.
+type Warmer interface {
+	Warm(ctx context.Context, conns int) error
+}
+
 // Clock is a gateway's notion of now. Skewed gateways have skewed clocks.
 type Clock func() time.Time
 

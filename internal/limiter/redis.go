@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/resp"
 )
 
@@ -101,6 +102,18 @@ func (s *scriptLimiter) Close() error {
 		return s.pool.Close()
 	}
 	return nil
+}
+
+// Warm loads the script and opens conns connections for decisions, so the
+// first ones pay neither a dial nor a NOSCRIPT round trip.
+func (s *scriptLimiter) Warm(ctx context.Context, conns int) error {
+	if err := s.script.Load(ctx, s.client).Err(); err != nil {
+		return fmt.Errorf("%s: load script: %w", s.algo, err)
+	}
+	if s.pool != nil {
+		return s.pool.Warm(ctx, conns)
+	}
+	return redisconn.Warm(ctx, s.client, conns)
 }
 
 func (s *scriptLimiter) key(id string) string {

@@ -107,6 +107,25 @@ func (p *Pool) drain() {
 	}
 }
 
+// Warm opens connections until n are open (at most Size), so requests
+// that come at once find them instead of dialing inside the requests a run
+// measures. It stops at the first error.
+func (p *Pool) Warm(ctx context.Context, n int) error {
+	for len(p.tokens) < min(n, p.o.Size) {
+		select {
+		case p.tokens <- struct{}{}:
+		default:
+			return nil // others opened the rest meanwhile
+		}
+		c, err := p.dial(ctx, time.Time{})
+		if err != nil {
+			return err
+		}
+		p.put(c)
+	}
+	return nil
+}
+
 // get borrows a connection, waiting at most the pool timeout, or until
 // deadline when that comes first (zero: none).
 func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {

@@ -358,3 +358,59 @@ func TestDialEndsAtDeadline(t *testing.T) {
 		t.Fatalf("dial error %v, want the deadline", err)
 	}
 }
+
+// Warm opens connections up to the pool's size, and calls that come at
+// once afterwards find them open: Redis accepts no new connection.
+func TestPoolWarmOpensConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 4}))
+	defer p.Close()
+	if err := p.Warm(ctx, 3); err != nil {
+		t.Fatalf("Warm(3): %v", err)
+	}
+	if n := clients(t, c); n != 1+3 {
+		t.Fatalf("%d clients after Warm(3), want the test's and 3", n)
+	}
+	if err := p.Warm(ctx, 10); err != nil {
+		t.Fatalf("Warm(10): %v", err)
+	}
+	if n := clients(t, c); n != 1+4 {
+		t.Fatalf("%d clients after Warm(10) on a pool of 4, want the test's and 4", n)
+	}
+	accepted := func() string {
+		info, err := c.Info(ctx, "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+				return v
+			}
+		}
+		t.Fatal("no total_connections_received in INFO stats")
+		return ""
+	}
+	before := accepted()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				var a resp.Args
+				a.Key("n")
+				a.Int(1)
+				a.Int(0)
+				if _, err := p.EvalInts(ctx, incr, &a, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if after := accepted(); after != before {
+		t.Fatalf("connections accepted went from %s to %s while 4 callers used a warm pool of 4", before, after)
+	}
+}

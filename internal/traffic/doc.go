@@ -12,7 +12,9 @@
 // target cannot hide its delay (the coordinated-omission trap). One
 // consumer appends every record to the history, so the hot path holds no
 // shared lock and allocates nothing. Pacers are pure functions of elapsed
-// time and hits, tested without sleeping.
+// time and hits, tested without sleeping. Before the clock starts, a target
+// that can (Warmer) opens each gateway's connections, so no dial lands
+// inside a measured request.
 //
 // The boundary pattern first learns where the target's windows roll
 // (epoch-aligned, opened by a first request, or told by RateLimit-Reset and

@@ -160,6 +160,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		}
 	}()
 
+	e.warm()
 	e.start = time.Now()
 	h.Meta.Start = e.start
 
@@ -277,6 +278,31 @@ func (e *engine) stats(done bool) Stats {
 		s.Rate = float64(s.Allowed+s.Denied+s.Errors) / secs
 	}
 	return s
+}
+
+// Warming opens each gateway's share of the requests that can be in
+// flight, at most maxWarm connections, within warmTimeout: a Redis or
+// gateway that cannot be reached shows in the run's own records instead.
+const (
+	maxWarm     = 64
+	warmTimeout = 2 * time.Second
+)
+
+// warm opens the target's connections before the run's clock starts, when
+// the target can (see Warmer). Errors are the run's to record.
+func (e *engine) warm() {
+	w, ok := e.t.(Warmer)
+	if !ok {
+		return
+	}
+	inFlight := e.p.Workers
+	if e.p.Model == ModelClosed {
+		inFlight = e.p.Concurrency
+	}
+	n := len(e.t.Gateways())
+	ctx, cancel := context.WithTimeout(e.ctx, warmTimeout)
+	defer cancel()
+	_ = w.Warm(ctx, min(maxWarm, (inFlight+n-1)/n))
 }
 
 // capacity estimates how many records the run will hold, so the history is

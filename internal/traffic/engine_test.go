@@ -322,3 +322,58 @@ func TestEndpointShares(t *testing.T) {
 		t.Fatalf("endpoint split %v of %d; want about 20%% login", n, h.Len())
 	}
 }
+
+// warming wraps instant and records Warm: when it ran and with how many
+// connections, and whether any request came first.
+type warming struct {
+	instant
+	mu        sync.Mutex
+	conns     []int
+	requested atomic.Bool
+	early     bool // Warm ran after a request
+}
+
+func (w *warming) Do(ctx context.Context, r Request) Response {
+	w.requested.Store(true)
+	return w.instant.Do(ctx, r)
+}
+
+func (w *warming) Warm(ctx context.Context, conns int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.conns = append(w.conns, conns)
+	w.early = w.early || w.requested.Load()
+	return errors.New("warm failed") // a failed warm-up must not stop the run
+}
+
+// The engine warms a target once, before the first request and before the
+// run's clock starts, with each gateway's share of the requests that can be
+// in flight (at most maxWarm), and runs even when warming fails.
+func TestRunWarmsTargetFirst(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		plan     Plan
+		gateways int
+		want     int
+	}{
+		{"open", Plan{Rate: perSecond(100), Duration: 50 * time.Millisecond, MaxRequests: 100, Workers: 10}, 3, 4},
+		{"closed", Plan{Model: ModelClosed, Concurrency: 7, Duration: 50 * time.Millisecond, MaxRequests: 100}, 2, 4},
+		{"capped", Plan{Rate: perSecond(100), Duration: 50 * time.Millisecond, MaxRequests: 100, Workers: 1000}, 1, maxWarm},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := &warming{instant: newInstant(tt.gateways)}
+			h, err := Run(context.Background(), w, tt.plan, RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Len() == 0 {
+				t.Fatal("no request after a failed warm-up")
+			}
+			if len(w.conns) != 1 || w.conns[0] != tt.want || w.early {
+				t.Fatalf("Warm calls %v (after a request: %v), want one with %d before any request", w.conns, w.early, tt.want)
+			}
+		})
+	}
+}

@@ -317,6 +317,19 @@ func errResponse(err error) Response {
 	return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1, Err: err}
 }
 
+// Warm opens conns connections to every gateway at once, as wrk connects
+// before it measures. Only the raw client can; https:// gateways dial on
+// demand through net/http.
+func (t *httpTarget) Warm(ctx context.Context, conns int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.raw))
+	for i, p := range t.raw {
+		wg.Go(func() { errs[i] = p.warm(ctx, conns) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 func (t *httpTarget) Gateways() []string {
 	names := make([]string, len(t.gws))
 	for i, g := range t.gws {

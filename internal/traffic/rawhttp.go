@@ -86,6 +86,18 @@ func (p *rawPool) dial(ctx context.Context) (*rawConn, error) {
 	return &rawConn{c: c, br: bufio.NewReaderSize(c, 16<<10), buf: make([]byte, 0, 512)}, nil
 }
 
+// warm dials until n connections (at most the pool's size) sit idle.
+func (p *rawPool) warm(ctx context.Context, n int) error {
+	for len(p.idle) < min(n, cap(p.idle)) {
+		c, err := p.dial(ctx)
+		if err != nil {
+			return err
+		}
+		p.put(c)
+	}
+	return nil
+}
+
 func (p *rawPool) put(c *rawConn) {
 	c.idleSince = time.Now()
 	select {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,5 +220,51 @@ func TestRawHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Warm opens the connections before any request, and requests that come
+// at once afterwards use them: the gateway sees no new connection.
+func TestRawHTTPWarm(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL, srv.URL + "/b"}, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if err := tg.(Warmer).Warm(context.Background(), 5); err != nil {
+		t.Fatal(err)
+	}
+	// The server counts a connection when it accepts it, a moment after
+	// the dial returned.
+	for deadline := time.Now().Add(5 * time.Second); conns.Load() != 10; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections after Warm(5) on 2 gateways, want 10", conns.Load())
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 2 {
+		for range 5 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if r := tg.Do(ctx, Request{ID: "u", Gateway: g}); r.Err != nil {
+					t.Error(r.Err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := conns.Load(); n != 10 {
+		t.Fatalf("%d connections after 5 concurrent requests per warm gateway, want still 10", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redisconn"
 )
 
 // ScriptOptions configure a redis-script target: the user's own Lua limiter,
@@ -233,6 +235,17 @@ func (r RetryRule) Read(reply any) (time.Duration, error) {
 		return -1, nil
 	}
 	return time.Duration(f * float64(r.Unit)), nil
+}
+
+// Warm opens conns connections on every gateway's client at once.
+func (t *scriptTarget) Warm(ctx context.Context, conns int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.clients))
+	for i, c := range t.clients {
+		wg.Go(func() { errs[i] = redisconn.Warm(ctx, c, conns) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (t *scriptTarget) Gateways() []string  { return t.names }

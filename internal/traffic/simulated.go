@@ -47,6 +47,14 @@ func FromDecision(d limiter.Decision) Response {
 	return resp
 }
 
+// Warm opens the gateways' connections when d can (gateway.Set can).
+func (s simulated) Warm(ctx context.Context, conns int) error {
+	if w, ok := s.d.(Warmer); ok {
+		return w.Warm(ctx, conns)
+	}
+	return nil
+}
+
 func (s simulated) Gateways() []string  { return s.d.Names() }
 func (s simulated) Endpoints() []string { return s.d.Endpoints() }
 
