@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,8 @@ type engine struct {
 	ctx     context.Context
 	reqCtx  context.Context
 	timer   *time.Timer
-	budget  int64 // requests the producer may still schedule
+	sleeper sleeper // the producer's precise sleeper (see sleepUntil)
+	budget  int64   // requests the producer may still schedule
 	results chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
 	// channel hand-off and collector wake-up per group instead of per
@@ -217,6 +219,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		e.runClosed()
 	} else {
 		e.startWorkers(p.Workers)
+		e.sleeper = newSleeper()
 		switch p.Pattern {
 		case PatternConstant:
 			e.runPaced(ConstantPacer{Rate: p.Rate, Duration: p.Duration})
@@ -229,6 +232,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		case PatternRace:
 			e.runRace()
 		}
+		e.sleeper.close()
 		close(e.jobs)
 	}
 
@@ -396,18 +400,22 @@ func (e *engine) sleepUntil(at time.Duration) bool {
 	if at > e.p.Duration {
 		return false
 	}
-	d := at - e.elapsed()
-	if d <= 0 {
-		return e.ctx.Err() == nil
+	if d := at - e.elapsed() - preciseSpan; d > 0 {
+		e.timer.Reset(d)
+		select {
+		case <-e.timer.C:
+		case <-e.ctx.Done():
+			e.timer.Stop()
+			return false
+		}
 	}
-	e.timer.Reset(d)
-	select {
-	case <-e.timer.C:
-		return true
-	case <-e.ctx.Done():
-		e.timer.Stop()
-		return false
+	if d := at - e.elapsed(); d >= spinBelow {
+		e.sleeper.sleep(d) // at most preciseSpan (see sleep.go)
 	}
+	for e.elapsed() < at {
+		runtime.Gosched() // less than a sleep's own cost (see spinBelow)
+	}
+	return e.ctx.Err() == nil
 }
 
 // dispatch hands j to a free worker, or records it as dropped when every
