@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -115,9 +114,9 @@ func (p *Process) kill() {
 		// else by now.
 		return
 	}
-	// The process leads its own group (Setpgid), so -pid reaches it and
+	// The process leads its own group (procAttr), so this reaches it and
 	// anything it forked.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(p.cmd.Process.Pid)
 	_ = p.cmd.Process.Kill()
 	<-p.exited
 }
@@ -370,12 +369,13 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 	return nil, fmt.Errorf("%s: %w", name, lastErr)
 }
 
-// run starts the process in its own process group, with SIGKILL as its
-// parent-death signal so it cannot outlive rlctl, and records it.
+// run starts the process in its own process group, on Linux with SIGKILL
+// as its parent-death signal so it cannot outlive rlctl (see procAttr), and
+// records it.
 func (d *Deployment) run(p *Process, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = p.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	if err := startOnStarterThread(cmd); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}

@@ -1,0 +1,117 @@
+package redisconn_test
+
+// Guarantees only Linux gives: a parent-death signal, and thread ids.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// TestSpawnDiesWithParent: servers must not outlive rlctl, whether it is
+// killed outright (the kernel's parent-death signal) or interrupted (the
+// context cancels and Close runs).
+func TestSpawnDiesWithParent(t *testing.T) {
+	redistest.Binary(t)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSpawnChildProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), childEnv+"=1", "RLCTL_SPAWN_TEST_DIR="+t.TempDir())
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			var pids []int
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				if rest, ok := strings.CutPrefix(line, "PIDS "); ok {
+					for _, f := range strings.Fields(rest) {
+						n, _ := strconv.Atoi(f)
+						pids = append(pids, n)
+					}
+					break
+				}
+				if strings.HasPrefix(line, "ERR") {
+					t.Fatalf("child: %s", line)
+				}
+			}
+			if len(pids) != 3 {
+				t.Fatalf("child reported pids %v, want 3", pids)
+			}
+			for _, pid := range pids {
+				if !alive(pid) {
+					t.Fatalf("pid %d not running before the signal", pid)
+				}
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = bufio.NewReader(out).WriteTo(new(strings.Builder)) }()
+			_ = cmd.Wait()
+			for _, pid := range pids {
+				waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !alive(pid) })
+			}
+		})
+	}
+}
+
+// TestSpawnSurvivesSpawningThreadExit: the parent-death signal follows the
+// forking thread; a server spawned from a goroutine whose locked thread
+// then exits must keep running.
+func TestSpawnSurvivesSpawningThreadExit(t *testing.T) {
+	redistest.Binary(t)
+	var d *redisconn.Deployment
+	var err error
+	tid := onThrowawayThread(func() {
+		d, err = redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: t.TempDir()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	waitFor(t, fmt.Sprintf("thread %d to exit", tid), func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	c := redis.NewClient(&redis.Options{Addr: d.Servers[0].Addr, MaxRetries: -1})
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("server died with the thread that spawned it: %v", err)
+	}
+}
+
+// onThrowawayThread runs f on an OS thread that ends right after (a
+// goroutine that exits while locked takes its thread with it) and returns
+// that thread's id. The main thread is never ended, so it is skipped.
+func onThrowawayThread(f func()) int {
+	tidc := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == syscall.Getpid() {
+			tidc <- onThrowawayThread(f)
+			runtime.UnlockOSThread()
+			return
+		}
+		f()
+		tidc <- syscall.Gettid()
+	}()
+	return <-tidc
+}
