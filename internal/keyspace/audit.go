@@ -415,7 +415,7 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 			case r.ttl == -1:
 				st.noTTL.add(p.Key)
 			case r.ttl > 0:
-				if max := s.MaxTTL(p); max > 0 && r.ttl > max+time.Second {
+				if max := longestOfAny(st.opts.Schemas, p.Key, r.typ, (*Schema).MaxTTL); max > 0 && r.ttl > max+time.Second {
 					st.tooLong.add(p.Key)
 				}
 			}

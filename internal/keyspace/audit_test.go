@@ -303,3 +303,40 @@ func TestTrueCeiling(t *testing.T) {
 		t.Error("unknown algorithm accepted")
 	}
 }
+
+// An Upstash token bucket of "user:42" and a multi-region window of "user"
+// share a name shape and a type; an audit reads neither's fields, so a TTL
+// is too long only when it is too long for both layouts, and a missing TTL
+// (older multi-region scripts never set one) is found either way.
+func TestAuditUpstashLayoutsSharingNames(t *testing.T) {
+	c := startClean(t)
+	ctx := context.Background()
+	opts := auditOpts()
+	// 100/min with a 500-token bucket: a bucket's TTL may reach 5 min, a
+	// window's 2 min + 1 s.
+	opts.Schemas = NewRegistry(Params{Limit: auditLimit, Burst: 500}).All()
+	now := time.Now().UnixMilli()
+	bucket := func(key string, ttl time.Duration) {
+		must(t, c.HSet(ctx, key, "refilledAt", now, "tokens", 10).Err())
+		must(t, c.PExpire(ctx, key, ttl).Err())
+	}
+	bucket("@upstash/ratelimit:user:42", 4*time.Minute)  // fine for a bucket
+	bucket("@upstash/ratelimit:user:43", 10*time.Minute) // too long for both
+	win := fmt.Sprintf("@upstash/ratelimit:noa:%d", now/60000)
+	must(t, c.HSet(ctx, win, "3fZq8bLkP0aX1cVt", 1, "Hh27PqLmZx9sW0aE", 1).Err())
+	must(t, c.PExpire(ctx, win, 2*time.Minute+time.Second).Err())
+	old := fmt.Sprintf("@upstash/ratelimit:ivy:%d", now/60000)
+	must(t, c.HSet(ctx, old, "Qa81ZmXcVb0nLkJh", 1).Err()) // no TTL
+
+	rep, err := Audit(ctx, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, map[string]Severity{CheckNoTTL: Fail, CheckTTLTooLong: Fail})
+	if s := sampleOf(rep, CheckTTLTooLong); len(s) != 1 || s[0] != "@upstash/ratelimit:user:43" {
+		t.Errorf("TTL too long: %v, want only the 10-minute bucket", s)
+	}
+	if s := sampleOf(rep, CheckNoTTL); len(s) != 1 || s[0] != old {
+		t.Errorf("no TTL: %v, want [%s]", s, old)
+	}
+}

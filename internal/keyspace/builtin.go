@@ -429,21 +429,27 @@ func rateLimitRedisSchema(p Params) *Schema {
 // [prefix, identifier].join(":") then ":" + floor(now_ms / window); the
 // sliding window reads the previous window's key too) and
 // src/lua-scripts/single.ts (INCRBY; PEXPIRE window on the first hit for
-// fixed windows, window*2+1000 for sliding ones). Default prefix
+// fixed windows, window*2+1000 for sliding ones). MultiRegionRatelimit
+// (src/multi.ts, src/lua-scripts/multi.ts) names its keys the same way in
+// every region's database but keeps a hash of request id to tokens
+// (HSET; negative tokens are refunds), with the same TTLs; older versions
+// of its fixed-window script never set the TTL. Default prefix
 // "@upstash/ratelimit"; the clock is the client's (Date.now()).
 func upstashWindowSchema(p Params) *Schema {
 	s := &Schema{
 		Name:        SchemaUpstashWindow,
-		Description: "Upstash ratelimit fixed/sliding window",
-		Source:      "upstash/ratelimit-js src/single.ts, src/lua-scripts/single.ts",
+		Description: "Upstash ratelimit fixed/sliding window (single or multi-region)",
+		Source:      "upstash/ratelimit-js src/single.ts, src/multi.ts, src/lua-scripts/single.ts, src/lua-scripts/multi.ts",
 		Type:        TypeString,
-		Layout:      "@upstash/ratelimit:<id>:<floor(now_ms/W)> string counter; PEXPIRE W (fixed) or 2W+1s (sliding) on the first hit",
+		Layout:      "@upstash/ratelimit:<id>:<floor(now_ms/W)> string counter (multi-region: hash {request id: tokens} per region); PEXPIRE W (fixed) or 2W+1s (sliding) on the first hit",
 		Clock:       "client",
 		WindowInKey: true,
 		MultiKey:    true,
 		Prefix:      prefixOr(p, "@upstash/ratelimit:"),
 		params:      p,
-		interpret:   interpretCounter,
+		interpret:   interpretUpstashWindow,
+		types:       []string{TypeString, TypeHash},
+		fits:        func(k *Key) bool { return !isUpstashBucket(k) },
 	}
 	s.glob = EscapeGlob(s.Prefix) + "*:[0-9]*"
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
@@ -494,10 +500,20 @@ func upstashBucketSchema(p Params) *Schema {
 		Prefix:      prefixOr(p, "@upstash/ratelimit:"),
 		params:      p,
 		interpret:   interpretUpstashBucket,
+		fits:        isUpstashBucket,
 	}
 	plainPrefixed(s)
 	s.ttl = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
 	return s
+}
+
+// isUpstashBucket tells a token bucket's hash from a multi-region window's
+// (both may be named prefix:<id>:<digits>): only the bucket has
+// refilledAt and tokens.
+func isUpstashBucket(k *Key) bool {
+	_, at := k.Fields["refilledAt"]
+	_, tokens := k.Fields["tokens"]
+	return k.Type == TypeHash && (at || tokens)
 }
 
 // parseDigits reads a window index or start: ASCII digits only (no sign),

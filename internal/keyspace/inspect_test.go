@@ -210,6 +210,30 @@ func fixtures() []fixture {
 			},
 			want: map[string]string{"@upstash/ratelimit:mia": "7.0 of 20 tokens, next refill of 5 in"},
 		},
+		{
+			// A name that also reads as a multi-region window of "user" in
+			// window 42: the fields decide.
+			name: "upstash token bucket, identity ending in digits", schema: SchemaUpstashBucket, id: "user:42",
+			params: Params{Limit: rate.Limit{Count: 5, Window: 10 * time.Second}, Burst: 20},
+			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {
+				c.HSet(ctx, "@upstash/ratelimit:user:42", "refilledAt", now.UnixMilli(), "tokens", 3)
+				c.PExpire(ctx, "@upstash/ratelimit:user:42", 30*time.Second)
+			},
+			want: map[string]string{"@upstash/ratelimit:user:42": "3.0 of 20 tokens"},
+		},
+		{
+			// MultiRegionRatelimit (src/lua-scripts/multi.ts): HSET key
+			// requestId incrementBy, PEXPIRE window on the first; a
+			// negative count is a refund.
+			name: "upstash multi-region fixed window", schema: SchemaUpstashWindow, id: "noa",
+			params: Params{Limit: rate.Limit{Count: 10, Window: 10 * time.Second}},
+			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {
+				k := fmt.Sprintf("@upstash/ratelimit:noa:%d", now.UnixMilli()/10000)
+				c.HSet(ctx, k, "3fZq8bLkP0aX1cVt", 1, "Hh27PqLmZx9sW0aE", 2, "Qa81ZmXcVb0nLkJh", -1)
+				c.PExpire(ctx, k, 10*time.Second)
+			},
+			want: map[string]string{"": "multi-region copy, 3 requests: 2 of 10 used in window #"},
+		},
 	}
 }
 

@@ -115,6 +115,7 @@ func ReadKeys(ctx context.Context, c redis.Cmdable, schemas []*Schema, keys []st
 		return nil, err
 	}
 	for _, k := range out {
+		rematch(schemas, k)
 		Interpret(k, now)
 	}
 	return out, nil
@@ -266,10 +267,16 @@ func interpretCounter(s *Schema, k *Key, now time.Time) {
 		k.Meaning = "unreadable counter"
 		return
 	}
-	k.Used = &n
 	if n < 0 {
 		k.problem("value out of range: negative counter %d", n)
 	}
+	describeCount(s, k, n, now)
+}
+
+// describeCount says what a window's count n means: used against the
+// limit, the window, and when it resets.
+func describeCount(s *Schema, k *Key, n int64, now time.Time) {
+	k.Used = &n
 	var msg string
 	lim := s.params.Limit.Count
 	if lim > 0 {
@@ -304,6 +311,31 @@ func interpretCounter(s *Schema, k *Key, now time.Time) {
 		msg += ", never resets (no TTL)"
 	}
 	k.Meaning = msg
+}
+
+// interpretUpstashWindow reads both of Upstash's window layouts: the
+// single-region counter (a string), and MultiRegionRatelimit's hash of
+// request id to tokens, which each region's database holds a copy of. A
+// region answers from its own copy and the others' requests are copied in
+// afterwards, so copies can differ for a while; the count shown is this
+// copy's.
+func interpretUpstashWindow(s *Schema, k *Key, now time.Time) {
+	if k.Type != TypeHash {
+		interpretCounter(s, k, now)
+		return
+	}
+	var n int64
+	for id, v := range k.Fields {
+		t, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			// Negative values are refunds; only a non-integer is wrong.
+			k.problem("value out of range: request %q holds %q, not a token count", id, v)
+			continue
+		}
+		n += t
+	}
+	describeCount(s, k, n, now)
+	k.Meaning = fmt.Sprintf("multi-region copy, %d requests: %s", len(k.Fields), k.Meaning)
 }
 
 // isOwn reports whether s is one of rlctl's own layouts (checked by

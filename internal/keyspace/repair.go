@@ -210,13 +210,13 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 			continue
 		}
 		k := keys[pos-1]
-		s, p, ok := Match(j.opts.Schemas, k, typ)
+		_, _, ok := Match(j.opts.Schemas, k, typ)
 		if !ok && j.opts.Match == "" {
 			continue
 		}
 		ttl := j.opts.TTL
 		if ttl == 0 && ok {
-			ttl = s.TTL(p)
+			ttl = longestOfAny(j.opts.Schemas, k, typ, (*Schema).TTL)
 		}
 		if ttl <= 0 {
 			noRule++

@@ -312,3 +312,25 @@ func TestRepairTTLManyKeys(t *testing.T) {
 		}
 	}
 }
+
+// A key whose name and type fit two layouts (an Upstash token bucket of
+// "user:42", a multi-region window of "user") gets the longer of their
+// TTLs: a bucket that expired early would refill at once.
+func TestRepairTTLAmbiguousKeyGetsTheLongerRule(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	const key = "@upstash/ratelimit:user:42"
+	must(t, c.HSet(ctx, key, "refilledAt", time.Now().UnixMilli(), "tokens", 10).Err())
+	// 100/min with a 500-token bucket: the bucket's rule is 5 min, the
+	// window's 2 min + 1 s.
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 100, Window: time.Minute}, Burst: 500})
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := c.PTTL(ctx, key).Val()
+	if st.Repaired != 1 || ttl <= 4*time.Minute || ttl > 5*time.Minute {
+		t.Fatalf("repaired %d, TTL %v; want 1 repaired with about 5m", st.Repaired, ttl)
+	}
+}

@@ -96,6 +96,10 @@ type Schema struct {
 	// hasID says whether a parsed key belongs to an identity; nil means
 	// the IDs are equal.
 	hasID func(p Parsed, id string) bool
+	// fits says, once its value is read, whether a key whose name and type
+	// this schema matched is really of its layout; nil means always. Names
+	// alone cannot always tell layouts apart (see maxTTLOfAny).
+	fits func(k *Key) bool
 }
 
 // HasID reports whether the parsed key belongs to identity id.
@@ -219,6 +223,45 @@ func Match(schemas []*Schema, key, typ string) (*Schema, Parsed, bool) {
 		}
 	}
 	return nil, Parsed{}, false
+}
+
+// longestOfAny is the longest of ttl over every schema that reads key (of
+// type typ), or 0 when one of them cannot say. Where a name and type fit
+// two layouts (an Upstash token bucket of identity "user:42" and a
+// multi-region window of "user" in window 42) only the value tells them
+// apart, and neither audit nor repair-ttl reads it: a TTL is too long only
+// when it is too long for each layout, and a repaired key gets the longest
+// TTL either would set (a bucket that expires early would refill at once;
+// a window key that lives longer only holds memory).
+func longestOfAny(schemas []*Schema, key, typ string, ttl func(*Schema, Parsed) time.Duration) time.Duration {
+	var out time.Duration
+	for _, s := range schemas {
+		if p, ok := s.Parse(key, typ); ok {
+			d := ttl(s, p)
+			if d <= 0 {
+				return 0
+			}
+			out = max(out, d)
+		}
+	}
+	return out
+}
+
+// rematch moves k to another schema when its value shows that the one its
+// name and type matched first does not fit (see Schema.fits). It keeps the
+// first match when no other schema fits either.
+func rematch(schemas []*Schema, k *Key) {
+	if k.schema == nil || k.schema.fits == nil || k.schema.fits(k) {
+		return
+	}
+	for _, s := range schemas {
+		if p, ok := s.Parse(k.Key, k.Type); ok && s != k.schema && (s.fits == nil || s.fits(k)) {
+			p.Key = k.Key
+			k.schema, k.parsed = s, p
+			k.Schema, k.ID, k.Part = s.Name, p.ID, p.Part
+			return
+		}
+	}
 }
 
 // EscapeGlob quotes the characters SCAN MATCH treats specially, so an

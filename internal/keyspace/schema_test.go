@@ -33,7 +33,11 @@ func TestMatchSchemas(t *testing.T) {
 		{"ratelimit:00000000-0000-0000-0000-000000000000:s1:2001:db8::1:1795990620000:minute", "string", SchemaKong, "2001:db8::1", "minute"},
 		{"limiter:1.2.3.4", "string", SchemaUlule, "1.2.3.4", ""},
 		{"@upstash/ratelimit:user:42:2993317", "string", SchemaUpstashWindow, "user:42", ""},
-		{"@upstash/ratelimit:user:42", "hash", SchemaUpstashBucket, "user:42", ""},
+		{"@upstash/ratelimit:user:42:2993317", "hash", SchemaUpstashWindow, "user:42", ""}, // multi-region
+		{"@upstash/ratelimit:mia", "hash", SchemaUpstashBucket, "mia", ""},
+		// "@upstash/ratelimit:user:42" as a hash is a multi-region window of
+		// "user" by its name, or a token bucket of "user:42": only its
+		// fields tell (see the inspect fixtures).
 		// Not limiter keys.
 		{"session:alice", "string", "", "", ""},
 		{"rl:fw:{alice}", "hash", "", "", ""},
