@@ -50,8 +50,10 @@ func newCmdGateway(f *Factory, runServe func(*gatewayServeOptions) error) *cobra
 then the next ones), sharing one limiter design through Redis (--redis; the
 embedded Redis by default). A request's identity comes from a header
 (--identity-header, default X-API-Key) or a query parameter. Answers are 200
-or 429 with Retry-After and the RateLimit header fields; /metrics serves
-Prometheus metrics (see 'rlctl gateway rules').
+or 429 with Retry-After and the RateLimit header fields, plus
+X-RateLimit-Decided-By (which path decided) and, when Redis TIME decided,
+X-RateLimit-Decided-At (when); /metrics serves Prometheus metrics (see
+'rlctl gateway rules').
 
 Point 'rlctl verify' at the printed URLs with an http target to measure it.
 `,

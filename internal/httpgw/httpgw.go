@@ -137,7 +137,13 @@ func Handler(o Options, m *Metrics, gw int) http.Handler {
 			h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
 		}
 		if by := d.By.String(); by != "" {
-			h.Set("X-RateLimit-Decided-By", by)
+			h.Set(decision.DecidedByHeader, by)
+		}
+		if !d.ServerTime.IsZero() {
+			// A client measuring this gateway (rlctl verify) then knows the
+			// decision's instant, not only that it fell between send and
+			// receive.
+			h.Set(decision.DecidedAtHeader, decision.FormatDecidedAt(d.ServerTime))
 		}
 		outcome := decision.Allowed
 		status := http.StatusOK

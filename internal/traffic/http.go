@@ -282,8 +282,11 @@ func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) Response 
 		out.RetryAfter, out.Remaining, out.Reset = hints.RetryAfter, hints.Remaining, hints.Reset
 		// rlctl's own gateway (and any that copies it) says which path
 		// decided, so fail-open and fallback decisions show through HTTP.
-		if v := h.Get("X-Ratelimit-Decided-By"); v != "" {
+		if v := h.Get(decision.DecidedByHeader); v != "" {
 			out.By, _ = decision.ParseBy(v)
+		}
+		if at, ok := decision.ParseDecidedAt(h.Get(decision.DecidedAtHeader)); ok {
+			out.Decided = at
 		}
 	}
 	switch s := status; {

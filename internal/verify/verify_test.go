@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/gateway"
+	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -57,8 +58,9 @@ func TestHTTPTargetMeasuresRealGateway(t *testing.T) {
 	srv := redistest.Start(t)
 	l := rate.Limit{Count: 10, Window: time.Second}
 	set, err := gateway.New(context.Background(), gateway.Options{
-		N:       2,
-		Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: l, Prefix: "rl:"},
+		N: 2,
+		// Redis TIME decides, so the gateway can say when.
+		Limiter: limiter.Config{Algorithm: limiter.RedisClockWindow, Limit: l, Prefix: "rl:", Clock: limiter.ClockRedis},
 		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1,
 			Policy: limiter.Policy{OnError: "closed", Timeout: time.Second}}},
 		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
@@ -105,6 +107,20 @@ thresholds:
 	}
 	if d := metric(t, out, analysis.Denied); d == 0 {
 		t.Error("no denials at 5× the limit")
+	}
+	// The gateway tells when Redis decided (X-RateLimit-Decided-At), so the
+	// ceiling is exact: its bounds meet.
+	if lo, hi := metric(t, out, analysis.Ceiling), metric(t, out, analysis.CeilingUpper); lo != hi {
+		t.Errorf("ceiling [%g, %g]: the gateway's decision times did not make it exact", lo, hi)
+	}
+	h := out.History
+	for i := range h.Len() {
+		r := h.At(i)
+		// Redis TIME and this process read one clock; TIME has whole
+		// microseconds.
+		if r.Decided == history.NoTime || r.Decided < r.Sent-time.Microsecond || r.Decided > r.Received {
+			t.Fatalf("record %d: decided %v, sent %v, received %v", i, r.Decided, r.Sent, r.Received)
+		}
 	}
 }
 
