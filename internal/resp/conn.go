@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -167,6 +168,73 @@ func (c *Conn) readInts(dst []int64) ([]int64, error) {
 		}
 	}
 	return dst, shapeErr
+}
+
+// maxDepth bounds how deeply readAny follows nested arrays, so a hostile
+// or broken reply cannot exhaust the stack.
+const maxDepth = 64
+
+// maxBulk is Redis's own largest bulk string (proto-max-bulk-len).
+const maxBulk = 512 << 20
+
+// readAny reads one reply of any shape (see Pool.Eval). An error reply at
+// depth 0 is returned as the error; deeper, as an element.
+func (c *Conn) readAny(depth int) (any, error) {
+	l, err := c.line()
+	if err != nil {
+		return nil, err
+	}
+	switch l[0] {
+	case '+':
+		return string(l[1:]), nil
+	case '-':
+		return nil, Error(l[1:])
+	case ':':
+		if v, ok := parseInt(l[1:]); ok {
+			return v, nil
+		}
+	case '$':
+		n, ok := parseInt(l[1:])
+		if !ok {
+			break
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		if n > maxBulk {
+			break
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(c.br, b); err != nil {
+			c.bad = true
+			return nil, err
+		}
+		return string(b[:n]), nil
+	case '*':
+		n, ok := parseInt(l[1:])
+		if !ok || depth >= maxDepth {
+			break
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		arr := make([]any, n)
+		for i := range arr {
+			v, err := c.readAny(depth + 1)
+			var re Error
+			switch {
+			case errors.As(err, &re):
+				arr[i] = re
+			case err != nil:
+				return nil, err
+			default:
+				arr[i] = v
+			}
+		}
+		return arr, nil
+	}
+	c.bad = true
+	return nil, fmt.Errorf("%w: cannot read reply %q", ErrProtocol, l)
 }
 
 // readStatus reads a simple-string reply (+OK) and returns an Error reply

@@ -334,25 +334,64 @@ func (p *Pool) EvalInts(ctx context.Context, s *Script, a *Args, dst []int64) ([
 // EvalIntsUntil is EvalInts that also gives up at deadline (zero: none),
 // for callers that hold a deadline rather than a context with one.
 func (p *Pool) EvalIntsUntil(ctx context.Context, deadline time.Time, s *Script, a *Args, dst []int64) ([]int64, error) {
+	err := p.evalsha(ctx, deadline, s, func(c *Conn, cmd, script string, deadline time.Time) error {
+		var err error
+		dst, err = c.eval(cmd, script, a, dst, deadline)
+		return err
+	})
+	return dst, err
+}
+
+// Eval runs s with keys and args through EVALSHA (EVAL when the server
+// answers NOSCRIPT), until deadline (zero: none), and returns its reply as
+// go-redis does over RESP2: int64, string, nil, []any, and an error reply
+// as Error (the returned error at the top, an element inside an array).
+// It takes any script and reply, for users' own limiters.
+func (p *Pool) Eval(ctx context.Context, deadline time.Time, s *Script, keys, args []string) (any, error) {
+	var reply any
+	err := p.evalsha(ctx, deadline, s, func(c *Conn, cmd, script string, deadline time.Time) error {
+		c.begin(3 + len(keys) + len(args))
+		c.arg(cmd)
+		c.arg(script)
+		c.intArg(int64(len(keys)))
+		for _, k := range keys {
+			c.arg(k)
+		}
+		for _, a := range args {
+			c.arg(a)
+		}
+		if err := c.flush(deadline); err != nil {
+			return err
+		}
+		var err error
+		reply, err = c.readAny(0)
+		return err
+	})
+	return reply, err
+}
+
+// evalsha borrows a connection and runs send with EVALSHA, then with EVAL
+// when the server does not know the script yet. A READONLY answer (a
+// failover demoted this server) retires the connection, so the next one
+// dials the current primary (a Sentinel dialer resolves it again).
+func (p *Pool) evalsha(ctx context.Context, deadline time.Time, s *Script, send func(c *Conn, cmd, script string, deadline time.Time) error) error {
 	if d := p.deadline(ctx); deadline.IsZero() || (!d.IsZero() && d.Before(deadline)) {
 		deadline = d
 	}
 	c, err := p.get(ctx, deadline)
 	if err != nil {
-		return dst, err
+		return err
 	}
 	defer p.put(c)
-	dst, err = c.eval("EVALSHA", s.sha, a, dst, deadline)
+	err = send(c, "EVALSHA", s.sha, deadline)
 	var re Error
 	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
-		dst, err = c.eval("EVAL", s.src, a, dst, deadline)
+		err = send(c, "EVAL", s.src, deadline)
 	}
 	if errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY") {
-		// A failover demoted this server: a new connection dials the
-		// current primary (a Sentinel dialer resolves it again).
 		c.bad = true
 	}
-	return dst, err
+	return err
 }
 
 func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time) ([]int64, error) {

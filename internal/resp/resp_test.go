@@ -3,7 +3,9 @@ package resp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -412,5 +414,56 @@ func TestPoolWarmOpensConnections(t *testing.T) {
 	wg.Wait()
 	if after := accepted(); after != before {
 		t.Fatalf("connections accepted went from %s to %s while 4 callers used a warm pool of 4", before, after)
+	}
+}
+
+// Eval reads any reply a user's script may give, as go-redis does over
+// RESP2, including bulk strings longer than the read buffer and error
+// replies nested in a table.
+func TestEvalReadsAnyReply(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	p := pool(t, srv.Client(t))
+	long := strings.Repeat("x", 100_000)
+	tests := []struct {
+		src  string
+		want any
+	}{
+		{`return 7`, int64(7)},
+		{`return -3`, int64(-3)},
+		{`return 'text'`, "text"},
+		{`return ARGV[1]`, long},
+		{`return nil`, nil},
+		{`return false`, nil},
+		{`return true`, int64(1)},
+		{`return redis.status_reply('FINE')`, "FINE"},
+		{`return {}`, []any{}},
+		// Redis turns false inside a table into a nil element.
+		{`return {KEYS[1], 2, {3, 'four'}, false}`, []any{"k", int64(2), []any{int64(3), "four"}, nil}},
+		// error_reply prefixes ERR (Redis 7 and later).
+		{`return {1, redis.error_reply('inner')}`, []any{int64(1), resp.Error("ERR inner")}},
+	}
+	for _, tt := range tests {
+		got, err := p.Eval(ctx, time.Time{}, resp.NewScript(tt.src), []string{"k"}, []string{long})
+		if err != nil {
+			t.Errorf("%s: %v", tt.src, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			if s, ok := got.(string); ok && len(s) > 40 {
+				got = fmt.Sprintf("%d-byte string", len(s))
+			}
+			t.Errorf("%s = %#v", tt.src, got)
+		}
+	}
+	// An error reply at the top is the error, and the connection stays in
+	// step for the next call.
+	var re resp.Error
+	if _, err := p.Eval(ctx, time.Time{}, resp.NewScript(`return redis.error_reply('no way')`), nil, nil); !errors.As(err, &re) || !strings.HasSuffix(err.Error(), "no way") {
+		t.Fatalf("error reply: %v", err)
+	}
+	if got, err := p.Eval(ctx, time.Time{}, resp.NewScript(`return 1`), nil, nil); err != nil || got != int64(1) {
+		t.Fatalf("after an error reply: %v, %v", got, err)
 	}
 }

@@ -54,8 +54,17 @@
 // a number, a duration ("5ms"), or a product of those with at most one name
 // ("2*limit", "limit * 1.1"). The latency aliases p50, p90, p99, p999, max,
 // recover and send_lag_p99 stand for p50_ms ... max_ms, recover_ms and
-// send_lag_p99_ms and compare with durations: "p99 < 5ms" compares p99_ms with 5. Mixing a latency alias
-// with a plain number, or a count with a duration, is an error at load time,
-// as is an unknown name. A metric the run did not measure makes the
-// threshold fail with an error when evaluated, never pass silently.
+// send_lag_p99_ms and compare with durations: "p99 < 5ms" compares p99_ms
+// with 5. Mixing a latency alias with a plain number, or a count with a
+// duration, is an error at load time, as is an unknown name. A metric the
+// run did not measure makes the threshold fail with an error when
+// evaluated, never pass silently.
+//
+// # redis-script templates
+//
+// A redis-script target's keys and args are templates: {id}, {now_ms},
+// {now_s}, {limit}, {window_s}, {window_ms}, {gateway} and {request_id}
+// stand for their values, and {{ and }} for literal braces, so a Cluster
+// hash tag is written "rl:{{{id}}}:tokens" (giving "rl:{user-1}:tokens").
+// Templates are checked at load time.
 package scenario

@@ -67,6 +67,10 @@ func TestLoadMistakes(t *testing.T) {
 		{"unquoted string in allowed rule", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\n  script: testdata/scripts/limit.lua\n  keys: [k]\n  allowed: '== OK'\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.allowed: allowed rule "== OK": compare with a number, a quoted string or nil`}},
 		{"bad retry_after", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\n  script: testdata/scripts/limit.lua\n  keys: [k]\n  allowed: '== 1'\n  retry_after: '[2] minutes'\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:8: target.retry_after: retry_after "[2] minutes": want a unit, ms or s`}},
 		{"retry_after on a simulated target", "name: s\nlimit: 1/s\ntarget:\n  kind: simulated\n  algorithm: redis-fixed-window\n  retry_after: ms\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.retry_after: applies to redis-script targets only`}},
+		{"bad key template", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\n  script: testdata/scripts/limit.lua\n  keys: ['rl:{user}', 'rl:{{{id}}}']\n  args: ['{limit']\n  allowed: '== 1'\ntraffic: {rate: 1/s}\n", []string{
+			`bad.yaml:6: target.keys: "rl:{user}": unknown placeholder {user}`,
+			`bad.yaml:7: target.args: "{limit": unclosed '{'`,
+		}},
 		{"bad allowed rule", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\n  script: testdata/scripts/limit.lua\n  keys: [k]\n  allowed: 'yes please'\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.allowed: allowed rule "yes please": want a comparison`}},
 		{"lease with leasing is fine", strings.Replace(baseT, "redis-fixed-window", "leasing", 1) + "  lease: {size: 5, refill_below: 0.5, adaptive: true}\n", nil},
 		{"lease only for leasing", strings.Replace(base, "target:\n", "target:\n  lease: {size: 5}\n", 1), []string{`bad.yaml:4: target.lease: applies to the leasing algorithm only`}},

@@ -178,6 +178,16 @@ func (d *decoder) validate(sc *Scenario) {
 		if len(t.Keys) == 0 {
 			bad("target.keys", "a redis-script target needs keys, like [\"rl:{id}\"]")
 		}
+		for _, f := range []struct {
+			field string
+			list  []string
+		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
+			for _, tp := range f.list {
+				if err := traffic.CheckTemplate(tp); err != nil {
+					bad(f.field, "%q: %v", tp, err)
+				}
+			}
+		}
 		if !set("target.allowed") {
 			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
 		} else if _, err := traffic.ParseRule(t.Allowed); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // ScriptOptions configure a redis-script target: the user's own Lua limiter,
@@ -45,8 +46,14 @@ type ScriptOptions struct {
 }
 
 type scriptTarget struct {
-	script    *redis.Script
-	clients   []redis.UniversalClient
+	script  *redis.Script
+	clients []redis.UniversalClient
+	// pools run the script on a single server (not a Cluster), as the
+	// built-in designs do (see package resp), so a user's limiter and
+	// rlctl's own are measured through the same client; nil for a gateway
+	// that goes through go-redis.
+	pools     []*resp.Pool
+	rscript   *resp.Script
 	names     []string
 	keys      []template
 	args      []template
@@ -78,7 +85,7 @@ func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
 	if err != nil {
 		return nil, exitcode.With(fmt.Errorf("redis-script target: %w", err), exitcode.Usage)
 	}
-	t := &scriptTarget{script: redis.NewScript(o.Source), rule: rule, retry: retry, limit: o.Limit, timeout: o.Timeout}
+	t := &scriptTarget{script: redis.NewScript(o.Source), rscript: resp.NewScript(o.Source), rule: rule, retry: retry, limit: o.Limit, timeout: o.Timeout}
 	for _, group := range []struct {
 		src []string
 		dst *[]template
@@ -93,8 +100,14 @@ func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
 		}
 	}
 	for i := range o.Gateways {
-		t.clients = append(t.clients, o.NewClient())
+		c := o.NewClient()
+		t.clients = append(t.clients, c)
 		t.names = append(t.names, fmt.Sprintf("script-%d", i))
+		var p *resp.Pool
+		if rc, ok := c.(*redis.Client); ok {
+			p, _ = resp.FromClient(rc)
+		}
+		t.pools = append(t.pools, p)
 	}
 	if err := t.script.Load(ctx, t.clients[0]).Err(); err != nil {
 		t.Close()
@@ -114,21 +127,13 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 	for i, k := range t.keys {
 		keys[i] = k.expand(&v)
 	}
-	args := make([]any, len(t.args))
+	args := make([]string, len(t.args))
 	for i, a := range t.args {
 		args[i] = a.expand(&v)
 	}
-	if t.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
-	reply, err := t.script.Run(ctx, t.clients[r.Gateway], keys, args...).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	reply, err := t.run(ctx, r.Gateway, keys, args)
+	if err != nil {
 		return errResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
-	}
-	if errors.Is(err, redis.Nil) {
-		reply = nil
 	}
 	ok, err := t.rule.Match(reply)
 	if err != nil {
@@ -145,6 +150,32 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 		out.RetryAfter = d
 	}
 	return out
+}
+
+// run runs the script through gateway g, within the target's timeout. A
+// nil reply (Lua's false or nil) is nil, not an error.
+func (t *scriptTarget) run(ctx context.Context, g int, keys, args []string) (any, error) {
+	if p := t.pools[g]; p != nil {
+		var deadline time.Time
+		if t.timeout > 0 {
+			deadline = time.Now().Add(t.timeout)
+		}
+		return p.Eval(ctx, deadline, t.rscript, keys, args)
+	}
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	anyArgs := make([]any, len(args))
+	for i, a := range args {
+		anyArgs[i] = a
+	}
+	reply, err := t.script.Run(ctx, t.clients[g], keys, anyArgs...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return reply, err
 }
 
 // cutIndex reads the optional "[N]" (1-based, as in Lua) that starts a
@@ -237,12 +268,19 @@ func (r RetryRule) Read(reply any) (time.Duration, error) {
 	return time.Duration(f * float64(r.Unit)), nil
 }
 
-// Warm opens conns connections on every gateway's client at once.
+// Warm opens conns connections on every gateway at once, in the pool its
+// decisions use.
 func (t *scriptTarget) Warm(ctx context.Context, conns int) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.clients))
 	for i, c := range t.clients {
-		wg.Go(func() { errs[i] = redisconn.Warm(ctx, c, conns) })
+		wg.Go(func() {
+			if p := t.pools[i]; p != nil {
+				errs[i] = p.Warm(ctx, conns)
+			} else {
+				errs[i] = redisconn.Warm(ctx, c, conns)
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -253,7 +291,10 @@ func (t *scriptTarget) Endpoints() []string { return []string{"default"} }
 
 func (t *scriptTarget) Close() error {
 	var errs []error
-	for _, c := range t.clients {
+	for i, c := range t.clients {
+		if p := t.pools[i]; p != nil {
+			errs = append(errs, p.Close())
+		}
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
@@ -287,36 +328,49 @@ var templateVars = map[string]func(*vars) string{
 	"request_id": func(v *vars) string { return strconv.FormatUint(v.requestID, 10) },
 }
 
+// CheckTemplate reports whether s is a valid key or argument template for
+// a redis-script target (see parseTemplate), for scenario validation.
+func CheckTemplate(s string) error {
+	_, err := parseTemplate(s)
+	return err
+}
+
+// parseTemplate reads a key or argument template: {name} is a
+// placeholder, and {{ and }} stand for a literal brace, so a Cluster hash
+// tag can be written: "rl:{{{id}}}:tokens" gives "rl:{user-1}:tokens".
 func parseTemplate(s string) (template, error) {
 	var t template
-	for s != "" {
-		open := strings.IndexByte(s, '{')
-		close := strings.IndexByte(s, '}')
-		if open < 0 {
-			if close >= 0 {
-				return nil, errors.New("'}' without '{'")
-			}
-			t = append(t, segment{lit: s})
-			break
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			t = append(t, segment{lit: lit.String()})
+			lit.Reset()
 		}
-		if close >= 0 && close < open {
-			return nil, errors.New("'}' without '{'")
-		}
-		if open > 0 {
-			t = append(t, segment{lit: s[:open]})
-		}
-		rest := s[open+1:]
-		end := strings.IndexByte(rest, '}')
-		if end < 0 {
-			return nil, errors.New("unclosed '{'")
-		}
-		name := rest[:end]
-		if _, ok := templateVars[name]; !ok {
-			return nil, fmt.Errorf("unknown placeholder {%s} (want id, now_ms, now_s, limit, window_s, window_ms, gateway or request_id)", name)
-		}
-		t = append(t, segment{v: name})
-		s = rest[end+1:]
 	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case (c == '{' || c == '}') && i+1 < len(s) && s[i+1] == c:
+			lit.WriteByte(c)
+			i++
+		case c == '}':
+			return nil, errors.New("'}' without '{' (write }} for a literal brace)")
+		case c == '{':
+			end := strings.IndexByte(s[i+1:], '}')
+			if end < 0 {
+				return nil, errors.New("unclosed '{' (write {{ for a literal brace)")
+			}
+			name := s[i+1 : i+1+end]
+			if _, ok := templateVars[name]; !ok {
+				return nil, fmt.Errorf("unknown placeholder {%s} (want id, now_ms, now_s, limit, window_s, window_ms, gateway or request_id; {{ and }} are literal braces)", name)
+			}
+			flush()
+			t = append(t, segment{v: name})
+			i += 1 + end
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	flush()
 	return t, nil
 }
 

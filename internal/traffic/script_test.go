@@ -254,15 +254,46 @@ func FuzzParseTemplate(f *testing.F) {
 		}
 		v := vars{id: "ID", now: time.Unix(1, 0), limit: rate.Limit{Count: 3, Window: time.Second}, gateway: 2, requestID: 9}
 		out := tp.expand(&v)
-		if !strings.Contains(s, "{") && out != s {
+		if !strings.ContainsAny(s, "{}") && out != s {
 			t.Fatalf("literal %q expanded to %q", s, out)
 		}
-		if strings.ContainsAny(out, "{}") {
-			// Every brace in a valid template belongs to a known
+		if !strings.Contains(s, "{{") && !strings.Contains(s, "}}") && strings.ContainsAny(out, "{}") {
+			// Without doubled braces every brace belongs to a known
 			// placeholder, so none survives expansion.
 			t.Fatalf("%q expanded to %q with a brace left", s, out)
 		}
+		// Any text with its braces doubled is read back as itself.
+		esc := strings.NewReplacer("{", "{{", "}", "}}").Replace(s)
+		lit, err := parseTemplate(esc)
+		if err != nil || lit.expand(&v) != s {
+			t.Fatalf("%q escaped as %q: %v, expands to %q", s, esc, err, lit.expand(&v))
+		}
 	})
+}
+
+func TestTemplateHashTags(t *testing.T) {
+	t.Parallel()
+	v := vars{id: "user-1", limit: rate.Limit{Count: 3, Window: time.Second}}
+	for in, want := range map[string]string{
+		"rl:{{{id}}}:tokens": "rl:{user-1}:tokens",
+		"{{literal}}":        "{literal}",
+		"rl:{id}":            "rl:user-1",
+		"{{{limit}}}{{":      "{3}{",
+	} {
+		tp, err := parseTemplate(in)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if got := tp.expand(&v); got != want {
+			t.Errorf("%q expanded to %q, want %q", in, got, want)
+		}
+	}
+	for _, in := range []string{"{", "}", "a}b", "{id", "{nope}", "{{id}"} {
+		if _, err := parseTemplate(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
 }
 
 // retryLua answers {allowed, retry_after_ms}: the window's PTTL when
@@ -346,6 +377,51 @@ func TestRetryRule(t *testing.T) {
 	for _, bad := range []string{"[2]", "[0] ms", "[x] s", "[2 ms", "minutes", "2 ms"} {
 		if _, err := ParseRetryRule(bad); err == nil {
 			t.Errorf("ParseRetryRule(%q) accepted", bad)
+		}
+	}
+}
+
+// twoKeyLua counts in KEYS[1] and notes the last count in KEYS[2]: on a
+// Cluster both keys must share a hash tag, or Redis answers CROSSSLOT.
+const twoKeyLua = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+redis.call('SET', KEYS[2], n, 'PX', ARGV[2])
+if n > tonumber(ARGV[1]) then return 0 end
+return 1`
+
+// On a Cluster the script goes through go-redis (its slot routing); on a
+// single server through the same resp pool as the built-in designs. Both
+// decide alike, and a hash tag written with doubled braces keeps a
+// two-key script in one slot.
+func TestRedisScriptClusterAndSingleServerAgree(t *testing.T) {
+	t.Parallel()
+	lim := rate.Limit{Count: 5, Window: time.Hour}
+	cl := redistest.StartCluster(t)
+	single := redistest.Start(t)
+	for name, newClient := range map[string]func() redis.UniversalClient{
+		"cluster": func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs}) },
+		"single":  scriptClients(single),
+	} {
+		tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+			Source: twoKeyLua, Gateways: 3, NewClient: newClient,
+			Keys: []string{"rl:{{{id}}}:n", "rl:{{{id}}}:last"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: lim,
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer tgt.Close()
+		st := tgt.(*scriptTarget)
+		if usesPool := st.pools[0] != nil; usesPool != (name == "single") {
+			t.Errorf("%s: resp pool in use %v", name, usesPool)
+		}
+		plan := Plan{Rate: perSecond(200), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 4}
+		h, err := Run(context.Background(), tgt, plan, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := counts(h); h.Len() != 40 || c[decision.Allowed] != 20 || c[decision.Denied] != 20 {
+			t.Errorf("%s: %d records, outcomes %v; want 40: 20 allowed (5 per identity), 20 denied", name, h.Len(), c)
 		}
 	}
 }
