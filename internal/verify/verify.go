@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,8 +90,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Interrupted = true
 	}
 
-	if n := embeddedNote(sc, o, h); n != "" {
-		out.Saved.Notes = append(out.Saved.Notes, n)
+	for _, n := range []string{embeddedNote(sc, o, h), decidedClockNote(h)} {
+		if n != "" {
+			out.Saved.Notes = append(out.Saved.Notes, n)
+		}
 	}
 	if sc.Target.Algorithm == limiter.RedisSlidingLog && env.redis != nil {
 		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, sc, h.Meta.Identities)...)
@@ -121,6 +124,47 @@ func redisSpec(sc *scenario.Scenario, o Options) string {
 		return o.Redis
 	}
 	return sc.Target.Redis
+}
+
+// clockNoteAfter is how far outside their send-receive intervals the
+// target's decision times must lie (median) for a report to say so.
+const clockNoteAfter = time.Millisecond
+
+// decidedClockNote says so when the decision times a target reported (Redis
+// TIME, or an HTTP gateway's X-RateLimit-Decided-At) do not fit rlctl's
+// own clock: a decision happened between its request's send and receive,
+// so a time outside that interval is the target's clock being off. One
+// offset shared by every decision leaves the ceiling exact; gateways whose
+// clocks differ from one another do not, and this is the visible symptom.
+func decidedClockNote(h *history.History) string {
+	var offs []time.Duration
+	for i := range h.Len() {
+		d, s, r := h.Decided(i), h.Sent(i), h.Received(i)
+		if d == history.NoTime || s == history.NoTime || r == history.NoTime {
+			continue
+		}
+		switch {
+		case d < s:
+			offs = append(offs, d-s)
+		case d > r:
+			offs = append(offs, d-r)
+		default:
+			offs = append(offs, 0)
+		}
+	}
+	if len(offs) == 0 {
+		return ""
+	}
+	slices.Sort(offs)
+	med := offs[len(offs)/2]
+	if med > -clockNoteAfter && med < clockNoteAfter {
+		return ""
+	}
+	way := "ahead of"
+	if med < 0 {
+		way, med = "behind", -med
+	}
+	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): its ceiling is exact only if every gateway's decisions share that one clock", med.Round(10*time.Microsecond), way)
 }
 
 // embeddedNote says so when a run on the embedded Redis went that fast.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/httpgw"
@@ -112,6 +113,11 @@ thresholds:
 	// ceiling is exact: its bounds meet.
 	if lo, hi := metric(t, out, analysis.Ceiling), metric(t, out, analysis.CeilingUpper); lo != hi {
 		t.Errorf("ceiling [%g, %g]: the gateway's decision times did not make it exact", lo, hi)
+	}
+	for _, n := range out.Saved.Notes {
+		if strings.Contains(n, "decision times run") {
+			t.Errorf("one clock on one machine, yet: %s", n)
+		}
 	}
 	h := out.History
 	for i := range h.Len() {
@@ -301,6 +307,36 @@ func TestSendLagNote(t *testing.T) {
 		m := analysis.Metrics{analysis.SendLagP99: tt.lag, analysis.P99: tt.p99}
 		if got := hasNote(m); got != tt.want {
 			t.Errorf("send lag %vms, p99 %vms: note %v, want %v", tt.lag, tt.p99, got, tt.want)
+		}
+	}
+}
+
+func TestDecidedClockNote(t *testing.T) {
+	t.Parallel()
+	hist := func(decidedFrom func(sent, recv time.Duration) time.Duration) *history.History {
+		h := history.New(history.Meta{Identities: []string{"u"}, Gateways: []string{"g"}}, 0)
+		for i := range 20 {
+			at := time.Duration(i) * time.Millisecond
+			sent, recv := at+10*time.Microsecond, at+300*time.Microsecond
+			h.Append(history.Record{Intended: at, Sent: sent, Received: recv, Decided: decidedFrom(sent, recv),
+				RetryAfter: history.NoTime, Round: history.NoRound, Outcome: decision.Allowed})
+		}
+		return h
+	}
+	for _, tt := range []struct {
+		name    string
+		decided func(s, r time.Duration) time.Duration
+		want    string
+	}{
+		{"inside", func(s, r time.Duration) time.Duration { return (s + r) / 2 }, ""},
+		{"unknown", func(s, r time.Duration) time.Duration { return history.NoTime }, ""},
+		{"ahead", func(s, r time.Duration) time.Duration { return r + 5*time.Millisecond }, "run 5ms ahead of rlctl's clock"},
+		{"behind", func(s, r time.Duration) time.Duration { return s - 3*time.Millisecond }, "run 3ms behind rlctl's clock"},
+		{"slightly off", func(s, r time.Duration) time.Duration { return r + 200*time.Microsecond }, ""},
+	} {
+		got := decidedClockNote(hist(tt.decided))
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: note %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
