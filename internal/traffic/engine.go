@@ -44,13 +44,14 @@ type engine struct {
 	endpoints int
 	shares    []float64 // cumulative endpoint shares, nil = even
 
-	start   time.Time // monotonic origin of every offset
-	ctx     context.Context
-	reqCtx  context.Context
-	timer   *time.Timer
-	sleeper sleeper // the producer's precise sleeper (see sleepUntil)
-	budget  int64   // requests the producer may still schedule
-	results chan history.Record
+	start    time.Time // monotonic origin of every offset
+	ctx      context.Context
+	reqCtx   context.Context
+	timer    *time.Timer
+	sleeper  sleeper       // the producer's precise sleeper (see sleepUntil)
+	lastWake time.Duration // when the producer last woke from a sleep
+	budget   int64         // requests the producer may still schedule
+	results  chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
 	// channel hand-off and collector wake-up per group instead of per
 	// request, which showed in the 50-gateway benchmark's profile.
@@ -395,12 +396,18 @@ func (e *engine) take(n int64) bool {
 }
 
 // sleepUntil waits until offset at of the run's clock; false when the run
-// was cancelled or at lies past its duration.
+// was cancelled or at lies past its duration. It wakes at most once per
+// minWake: a request due sooner after the last wake waits for the next one
+// (see minWake), and one wake serves every request then due.
 func (e *engine) sleepUntil(at time.Duration) bool {
 	if at > e.p.Duration {
 		return false
 	}
-	if d := at - e.elapsed() - preciseSpan; d > 0 {
+	if at <= e.elapsed() {
+		return e.ctx.Err() == nil
+	}
+	wake := max(at, e.lastWake+minWake)
+	if d := wake - e.elapsed() - preciseSpan; d > 0 {
 		e.timer.Reset(d)
 		select {
 		case <-e.timer.C:
@@ -409,12 +416,13 @@ func (e *engine) sleepUntil(at time.Duration) bool {
 			return false
 		}
 	}
-	if d := at - e.elapsed(); d >= spinBelow {
+	if d := wake - e.elapsed(); d >= spinBelow {
 		e.sleeper.sleep(d) // at most preciseSpan (see sleep.go)
 	}
-	for e.elapsed() < at {
+	for e.elapsed() < wake {
 		runtime.Gosched() // less than a sleep's own cost (see spinBelow)
 	}
+	e.lastWake = e.elapsed()
 	return e.ctx.Err() == nil
 }
 
