@@ -297,14 +297,14 @@ const (
 // the target can (see Warmer). Errors are the run's to record.
 func (e *engine) warm() {
 	w, ok := e.t.(Warmer)
-	if !ok {
+	n := len(e.t.Gateways())
+	if !ok || n == 0 {
 		return
 	}
 	inFlight := e.p.Workers
 	if e.p.Model == ModelClosed {
 		inFlight = e.p.Concurrency
 	}
-	n := len(e.t.Gateways())
 	ctx, cancel := context.WithTimeout(e.ctx, warmTimeout)
 	defer cancel()
 	_ = w.Warm(ctx, min(maxWarm, (inFlight+n-1)/n))
