@@ -108,19 +108,27 @@ type gatewayState struct {
 	hist   *hdrhistogram.Histogram
 }
 
-// interval is when record i was decided: exactly at Decided when the target
-// said so, else somewhere in [Sent, Received]. A missing Sent falls back on
-// Intended and a missing Received on Sent; a reversed pair (a clock step) is
-// put in order rather than dropped.
-func interval(h *history.History, i int) (s, r int64) {
+// decidedBetween is when record i was decided: exactly at Decided when the
+// target said so (moved onto rlctl's clock by its gateway's clock shift,
+// and never outside [Sent, Received]), else somewhere in [Sent, Received].
+// A missing Sent falls back on Intended and a missing Received on Sent; a
+// reversed pair (a clock step) is put in order rather than dropped.
+func (a *analyzer) decidedBetween(i int) (s, r int64) {
+	h := a.h
+	sent, recv := h.Sent(i), h.Received(i)
 	if d := h.Decided(i); d != history.NoTime {
-		return clampTime(int64(d)), clampTime(int64(d))
+		t := clampTime(int64(d))
+		if a.shift != nil {
+			t -= a.shift[a.gateway(i)]
+		}
+		if sent != history.NoTime && recv != history.NoTime && sent <= recv {
+			t = min(max(t, clampTime(int64(sent))), clampTime(int64(recv)))
+		}
+		return t, t
 	}
-	sent := h.Sent(i)
 	if sent == history.NoTime {
 		sent = h.Intended(i)
 	}
-	recv := h.Received(i)
 	if recv == history.NoTime {
 		recv = sent
 	}
@@ -128,6 +136,57 @@ func interval(h *history.History, i int) (s, r int64) {
 		sent, recv = recv, sent
 	}
 	return clampTime(int64(sent)), clampTime(int64(recv))
+}
+
+// clockShifts finds, per gateway, how far the decision times it reported
+// (Redis TIME, a gateway's own clock) are off rlctl's clock. A decision
+// happened between its request's send and receive, so each record bounds
+// the offset to [Decided-Received, Decided-Sent]; the shift is the value
+// nearest zero that every record of the gateway allows. On one machine
+// that is 0 and nothing moves. A Redis or gateway whose clock runs 50 ms
+// ahead gets its decisions moved back onto rlctl's clock, so they fall in
+// the same windows as the requests whose decision time is not known (a
+// gateway's fail-open answers, say), which they would otherwise miss by
+// 50 ms. When no single offset fits (the clock drifted or stepped), the
+// shift is the middle of the two bounds, and decidedBetween keeps every
+// decision inside its interval.
+func (a *analyzer) clockShifts() {
+	h := a.h
+	lo := make([]int64, len(a.gwNames))
+	hi := make([]int64, len(a.gwNames))
+	seen := make([]bool, len(a.gwNames))
+	for i := range a.n {
+		d, s, r := h.Decided(i), h.Sent(i), h.Received(i)
+		if d == history.NoTime || s == history.NoTime || r == history.NoTime || r < s || h.Outcome(i) == decision.Dropped {
+			continue
+		}
+		g := a.gateway(i)
+		from, to := clampTime(int64(d-r)), clampTime(int64(d-s))
+		if !seen[g] {
+			lo[g], hi[g], seen[g] = from, to, true
+			continue
+		}
+		lo[g], hi[g] = max(lo[g], from), min(hi[g], to)
+	}
+	off := false
+	for g := range seen {
+		off = off || (seen[g] && (lo[g] > 0 || hi[g] < 0))
+	}
+	if !off {
+		return
+	}
+	a.shift = make([]int64, len(a.gwNames))
+	for g := range seen {
+		switch {
+		case !seen[g] || (lo[g] <= 0 && 0 <= hi[g]):
+		case lo[g] > hi[g]:
+			a.shift[g] = lo[g] + (hi[g]-lo[g])/2
+		case lo[g] > 0:
+			a.shift[g] = lo[g]
+		default:
+			a.shift[g] = hi[g]
+		}
+	}
 }
 
 // timeLimit bounds every time analysis uses to ±36 years around the run
@@ -139,8 +198,8 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 
 // decisionTime is the single instant used where one is needed (envelope,
 // slipped, timeline): Decided when known, else the middle of [Sent, Received].
-func decisionTime(h *history.History, i int) int64 {
-	s, r := interval(h, i)
+func (a *analyzer) decisionTime(i int) int64 {
+	s, r := a.decidedBetween(i)
 	return s + (r-s)/2
 }
 
@@ -157,7 +216,9 @@ func decisionTime(h *history.History, i int) int64 {
 // request that ran, retry_after_missing a denial.
 //
 // Definitions, with the allowed requests of one identity, each decided at
-// an unknown instant in [Sent, Received] (at Decided when known):
+// an unknown instant in [Sent, Received] (at Decided when known, moved by
+// its gateway's clock shift when the target's clock is off rlctl's; see
+// clockShifts):
 //
 //   - ceiling: max over t of the allowed whose whole interval lies in
 //     [t, t+W) - the most a window surely held; ceiling_upper: the same
@@ -236,6 +297,9 @@ type analyzer struct {
 	timeline []int64
 	interval int64
 	lag      *hdrhistogram.Histogram // Intended to Sent, µs (send_lag_p99_ms)
+	// shift is each gateway's clock shift (see clockShifts); nil when
+	// every gateway's decision times fit rlctl's clock as they are.
+	shift []int64
 
 	bigIdentity int
 	worst       int // identity with the highest ceiling
@@ -329,6 +393,7 @@ func (a *analyzer) scan() {
 		a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", k))
 	}
 	a.gwState = make([]gatewayState, len(a.gwNames))
+	a.clockShifts()
 
 	// Two halves of the work read different columns, so they run side by
 	// side without sharing anything: latency per gateway and the run's
@@ -414,9 +479,9 @@ func (a *analyzer) scanLatency() {
 			start = min(start, s)
 			recordMicros(a.lag, (s-in)/1000)
 		}
-		if d := h.Decided(i); d != history.NoTime {
-			start = min(start, clampTime(int64(d)))
-			end = max(end, clampTime(int64(d)))
+		if h.Decided(i) != history.NoTime {
+			d, _ := a.decidedBetween(i)
+			start, end = min(start, d), max(end, d)
 		}
 	}
 	a.start, a.end = start, end
@@ -605,7 +670,7 @@ func (w *worker) identity(k int) {
 	touched := w.touched[:0]
 	var widest int64 // longest [Sent, Received]: how far a decision time may be off
 	w.each(k, func(i int) {
-		s, r := interval(h, i)
+		s, r := a.decidedBetween(i)
 		sent = append(sent, s)
 		recv = append(recv, r)
 		widest = max(widest, r-s)
@@ -687,7 +752,7 @@ func (w *worker) identity(k int) {
 	switch {
 	case big:
 		times = sent[:0]
-		w.each(k, func(i int) { times = append(times, decisionTime(h, i)) })
+		w.each(k, func(i int) { times = append(times, a.decisionTime(i)) })
 		sortTimes(times)
 	case a.w <= 0:
 		sortTimes(times)
@@ -884,20 +949,13 @@ func (a *analyzer) recoverMs() (float64, bool) {
 		if by := h.By(i); by != decision.ByRedis && by != decision.ByLease {
 			continue
 		}
-		var at int64
-		if d := h.Decided(i); d != history.NoTime {
-			if clampTime(int64(d)) < end {
-				continue
-			}
-			at = clampTime(int64(d))
-		} else {
-			s, r := interval(h, i)
-			if s < end {
-				continue
-			}
-			at = r
+		// A known decision time is a point (s == r); otherwise the
+		// answer's arrival is the latest it can have been decided.
+		s, r := a.decidedBetween(i)
+		if s < end {
+			continue
 		}
-		first = min(first, at)
+		first = min(first, r)
 	}
 	if first == math.MaxInt64 {
 		return 0, false

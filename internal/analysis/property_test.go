@@ -296,7 +296,7 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			// envelope gets the widest interval's worth of refill as slack.
 			var widest int64
 			for _, i := range idx {
-				s, r := interval(h, i)
+				s, r := bruteInterval(h.At(i))
 				widest = max(widest, r-s)
 			}
 			eb += er * float64(widest) / 1e9
@@ -474,4 +474,70 @@ func records(h *history.History) []history.Record {
 		out = append(out, h.At(i))
 	}
 	return out
+}
+
+// A target whose clock is off rlctl's by a fixed amount per gateway (a
+// remote Redis's TIME, gateways with their own clocks) reports decision
+// times outside the requests' send and receive. Analyze moves each
+// gateway's times back within them, so every ceiling lies within the
+// bounds that send and receive alone allow; and where a zero-width
+// interval pins the offset, it recovers the same figures as an unshifted
+// clock.
+func TestClockShiftKeepsDecisionsInTheirIntervals(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 42))
+	iterations := 1000
+	if raceEnabled {
+		iterations = 200
+	}
+	for iter := range iterations {
+		tr := randomRun(rng)
+		h := tr.h
+		if h.Len() == 0 {
+			continue
+		}
+		w := int64(h.Meta.Limit.Window)
+		offs := [2]time.Duration{time.Duration(rng.Int64N(int64(200*time.Millisecond))) - 100*time.Millisecond, time.Duration(rng.Int64N(int64(time.Second)))}
+		shifted := history.New(h.Meta, h.Len())
+		pinned := history.New(h.Meta, h.Len()+2)
+		for i := range h.Len() {
+			r := h.At(i)
+			if r.Decided != history.NoTime {
+				r.Decided += offs[r.Gateway]
+			}
+			shifted.Append(r)
+			pinned.Append(r)
+		}
+		// A zero-width interval on each gateway pins its offset exactly.
+		for g := range 2 {
+			at := time.Duration(int64(iter) * int64(time.Millisecond))
+			pinned.Append(history.Record{Intended: at, Sent: at, Received: at, Decided: at + offs[g], RetryAfter: history.NoTime,
+				Identity: 0, Round: history.NoRound, Gateway: uint16(g), Outcome: decision.Denied, By: decision.ByRedis})
+		}
+		res := Analyze(shifted, Options{})
+		for k := range h.Meta.Identities {
+			var ivs [][2]int64
+			for _, i := range allowedOf(h, k) {
+				r := h.At(i)
+				ivs = append(ivs, [2]int64{int64(r.Sent), int64(r.Received)})
+			}
+			lower, upper := bruteCeiling(ivs, w, math.MinInt64/4, math.MaxInt64/4)
+			if c := res.PerIdentity[k].Metrics[Ceiling]; c < float64(lower) || c > float64(upper) {
+				t.Fatalf("iteration %d, identity %d: ceiling %v outside [%d, %d] with offsets %v\nrecords %v", iter, k, c, lower, upper, offs, records(shifted))
+			}
+		}
+		// Pinned: the same decisions as with no offset at all.
+		unshifted := history.New(h.Meta, h.Len()+2)
+		for i := range pinned.Len() {
+			r := pinned.At(i)
+			if r.Decided != history.NoTime {
+				r.Decided -= offs[r.Gateway]
+			}
+			unshifted.Append(r)
+		}
+		got, want := Analyze(pinned, Options{}), Analyze(unshifted, Options{})
+		if !reflect.DeepEqual(got.PerIdentity, want.PerIdentity) {
+			t.Fatalf("iteration %d: pinned offsets %v not recovered:\n%+v\n%+v", iter, offs, got.PerIdentity, want.PerIdentity)
+		}
+	}
 }

@@ -133,9 +133,10 @@ const clockNoteAfter = time.Millisecond
 // decidedClockNote says so when the decision times a target reported (Redis
 // TIME, or an HTTP gateway's X-RateLimit-Decided-At) do not fit rlctl's
 // own clock: a decision happened between its request's send and receive,
-// so a time outside that interval is the target's clock being off. One
-// offset shared by every decision leaves the ceiling exact; gateways whose
-// clocks differ from one another do not, and this is the visible symptom.
+// so a time outside that interval is the target's clock being off. The
+// analysis moves each gateway's times back (see analysis.Analyze); the
+// note tells the reader, since the exactness of the ceiling then rests on
+// that shift.
 func decidedClockNote(h *history.History) string {
 	var offs []time.Duration
 	for i := range h.Len() {
@@ -164,7 +165,7 @@ func decidedClockNote(h *history.History) string {
 	if med < 0 {
 		way, med = "behind", -med
 	}
-	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): its ceiling is exact only if every gateway's decisions share that one clock", med.Round(10*time.Microsecond), way)
+	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): the analysis moved each gateway's times by the smallest shift that puts them within their requests", med.Round(10*time.Microsecond), way)
 }
 
 // embeddedNote says so when a run on the embedded Redis went that fast.
