@@ -109,10 +109,10 @@ type gatewayState struct {
 }
 
 // decidedBetween is when record i was decided: exactly at Decided when the
-// target said so (moved onto rlctl's clock by its gateway's clock shift,
-// and never outside [Sent, Received]), else somewhere in [Sent, Received].
-// A missing Sent falls back on Intended and a missing Received on Sent; a
-// reversed pair (a clock step) is put in order rather than dropped.
+// target said so (moved onto rlctl's clock by its gateway's clock shift),
+// else somewhere in [Sent, Received]. A missing Sent falls back on Intended
+// and a missing Received on Sent; a reversed pair (a clock step) is put in
+// order rather than dropped.
 func (a *analyzer) decidedBetween(i int) (s, r int64) {
 	h := a.h
 	sent, recv := h.Sent(i), h.Received(i)
@@ -120,9 +120,6 @@ func (a *analyzer) decidedBetween(i int) (s, r int64) {
 		t := clampTime(int64(d))
 		if a.shift != nil {
 			t -= a.shift[a.gateway(i)]
-		}
-		if sent != history.NoTime && recv != history.NoTime && sent <= recv {
-			t = min(max(t, clampTime(int64(sent))), clampTime(int64(recv)))
 		}
 		return t, t
 	}
@@ -138,54 +135,92 @@ func (a *analyzer) decidedBetween(i int) (s, r int64) {
 	return clampTime(int64(sent)), clampTime(int64(recv))
 }
 
-// clockShifts finds, per gateway, how far the decision times it reported
-// (Redis TIME, a gateway's own clock) are off rlctl's clock. A decision
-// happened between its request's send and receive, so each record bounds
-// the offset to [Decided-Received, Decided-Sent]; the shift is the value
-// nearest zero that every record of the gateway allows. On one machine
-// that is 0 and nothing moves. A Redis or gateway whose clock runs 50 ms
-// ahead gets its decisions moved back onto rlctl's clock, so they fall in
-// the same windows as the requests whose decision time is not known (a
-// gateway's fail-open answers, say), which they would otherwise miss by
-// 50 ms. When no single offset fits (the clock drifted or stepped), the
-// shift is the middle of the two bounds, and decidedBetween keeps every
-// decision inside its interval.
+// offsetBounds is the range of clock offsets a set of records allows.
+type offsetBounds struct {
+	lo, hi int64
+	seen   bool
+}
+
+func (b *offsetBounds) add(from, to int64) {
+	if !b.seen {
+		b.lo, b.hi, b.seen = from, to, true
+		return
+	}
+	b.lo, b.hi = max(b.lo, from), min(b.hi, to)
+}
+
+// offsetSlack is how far records may disagree and still count as one
+// clock: a history keeps times far from their intended instant only to the
+// microsecond (or the millisecond, minutes away), and a clock that moves in
+// steps (the embedded Redis's TIME) is off by up to one.
+const offsetSlack = int64(time.Millisecond)
+
+// fits reports whether one offset fits every record, within offsetSlack.
+func (b offsetBounds) fits() bool { return b.lo <= b.hi+offsetSlack }
+
+// nearestZero is the allowed offset closest to zero (the upper bound when
+// the records disagree by less than offsetSlack).
+func (b offsetBounds) nearestZero() int64 { return min(max(0, b.lo), b.hi) }
+
+// clockShifts finds how far the decision times a target reported (Redis
+// TIME, a gateway's own clock) are off rlctl's clock. A decision happened
+// between its request's send and receive, so each record bounds the offset
+// to [Decided-Received, Decided-Sent]. The simplest explanation wins:
+//
+//   - one offset that fits every record: the value nearest zero, the same
+//     for every gateway (0 on one machine: nothing moves);
+//   - else one offset per gateway, when each gateway's records fit one
+//     (gateways with clocks of their own);
+//   - else (a clock that jitters, like the embedded Redis's TIME, which
+//     moves in steps) the median offset, the same for every gateway.
+//
+// A shared shift never changes how decisions sit relative to one another,
+// which is what a limiter deciding by that clock must be judged on. It
+// moves them onto rlctl's clock, so they fall in the same windows as the
+// requests whose decision time is not known (a gateway's fail-open
+// answers, say), which a remote Redis's clock 50 ms ahead would make them
+// miss by 50 ms.
 func (a *analyzer) clockShifts() {
 	h := a.h
-	lo := make([]int64, len(a.gwNames))
-	hi := make([]int64, len(a.gwNames))
-	seen := make([]bool, len(a.gwNames))
+	var all offsetBounds
+	per := make([]offsetBounds, len(a.gwNames))
+	// The median comes from a bounded sample, so memory stays constant.
+	stride := max(1, a.n/4096)
+	var sample []int64
 	for i := range a.n {
 		d, s, r := h.Decided(i), h.Sent(i), h.Received(i)
 		if d == history.NoTime || s == history.NoTime || r == history.NoTime || r < s || h.Outcome(i) == decision.Dropped {
 			continue
 		}
-		g := a.gateway(i)
 		from, to := clampTime(int64(d-r)), clampTime(int64(d-s))
-		if !seen[g] {
-			lo[g], hi[g], seen[g] = from, to, true
-			continue
+		all.add(from, to)
+		per[a.gateway(i)].add(from, to)
+		if i%stride == 0 {
+			sample = append(sample, from+(to-from)/2)
 		}
-		lo[g], hi[g] = max(lo[g], from), min(hi[g], to)
 	}
-	off := false
-	for g := range seen {
-		off = off || (seen[g] && (lo[g] > 0 || hi[g] < 0))
-	}
-	if !off {
-		return
-	}
-	a.shift = make([]int64, len(a.gwNames))
-	for g := range seen {
-		switch {
-		case !seen[g] || (lo[g] <= 0 && 0 <= hi[g]):
-		case lo[g] > hi[g]:
-			a.shift[g] = lo[g] + (hi[g]-lo[g])/2
-		case lo[g] > 0:
-			a.shift[g] = lo[g]
-		default:
-			a.shift[g] = hi[g]
+	shared := func(v int64) {
+		if v != 0 {
+			a.shift = make([]int64, len(a.gwNames))
+			for g := range a.shift {
+				a.shift[g] = v
+			}
 		}
+	}
+	switch {
+	case !all.seen:
+	case all.fits():
+		shared(all.nearestZero())
+	case !slices.ContainsFunc(per, func(b offsetBounds) bool { return b.seen && !b.fits() }):
+		a.shift = make([]int64, len(a.gwNames))
+		for g, b := range per {
+			if b.seen {
+				a.shift[g] = b.nearestZero()
+			}
+		}
+	default:
+		slices.Sort(sample)
+		shared(sample[len(sample)/2])
 	}
 }
 
@@ -216,9 +251,8 @@ func (a *analyzer) decisionTime(i int) int64 {
 // request that ran, retry_after_missing a denial.
 //
 // Definitions, with the allowed requests of one identity, each decided at
-// an unknown instant in [Sent, Received] (at Decided when known, moved by
-// its gateway's clock shift when the target's clock is off rlctl's; see
-// clockShifts):
+// an unknown instant in [Sent, Received] (at Decided when known, shifted
+// onto rlctl's clock when the target's clock is off it; see clockShifts):
 //
 //   - ceiling: max over t of the allowed whose whole interval lies in
 //     [t, t+W) - the most a window surely held; ceiling_upper: the same

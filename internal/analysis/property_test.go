@@ -497,7 +497,9 @@ func TestClockShiftKeepsDecisionsInTheirIntervals(t *testing.T) {
 			continue
 		}
 		w := int64(h.Meta.Limit.Window)
-		offs := [2]time.Duration{time.Duration(rng.Int64N(int64(200*time.Millisecond))) - 100*time.Millisecond, time.Duration(rng.Int64N(int64(time.Second)))}
+		// Offsets far beyond offsetSlack, and within the half second
+		// around Intended that a history keeps to the nanosecond.
+		offs := [2]time.Duration{-10*time.Millisecond - time.Duration(rng.Int64N(int64(90*time.Millisecond))), 10*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)))}
 		shifted := history.New(h.Meta, h.Len())
 		pinned := history.New(h.Meta, h.Len()+2)
 		for i := range h.Len() {
@@ -538,6 +540,37 @@ func TestClockShiftKeepsDecisionsInTheirIntervals(t *testing.T) {
 		got, want := Analyze(pinned, Options{}), Analyze(unshifted, Options{})
 		if !reflect.DeepEqual(got.PerIdentity, want.PerIdentity) {
 			t.Fatalf("iteration %d: pinned offsets %v not recovered:\n%+v\n%+v", iter, offs, got.PerIdentity, want.PerIdentity)
+		}
+	}
+}
+
+// One clock shared by every gateway that moves in steps (the embedded
+// Redis's TIME lags real time by up to its catch-up step) fits no single
+// offset exactly, nor one per gateway. The shift must then be the same for
+// every gateway: a limiter that decides by that clock is judged on how its
+// decisions sit relative to one another, which a shared shift keeps.
+func TestClockShiftOfAJitteryClockIsShared(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 9))
+	for _, lag := range []time.Duration{500 * time.Microsecond, 5 * time.Millisecond} {
+		h := history.New(history.Meta{Identities: []string{"u"}, Gateways: []string{"g0", "g1", "g2"}}, 0)
+		for i := range 3000 {
+			at := time.Duration(i) * 300 * time.Microsecond
+			sent := at + time.Duration(rng.Int64N(int64(20*time.Microsecond)))
+			decided := sent + time.Duration(rng.Int64N(int64(100*time.Microsecond)))
+			recv := decided + time.Duration(rng.Int64N(int64(200*time.Microsecond)))
+			h.Append(history.Record{Intended: at, Sent: sent, Received: recv, Decided: decided - time.Duration(rng.Int64N(int64(lag))),
+				RetryAfter: history.NoTime, Round: history.NoRound, Gateway: uint16(i % 3), Outcome: decision.Allowed, By: decision.ByRedis})
+		}
+		a := newAnalyzer(h, Options{})
+		a.scan()
+		if a.shift == nil {
+			continue // no shift at all is shared too
+		}
+		for g, s := range a.shift {
+			if s != a.shift[0] {
+				t.Fatalf("lag up to %v: gateway %d shifted by %v, gateway 0 by %v", lag, g, time.Duration(s), time.Duration(a.shift[0]))
+			}
 		}
 	}
 }

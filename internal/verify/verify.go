@@ -165,7 +165,7 @@ func decidedClockNote(h *history.History) string {
 	if med < 0 {
 		way, med = "behind", -med
 	}
-	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): the analysis moved each gateway's times by the smallest shift that puts them within their requests", med.Round(10*time.Microsecond), way)
+	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): the analysis moved them onto rlctl's clock (one shift for every gateway unless their clocks differ from one another)", med.Round(10*time.Microsecond), way)
 }
 
 // embeddedNote says so when a run on the embedded Redis went that fast.
