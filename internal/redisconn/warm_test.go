@@ -2,7 +2,6 @@ package redisconn_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -12,14 +11,7 @@ import (
 )
 
 // connectedTo counts the connections a server holds, besides admin's own.
-func connectedTo(t *testing.T, admin *redis.Client) int {
-	t.Helper()
-	list, err := admin.ClientList(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(strings.TrimSpace(list), "\n")
-}
+func connectedTo(t *testing.T, admin *redis.Client) int { return redistest.Connections(t, admin) - 1 }
 
 func TestWarmOpensUpToPoolSize(t *testing.T) {
 	t.Parallel()

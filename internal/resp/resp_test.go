@@ -295,14 +295,7 @@ func silentServer(t *testing.T) net.Listener {
 	return ln
 }
 
-func clients(t *testing.T, c *redis.Client) int {
-	t.Helper()
-	list, err := c.ClientList(context.Background()).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(strings.TrimSpace(list), "\n") + 1
-}
+func clients(t *testing.T, c *redis.Client) int { return redistest.Connections(t, c) }
 
 // A connection the server closed while idle (redis.conf timeout) is not
 // reused: the next call dials anew instead of failing.
@@ -382,20 +375,7 @@ func TestPoolWarmOpensConnections(t *testing.T) {
 	if n := clients(t, c); n != 1+4 {
 		t.Fatalf("%d clients after Warm(10) on a pool of 4, want the test's and 4", n)
 	}
-	accepted := func() string {
-		info, err := c.Info(ctx, "stats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.SplitSeq(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
-				return v
-			}
-		}
-		t.Fatal("no total_connections_received in INFO stats")
-		return ""
-	}
-	before := accepted()
+	before := redistest.Accepted(t, c)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -412,7 +392,7 @@ func TestPoolWarmOpensConnections(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if after := accepted(); after != before {
+	if after := redistest.Accepted(t, c); after != before {
 		t.Fatalf("connections accepted went from %s to %s while 4 callers used a warm pool of 4", before, after)
 	}
 }
