@@ -442,6 +442,14 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 				t.DeniedStatus = append(t.DeniedStatus, int(v))
 			})
 		},
+		"tls": func(n *yaml.Node, p string) {
+			d.fields(n, p, map[string]func(*yaml.Node, string){
+				"ca":                   d.str(&t.TLS.CA),
+				"cert":                 d.str(&t.TLS.Cert),
+				"key":                  d.str(&t.TLS.Key),
+				"insecure_skip_verify": d.boolean(&t.TLS.InsecureSkipVerify),
+			})
+		},
 		"script":      d.str(&t.Script),
 		"keys":        d.strList(&t.Keys),
 		"args":        d.strList(&t.Args),

@@ -57,6 +57,11 @@ func TestLoadMistakes(t *testing.T) {
 		{"latency vs number", base + "thresholds:\n  - p99 < 5\n", []string{`bad.yaml:8: thresholds[0]: threshold "p99 < 5": p99 is a latency: compare it with a duration like 5ms`}},
 		{"count vs duration", base + "thresholds:\n  - ceiling < 5ms\n", []string{`bad.yaml:8: thresholds[0]: threshold "ceiling < 5ms": a duration compares only with a latency`}},
 		{"http needs urls", "name: h\nlimit: 1/s\ntarget:\n  kind: http\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:3: target.urls: an http target needs urls`}},
+		{"tls file missing", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [https://gw.example]\n  tls:\n    ca: nope.pem\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.tls.ca: read: `}},
+		{"tls ca not PEM", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [https://gw.example]\n  tls: {ca: testdata/scripts/limit.lua}\ntraffic: {rate: 1/s}\n", []string{`target.tls.ca: testdata/scripts/limit.lua holds no PEM certificate`}},
+		{"tls cert without key", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [https://gw.example]\n  tls: {cert: c.pem}\ntraffic: {rate: 1/s}\n", []string{`target.tls: a client certificate needs both cert and key`}},
+		{"tls on plain http", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example]\n  tls: {insecure_skip_verify: true}\ntraffic: {rate: 1/s}\n", []string{`target.tls: applies to https:// URLs, and none is`}},
+		{"tls on a simulated target", "name: h\nlimit: 1/s\ntarget:\n  kind: simulated\n  tls: {insecure_skip_verify: true}\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:5: target.tls: applies to http targets only`}},
 		{"http bad url", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://x\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: want an http:// or https:// URL, got "ftp://x"`}},
 		{"script needs script keys allowed", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\ntraffic: {rate: 1/s}\n", []string{
 			`bad.yaml:3: target.script: a redis-script target needs script`,

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -220,6 +222,9 @@ func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
 				sc.Target.Script, sc.Target.ScriptSource = p, string(b)
 			}
 		}
+		if sc != nil && sc.Target.Kind == KindHTTP {
+			readTLS(d, src, name, &sc.Target.TLS)
+		}
 		if len(d.errs) > 0 {
 			errs = append(errs, d.errs...)
 			continue
@@ -287,4 +292,33 @@ func safeDecode(dec *yaml.Decoder, doc *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(doc)
+}
+
+// readTLS reads an http target's TLS files (relative to the scenario file)
+// and checks they hold what they should: a CA bundle, a certificate and
+// its key.
+func readTLS(d *decoder, src source, name string, f *TLSFiles) {
+	read := func(field string, path *string, dst *[]byte) bool {
+		if *path == "" {
+			return false
+		}
+		p := src.rel(name, *path)
+		b, err := src.read(p)
+		if err != nil {
+			d.errorf(d.lines[field], field, "read: %v", err)
+			return false
+		}
+		*path, *dst = p, b
+		return true
+	}
+	if read("target.tls.ca", &f.CA, &f.CAPEM) && !x509.NewCertPool().AppendCertsFromPEM(f.CAPEM) {
+		d.errorf(d.lines["target.tls.ca"], "target.tls.ca", "%s holds no PEM certificate", f.CA)
+	}
+	okCert := read("target.tls.cert", &f.Cert, &f.CertPEM)
+	okKey := read("target.tls.key", &f.Key, &f.KeyPEM)
+	if okCert && okKey {
+		if _, err := tls.X509KeyPair(f.CertPEM, f.KeyPEM); err != nil {
+			d.errorf(d.lines["target.tls.cert"], "target.tls.cert", "certificate and key: %v", err)
+		}
+	}
 }

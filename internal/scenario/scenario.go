@@ -138,6 +138,9 @@ type Target struct {
 	Headers      map[string]string
 	Body         string
 	DeniedStatus []int
+	// TLS configures https:// gateways: a CA to trust, a client
+	// certificate, or no verification at all.
+	TLS TLSFiles
 
 	// redis-script targets.
 	// Script is the script's path, resolved relative to the scenario file;
@@ -215,4 +218,21 @@ type Fault struct {
 	Latency time.Duration // redis-latency only
 	Gateway int           // gateway-down only: index of the gateway
 	Line    int
+}
+
+// TLSFiles are an http target's TLS settings. CA, Cert and Key are paths,
+// resolved relative to the scenario file; their PEM contents are read at
+// load time (CAPEM, CertPEM, KeyPEM), so a missing or malformed file is a
+// load error naming the field.
+type TLSFiles struct {
+	CA, Cert, Key          string
+	CAPEM, CertPEM, KeyPEM []byte
+	// InsecureSkipVerify trusts any certificate (a test gateway's
+	// self-signed one, say).
+	InsecureSkipVerify bool
+}
+
+// Set reports whether any TLS setting was given.
+func (f TLSFiles) Set() bool {
+	return f.CA != "" || f.Cert != "" || f.Key != "" || f.InsecureSkipVerify
 }

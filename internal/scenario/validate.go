@@ -202,7 +202,13 @@ func (d *decoder) validate(sc *Scenario) {
 			bad(field, "applies to %s targets only, not %s", kind, t.Kind)
 		}
 	}
-	for _, f := range []string{"target.urls", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status"} {
+	if (t.TLS.Cert == "") != (t.TLS.Key == "") {
+		bad("target.tls", "a client certificate needs both cert and key")
+	}
+	if t.TLS.Set() && !slices.ContainsFunc(t.URLs, func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "https://") }) && t.Kind == KindHTTP {
+		bad("target.tls", "applies to https:// URLs, and none is")
+	}
+	for _, f := range []string{"target.urls", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
 		onlyFor(f, KindHTTP)
 	}
 	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,8 @@ type HTTPOptions struct {
 	// Endpoints names the endpoints; requests are the same for all (default
 	// one endpoint, "default").
 	Endpoints []string
+	// TLS configures https:// gateways (nil: the system's roots).
+	TLS *tls.Config
 }
 
 type httpGateway struct {
@@ -65,6 +68,7 @@ type httpTarget struct {
 	denied    [600]bool
 	client    *http.Client
 	transport *http.Transport
+	dials     *warmDials // net/http's connections, some opened ahead (Warm)
 	// raw holds one fast HTTP/1.1 pool per gateway when every URL is plain
 	// http:// (see rawPool); nil means net/http does the work.
 	raw      []*rawPool
@@ -167,13 +171,14 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		conns = DefaultWorkers
 	}
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	t.dials = newWarmDials(dialer, o.TLS, timeout)
 	t.transport = &http.Transport{
 		// Proxy stays nil: load goes only where the user pointed it.
-		DialContext:         dialer.DialContext,
+		DialContext:         t.dials.plain,
+		DialTLSContext:      t.dials.tls,
 		MaxIdleConns:        conns * len(t.gws),
 		MaxIdleConnsPerHost: conns,
 		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: timeout,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
 	}
@@ -321,13 +326,20 @@ func errResponse(err error) Response {
 }
 
 // Warm opens conns connections to every gateway at once, as wrk connects
-// before it measures. Only the raw client can; https:// gateways dial on
-// demand through net/http.
+// before it measures: in the raw client's pools, or (https://, and URLs the
+// raw client cannot send) handshaken ahead for net/http to take when it
+// next dials. Nothing is sent, so no limiter counts a warm-up.
 func (t *httpTarget) Warm(ctx context.Context, conns int) error {
 	var wg sync.WaitGroup
-	errs := make([]error, len(t.raw))
-	for i, p := range t.raw {
-		wg.Go(func() { errs[i] = p.warm(ctx, conns) })
+	errs := make([]error, len(t.gws))
+	for i, g := range t.gws {
+		wg.Go(func() {
+			if t.raw != nil {
+				errs[i] = t.raw[i].warm(ctx, conns)
+			} else {
+				errs[i] = t.dials.warm(ctx, g.url, conns)
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -345,6 +357,7 @@ func (t *httpTarget) Endpoints() []string { return t.endpoints }
 
 func (t *httpTarget) Close() error {
 	t.transport.CloseIdleConnections()
+	t.dials.close()
 	for _, p := range t.raw {
 		p.close()
 	}

@@ -3,6 +3,8 @@ package traffic
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -227,13 +229,7 @@ func TestRawHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
 // at once afterwards use them: the gateway sees no new connection.
 func TestRawHTTPWarm(t *testing.T) {
 	t.Parallel()
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
+	srv, conns := countingServer()
 	srv.Start()
 	defer srv.Close()
 	tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL, srv.URL + "/b"}, MaxConns: 8})
@@ -244,13 +240,7 @@ func TestRawHTTPWarm(t *testing.T) {
 	if err := tg.(Warmer).Warm(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}
-	// The server counts a connection when it accepts it, a moment after
-	// the dial returned.
-	for deadline := time.Now().Add(5 * time.Second); conns.Load() != 10; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections after Warm(5) on 2 gateways, want 10", conns.Load())
-		}
-	}
+	waitConns(t, conns, 10, "after Warm(5) on 2 gateways")
 	var wg sync.WaitGroup
 	for g := range 2 {
 		for range 5 {
@@ -266,5 +256,75 @@ func TestRawHTTPWarm(t *testing.T) {
 	wg.Wait()
 	if n := conns.Load(); n != 10 {
 		t.Fatalf("%d connections after 5 concurrent requests per warm gateway, want still 10", n)
+	}
+}
+
+// An https:// gateway with a private CA: the target trusts the CA it is
+// given (and refuses the certificate without it), and Warm hands net/http
+// connections already handshaken, so requests that come at once open none.
+func TestHTTPSWarmAndCA(t *testing.T) {
+	t.Parallel()
+	srv, conns := countingServer()
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+
+	untrusted, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer untrusted.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r := untrusted.Do(ctx, Request{ID: "u"}); r.Outcome != decision.Error || !strings.Contains(r.Err.Error(), "certificate") {
+		t.Fatalf("without the CA: %v %v, want a certificate error", r.Outcome, r.Err)
+	}
+	base := conns.Load()
+
+	tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: roots}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if err := tg.(Warmer).Warm(ctx, 4); err != nil {
+		t.Fatalf("Warm: %v", err)
+	}
+	waitConns(t, conns, base+4, "after Warm(4) (counting the refused one)")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if r := tg.Do(ctx, Request{ID: "u"}); r.Outcome != decision.Allowed {
+				t.Errorf("with the CA: %v %v", r.Outcome, r.Err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := conns.Load() - base; n != 4 {
+		t.Fatalf("%d connections after 4 requests at once on 4 warm ones, want 4", n)
+	}
+}
+
+// countingServer is an unstarted test gateway answering 200 that counts
+// the connections it accepts.
+func countingServer() (*httptest.Server, *atomic.Int64) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	return srv, &conns
+}
+
+// waitConns waits until the server has accepted want connections: it
+// counts one when it accepts it, a moment after the dial returned.
+func waitConns(t *testing.T, conns *atomic.Int64, want int64, when string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); conns.Load() != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections %s, want %d", conns.Load(), when, want)
+		}
 	}
 }

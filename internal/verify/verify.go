@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -220,11 +222,15 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			// it did not inject must not look like one that was survived.
 			return nil, exitcode.With(fmt.Errorf("%s: faults need a target whose Redis rlctl controls (simulated or redis-script), not http", sc.Name), exitcode.Usage)
 		}
+		tlsConf, err := httpTLS(sc.Target.TLS)
+		if err != nil {
+			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
+		}
 		t, err := traffic.NewHTTP(traffic.HTTPOptions{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
-			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout,
+			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout, TLS: tlsConf,
 		})
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
@@ -306,6 +312,29 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	}
 	ok = true
 	return e, nil
+}
+
+// httpTLS builds an http target's TLS settings from the PEM the scenario
+// loaded; nil when none was given (the system's roots).
+func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
+	if !f.Set() {
+		return nil, nil
+	}
+	c := &tls.Config{InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // the user asked for it, for a test gateway
+	if len(f.CAPEM) > 0 {
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(f.CAPEM) {
+			return nil, fmt.Errorf("tls.ca %s: no PEM certificate", f.CA)
+		}
+	}
+	if len(f.CertPEM) > 0 {
+		cert, err := tls.X509KeyPair(f.CertPEM, f.KeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 func openRedis(ctx context.Context, spec string, o Options) (*redisconn.Config, func() error, error) {

@@ -2,8 +2,11 @@ package verify
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -338,5 +341,54 @@ func TestDecidedClockNote(t *testing.T) {
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 			t.Errorf("%s: note %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// An https:// gateway behind a private CA, named in the scenario file by a
+// path relative to it: verify trusts it and measures the gateway.
+func TestHTTPSGatewayWithPrivateCA(t *testing.T) {
+	srv := redistest.Start(t)
+	l := rate.Limit{Count: 10, Window: time.Second}
+	set, err := gateway.New(context.Background(), gateway.Options{
+		N: 1, Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: l, Prefix: "rl:"},
+		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	o := httpgw.Options{Decider: set, Limit: l}
+	gw := httptest.NewTLSServer(httpgw.Handler(o, httpgw.NewMetrics(o), 0))
+	defer gw.Close()
+	dir := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: gw.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "https.yaml")
+	doc := fmt.Sprintf(`name: https-gateway
+limit: 10/1s
+target:
+  kind: http
+  urls: [%s/]
+  tls: {ca: ca.pem}
+traffic: {rate: 50/s, duration: 1s}
+thresholds:
+  - errors == 0
+  - ceiling <= 2*limit
+`, gw.URL)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scs, err := scenario.LoadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, scs[0])
+	if out.Report.Status != report.StatusPass {
+		t.Fatalf("status %s: %+v", out.Report.Status, out.Report.Thresholds)
+	}
+	if a := metric(t, out, analysis.Allowed); a < 10 {
+		t.Errorf("allowed %g, want at least the limit", a)
 	}
 }
