@@ -320,7 +320,7 @@ func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
 	if !f.Set() {
 		return nil, nil
 	}
-	c := &tls.Config{InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // the user asked for it, for a test gateway
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // only on explicit request, for a test gateway
 	if len(f.CAPEM) > 0 {
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(f.CAPEM) {
