@@ -286,12 +286,11 @@ func TestDecideBounds(t *testing.T) {
 
 // After Warm, requests that come at once through every gateway find their
 // connections open and their script loaded: Redis accepts no connection and
-// runs no EVAL (the NOSCRIPT fallback) while they are decided. (Designs
-// that decide through go-redis, redis-get-incr and leasing, warm its main
-// pool; its separate pipeline pool still dials on demand.)
+// runs no EVAL (the NOSCRIPT fallback) while they are decided. redis-get-incr
+// has no script, and its three round trips share the warmed pool too.
 func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 	t.Parallel()
-	for _, algo := range []string{limiter.RedisFixedWindow, limiter.RedisSlidingLog} {
+	for _, algo := range []string{limiter.RedisFixedWindow, limiter.RedisSlidingLog, limiter.RedisGetIncr} {
 		t.Run(algo, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

@@ -103,10 +103,7 @@ func New(cfg Config, client redis.UniversalClient, clock Clock) (Limiter, error)
 	}
 	switch cfg.Algorithm {
 	case RedisGetIncr:
-		return &getIncr{
-			client: client, prefix: prefixOf(cfg) + tags[RedisGetIncr] + ":{",
-			limit: cfg.Limit.Count, window: cfg.Limit.Window, pause: cfg.Pause,
-		}, nil
+		return newGetIncr(cfg, client), nil
 	case Leasing:
 		return newLease(cfg, client, clock), nil
 	}

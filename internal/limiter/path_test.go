@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/resp"
 )
 
 var luaDesigns = []string{RedisFixedWindow, RedisFixedWindowRefresh, RedisClockWindow,
@@ -30,45 +31,91 @@ func TestDecisionPathsAgree(t *testing.T) {
 	for _, algo := range luaDesigns {
 		t.Run(algo, func(t *testing.T) {
 			clock := newFakeClock(epoch)
-			paths := map[string]*scriptLimiter{}
+			paths := map[string]Limiter{}
 			for _, path := range []string{"resp", "go-redis"} {
 				l, err := newScriptLimiter(Config{Algorithm: algo, Limit: limit, Clock: ClockGateway, Prefix: "path-" + path + ":"}, c, clock.Clock())
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { l.Close() })
-				if l.pool == nil {
-					t.Fatal("a plain client did not get a resp pool")
-				}
-				if path == "go-redis" {
-					l.pool.Close()
-					l.pool = nil
-				}
+				choosePath(t, path, &l.pool)
 				paths[path] = l
 			}
 			for i := 0; i < 12; i++ {
-				id := fmt.Sprintf("id-%d", i%2)
-				var got [2]Decision
-				for j, path := range []string{"resp", "go-redis"} {
-					d, err := paths[path].Allow(context.Background(), id, 1)
-					if err != nil {
-						t.Fatalf("%s request %d: %v", path, i, err)
-					}
-					got[j] = d
-				}
-				// The fixed windows' times come from the key's TTL, which
-				// runs in real time between the two calls; everything the
-				// gateway clock decides must be equal.
-				near := func(a, b time.Duration) bool { return (a - b).Abs() < 100*time.Millisecond }
-				a, b := got[0], got[1]
-				if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.By != b.By ||
-					!near(a.Reset, b.Reset) || !near(a.RetryAfter, b.RetryAfter) {
-					t.Fatalf("request %d for %s: resp %+v, go-redis %+v", i, id, got[0], got[1])
-				}
+				askBoth(t, paths, i)
 				clock.Add(7 * time.Second)
 			}
 		})
 	}
+}
+
+// TestGetIncrPathsAgree: redis-get-incr's three round trips go through the
+// resp pool on a single server and through go-redis on a Cluster; the
+// same requests get the same decisions through both, including the TTL
+// set on a window's first increment and the denial at the limit.
+func TestGetIncrPathsAgree(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	c := s.Client(t)
+	limit := rate.Limit{Count: 3, Window: time.Minute}
+	paths := map[string]Limiter{}
+	for _, path := range []string{"resp", "go-redis"} {
+		g := newGetIncr(Config{Algorithm: RedisGetIncr, Limit: limit, Prefix: "gi-" + path + ":"}, c)
+		t.Cleanup(func() { g.Close() })
+		choosePath(t, path, &g.pool)
+		paths[path] = g
+	}
+	for i := range 10 {
+		if d, want := askBoth(t, paths, i), i/2 < 3; d.Allowed != want {
+			t.Fatalf("request %d: allowed %v, want %v (limit 3)", i, d.Allowed, want)
+		}
+	}
+	for _, path := range []string{"resp", "go-redis"} {
+		if ttl := c.PTTL(context.Background(), "gi-"+path+":gi:{id-0}").Val(); ttl < 59*time.Second || ttl > time.Minute {
+			t.Errorf("%s: key TTL %v, want about the window", path, ttl)
+		}
+	}
+}
+
+// choosePath leaves a limiter on the resp pool it got from a plain client
+// ("resp"), or takes the pool away so it decides through go-redis, as on a
+// Cluster ("go-redis").
+func choosePath(t *testing.T, path string, pool **resp.Pool) {
+	t.Helper()
+	if *pool == nil {
+		t.Fatal("a plain client did not get a resp pool")
+	}
+	if path == "go-redis" {
+		(*pool).Close()
+		*pool = nil
+	}
+}
+
+// askBoth sends request i (identity id-0 or id-1, by turns) through both
+// paths, fails the test unless they decide alike, and returns the decision.
+func askBoth(t *testing.T, paths map[string]Limiter, i int) Decision {
+	t.Helper()
+	id := fmt.Sprintf("id-%d", i%2)
+	var got [2]Decision
+	for j, path := range []string{"resp", "go-redis"} {
+		d, err := paths[path].Allow(context.Background(), id, 1)
+		if err != nil {
+			t.Fatalf("%s request %d: %v", path, i, err)
+		}
+		got[j] = d
+	}
+	if !sameDecision(got[0], got[1]) {
+		t.Fatalf("request %d for %s: resp %+v, go-redis %+v", i, id, got[0], got[1])
+	}
+	return got[0]
+}
+
+// sameDecision compares two paths' decisions. Times that come from a
+// key's TTL run in real time between the two calls, so they may differ a
+// little; everything else must be equal.
+func sameDecision(a, b Decision) bool {
+	near := func(x, y time.Duration) bool { return (x - y).Abs() < 100*time.Millisecond }
+	return a.Allowed == b.Allowed && a.Remaining == b.Remaining && a.By == b.By && near(a.Reset, b.Reset) && near(a.RetryAfter, b.RetryAfter)
 }
 
 // TestLuaDesignsOnCluster: on a 3-master Cluster every Lua design admits

@@ -209,28 +209,53 @@ func scriptDecision(r []int64) (Decision, error) {
 // INCRBY and, on the first increment, PEXPIRE — separate round trips with a
 // gap between the read and the write where another gateway reads the same
 // count.
+//
+// On a single server the round trips go through a resp.Pool, as the Lua
+// designs' do, so every design is measured through the same client; a
+// Cluster keeps go-redis.
 type getIncr struct {
 	client redis.UniversalClient
+	pool   *resp.Pool
 	prefix string
 	limit  int64
 	window time.Duration
 	pause  time.Duration
 }
 
+func newGetIncr(cfg Config, client redis.UniversalClient) *getIncr {
+	g := &getIncr{
+		client: client, prefix: prefixOf(cfg) + tags[RedisGetIncr] + ":{",
+		limit: cfg.Limit.Count, window: cfg.Limit.Window, pause: cfg.Pause,
+	}
+	if c, ok := client.(*redis.Client); ok {
+		g.pool, _ = resp.FromClient(c)
+	}
+	return g
+}
+
+// Close closes the pool, when there is one; the client is the caller's.
+func (g *getIncr) Close() error {
+	if g.pool != nil {
+		return g.pool.Close()
+	}
+	return nil
+}
+
+// Warm opens conns connections for decisions.
+func (g *getIncr) Warm(ctx context.Context, conns int) error {
+	if g.pool != nil {
+		return g.pool.Warm(ctx, conns)
+	}
+	return redisconn.Warm(ctx, g.client, conns)
+}
+
 // Allow implements Limiter.
 func (g *getIncr) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
 	key := g.prefix + id + "}"
-	pipe := g.client.Pipeline()
-	get := pipe.Get(ctx, key)
-	pttl := pipe.PTTL(ctx, key)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	n, ttl, err := g.read(ctx, key)
+	if err != nil {
 		return Decision{}, fmt.Errorf("redis-get-incr read %q: %w", id, err)
 	}
-	n, err := get.Int64()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return Decision{}, fmt.Errorf("redis-get-incr parse %q: %w", id, err)
-	}
-	ttl := pttl.Val()
 	if ttl < 0 {
 		ttl = g.window
 	}
@@ -246,16 +271,87 @@ func (g *getIncr) Allow(ctx context.Context, id string, cost int64) (Decision, e
 		case <-t.C:
 		}
 	}
-	after, err := g.client.IncrBy(ctx, key, cost).Result()
+	after, err := g.incr(ctx, key, cost)
 	if err != nil {
 		return Decision{}, fmt.Errorf("redis-get-incr increment %q: %w", id, err)
 	}
 	if after == cost {
 		// first increment of the window: a third round trip sets the expiry
-		if err := g.client.PExpire(ctx, key, g.window).Err(); err != nil {
+		if err := g.expire(ctx, key); err != nil {
 			return Decision{}, fmt.Errorf("redis-get-incr expire %q: %w", id, err)
 		}
 		ttl = g.window
 	}
 	return Decision{Allowed: true, Remaining: max(0, g.limit-after), Reset: ttl, By: decision.ByRedis}, nil
+}
+
+// read is GET and PTTL in one round trip: the count (0 when the key is
+// missing) and the TTL (negative when there is none).
+func (g *getIncr) read(ctx context.Context, key string) (n int64, ttl time.Duration, err error) {
+	if g.pool == nil {
+		pipe := g.client.Pipeline()
+		get := pipe.Get(ctx, key)
+		pttl := pipe.PTTL(ctx, key)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, 0, err
+		}
+		if n, err = get.Int64(); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, 0, err
+		}
+		return n, pttl.Val(), nil
+	}
+	r, err := g.pool.Do(ctx, time.Time{}, []string{"GET", key}, []string{"PTTL", key})
+	if err != nil {
+		return 0, 0, err
+	}
+	switch v := r[0].(type) {
+	case nil:
+	case string:
+		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, 0, err
+		}
+	case error:
+		return 0, 0, v
+	default:
+		return 0, 0, fmt.Errorf("GET answered %T", v)
+	}
+	ms, ok := r[1].(int64)
+	if !ok {
+		return 0, 0, fmt.Errorf("PTTL answered %v", r[1])
+	}
+	if ms < 0 {
+		return n, time.Duration(ms), nil // -1 no TTL, -2 no key, as go-redis keeps them
+	}
+	return n, time.Duration(ms) * time.Millisecond, nil
+}
+
+// incr is INCRBY: the count after it.
+func (g *getIncr) incr(ctx context.Context, key string, cost int64) (int64, error) {
+	if g.pool == nil {
+		return g.client.IncrBy(ctx, key, cost).Result()
+	}
+	r, err := g.pool.Do(ctx, time.Time{}, []string{"INCRBY", key, strconv.FormatInt(cost, 10)})
+	if err != nil {
+		return 0, err
+	}
+	after, ok := r[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("INCRBY answered %v", r[0])
+	}
+	return after, nil
+}
+
+// expire is PEXPIRE for one window.
+func (g *getIncr) expire(ctx context.Context, key string) error {
+	if g.pool == nil {
+		return g.client.PExpire(ctx, key, g.window).Err()
+	}
+	r, err := g.pool.Do(ctx, time.Time{}, []string{"PEXPIRE", key, strconv.FormatInt(g.window.Milliseconds(), 10)})
+	if err != nil {
+		return err
+	}
+	if e, ok := r[0].(error); ok {
+		return e
+	}
+	return nil
 }

@@ -41,7 +41,14 @@ func (c *Conn) Close() error { return c.nc.Close() }
 
 // begin starts a command of n arguments (the command name included).
 func (c *Conn) begin(n int) {
-	c.buf = append(c.buf[:0], '*')
+	c.buf = c.buf[:0]
+	c.more(n)
+}
+
+// more starts another command of n arguments after those already in the
+// buffer, to send several in one write.
+func (c *Conn) more(n int) {
+	c.buf = append(c.buf, '*')
 	c.buf = strconv.AppendInt(c.buf, int64(n), 10)
 	c.buf = append(c.buf, '\r', '\n')
 }

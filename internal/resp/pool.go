@@ -223,15 +223,13 @@ func (p *Pool) setup(ctx context.Context, c *Conn) error {
 	if len(cmds) == 0 {
 		return nil
 	}
-	var all []byte
+	c.buf = c.buf[:0]
 	for _, cmd := range cmds {
-		c.begin(len(cmd))
+		c.more(len(cmd))
 		for _, a := range cmd {
 			c.arg(a)
 		}
-		all = append(all, c.buf...)
 	}
-	c.buf = all
 	if err := c.flush(p.deadline(ctx)); err != nil {
 		return err
 	}
@@ -370,14 +368,61 @@ func (p *Pool) Eval(ctx context.Context, deadline time.Time, s *Script, keys, ar
 	return reply, err
 }
 
+// Do sends cmds in one write, until deadline (zero: none), and reads one
+// reply per command, each as Eval returns it, an error reply as Error in
+// its place. err is for the exchange itself (I/O, protocol). A READONLY
+// reply retires the connection, as for scripts.
+func (p *Pool) Do(ctx context.Context, deadline time.Time, cmds ...[]string) ([]any, error) {
+	deadline = p.until(ctx, deadline)
+	c, err := p.get(ctx, deadline)
+	if err != nil {
+		return nil, err
+	}
+	defer p.put(c)
+	c.buf = c.buf[:0]
+	for _, cmd := range cmds {
+		c.more(len(cmd))
+		for _, a := range cmd {
+			c.arg(a)
+		}
+	}
+	if err := c.flush(deadline); err != nil {
+		return nil, err
+	}
+	out := make([]any, len(cmds))
+	for i := range cmds {
+		v, err := c.readAny(0)
+		var re Error
+		switch {
+		case errors.As(err, &re):
+			out[i] = re
+			if strings.HasPrefix(string(re), "READONLY") {
+				c.bad = true
+			}
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = v
+		}
+	}
+	return out, nil
+}
+
+// until is the earlier of deadline (zero: none) and ctx's own, or the
+// pool's timeout from now when neither is set.
+func (p *Pool) until(ctx context.Context, deadline time.Time) time.Time {
+	if d := p.deadline(ctx); deadline.IsZero() || (!d.IsZero() && d.Before(deadline)) {
+		return d
+	}
+	return deadline
+}
+
 // evalsha borrows a connection and runs send with EVALSHA, then with EVAL
 // when the server does not know the script yet. A READONLY answer (a
 // failover demoted this server) retires the connection, so the next one
 // dials the current primary (a Sentinel dialer resolves it again).
 func (p *Pool) evalsha(ctx context.Context, deadline time.Time, s *Script, send func(c *Conn, cmd, script string, deadline time.Time) error) error {
-	if d := p.deadline(ctx); deadline.IsZero() || (!d.IsZero() && d.Before(deadline)) {
-		deadline = d
-	}
+	deadline = p.until(ctx, deadline)
 	c, err := p.get(ctx, deadline)
 	if err != nil {
 		return err
