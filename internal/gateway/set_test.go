@@ -287,10 +287,11 @@ func TestDecideBounds(t *testing.T) {
 // After Warm, requests that come at once through every gateway find their
 // connections open and their script loaded: Redis accepts no connection and
 // runs no EVAL (the NOSCRIPT fallback) while they are decided. redis-get-incr
-// has no script, and its three round trips share the warmed pool too.
+// has no script, and its three round trips share the warmed pool too, as
+// leasing's grants do.
 func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 	t.Parallel()
-	for _, algo := range []string{limiter.RedisFixedWindow, limiter.RedisSlidingLog, limiter.RedisGetIncr} {
+	for _, algo := range []string{limiter.RedisFixedWindow, limiter.RedisSlidingLog, limiter.RedisGetIncr, limiter.Leasing} {
 		t.Run(algo, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

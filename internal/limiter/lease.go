@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // Lease is the leasing design on one gateway. Redis holds a global budget
@@ -34,7 +36,10 @@ import (
 // each top-up by recent demand: the rate spent since the previous grant
 // times a tenth of the window, between 1 and Limit.Count.
 type Lease struct {
-	client      redis.UniversalClient
+	client redis.UniversalClient
+	// pool carries the grants on a single server, as the other designs'
+	// decisions (see scriptLimiter); nil on a Cluster, which keeps go-redis.
+	pool        *resp.Pool
 	clock       Clock
 	redisClock  bool
 	prefix      string
@@ -109,6 +114,9 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 	}
 	for i := range l.state {
 		l.state[i] = make(map[string]*slice)
+	}
+	if c, ok := client.(*redis.Client); ok {
+		l.pool, _ = resp.FromClient(c)
 	}
 	return l
 }
@@ -283,12 +291,24 @@ type grant struct {
 }
 
 func (l *Lease) grant(ctx context.Context, id string, want int64) (grant, error) {
-	var now any = ""
-	if !l.redisClock {
-		now = l.clock().UnixMicro()
+	var a resp.Args
+	a.Key(l.prefix + id + "}")
+	a.Int(l.limit)
+	a.Int(l.wms)
+	a.Int(want)
+	if l.redisClock {
+		a.String("")
+	} else {
+		a.Int(l.clock().UnixMicro())
 	}
-	keys := [1]string{l.prefix + id + "}"}
-	r, err := leaseScript.Run(ctx, l.client, keys[:], l.limit, l.wms, want, now).Int64Slice()
+	var r []int64
+	var err error
+	if l.pool != nil {
+		r, err = l.pool.EvalInts(ctx, respScripts[Leasing], &a, nil)
+	} else {
+		keys, args := a.Values()
+		r, err = leaseScript.Run(ctx, l.client, keys, args...).Int64Slice()
+	}
 	if err != nil {
 		return grant{}, fmt.Errorf("leasing grant for %q: %w", id, err)
 	}
@@ -340,10 +360,24 @@ func (l *Lease) Stats() LeaseStats {
 	return st
 }
 
-// Close stops new top-ups and waits for those in flight (each bounded by
-// the top-up timeout).
+// Close stops new top-ups, waits for those in flight (each bounded by the
+// top-up timeout) and closes the grant pool; the client is the caller's.
 func (l *Lease) Close() error {
 	l.closed.Store(true)
 	l.wg.Wait()
+	if l.pool != nil {
+		return l.pool.Close()
+	}
 	return nil
+}
+
+// Warm loads the grant script and opens conns connections for grants.
+func (l *Lease) Warm(ctx context.Context, conns int) error {
+	if err := leaseScript.Load(ctx, l.client).Err(); err != nil {
+		return fmt.Errorf("leasing: load script: %w", err)
+	}
+	if l.pool != nil {
+		return l.pool.Warm(ctx, conns)
+	}
+	return redisconn.Warm(ctx, l.client, conns)
 }

@@ -180,8 +180,7 @@ func TestLeaseAdaptive(t *testing.T) {
 				}
 				clock.Add(tt.step)
 				b.mini.FastForward(tt.step)
-				l.Close() // wait for the top-up each request may start
-				l.closed.Store(false)
+				l.wg.Wait() // the top-up each request may start
 			}
 			if st := l.Stats(); !tt.check(st) {
 				t.Fatalf("after 300 requests: %+v, want %s", st, tt.explain)

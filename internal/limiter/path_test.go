@@ -77,6 +77,38 @@ func TestGetIncrPathsAgree(t *testing.T) {
 	}
 }
 
+// TestLeaseGrantPathsAgree: leasing's grants from Redis go through the
+// resp pool on a single server and through go-redis on a Cluster; the same
+// asks get the same grants through both, down to an empty window.
+func TestLeaseGrantPathsAgree(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t).Client(t)
+	clock := newFakeClock(epoch)
+	leases := map[string]*Lease{}
+	for _, path := range []string{"resp", "go-redis"} {
+		l := newLease(Config{Algorithm: Leasing, Limit: rate.Limit{Count: 10, Window: time.Minute}, Clock: ClockGateway, Prefix: "lease-" + path + ":"}, c, clock.Clock())
+		t.Cleanup(func() { l.Close() })
+		choosePath(t, path, &l.pool)
+		leases[path] = l
+	}
+	for i, want := range []int64{4, 4, 4, 4} {
+		var got [2]grant
+		for j, path := range []string{"resp", "go-redis"} {
+			g, err := leases[path].grant(context.Background(), "id", want)
+			if err != nil {
+				t.Fatalf("%s grant %d: %v", path, i, err)
+			}
+			got[j] = g
+		}
+		if got[0].n != got[1].n || (got[0].windowLeft-got[1].windowLeft).Abs() > 100*time.Millisecond {
+			t.Fatalf("grant %d of %d: resp %+v, go-redis %+v", i, want, got[0], got[1])
+		}
+		if wantN := min(want, max(0, 10-int64(i)*want)); got[0].n != wantN {
+			t.Fatalf("grant %d: %d granted, want %d of the 10 left", i, got[0].n, wantN)
+		}
+	}
+}
+
 // choosePath leaves a limiter on the resp pool it got from a plain client
 // ("resp"), or takes the pool away so it decides through go-redis, as on a
 // Cluster ("go-redis").
