@@ -98,7 +98,7 @@ type Schema struct {
 	hasID func(p Parsed, id string) bool
 	// fits says, once its value is read, whether a key whose name and type
 	// this schema matched is really of its layout; nil means always. Names
-	// alone cannot always tell layouts apart (see maxTTLOfAny).
+	// alone cannot always tell layouts apart (see longestOfAny).
 	fits func(k *Key) bool
 }
 
