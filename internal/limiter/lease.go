@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/resp"
 )
 
@@ -115,9 +114,7 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 	for i := range l.state {
 		l.state[i] = make(map[string]*slice)
 	}
-	if c, ok := client.(*redis.Client); ok {
-		l.pool, _ = resp.FromClient(c)
-	}
+	l.pool = resp.ForClient(client)
 	return l
 }
 
@@ -376,8 +373,5 @@ func (l *Lease) Warm(ctx context.Context, conns int) error {
 	if err := leaseScript.Load(ctx, l.client).Err(); err != nil {
 		return fmt.Errorf("leasing: load script: %w", err)
 	}
-	if l.pool != nil {
-		return l.pool.Warm(ctx, conns)
-	}
-	return redisconn.Warm(ctx, l.client, conns)
+	return warm(ctx, l.pool, l.client, conns)
 }

@@ -87,10 +87,8 @@ func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*s
 		s.fixed.Int(limit)
 		s.fixed.Int(wms)
 	}
-	if c, ok := client.(*redis.Client); ok {
-		if p, ok := resp.FromClient(c); ok {
-			s.pool, s.rscript = p, respScripts[cfg.Algorithm]
-		}
+	if s.pool = resp.ForClient(client); s.pool != nil {
+		s.rscript = respScripts[cfg.Algorithm]
 	}
 	return s, nil
 }
@@ -110,10 +108,17 @@ func (s *scriptLimiter) Warm(ctx context.Context, conns int) error {
 	if err := s.script.Load(ctx, s.client).Err(); err != nil {
 		return fmt.Errorf("%s: load script: %w", s.algo, err)
 	}
-	if s.pool != nil {
-		return s.pool.Warm(ctx, conns)
+	return warm(ctx, s.pool, s.client, conns)
+}
+
+// warm opens conns connections where a Redis design's calls go: its resp
+// pool on a single server, else the go-redis client's (a Cluster's, on
+// every primary).
+func warm(ctx context.Context, pool *resp.Pool, client redis.UniversalClient, conns int) error {
+	if pool != nil {
+		return pool.Warm(ctx, conns)
 	}
-	return redisconn.Warm(ctx, s.client, conns)
+	return redisconn.Warm(ctx, client, conns)
 }
 
 func (s *scriptLimiter) key(id string) string {
@@ -227,9 +232,7 @@ func newGetIncr(cfg Config, client redis.UniversalClient) *getIncr {
 		client: client, prefix: prefixOf(cfg) + tags[RedisGetIncr] + ":{",
 		limit: cfg.Limit.Count, window: cfg.Limit.Window, pause: cfg.Pause,
 	}
-	if c, ok := client.(*redis.Client); ok {
-		g.pool, _ = resp.FromClient(c)
-	}
+	g.pool = resp.ForClient(client)
 	return g
 }
 
@@ -243,10 +246,7 @@ func (g *getIncr) Close() error {
 
 // Warm opens conns connections for decisions.
 func (g *getIncr) Warm(ctx context.Context, conns int) error {
-	if g.pool != nil {
-		return g.pool.Warm(ctx, conns)
-	}
-	return redisconn.Warm(ctx, g.client, conns)
+	return warm(ctx, g.pool, g.client, conns)
 }
 
 // Allow implements Limiter.

@@ -62,6 +62,18 @@ func New(o Options) *Pool {
 	return &Pool{o: o, tokens: make(chan struct{}, o.Size), idle: make(chan *Conn, o.Size)}
 }
 
+// ForClient is FromClient for any go-redis client: nil for a Cluster
+// (which keeps go-redis for its slot routing) or a client whose options
+// cannot be mirrored, and callers then keep using c.
+func ForClient(c redis.UniversalClient) *Pool {
+	if rc, ok := c.(*redis.Client); ok {
+		if p, ok := FromClient(rc); ok {
+			return p
+		}
+	}
+	return nil
+}
+
 // FromClient returns a pool that connects as c does: its dialer (so TLS
 // and a Sentinel-resolved primary), credentials, database, client name,
 // pool size and timeouts. ok is false when c's options cannot be mirrored

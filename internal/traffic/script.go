@@ -103,11 +103,7 @@ func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
 		c := o.NewClient()
 		t.clients = append(t.clients, c)
 		t.names = append(t.names, fmt.Sprintf("script-%d", i))
-		var p *resp.Pool
-		if rc, ok := c.(*redis.Client); ok {
-			p, _ = resp.FromClient(rc)
-		}
-		t.pools = append(t.pools, p)
+		t.pools = append(t.pools, resp.ForClient(c))
 	}
 	if err := t.script.Load(ctx, t.clients[0]).Err(); err != nil {
 		t.Close()
