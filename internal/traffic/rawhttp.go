@@ -45,12 +45,8 @@ type rawConn struct {
 }
 
 func newRawPool(u *url.URL, method string, query string, conns int, timeout time.Duration) *rawPool {
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
 	uri := u.RequestURI()
-	p := &rawPool{addr: addr, idle: make(chan *rawConn, conns), timeout: timeout}
+	p := &rawPool{addr: dialAddr(u), idle: make(chan *rawConn, conns), timeout: timeout}
 	p.head = append([]byte(method+" "), uri...)
 	p.head = append(p.head, query...)
 	p.tail = []byte(" HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: rlctl\r\n")

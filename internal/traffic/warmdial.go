@@ -79,15 +79,11 @@ func (w *warmDials) warm(ctx context.Context, rawURL string, n int) error {
 	if err != nil {
 		return err
 	}
-	kind, port := "tcp", "80"
-	dial := w.dialer.DialContext
+	kind, dial := "tcp", w.dialer.DialContext
 	if u.Scheme == "https" {
-		kind, port, dial = "tls", "443", w.dialTLS
+		kind, dial = "tls", w.dialTLS
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
+	addr := dialAddr(u)
 	for range n {
 		c, err := dial(ctx, "tcp", addr)
 		if err != nil {
@@ -110,4 +106,17 @@ func (w *warmDials) close() {
 		}
 		delete(w.ready, k)
 	}
+}
+
+// dialAddr is the host:port a URL's requests connect to: its own port, or
+// 80 (http) or 443 (https) when it names none.
+func dialAddr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
