@@ -1,7 +1,8 @@
 // Command benchtool helps scripts/bench.sh compare rlctl with reference
 // tools on the same work: it prints the Lua source rlctl runs for a design
 // (so redis-benchmark can EVALSHA exactly the same script), reads a
-// figure out of a report.json, and times the reference SCAN passes of
+// figure out of a report.json, runs the bare go-redis loop the decision
+// benchmark's premise names, and times the reference SCAN passes of
 // scripts/bench-keys.sh.
 package main
 
@@ -9,13 +10,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
 )
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json | benchtool scanfloor scan|pttl REDIS_URL")
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl REDIS_URL")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -26,6 +28,15 @@ func main() {
 			os.Exit(2)
 		}
 		fmt.Print(src)
+	case "loop":
+		if len(os.Args) < 4 {
+			fmt.Fprintln(os.Stderr, "usage: benchtool loop REDIS_URL SHA")
+			os.Exit(2)
+		}
+		if err := bareLoop(os.Args[2], os.Args[3], 50, 5*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtool:", err)
+			os.Exit(1)
+		}
 	case "scanfloor":
 		runScanFloor(os.Args[2:])
 	case "rate":
