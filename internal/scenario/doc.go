@@ -32,7 +32,7 @@
 //	endpoint.on_failover      trust
 //	endpoint.timeout          target.timeout
 //	target.method             GET (http)
-//	target.identity           {header: X-API-Key} (http)
+//	target.identity           {header: X-API-Key} (http, unless {id} is in urls, headers or body)
 //	target.denied_status      [429] (http)
 //	traffic.pattern           constant
 //	traffic.model             open

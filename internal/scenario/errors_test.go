@@ -62,7 +62,10 @@ func TestLoadMistakes(t *testing.T) {
 		{"tls cert without key", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [https://gw.example]\n  tls: {cert: c.pem}\ntraffic: {rate: 1/s}\n", []string{`target.tls: a client certificate needs both cert and key`}},
 		{"tls on plain http", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example]\n  tls: {insecure_skip_verify: true}\ntraffic: {rate: 1/s}\n", []string{`target.tls: applies to https:// URLs, and none is`}},
 		{"tls on a simulated target", "name: h\nlimit: 1/s\ntarget:\n  kind: simulated\n  tls: {insecure_skip_verify: true}\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:5: target.tls: applies to http targets only`}},
-		{"http bad url", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://x\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: want an http:// or https:// URL, got "ftp://x"`}},
+		{"http bad url", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://x\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: URL ftp://x: want http:// or https:// with a host`}},
+		{"http url with a password", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://u:s3cret@x/\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: URL ftp://u:xxxxx@x/: want http`}},
+		{"http identity in host", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - http://gw.example/ok\n    - http://{id}.gw.example/\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.urls[1]: URL http://{id}.gw.example/: {id} goes in the path or the query, not the host`}},
+		{"http no identity anywhere", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {}\ntraffic: {rate: 1/s}\n", []string{`target.identity: give header or query, or put {id} in urls, headers or body`}},
 		{"script needs script keys allowed", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\ntraffic: {rate: 1/s}\n", []string{
 			`bad.yaml:3: target.script: a redis-script target needs script`,
 			`bad.yaml:3: target.keys: a redis-script target needs keys`,

@@ -247,3 +247,23 @@ func diffScenario(t *testing.T, i int, got, want *Scenario) {
 		}
 	}
 }
+
+// The identity header is a default only when nothing else carries the
+// identity: an {id} in a URL, header or body needs no X-API-Key besides.
+func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
+	for doc, want := range map[string]Identity{
+		`urls: ["http://gw.example/users/{id}"]`:                                  {},
+		"urls: [http://gw.example/]\n  headers: {Authorization: \"Bearer {id}\"}": {},
+		"urls: [http://gw.example/]\n  body: '{\"user\":\"{id}\"}'":               {},
+		"urls: [http://gw.example/]":                                              {Header: DefaultIDHeader},
+		"urls:\n    - http://gw.example/{id}\n  identity: {query: key}":           {Query: "key"},
+	} {
+		scs, err := Parse([]byte("name: h\nlimit: 1/s\ntarget:\n  kind: http\n  "+doc+"\ntraffic: {rate: 1/s}\n"), "h.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if got := scs[0].Target.Identity; got != want {
+			t.Errorf("%s: identity %+v; want %+v", doc, got, want)
+		}
+	}
+}

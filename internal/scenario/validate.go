@@ -78,7 +78,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		if t.Method == "" {
 			t.Method = DefaultMethod
 		}
-		if t.Identity == (Identity{}) && lines["target.identity"] == 0 {
+		if t.Identity == (Identity{}) && lines["target.identity"] == 0 && !t.carriesID() {
 			t.Identity.Header = DefaultIDHeader
 		}
 		if t.DeniedStatus == nil {
@@ -158,15 +158,14 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.urls", "an http target needs urls")
 		}
 		for i, u := range t.URLs {
-			pu, err := url.Parse(u)
-			if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-				bad(index("target.urls", i), "want an http:// or https:// URL, got %q", u)
+			if err := traffic.CheckURL(u); err != nil {
+				bad(index("target.urls", i), "%v", err)
 			}
 		}
 		if t.Identity.Header != "" && t.Identity.Query != "" {
 			bad("target.identity", "give header or query, not both")
-		} else if t.Identity.Header == "" && t.Identity.Query == "" {
-			bad("target.identity", "give header or query")
+		} else if t.Identity.Header == "" && t.Identity.Query == "" && !t.carriesID() {
+			bad("target.identity", "give header or query, or put {id} in urls, headers or body")
 		}
 		if set("target.gateways") && t.Gateways != len(t.URLs) {
 			bad("target.gateways", "an http target has one gateway per URL (%d), got %d", len(t.URLs), t.Gateways)
@@ -389,4 +388,20 @@ func (t Target) String() string {
 		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
 	}
 	return s
+}
+
+// carriesID reports whether an http target's URLs, headers or body carry
+// the identity as {id}: then it needs no identity header or parameter.
+func (t *Target) carriesID() bool {
+	for _, u := range t.URLs {
+		if traffic.CarriesID(u) {
+			return true
+		}
+	}
+	for _, v := range t.Headers {
+		if traffic.CarriesID(v) {
+			return true
+		}
+	}
+	return traffic.CarriesID(t.Body)
 }

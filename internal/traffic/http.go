@@ -19,12 +19,13 @@ import (
 // HTTPOptions configure an HTTP target: real gateways (or one load
 // balancer) that answer a denied request with a status such as 429.
 type HTTPOptions struct {
-	// URLs are the gateways, one URL each, or a single load balancer.
+	// URLs are the gateways, one URL each, or a single load balancer. {id}
+	// in a path segment or a query value stands for the identity.
 	URLs   []string
 	Method string // GET by default
 	// IdentityHeader or IdentityQuery says how the identity travels: as a
 	// header (X-API-Key) or a query parameter (api_key). Neither sends it
-	// only through Headers or Body templates.
+	// only through the URL, Headers or Body templates.
 	IdentityHeader string
 	IdentityQuery  string
 	// Headers and Body are templates: {id} stands for the identity.
@@ -46,9 +47,12 @@ type HTTPOptions struct {
 }
 
 type httpGateway struct {
-	name  string // the URL without its password
-	url   string // the URL as given
-	query string // "&" or "?" then the escaped identity parameter and "="
+	name string // the URL without its password, {id} where the identity goes
+	url  string // the URL as given, for a request without the identity in it
+	// uri is the URL with the identity in place: in the path ({id}), and
+	// as the identity query parameter; hasID says whether it has any.
+	uri   idTemplate
+	hasID bool
 }
 
 type httpHeader struct {
@@ -72,7 +76,6 @@ type httpTarget struct {
 	// raw holds one fast HTTP/1.1 pool per gateway when every URL is plain
 	// http:// (see rawPool); nil means net/http does the work.
 	raw      []*rawPool
-	rawQuery bool   // the identity goes in the query
 	rawFixed []byte // header lines that do not depend on the identity
 }
 
@@ -124,26 +127,30 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 	if len(t.endpoints) == 0 {
 		t.endpoints = []string{"default"}
 	}
-	for _, raw := range o.URLs {
-		u, err := url.Parse(raw)
+	parsed := make([]*url.URL, len(o.URLs))
+	queries := make([]string, len(o.URLs))
+	for i, raw := range o.URLs {
+		u, err := parseIDURL(raw)
 		if err != nil {
-			return nil, fmt.Errorf("http target: bad URL: %w", redactURLError(err))
+			return nil, fmt.Errorf("http target: bad URL: %w", err)
 		}
+		name := strings.ReplaceAll(u.Redacted(), idMark, "{id}")
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("http target: URL %s: want http:// or https:// with a host", u.Redacted())
+			return nil, fmt.Errorf("http target: URL %s: want http:// or https:// with a host", name)
 		}
-		g := httpGateway{name: u.Redacted(), url: raw}
 		if o.IdentityQuery != "" {
 			sep := "?"
 			if strings.Contains(raw, "?") {
 				sep = "&"
 			}
 			if strings.Contains(raw, "#") {
-				return nil, fmt.Errorf("http target: URL %s: a fragment cannot carry a query parameter", u.Redacted())
+				return nil, fmt.Errorf("http target: URL %s: a fragment cannot carry a query parameter", name)
 			}
-			g.query = sep + url.QueryEscape(o.IdentityQuery) + "="
+			queries[i] = sep + url.QueryEscape(o.IdentityQuery) + "=" + idMark
 		}
-		t.gws = append(t.gws, g)
+		full := strings.ReplaceAll(raw, "{id}", idMark) + queries[i]
+		parsed[i] = u
+		t.gws = append(t.gws, httpGateway{name: name, url: raw, uri: newIDTemplate(full), hasID: strings.Contains(full, idMark)})
 	}
 	if o.IdentityHeader != "" {
 		t.idHeader = http.CanonicalHeaderKey(o.IdentityHeader)
@@ -182,15 +189,14 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
 	}
-	if raw := allPlainHTTP(o.URLs); raw != nil {
-		t.rawQuery = o.IdentityQuery != ""
+	if allPlainHTTP(parsed) {
 		for _, h := range t.headers {
 			if !h.hasID {
 				t.rawFixed = append(t.rawFixed, h.key+": "+h.value+"\r\n"...)
 			}
 		}
-		for i, u := range raw {
-			t.raw = append(t.raw, newRawPool(u, t.method, t.gws[i].query, conns, timeout))
+		for i, u := range parsed {
+			t.raw = append(t.raw, newRawPool(u, t.method, queries[i], conns, timeout))
 		}
 	}
 	t.client = &http.Client{
@@ -203,18 +209,15 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 	return t, nil
 }
 
-// allPlainHTTP parses urls and returns them when every one is plain http://
-// with no user info (which the raw client does not send), else nil.
-func allPlainHTTP(urls []string) []*url.URL {
-	out := make([]*url.URL, 0, len(urls))
-	for _, raw := range urls {
-		u, err := url.Parse(raw)
-		if err != nil || u.Scheme != "http" || u.User != nil || u.Fragment != "" {
-			return nil
+// allPlainHTTP reports whether every URL is plain http:// with no user
+// info (which the raw client does not send) and no fragment.
+func allPlainHTTP(urls []*url.URL) bool {
+	for _, u := range urls {
+		if u.Scheme != "http" || u.User != nil || u.Fragment != "" {
+			return false
 		}
-		out = append(out, u)
 	}
-	return out
+	return true
 }
 
 func redactURLError(err error) error {
@@ -236,8 +239,8 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	}
 	g := &t.gws[r.Gateway]
 	u := g.url
-	if g.query != "" {
-		u = g.url + g.query + url.QueryEscape(r.ID)
+	if g.hasID {
+		u = string(g.uri.appendTo(nil, r.ID))
 	}
 	var body io.Reader
 	if t.body != "" {

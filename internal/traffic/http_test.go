@@ -2,9 +2,12 @@ package traffic
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,5 +296,72 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 		t.Logf("no boundary batch went out on time (machine stalled?); burst not measured")
 	} else if limitOnly := onTime * 5 * 2; allowed <= limitOnly {
 		t.Fatalf("%d allowed around %d on-time boundaries; want the boundary burst (> %d)", allowed, onTime, limitOnly)
+	}
+}
+
+// An identity in the URL's path and query ({id}), escaped for each, over
+// the raw client (http://) and net/http (https://).
+func TestHTTPTargetPathIdentity(t *testing.T) {
+	t.Parallel()
+	for _, secure := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[secure], func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			seen := map[string]int{}
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				seg := strings.TrimSuffix(strings.TrimPrefix(r.URL.EscapedPath(), "/users/"), "/orders")
+				id, err := url.PathUnescape(seg)
+				if err != nil || r.URL.Query().Get("acct") != id || r.Header.Get("X-Api-Key") != "" {
+					http.Error(w, "path "+r.URL.EscapedPath()+" query "+r.URL.RawQuery, http.StatusBadRequest)
+					return
+				}
+				mu.Lock()
+				seen[id]++
+				mu.Unlock()
+			})
+			o := HTTPOptions{}
+			var srv *httptest.Server
+			if secure {
+				srv = httptest.NewTLSServer(h)
+				roots := x509.NewCertPool()
+				roots.AddCert(srv.Certificate())
+				o.TLS = &tls.Config{RootCAs: roots}
+			} else {
+				srv = httptest.NewServer(h)
+			}
+			defer srv.Close()
+			o.URLs = []string{srv.URL + "/users/{id}/orders?v=1&acct={id}"}
+			tgt, err := NewHTTP(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tgt.Close()
+			if g := tgt.Gateways()[0]; !strings.Contains(g, "/users/{id}/orders") {
+				t.Errorf("gateway named %q; want the URL as written", g)
+			}
+			plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000,
+				IdentityNames: []string{"a b/c", "bob&co"}}
+			hist, err := Run(context.Background(), tgt, plan, RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := counts(hist); c[decision.Allowed] != 10 {
+				t.Fatalf("outcomes %v; want 10 allowed", c)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if seen["a b/c"] != 5 || seen["bob&co"] != 5 {
+				t.Fatalf("server saw %v; want both identities whole in path and query", seen)
+			}
+		})
+	}
+}
+
+func TestHTTPTargetRejectsIdentityInHost(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"http://{id}.example.test/", "http://u:{id}@example.test/", "http://example.test/#{id}"} {
+		if _, err := NewHTTP(HTTPOptions{URLs: []string{u}}); err == nil || !strings.Contains(err.Error(), "{id}") {
+			t.Errorf("%s: error %v; want one naming {id}", u, err)
+		}
 	}
 }

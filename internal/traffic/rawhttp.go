@@ -30,9 +30,10 @@ import (
 // framing, Retry-After, RateLimit*), and reuses the connection. https://
 // URLs still go through net/http.
 type rawPool struct {
-	addr    string // host:port to dial
-	head    []byte // "METHOD /path?query" up to the identity query value
-	tail    []byte // " HTTP/1.1\r\nHost: h\r\n" (plus fixed headers)
+	addr    string     // host:port to dial
+	method  string     // GET, POST, ...
+	head    idTemplate // "METHOD /path?query", the identity in place
+	tail    []byte     // " HTTP/1.1\r\nHost: h\r\nUser-Agent: rlctl\r\n"
 	idle    chan *rawConn
 	timeout time.Duration
 }
@@ -45,10 +46,8 @@ type rawConn struct {
 }
 
 func newRawPool(u *url.URL, method string, query string, conns int, timeout time.Duration) *rawPool {
-	uri := u.RequestURI()
-	p := &rawPool{addr: dialAddr(u), idle: make(chan *rawConn, conns), timeout: timeout}
-	p.head = append([]byte(method+" "), uri...)
-	p.head = append(p.head, query...)
+	p := &rawPool{addr: dialAddr(u), method: method, idle: make(chan *rawConn, conns), timeout: timeout}
+	p.head = newIDTemplate(method + " " + u.RequestURI() + query)
 	p.tail = []byte(" HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: rlctl\r\n")
 	return p
 }
@@ -148,7 +147,7 @@ func (p *rawPool) do(ctx context.Context, t *httpTarget, id string) (rawAnswer, 
 var errLostOnReuse = errors.New("connection closed before an answer")
 
 func (p *rawPool) idempotent() bool {
-	return bytes.HasPrefix(p.head, []byte("GET ")) || bytes.HasPrefix(p.head, []byte("HEAD "))
+	return p.method == http.MethodGet || p.method == http.MethodHead
 }
 
 // send writes one request on c and reads its answer; c goes back to the
@@ -164,10 +163,7 @@ func (p *rawPool) send(ctx context.Context, c *rawConn, t *httpTarget, id string
 	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	b := append(c.buf[:0], p.head...)
-	if t.rawQuery {
-		b = append(b, url.QueryEscape(id)...)
-	}
+	b := p.head.appendTo(c.buf[:0], id)
 	b = append(b, p.tail...)
 	b = t.appendHeaders(b, id)
 	body := t.body
@@ -186,7 +182,7 @@ func (p *rawPool) send(ctx context.Context, c *rawConn, t *httpTarget, id string
 		c.c.Close()
 		return rawAnswer{}, fmt.Errorf("%w: %w", errLostOnReuse, err)
 	}
-	ans, keep, err := readRawResponse(c.br, bytes.HasPrefix(p.head, []byte("HEAD ")))
+	ans, keep, err := readRawResponse(c.br, p.method == http.MethodHead)
 	if err != nil || !keep {
 		c.c.Close()
 	} else {

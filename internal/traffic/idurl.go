@@ -1,0 +1,80 @@
+package traffic
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// idMark stands for {id} while a URL is parsed and escaped: unreserved
+// characters only, so url.Parse and RequestURI leave it whole.
+const idMark = "rlctl0id0mark"
+
+// idTemplate is a request URI (or a whole URL) with the identity at fixed
+// places: a path segment (/users/{id}/orders) or a query value. The parts
+// are the text between identities.
+type idTemplate struct {
+	parts []string
+	// query[i] says the identity after parts[i] is in the query, so it is
+	// escaped as a query value rather than as a path segment.
+	query []bool
+}
+
+// newIDTemplate splits s at each idMark.
+func newIDTemplate(s string) idTemplate {
+	parts := strings.Split(s, idMark)
+	t := idTemplate{parts: parts}
+	inQuery := false
+	for _, p := range parts[:len(parts)-1] {
+		inQuery = inQuery || strings.Contains(p, "?")
+		t.query = append(t.query, inQuery)
+	}
+	return t
+}
+
+// appendTo appends the URI with id in place.
+func (t idTemplate) appendTo(b []byte, id string) []byte {
+	b = append(b, t.parts[0]...)
+	for i, p := range t.parts[1:] {
+		if t.query[i] {
+			b = append(b, url.QueryEscape(id)...)
+		} else {
+			b = append(b, url.PathEscape(id)...)
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+// parseIDURL parses a gateway URL that may carry {id} in its path or
+// query, returning it with idMark in place of each {id}. The identity
+// cannot name the host: the gateways are the URLs, fixed before the run.
+func parseIDURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.ReplaceAll(raw, "{id}", idMark))
+	if err != nil {
+		// The error quotes the URL: without its password, {id} as written.
+		return nil, errors.New(strings.ReplaceAll(redactURLError(err).Error(), idMark, "{id}"))
+	}
+	if strings.Contains(u.Host, idMark) || strings.Contains(u.User.String(), idMark) || strings.Contains(u.Fragment, idMark) {
+		return nil, fmt.Errorf("URL %s: {id} goes in the path or the query, not the host, user or fragment", strings.ReplaceAll(u.Redacted(), idMark, "{id}"))
+	}
+	return u, nil
+}
+
+// CheckURL checks a gateway URL as NewHTTP will take it: http:// or
+// https:// with a host, {id} (if any) in the path or query.
+func CheckURL(raw string) error {
+	u, err := parseIDURL(raw)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("URL %s: want http:// or https:// with a host", strings.ReplaceAll(u.Redacted(), idMark, "{id}"))
+	}
+	return nil
+}
+
+// CarriesID reports whether a URL, header value or body template carries
+// the identity as {id}.
+func CarriesID(s string) bool { return strings.Contains(s, "{id}") }
