@@ -424,6 +424,7 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"header": d.str(&t.Identity.Header),
 				"query":  d.str(&t.Identity.Query),
+				"source": d.str(&t.Identity.Source),
 			})
 		},
 		"headers": d.strMap(&t.Headers),

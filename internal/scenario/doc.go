@@ -32,7 +32,8 @@
 //	endpoint.on_failover      trust
 //	endpoint.timeout          target.timeout
 //	target.method             GET (http)
-//	target.identity           {header: X-API-Key} (http, unless {id} is in urls, headers or body)
+//	target.identity           {header: X-API-Key} (http, unless {id} is in urls, headers or body;
+//	                          source: a prefix giving each identity its own client address)
 //	target.denied_status      [429] (http)
 //	traffic.pattern           constant
 //	traffic.model             open

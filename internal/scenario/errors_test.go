@@ -65,7 +65,9 @@ func TestLoadMistakes(t *testing.T) {
 		{"http bad url", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://x\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: URL ftp://x: want http:// or https:// with a host`}},
 		{"http url with a password", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - ftp://u:s3cret@x/\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.urls[0]: URL ftp://u:xxxxx@x/: want http`}},
 		{"http identity in host", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - http://gw.example/ok\n    - http://{id}.gw.example/\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.urls[1]: URL http://{id}.gw.example/: {id} goes in the path or the query, not the host`}},
-		{"http no identity anywhere", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {}\ntraffic: {rate: 1/s}\n", []string{`target.identity: give header or query, or put {id} in urls, headers or body`}},
+		{"http source too small", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {source: 127.0.1.0/30}\ntraffic: {rate: 1/s, identities: 4}\n", []string{`bad.yaml:6: target.identity: source: 127.0.1.0/30 has room for 3 identities, not 4`}},
+		{"http source not an address", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {source: localhost}\ntraffic: {rate: 1/s}\n", []string{`target.identity: source: want an address or a prefix such as 127.0.1.0/24, got "localhost"`}},
+		{"http no identity anywhere", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {}\ntraffic: {rate: 1/s}\n", []string{`target.identity: give header, query or source, or put {id} in urls, headers or body`}},
 		{"script needs script keys allowed", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\ntraffic: {rate: 1/s}\n", []string{
 			`bad.yaml:3: target.script: a redis-script target needs script`,
 			`bad.yaml:3: target.keys: a redis-script target needs keys`,

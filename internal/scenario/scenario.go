@@ -176,11 +176,13 @@ type Endpoint struct {
 	Local rate.Limit
 }
 
-// Identity says how an http target receives the identity: exactly one of
-// Header and Query is set.
+// Identity says how an http target receives the identity: in a header or
+// a query parameter (at most one of the two), and/or as the source address
+// of its connections, one address per identity from the prefix Source.
 type Identity struct {
 	Header string
 	Query  string
+	Source string
 }
 
 // Traffic is the load fired at the target. Every run is bounded by both

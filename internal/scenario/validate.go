@@ -164,8 +164,13 @@ func (d *decoder) validate(sc *Scenario) {
 		}
 		if t.Identity.Header != "" && t.Identity.Query != "" {
 			bad("target.identity", "give header or query, not both")
-		} else if t.Identity.Header == "" && t.Identity.Query == "" && !t.carriesID() {
-			bad("target.identity", "give header or query, or put {id} in urls, headers or body")
+		} else if t.Identity == (Identity{}) && !t.carriesID() {
+			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
+		}
+		if t.Identity.Source != "" {
+			if _, err := traffic.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
+				bad("target.identity", "source: %v", err)
+			}
 		}
 		if set("target.gateways") && t.Gateways != len(t.URLs) {
 			bad("target.gateways", "an http target has one gateway per URL (%d), got %d", len(t.URLs), t.Gateways)

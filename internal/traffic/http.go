@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ type HTTPOptions struct {
 	Endpoints []string
 	// TLS configures https:// gateways (nil: the system's roots).
 	TLS *tls.Config
+	// Sources, when set, give identity i its own source address Sources[i]
+	// (which must be this machine's, such as 127.0.0.2 on loopback): for
+	// gateways that key their limit on the client's address, as nginx's
+	// limit_req and many middlewares do by default.
+	Sources []netip.Addr
 }
 
 type httpGateway struct {
@@ -70,13 +76,44 @@ type httpTarget struct {
 	body      string
 	bodyHasID bool
 	denied    [600]bool
+	// nets are net/http clients, one per source address (one in all when
+	// the target has no Sources).
+	nets []*netClient
+	// raw holds, per source address, one fast HTTP/1.1 pool per gateway
+	// when every URL is plain http:// (see rawPool); nil means net/http
+	// does the work.
+	raw      [][]*rawPool
+	rawFixed []byte // header lines that do not depend on the identity
+	sources  int    // len(HTTPOptions.Sources)
+}
+
+// netClient is net/http's side of an http target, for one source address.
+type netClient struct {
 	client    *http.Client
 	transport *http.Transport
-	dials     *warmDials // net/http's connections, some opened ahead (Warm)
-	// raw holds one fast HTTP/1.1 pool per gateway when every URL is plain
-	// http:// (see rawPool); nil means net/http does the work.
-	raw      []*rawPool
-	rawFixed []byte // header lines that do not depend on the identity
+	dials     *warmDials // connections, some opened ahead (Warm)
+}
+
+func newNetClient(dialer *net.Dialer, conf *tls.Config, timeout time.Duration, conns, gateways int) *netClient {
+	n := &netClient{dials: newWarmDials(dialer, conf, timeout)}
+	n.transport = &http.Transport{
+		// Proxy stays nil: load goes only where the user pointed it.
+		DialContext:         n.dials.plain,
+		DialTLSContext:      n.dials.tls,
+		MaxIdleConns:        conns * gateways,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	n.client = &http.Client{
+		Transport: n.transport,
+		Timeout:   timeout,
+		// A redirect is the gateway's answer; following it would measure
+		// something else.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return n
 }
 
 // appendHeaders appends the request's header lines for identity id.
@@ -177,36 +214,60 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 	if conns <= 0 {
 		conns = DefaultWorkers
 	}
-	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	t.dials = newWarmDials(dialer, o.TLS, timeout)
-	t.transport = &http.Transport{
-		// Proxy stays nil: load goes only where the user pointed it.
-		DialContext:         t.dials.plain,
-		DialTLSContext:      t.dials.tls,
-		MaxIdleConns:        conns * len(t.gws),
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
+	// Each source address gets its own connections: a gateway keying its
+	// limit on the client's address sees one client per identity.
+	locals := []net.Addr{nil}
+	if len(o.Sources) > 0 {
+		t.sources = len(o.Sources)
+		locals = locals[:0]
+		for _, a := range o.Sources {
+			local := &net.TCPAddr{IP: a.AsSlice(), Zone: a.Zone()}
+			// An address this machine does not have would fail every
+			// request of its identity: say so now instead.
+			probe, err := net.ListenUDP("udp", &net.UDPAddr{IP: local.IP, Zone: local.Zone})
+			if err != nil {
+				return nil, fmt.Errorf("http target: source address %s is not this machine's: %w", a, err)
+			}
+			probe.Close()
+			locals = append(locals, local)
+		}
+		// Identities share the workers: each needs only its share of
+		// idle connections kept.
+		conns = max(1, (conns+len(locals)-1)/len(locals))
 	}
-	if allPlainHTTP(parsed) {
+	plain := allPlainHTTP(parsed)
+	if plain {
 		for _, h := range t.headers {
 			if !h.hasID {
 				t.rawFixed = append(t.rawFixed, h.key+": "+h.value+"\r\n"...)
 			}
 		}
-		for i, u := range parsed {
-			t.raw = append(t.raw, newRawPool(u, t.method, queries[i], conns, timeout))
-		}
 	}
-	t.client = &http.Client{
-		Transport: t.transport,
-		Timeout:   timeout,
-		// A redirect is the gateway's answer; following it would measure
-		// something else.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	for _, local := range locals {
+		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, LocalAddr: local}
+		if !plain {
+			t.nets = append(t.nets, newNetClient(dialer, o.TLS, timeout, conns, len(t.gws)))
+			continue
+		}
+		pools := make([]*rawPool, len(parsed))
+		for i, u := range parsed {
+			pools[i] = newRawPool(u, t.method, queries[i], conns, dialer)
+		}
+		t.raw = append(t.raw, pools)
 	}
 	return t, nil
+}
+
+// source is the index of the connections r leaves on: its identity's
+// source address, or the only set when the target has none.
+func (t *httpTarget) source(r Request) (int, error) {
+	if t.sources == 0 {
+		return 0, nil
+	}
+	if int(r.Identity) >= t.sources {
+		return 0, fmt.Errorf("identity %d has no source address (%d given)", r.Identity, t.sources)
+	}
+	return int(r.Identity), nil
 }
 
 // allPlainHTTP reports whether every URL is plain http:// with no user
@@ -234,8 +295,12 @@ func redactURLError(err error) error {
 }
 
 func (t *httpTarget) Do(ctx context.Context, r Request) Response {
+	src, err := t.source(r)
+	if err != nil {
+		return errResponse(err)
+	}
 	if t.raw != nil {
-		return t.doRaw(ctx, r)
+		return t.doRaw(ctx, r, t.raw[src][r.Gateway])
 	}
 	g := &t.gws[r.Gateway]
 	u := g.url
@@ -264,7 +329,7 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	if t.idHeader != "" {
 		req.Header[t.idHeader] = []string{r.ID}
 	}
-	resp, err := t.client.Do(req)
+	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
 		// The client's error already names the URL without its password.
 		return errResponse(err)
@@ -273,9 +338,9 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	return t.answer(g, resp.StatusCode, resp.Header)
 }
 
-func (t *httpTarget) doRaw(ctx context.Context, r Request) Response {
+func (t *httpTarget) doRaw(ctx context.Context, r Request, p *rawPool) Response {
 	g := &t.gws[r.Gateway]
-	a, err := t.raw[r.Gateway].do(ctx, t, r.ID)
+	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
 		return errResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
 	}
@@ -332,15 +397,28 @@ func errResponse(err error) Response {
 // before it measures: in the raw client's pools, or (https://, and URLs the
 // raw client cannot send) handshaken ahead for net/http to take when it
 // next dials. Nothing is sent, so no limiter counts a warm-up.
+//
+// With source addresses each identity's connections warm their share,
+// at least one each, so the run's first request from every address finds
+// a connection too.
 func (t *httpTarget) Warm(ctx context.Context, conns int) error {
+	sets := max(len(t.raw), len(t.nets))
+	conns = max(1, (conns+sets-1)/sets)
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.gws))
 	for i, g := range t.gws {
 		wg.Go(func() {
-			if t.raw != nil {
-				errs[i] = t.raw[i].warm(ctx, conns)
-			} else {
-				errs[i] = t.dials.warm(ctx, g.url, conns)
+			for s := range sets {
+				var err error
+				if t.raw != nil {
+					err = t.raw[s][i].warm(ctx, conns)
+				} else {
+					err = t.nets[s].dials.warm(ctx, g.url, conns)
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
 			}
 		})
 	}
@@ -359,10 +437,14 @@ func (t *httpTarget) Gateways() []string {
 func (t *httpTarget) Endpoints() []string { return t.endpoints }
 
 func (t *httpTarget) Close() error {
-	t.transport.CloseIdleConnections()
-	t.dials.close()
-	for _, p := range t.raw {
-		p.close()
+	for _, n := range t.nets {
+		n.transport.CloseIdleConnections()
+		n.dials.close()
+	}
+	for _, pools := range t.raw {
+		for _, p := range pools {
+			p.close()
+		}
 	}
 	return nil
 }

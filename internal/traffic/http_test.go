@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -321,15 +324,7 @@ func TestHTTPTargetPathIdentity(t *testing.T) {
 			})
 			o := HTTPOptions{}
 			var srv *httptest.Server
-			if secure {
-				srv = httptest.NewTLSServer(h)
-				roots := x509.NewCertPool()
-				roots.AddCert(srv.Certificate())
-				o.TLS = &tls.Config{RootCAs: roots}
-			} else {
-				srv = httptest.NewServer(h)
-			}
-			defer srv.Close()
+			srv, o.TLS = serveHTTP(t, secure, h)
 			o.URLs = []string{srv.URL + "/users/{id}/orders?v=1&acct={id}"}
 			tgt, err := NewHTTP(o)
 			if err != nil {
@@ -364,4 +359,86 @@ func TestHTTPTargetRejectsIdentityInHost(t *testing.T) {
 			t.Errorf("%s: error %v; want one naming {id}", u, err)
 		}
 	}
+}
+
+// Source addresses: every identity's requests leave from its own address,
+// as a gateway keying on the client's address needs, over the raw client
+// and net/http alike.
+func TestHTTPTargetSourceIdentity(t *testing.T) {
+	t.Parallel()
+	for _, secure := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[secure], func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			from := map[string]map[string]int{} // identity → remote host → requests
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				host, _, _ := net.SplitHostPort(r.RemoteAddr)
+				mu.Lock()
+				defer mu.Unlock()
+				id := r.Header.Get("X-Api-Key")
+				if from[id] == nil {
+					from[id] = map[string]int{}
+				}
+				from[id][host]++
+			})
+			o := HTTPOptions{IdentityHeader: "X-API-Key", Sources: []netip.Addr{
+				netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4")}}
+			var srv *httptest.Server
+			srv, o.TLS = serveHTTP(t, secure, h)
+			o.URLs = []string{srv.URL + "/a", srv.URL + "/b"}
+			tgt, err := NewHTTP(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tgt.Close()
+			plan := Plan{Rate: perSecond(300), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 3}
+			hist, err := Run(context.Background(), tgt, plan, RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := counts(hist); c[decision.Allowed] != 60 {
+				t.Fatalf("outcomes %v; want 60 allowed", c)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range 3 {
+				id, want := fmt.Sprintf("user-%d", i), fmt.Sprintf("127.0.0.%d", i+2)
+				if len(from[id]) != 1 || from[id][want] != 20 {
+					t.Errorf("%s came from %v; want 20 requests, all from %s", id, from[id], want)
+				}
+			}
+		})
+	}
+	// An address the machine does not have is refused up front.
+	if _, err := NewHTTP(HTTPOptions{URLs: []string{"http://127.0.0.1:1/"}, IdentityHeader: "K",
+		Sources: []netip.Addr{netip.MustParseAddr("192.0.2.7")}}); err == nil || !strings.Contains(err.Error(), "192.0.2.7 is not this machine's") {
+		t.Errorf("source 192.0.2.7 (TEST-NET-1): %v; want it refused", err)
+	}
+	// An identity beyond the addresses given is an error, not a request
+	// from some other address.
+	tgt, err := NewHTTP(HTTPOptions{URLs: []string{"http://127.0.0.1:1/"}, IdentityHeader: "K",
+		Sources: []netip.Addr{netip.MustParseAddr("127.0.0.2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	if r := tgt.Do(context.Background(), Request{Identity: 1, ID: "user-1"}); r.Err == nil || !strings.Contains(r.Err.Error(), "no source address") {
+		t.Errorf("identity 1 of 1 source: %v; want an error", r.Err)
+	}
+}
+
+// serveHTTP serves h on loopback, over TLS when secure, and returns the
+// TLS configuration that trusts it (nil for plain http).
+func serveHTTP(t *testing.T, secure bool, h http.Handler) (*httptest.Server, *tls.Config) {
+	t.Helper()
+	if !secure {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv, nil
+	}
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	return srv, &tls.Config{RootCAs: roots}
 }

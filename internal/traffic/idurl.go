@@ -3,6 +3,7 @@ package traffic
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -78,3 +79,32 @@ func CheckURL(raw string) error {
 // CarriesID reports whether a URL, header value or body template carries
 // the identity as {id}.
 func CarriesID(s string) bool { return strings.Contains(s, "{id}") }
+
+// SourceAddrs gives n identities one address each from prefix, for
+// HTTPOptions.Sources: a single address (/32, /128) serves one identity;
+// a wider prefix is used from its first address after the network's own
+// (127.0.1.0/24 gives 127.0.1.1, 127.0.1.2, ...).
+func SourceAddrs(prefix string, n int) ([]netip.Addr, error) {
+	p, err := netip.ParsePrefix(prefix)
+	if err != nil {
+		a, aerr := netip.ParseAddr(prefix)
+		if aerr != nil {
+			return nil, fmt.Errorf("want an address or a prefix such as 127.0.1.0/24, got %q", prefix)
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	p = p.Masked()
+	a := p.Addr()
+	if p.Bits() < a.BitLen() {
+		a = a.Next()
+	}
+	out := make([]netip.Addr, 0, n)
+	for range n {
+		if !a.IsValid() || !p.Contains(a) {
+			return nil, fmt.Errorf("%s has room for %d identities, not %d", prefix, len(out), n)
+		}
+		out = append(out, a)
+		a = a.Next()
+	}
+	return out, nil
+}

@@ -30,7 +30,8 @@ import (
 // framing, Retry-After, RateLimit*), and reuses the connection. https://
 // URLs still go through net/http.
 type rawPool struct {
-	addr    string     // host:port to dial
+	addr    string // host:port to dial
+	dialer  *net.Dialer
 	method  string     // GET, POST, ...
 	head    idTemplate // "METHOD /path?query", the identity in place
 	tail    []byte     // " HTTP/1.1\r\nHost: h\r\nUser-Agent: rlctl\r\n"
@@ -45,8 +46,8 @@ type rawConn struct {
 	idleSince time.Time // when it was last put back
 }
 
-func newRawPool(u *url.URL, method string, query string, conns int, timeout time.Duration) *rawPool {
-	p := &rawPool{addr: dialAddr(u), method: method, idle: make(chan *rawConn, conns), timeout: timeout}
+func newRawPool(u *url.URL, method string, query string, conns int, dialer *net.Dialer) *rawPool {
+	p := &rawPool{addr: dialAddr(u), dialer: dialer, method: method, idle: make(chan *rawConn, conns), timeout: dialer.Timeout}
 	p.head = newIDTemplate(method + " " + u.RequestURI() + query)
 	p.tail = []byte(" HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: rlctl\r\n")
 	return p
@@ -73,8 +74,7 @@ func (p *rawPool) get(ctx context.Context) (c *rawConn, reused bool, err error) 
 }
 
 func (p *rawPool) dial(ctx context.Context) (*rawConn, error) {
-	d := net.Dialer{Timeout: p.timeout, KeepAlive: 30 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", p.addr)
+	c, err := p.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}

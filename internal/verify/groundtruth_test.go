@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -256,5 +257,65 @@ traffic:
 	}
 	if lo := metric(t, out, analysis.Ceiling); lo < 2*limit {
 		t.Errorf("three local counters, yet ceiling %g < 2L", lo)
+	}
+}
+
+// Two gateways share a sliding-log limiter keyed on the client's address,
+// as nginx's limit_req and many middlewares key by default; rlctl gives
+// each identity its own loopback address, and the log names identities by
+// address, as such a gateway's access log would.
+func TestForeignAddressKeyedGatewaysAgainstTheirLog(t *testing.T) {
+	log := &decisionLog{}
+	const limit, window = 8, 400 * time.Millisecond
+	var mu sync.Mutex
+	recent := map[string][]time.Time{}
+	var urls []string
+	for range 2 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+			mu.Lock()
+			now := time.Now()
+			kept := recent[ip][:0]
+			for _, at := range recent[ip] {
+				if now.Sub(at) < window {
+					kept = append(kept, at)
+				}
+			}
+			allowed := len(kept) < limit
+			if allowed {
+				kept = append(kept, now)
+			}
+			recent[ip] = kept
+			// Logged under the lock: the log's order is the limiter's.
+			outcome := map[bool]string{true: "allowed", false: "denied"}[allowed]
+			log.add(logEntry{id: ip, at: now, outcome: outcome, retry: !allowed})
+			mu.Unlock()
+			if !allowed {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	out := run(t, parse(t, fmt.Sprintf(`name: foreign-by-address
+limit: 8/400ms
+target:
+  kind: http
+  urls: [%s, %s]
+  identity: {source: 127.0.3.0/29}
+traffic:
+  rate: 200/s
+  duration: 1500ms
+  identities: 5
+thresholds:
+  - ceiling <= limit
+`, urls[0], urls[1])))
+	checkAgainstLog(t, out, log, window)
+	if ids := out.History.Meta.Identities; len(ids) != 5 || ids[0] != "127.0.3.1" || ids[4] != "127.0.3.5" {
+		t.Errorf("identities %v; want the addresses 127.0.3.1 to 127.0.3.5", ids)
+	}
+	if out.Report.Status != "pass" {
+		t.Errorf("a shared sliding log per address: status %s, ceiling %g", out.Report.Status, metric(t, out, analysis.Ceiling))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -226,11 +227,18 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
 		}
+		var sources []netip.Addr
+		if src := sc.Target.Identity.Source; src != "" {
+			if sources, err = traffic.SourceAddrs(src, sc.Traffic.Identities); err != nil {
+				return nil, exitcode.With(fmt.Errorf("%s: http target: identity source: %w", sc.Name, err), exitcode.Usage)
+			}
+		}
 		t, err := traffic.NewHTTP(traffic.HTTPOptions{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
 			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout, TLS: tlsConf,
+			Sources: sources,
 		})
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
@@ -509,6 +517,14 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 	if len(sc.Target.Endpoints) > 1 {
 		for _, ep := range sc.Target.Endpoints {
 			p.EndpointShares = append(p.EndpointShares, ep.Share)
+		}
+	}
+	if sc.Target.Kind == scenario.KindHTTP && sc.Target.Identity.Source != "" {
+		// Identities are their source addresses, the names a gateway's own
+		// log gives them. The scenario checked the prefix at load.
+		addrs, _ := traffic.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
+		for _, a := range addrs {
+			p.IdentityNames = append(p.IdentityNames, a.String())
 		}
 	}
 	return p
