@@ -29,7 +29,10 @@ type Hints struct {
 //   - the combined form RateLimit: limit=100, remaining=50, reset=5;
 //   - the legacy X-RateLimit-Limit, -Remaining and -Reset, where Reset is
 //     seconds from now or a Unix timestamp (seconds or milliseconds, told
-//     apart by size), and X-RateLimit-Reset-After (seconds).
+//     apart by size), and X-RateLimit-Reset-After (seconds); the same
+//     spelled X-Rate-Limit-* (Twitter's API and others).
+//
+// A count with decimals ("599.0", as Reddit sends) counts its whole part.
 //
 // Standard fields win over legacy ones. Malformed values are ignored.
 func ParseHints(h http.Header, now time.Time) Hints {
@@ -52,17 +55,19 @@ func ParseHints(h http.Header, now time.Time) Hints {
 	if out.Reset < 0 {
 		out.Reset = seconds(h.Get("Ratelimit-Reset"))
 	}
-	if out.Limit < 0 {
-		out.Limit = firstInt(h.Get("X-Ratelimit-Limit"))
-	}
-	if out.Remaining < 0 {
-		out.Remaining = firstInt(h.Get("X-Ratelimit-Remaining"))
-	}
-	if out.Reset < 0 {
-		out.Reset = seconds(h.Get("X-Ratelimit-Reset-After"))
-	}
-	if out.Reset < 0 {
-		out.Reset = legacyReset(h.Get("X-Ratelimit-Reset"), now)
+	for _, p := range [...]string{"X-Ratelimit-", "X-Rate-Limit-"} {
+		if out.Limit < 0 {
+			out.Limit = firstInt(h.Get(p + "Limit"))
+		}
+		if out.Remaining < 0 {
+			out.Remaining = firstInt(h.Get(p + "Remaining"))
+		}
+		if out.Reset < 0 {
+			out.Reset = seconds(h.Get(p + "Reset-After"))
+		}
+		if out.Reset < 0 {
+			out.Reset = legacyReset(h.Get(p+"Reset"), now)
+		}
 	}
 	return out
 }
@@ -101,6 +106,9 @@ func firstInt(v string) int64 {
 	}
 	if v == "" {
 		return -1 // absent: skip ParseInt's error allocation on the hot path
+	}
+	if whole, frac, ok := strings.Cut(v, "."); ok && whole != "" && strings.Trim(frac, "0123456789") == "" {
+		v = whole
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {

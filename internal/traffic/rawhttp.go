@@ -27,8 +27,8 @@ import (
 // of wrk's rate, so the instrument measured itself. This client writes a
 // request into a per-connection buffer, reads the answer with one bufio
 // reader, keeps only the headers a limiter answer carries (status, body
-// framing, Retry-After, RateLimit*), and reuses the connection. https://
-// URLs still go through net/http.
+// framing, Retry-After, RateLimit*, X-RateLimit*, X-Rate-Limit*), and
+// reuses the connection. https:// URLs still go through net/http.
 type rawPool struct {
 	addr    string // host:port to dial
 	dialer  *net.Dialer
@@ -116,7 +116,7 @@ func (p *rawPool) close() {
 // rawAnswer is what the target needs from one response.
 type rawAnswer struct {
 	status int
-	hints  http.Header // only Retry-After, RateLimit*, X-RateLimit*; nil when none
+	hints  http.Header // only Retry-After and the rate-limit fields; nil when none
 }
 
 // do sends one request for identity id: in the query when the target sends
@@ -195,11 +195,27 @@ var errBadResponse = errors.New("malformed HTTP response")
 
 // readRawResponse reads one response, discarding its body, and says
 // whether the connection can carry another request.
+//
+// Interim answers (1xx: 103 Early Hints, a 100 Continue sent unasked) come
+// before the final one and are skipped, as net/http skips them: taking one
+// for the answer would leave the real answer to be read as the next
+// request's.
 func readRawResponse(br *bufio.Reader, head bool) (rawAnswer, bool, error) {
+	for first := true; ; first = false {
+		a, keep, err := readOneResponse(br, head, first)
+		if err != nil || a.status < 100 || a.status >= 200 || a.status == http.StatusSwitchingProtocols {
+			return a, keep && a.status != http.StatusSwitchingProtocols, err
+		}
+	}
+}
+
+// readOneResponse reads one response, final or interim; first says no
+// byte of the answer has been read yet.
+func readOneResponse(br *bufio.Reader, head, first bool) (rawAnswer, bool, error) {
 	var a rawAnswer
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		if len(line) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		if first && len(line) == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 			err = fmt.Errorf("%w: %w", errLostOnReuse, err)
 		}
 		return a, false, err
@@ -241,7 +257,7 @@ func readRawResponse(br *bufio.Reader, head bool) (rawAnswer, bool, error) {
 			} else if bytes.EqualFold(v, []byte("keep-alive")) {
 				keep = true
 			}
-		case equalFold(k, "retry-after"), hasPrefixFold(k, "ratelimit"), hasPrefixFold(k, "x-ratelimit"):
+		case equalFold(k, "retry-after"), hasPrefixFold(k, "ratelimit"), hasPrefixFold(k, "x-ratelimit"), hasPrefixFold(k, "x-rate-limit"):
 			if a.hints == nil {
 				a.hints = make(http.Header, 4)
 			}

@@ -39,6 +39,13 @@ func TestRawHTTPFramings(t *testing.T) {
 			w.Write([]byte("bye"))
 		},
 		"empty": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) },
+		// An interim answer first: the final one is the decision.
+		"early-hints": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+		},
 	}
 	for name, h := range handlers {
 		t.Run(name, func(t *testing.T) {
@@ -68,6 +75,10 @@ func TestRawHTTPFramings(t *testing.T) {
 					t.Fatalf("request %d: %v", i, resp.Err)
 				}
 				switch name {
+				case "early-hints":
+					if resp.Outcome != decision.Denied || resp.RetryAfter != 2*time.Second {
+						t.Fatalf("got %v retry-after %v", resp.Outcome, resp.RetryAfter)
+					}
 				case "content-length":
 					if resp.Outcome != decision.Denied || resp.RetryAfter != 3*time.Second {
 						t.Fatalf("got %v retry-after %v", resp.Outcome, resp.RetryAfter)
