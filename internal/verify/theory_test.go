@@ -1,0 +1,59 @@
+package verify
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// The theory `rlctl ceiling` shows a design review and the instrument
+// `verify` measures with must agree: for every design with a bounded
+// ceiling, what a run definitely saw admitted in one window (the lower
+// bound, `ceiling`) never exceeds the theory's most, under steady overload
+// through every gateway or a boundary burst; and under overload every
+// design admits at least its published limit in some window. Against a
+// real redis-server.
+func TestMeasuredCeilingWithinTheory(t *testing.T) {
+	srv := redistest.Start(t)
+	l := rate.Limit{Count: 10, Window: 500 * time.Millisecond}
+	const gateways = 3
+	for _, th := range ceiling.All(ceiling.Params{Limit: l, Gateways: gateways}) {
+		if !th.Bounded {
+			continue
+		}
+		t.Run(th.Design, func(t *testing.T) {
+			for _, pattern := range []string{"constant", "boundary"} {
+				out := run(t, parse(t, fmt.Sprintf(`name: theory-%[1]s-%[2]s
+limit: %[3]s
+target:
+  kind: simulated
+  algorithm: %[1]s
+  gateways: %[4]d
+  redis: %[5]q
+  prefix: "rl-%[1]s-%[2]s:"
+  timeout: 1s
+traffic:
+  pattern: %[2]s
+  rate: 240/s
+  duration: 1500ms
+`, th.Design, pattern, l, gateways, srv.URL())))
+				lo, hi := metric(t, out, analysis.Ceiling), metric(t, out, analysis.CeilingUpper)
+				if e := metric(t, out, analysis.Errors); e > 0 {
+					t.Fatalf("%s: %g errors; the measurement is not of the design", pattern, e)
+				}
+				if lo > th.Ceiling {
+					t.Errorf("%s: measured ceiling %g (upper %g) above the theory's %g: %s", pattern, lo, hi, th.Ceiling, th.Why)
+				}
+				if hi < float64(l.Count) {
+					t.Errorf("%s: overloaded, yet at most %g admitted in any window; L = %d", pattern, hi, l.Count)
+				}
+				t.Logf("%s: measured [%g, %g], theory %g (aligned %g)", pattern, lo, hi, th.Ceiling, th.Aligned)
+			}
+		})
+	}
+}
