@@ -340,3 +340,25 @@ func TestAuditUpstashLayoutsSharingNames(t *testing.T) {
 		t.Errorf("no TTL: %v, want [%s]", s, old)
 	}
 }
+
+// rate-limiter-flexible blocks a consumer by rewriting its key with the
+// block's expiry, longer than the window and recorded nowhere: an audit
+// must not call that TTL too long, yet still finds a key with none.
+func TestAuditFlexibleBlockedKeys(t *testing.T) {
+	c := startClean(t)
+	ctx := context.Background()
+	opts := auditOpts()
+	opts.Schemas = NewRegistry(Params{Limit: auditLimit}).All()
+	must(t, c.Set(ctx, "rlflx:ok", 3, auditLimit.Window).Err())
+	must(t, c.Set(ctx, "rlflx:blocked", auditLimit.Count+1, time.Hour).Err()) // blockDuration 1h
+	must(t, c.Set(ctx, "rlflx:lost", 5, 0).Err())
+	rep, err := Audit(ctx, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The blocked consumer is over its limit: a hot identity, rightly.
+	checkFindings(t, rep, map[string]Severity{CheckNoTTL: Fail, CheckHot: Warn})
+	if s := sampleOf(rep, CheckNoTTL); len(s) != 1 || s[0] != "rlflx:lost" {
+		t.Errorf("no TTL: %v, want [rlflx:lost]", s)
+	}
+}

@@ -18,6 +18,7 @@ const (
 	SchemaKong           = "kong-rate-limiting"
 	SchemaUlule          = "ulule-limiter"
 	SchemaRateLimitRedis = "rate-limit-redis"
+	SchemaFlexible       = "rate-limiter-flexible"
 	SchemaUpstashWindow  = "upstash-window"
 	SchemaUpstashBucket  = "upstash-token-bucket"
 )
@@ -53,7 +54,7 @@ func builtin(p Params) []*Schema {
 	}
 	out = append(out,
 		envoySchema(p), redisRateSchema(p), springSchema(p), kongSchema(p),
-		ululeSchema(p), rateLimitRedisSchema(p), upstashWindowSchema(p), upstashBucketSchema(p))
+		ululeSchema(p), rateLimitRedisSchema(p), flexibleSchema(p), upstashWindowSchema(p), upstashBucketSchema(p))
 	return out
 }
 
@@ -421,6 +422,34 @@ func rateLimitRedisSchema(p Params) *Schema {
 		}
 		return plain(s, key, typ)
 	}
+	return s
+}
+
+// flexibleSchema: node-rate-limiter-flexible's RateLimiterRedis, checked
+// against lib/RateLimiterAbstract.js (getKey: keyPrefix + ":" + key,
+// default keyPrefix "rlflx") and lib/RateLimiterRedis.js (SET key 0 EX
+// duration NX, then INCRBY points and PTTL, EXPIRE duration again when PTTL
+// says none). A consumer over its points with blockDuration set is blocked
+// by SET key <consumed> EX blockDuration: the count then exceeds the limit
+// and the TTL is the block's, which keys do not record, so no TTL is too
+// long for this layout; duration 0 means keys that never expire, by
+// choice.
+func flexibleSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaFlexible,
+		Description: "rate-limiter-flexible RateLimiterRedis (Node.js)",
+		Source:      "animir/node-rate-limiter-flexible lib/RateLimiterAbstract.js, lib/RateLimiterRedis.js",
+		Type:        TypeString,
+		Layout:      "rlflx:<key> string points consumed; expiry = duration, set when created (a blocked key: the count past the limit, expiry = blockDuration)",
+		Clock:       "redis",
+		Prefix:      prefixOr(p, "rlflx:"),
+		params:      p,
+		ttl:         windowTTL(1),
+		interpret:   interpretCounter,
+	}
+	// The longest TTL is a block's, unknown here: never "too long".
+	s.maxTTL = func(*Schema, Parsed) time.Duration { return 0 }
+	plainPrefixed(s)
 	return s
 }
 

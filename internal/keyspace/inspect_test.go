@@ -183,6 +183,15 @@ func fixtures() []fixture {
 			want: map[string]string{"limiter:203.0.113.9": "2 of 1000 used, window resets in 1h0m0s"},
 		},
 		{
+			name: "rate-limiter-flexible", schema: SchemaFlexible, id: "198.51.100.4",
+			params: Params{Limit: rate.Limit{Count: 100, Window: time.Minute}},
+			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {
+				c.SetArgs(ctx, "rlflx:198.51.100.4", 0, redis.SetArgs{Mode: "NX", TTL: time.Minute})
+				c.IncrBy(ctx, "rlflx:198.51.100.4", 7)
+			},
+			want: map[string]string{"rlflx:198.51.100.4": "7 of 100 used, window resets in 1m0s"},
+		},
+		{
 			name: "rate-limit-redis", schema: SchemaRateLimitRedis, id: "::ffff:127.0.0.1",
 			params: Params{Limit: rate.Limit{Count: 5, Window: 15 * time.Minute}},
 			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {

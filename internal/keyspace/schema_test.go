@@ -32,6 +32,7 @@ func TestMatchSchemas(t *testing.T) {
 		{"request_rate_limiter.{alice}", "hash", SchemaSpring, "alice", "bucket"},
 		{"ratelimit:00000000-0000-0000-0000-000000000000:s1:2001:db8::1:1795990620000:minute", "string", SchemaKong, "2001:db8::1", "minute"},
 		{"limiter:1.2.3.4", "string", SchemaUlule, "1.2.3.4", ""},
+		{"rlflx:login:alice@example.com", "string", SchemaFlexible, "login:alice@example.com", ""},
 		{"@upstash/ratelimit:user:42:2993317", "string", SchemaUpstashWindow, "user:42", ""},
 		{"@upstash/ratelimit:user:42:2993317", "hash", SchemaUpstashWindow, "user:42", ""}, // multi-region
 		{"@upstash/ratelimit:mia", "hash", SchemaUpstashBucket, "mia", ""},
