@@ -33,8 +33,9 @@ limiter's own terms, reset them, or repair keys that lost their TTL.
 
 rlctl knows its own algorithms' layouts and those of envoyproxy/ratelimit,
 go-redis/redis_rate, Spring Cloud Gateway, Kong (redis policy), ulule/limiter,
-rate-limit-redis, rate-limiter-flexible and Upstash ratelimit; --pattern (or an
-rlctl.yaml) adds your own. Without --schema every layout is tried.
+rate-limit-redis, rate-limiter-flexible, Python limits (Flask-Limiter, slowapi)
+and Upstash ratelimit; --pattern (or an rlctl.yaml) adds your own. Without
+--schema every layout is tried.
 
 Schemas: ` + strings.Join(keyspace.NewRegistry(keyspace.Params{}).Names(), ", ") + `
 `,

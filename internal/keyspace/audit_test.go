@@ -362,3 +362,27 @@ func TestAuditFlexibleBlockedKeys(t *testing.T) {
 		t.Errorf("no TTL: %v, want [rlflx:lost]", s)
 	}
 }
+
+// The Python limits library names each key's limit and window, so an
+// audit needs no --limit to find a TTL longer than the window, or none.
+func TestAuditPythonLimitsWithoutLimit(t *testing.T) {
+	c := startClean(t)
+	ctx := context.Background()
+	opts := auditOpts()
+	opts.Schemas = NewRegistry(Params{}).All()
+	must(t, c.Set(ctx, "LIMITS:LIMITER/192.0.2.1/100/1/minute", 3, time.Minute).Err())
+	must(t, c.Set(ctx, "LIMITS:{LIMITER/192.0.2.1/5/30/second}", 1, time.Minute).Err()) // 2W: fine
+	must(t, c.Set(ctx, "LIMITS:LIMITER/192.0.2.2/100/1/minute", 3, 10*time.Minute).Err())
+	must(t, c.Set(ctx, "LIMITS:LIMITER/192.0.2.3/100/1/minute", 3, 0).Err())
+	rep, err := Audit(ctx, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, map[string]Severity{CheckNoTTL: Fail, CheckTTLTooLong: Fail})
+	if s := sampleOf(rep, CheckTTLTooLong); len(s) != 1 || s[0] != "LIMITS:LIMITER/192.0.2.2/100/1/minute" {
+		t.Errorf("TTL too long: %v", s)
+	}
+	if s := sampleOf(rep, CheckNoTTL); len(s) != 1 || s[0] != "LIMITS:LIMITER/192.0.2.3/100/1/minute" {
+		t.Errorf("no TTL: %v", s)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	SchemaUlule          = "ulule-limiter"
 	SchemaRateLimitRedis = "rate-limit-redis"
 	SchemaFlexible       = "rate-limiter-flexible"
+	SchemaPythonLimits   = "python-limits"
 	SchemaUpstashWindow  = "upstash-window"
 	SchemaUpstashBucket  = "upstash-token-bucket"
 )
@@ -54,7 +55,7 @@ func builtin(p Params) []*Schema {
 	}
 	out = append(out,
 		envoySchema(p), redisRateSchema(p), springSchema(p), kongSchema(p),
-		ululeSchema(p), rateLimitRedisSchema(p), flexibleSchema(p), upstashWindowSchema(p), upstashBucketSchema(p))
+		ululeSchema(p), rateLimitRedisSchema(p), flexibleSchema(p), pythonLimitsSchema(p), upstashWindowSchema(p), upstashBucketSchema(p))
 	return out
 }
 
@@ -451,6 +452,89 @@ func flexibleSchema(p Params) *Schema {
 	s.maxTTL = func(*Schema, Parsed) time.Duration { return 0 }
 	plainPrefixed(s)
 	return s
+}
+
+// pythonLimitsSchema: the Python limits library's Redis storage (behind
+// Flask-Limiter and slowapi), checked against limits/limits.py (key_for:
+// "LIMITER/" + identifiers + amount/multiples/granularity joined by "/";
+// a month is 30 days, a year 360), limits/storage/redis.py (key prefix
+// "LIMITS:"; the sliding window counter's keys are "{key}" and
+// "{key}/-1") and its Lua scripts (fixed window: INCRBY, EXPIRE on the
+// first hit; sliding window: the current counter is created with twice
+// the window, renamed to the previous one when it has less than a window
+// left). The key names its own limit and window. Moving-window keys are
+// lists, which rlctl does not read.
+func pythonLimitsSchema(p Params) *Schema {
+	s := &Schema{
+		Name:        SchemaPythonLimits,
+		Description: "Python limits storage (Flask-Limiter, slowapi): fixed and sliding window counters",
+		Source:      "alisaifee/limits limits/limits.py, limits/storage/redis.py, resources/redis/lua_scripts",
+		Type:        TypeString,
+		Layout:      "LIMITS:LIMITER/<identity>[/<scope>...]/<amount>/<multiples>/<granularity> string counter, TTL = the window; sliding: LIMITS:{LIMITER/...} (TTL up to 2 windows) and LIMITS:{LIMITER/...}/-1",
+		Clock:       "redis",
+		WindowInKey: false,
+		MultiKey:    true,
+		Prefix:      prefixOr(p, "LIMITS:"),
+		params:      p,
+		interpret:   interpretCounter,
+	}
+	s.glob = EscapeGlob(s.Prefix) + "*LIMITER/*"
+	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
+		rest, ok := strings.CutPrefix(key, s.Prefix)
+		if !ok {
+			return Parsed{}, false
+		}
+		part := ""
+		if strings.HasPrefix(rest, "{") {
+			part = "current"
+			if r, ok := strings.CutSuffix(rest, "/-1"); ok {
+				rest, part = r, "previous"
+			}
+			r, ok := strings.CutSuffix(rest[1:], "}")
+			if !ok {
+				return Parsed{}, false
+			}
+			rest = r
+		}
+		rest, ok = strings.CutPrefix(rest, "LIMITER/")
+		if !ok {
+			return Parsed{}, false
+		}
+		f := strings.Split(rest, "/")
+		if len(f) < 4 {
+			return Parsed{}, false
+		}
+		amount, ok1 := parseDigits(f[len(f)-3])
+		multiples, ok2 := parseDigits(f[len(f)-2])
+		unit, ok3 := pythonGranularities[f[len(f)-1]]
+		if !ok1 || !ok2 || !ok3 || amount <= 0 || multiples <= 0 || f[0] == "" {
+			return Parsed{}, false
+		}
+		scope := strings.Join(f[1:len(f)-3], "/")
+		if part != "" && scope != "" {
+			part = scope + " " + part
+		} else if part == "" {
+			part = scope
+		}
+		return Parsed{ID: f[0], Part: part, Window: -1, WindowLen: time.Duration(multiples) * unit, Count: amount}, true
+	}
+	s.idKeys = func(s *Schema, id string) ([]string, []string) {
+		p := EscapeGlob(s.Prefix)
+		return nil, []string{p + "LIMITER/" + EscapeGlob(id) + "/*", p + "{LIMITER/" + EscapeGlob(id) + "/*"}
+	}
+	s.ttl = func(s *Schema, k Parsed) time.Duration {
+		if strings.HasSuffix(k.Part, "current") {
+			return 2 * k.WindowLen
+		}
+		return k.WindowLen
+	}
+	return s
+}
+
+// pythonGranularities are the limits library's units.
+var pythonGranularities = map[string]time.Duration{
+	"second": time.Second, "minute": time.Minute, "hour": time.Hour,
+	"day": 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 360 * 24 * time.Hour,
 }
 
 // upstashWindowSchema: Upstash ratelimit's fixedWindow, slidingWindow and

@@ -192,6 +192,21 @@ func fixtures() []fixture {
 			want: map[string]string{"rlflx:198.51.100.4": "7 of 100 used, window resets in 1m0s"},
 		},
 		{
+			// Flask-Limiter's "100 per minute" on one endpoint, and a
+			// sliding-window "5 per 30 second" on another: the keys name
+			// their limits, so no --limit is needed.
+			name: "python limits", schema: SchemaPythonLimits, id: "192.0.2.44",
+			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {
+				c.IncrBy(ctx, "LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute", 3)
+				c.Expire(ctx, "LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute", time.Minute)
+				c.Set(ctx, "LIMITS:{LIMITER/192.0.2.44/login/5/30/second}", 2, time.Minute)
+			},
+			want: map[string]string{
+				"LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute": "3 of 100 used, window resets in 1m0s",
+				"LIMITS:{LIMITER/192.0.2.44/login/5/30/second}":    "2 of 5 used",
+			},
+		},
+		{
 			name: "rate-limit-redis", schema: SchemaRateLimitRedis, id: "::ffff:127.0.0.1",
 			params: Params{Limit: rate.Limit{Count: 5, Window: 15 * time.Minute}},
 			write: func(ctx context.Context, t *testing.T, c *redis.Client, now time.Time) {

@@ -273,18 +273,26 @@ func interpretCounter(s *Schema, k *Key, now time.Time) {
 	describeCount(s, k, n, now)
 }
 
+// countsDenied lists the layouts whose counters count denied hits too, so
+// a counter above the limit only means the identity kept knocking.
+var countsDenied = map[string]bool{
+	SchemaKong: true, SchemaEnvoy: true, SchemaRateLimitRedis: true, SchemaUpstashWindow: true,
+	SchemaUlule: true, SchemaFlexible: true, SchemaPythonLimits: true,
+}
+
 // describeCount says what a window's count n means: used against the
 // limit, the window, and when it resets.
 func describeCount(s *Schema, k *Key, n int64, now time.Time) {
 	k.Used = &n
 	var msg string
 	lim := s.params.Limit.Count
+	if k.parsed.Count > 0 {
+		lim = k.parsed.Count // the key names its own limit
+	}
 	if lim > 0 {
 		k.Limit = &lim
 		msg = fmt.Sprintf("%d of %d used", n, lim)
-		if s.Name == SchemaKong || s.Name == SchemaEnvoy || s.Name == SchemaRateLimitRedis || s.Name == SchemaUpstashWindow || s.Name == SchemaUlule {
-			// These count denied hits too, so a counter above the limit
-			// only means the identity kept knocking.
+		if countsDenied[s.Name] {
 			if n > lim {
 				msg = fmt.Sprintf("%d hits, limit %d (over by %d)", n, lim, n-lim)
 			}

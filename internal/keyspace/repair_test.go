@@ -334,3 +334,28 @@ func TestRepairTTLAmbiguousKeyGetsTheLongerRule(t *testing.T) {
 		t.Fatalf("repaired %d, TTL %v; want 1 repaired with about 5m", st.Repaired, ttl)
 	}
 }
+
+// Python limits keys carry their window, so their TTL is known without
+// --limit: the window for a fixed-window counter, two for a sliding
+// window's current one.
+func TestRepairTTLFromTheKeysOwnWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	const fixed, sliding = "LIMITS:LIMITER/192.0.2.9/100/5/minute", "LIMITS:{LIMITER/192.0.2.9/5/30/second}"
+	must(t, c.Set(ctx, fixed, 7, 0).Err())
+	must(t, c.Set(ctx, sliding, 2, 0).Err())
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: NewRegistry(Params{}).All()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired != 2 || st.NoRule != 0 {
+		t.Fatalf("stats %+v; want both repaired", st)
+	}
+	if ttl := c.PTTL(ctx, fixed).Val(); ttl <= 4*time.Minute || ttl > 5*time.Minute {
+		t.Errorf("%s: TTL %v; want its 5-minute window", fixed, ttl)
+	}
+	if ttl := c.PTTL(ctx, sliding).Val(); ttl <= 59*time.Second || ttl > time.Minute {
+		t.Errorf("%s: TTL %v; want two 30-second windows", sliding, ttl)
+	}
+}

@@ -49,6 +49,9 @@ type Parsed struct {
 	// WindowLen is the window length the key itself implies (Kong's period),
 	// or 0 when the key does not say.
 	WindowLen time.Duration
+	// Count is the limit the key itself names (Python limits: "100/1/minute"),
+	// or 0 when the key does not say.
+	Count int64
 }
 
 // Schema is one limiter's key layout: how keys are named, what they hold,

@@ -33,6 +33,12 @@ func TestMatchSchemas(t *testing.T) {
 		{"ratelimit:00000000-0000-0000-0000-000000000000:s1:2001:db8::1:1795990620000:minute", "string", SchemaKong, "2001:db8::1", "minute"},
 		{"limiter:1.2.3.4", "string", SchemaUlule, "1.2.3.4", ""},
 		{"rlflx:login:alice@example.com", "string", SchemaFlexible, "login:alice@example.com", ""},
+		{"LIMITS:LIMITER/127.0.0.1/api.index/100/1/minute", "string", SchemaPythonLimits, "127.0.0.1", "api.index"},
+		{"LIMITS:LIMITER/2001:db8::7/10/2/hour", "string", SchemaPythonLimits, "2001:db8::7", ""},
+		{"LIMITS:{LIMITER/10.0.0.1/5/30/second}", "string", SchemaPythonLimits, "10.0.0.1", "current"},
+		{"LIMITS:{LIMITER/10.0.0.1/login/5/30/second}/-1", "string", SchemaPythonLimits, "10.0.0.1", "login previous"},
+		{"LIMITS:LIMITER/10.0.0.1/5/1/fortnight", "string", "", "", ""},
+		{"LIMITS:LIMITER/10.0.0.1/5/1/minute", "list", "", "", ""}, // moving window: not read
 		{"@upstash/ratelimit:user:42:2993317", "string", SchemaUpstashWindow, "user:42", ""},
 		{"@upstash/ratelimit:user:42:2993317", "hash", SchemaUpstashWindow, "user:42", ""}, // multi-region
 		{"@upstash/ratelimit:mia", "hash", SchemaUpstashBucket, "mia", ""},
