@@ -451,6 +451,9 @@ func limitFor(s *Schema, p Parsed) int64 {
 	case "redis-token-bucket", "redis-gcra", SchemaRedisRate, SchemaSpring, SchemaUpstashBucket:
 		return 0 // not counters
 	}
+	if p.Count > 0 {
+		return p.Count // the key names its own limit
+	}
 	return s.params.Limit.Count
 }
 

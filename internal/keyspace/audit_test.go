@@ -374,11 +374,15 @@ func TestAuditPythonLimitsWithoutLimit(t *testing.T) {
 	must(t, c.Set(ctx, "LIMITS:{LIMITER/192.0.2.1/5/30/second}", 1, time.Minute).Err()) // 2W: fine
 	must(t, c.Set(ctx, "LIMITS:LIMITER/192.0.2.2/100/1/minute", 3, 10*time.Minute).Err())
 	must(t, c.Set(ctx, "LIMITS:LIMITER/192.0.2.3/100/1/minute", 3, 0).Err())
+	must(t, c.Set(ctx, "LIMITS:LIMITER/192.0.2.4/10/1/minute", 10, time.Minute).Err()) // at its limit
 	rep, err := Audit(ctx, c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFindings(t, rep, map[string]Severity{CheckNoTTL: Fail, CheckTTLTooLong: Fail})
+	checkFindings(t, rep, map[string]Severity{CheckNoTTL: Fail, CheckTTLTooLong: Fail, CheckHot: Warn})
+	if s := sampleOf(rep, CheckHot); len(s) != 1 || !strings.Contains(s[0], "192.0.2.4") {
+		t.Errorf("hot: %v; want the key at its own limit of 10", s)
+	}
 	if s := sampleOf(rep, CheckTTLTooLong); len(s) != 1 || s[0] != "LIMITS:LIMITER/192.0.2.2/100/1/minute" {
 		t.Errorf("TTL too long: %v", s)
 	}
