@@ -121,7 +121,10 @@ func (p *Pool) drain() {
 
 // Warm opens connections until n are open (at most Size), so requests
 // that come at once find them instead of dialing inside the requests a run
-// measures. It stops at the first error.
+// measures. Each answers a PING first: a dial returns once the kernel has
+// the connection, and without a round trip the server's own accept and
+// client setup would still land inside the run. It stops at the first
+// error.
 func (p *Pool) Warm(ctx context.Context, n int) error {
 	for len(p.tokens) < min(n, p.o.Size) {
 		select {
@@ -132,6 +135,16 @@ func (p *Pool) Warm(ctx context.Context, n int) error {
 		c, err := p.dial(ctx, time.Time{})
 		if err != nil {
 			return err
+		}
+		c.begin(1)
+		c.arg("PING")
+		if err = c.flush(p.deadline(ctx)); err == nil {
+			_, err = c.readAny(0)
+		}
+		if err != nil {
+			c.Close()
+			<-p.tokens
+			return fmt.Errorf("PING: %w", err)
 		}
 		p.put(c)
 	}
