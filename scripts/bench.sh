@@ -65,12 +65,19 @@ NGINX
 server nginx -c "$work/nginx.conf"
 pids+=($!)
 sleep 0.5
-wk=$(wrk -t 2 -c 50 -d 5s "http://127.0.0.1:$hport/index.html" | awk '/Requests\/sec/ { print $2 }')
 sed "s/PORT/$hport/" scripts/bench/http.yaml >"$work/http.yaml"
-"$RLCTL" verify "$work/http.yaml" --no-progress --report-dir "$work/r2" --format json >/dev/null 2>"$work/v2.err" || { cat "$work/v2.err"; exit 1; }
-read -r req bad < <(go run ./scripts/benchtool rate "$work"/r2/*/report.json)
-rl=$(awk -v r="$req" 'BEGIN { printf "%.0f", r / 5 }')
-echo "   wrk: $wk req/s   rlctl: $rl req/s (errors+dropped: $bad)   ratio: $(ratio "$rl" "$wk")× (target ≥ 0.8)"
+# Three rounds, the median ratio the figure, for the same reason as above.
+ratios=()
+for round in 1 2 3; do
+	wk=$(wrk -t 2 -c 50 -d 5s "http://127.0.0.1:$hport/index.html" | awk '/Requests\/sec/ { print $2 }')
+	rm -rf "$work/r2"
+	"$RLCTL" verify "$work/http.yaml" --no-progress --report-dir "$work/r2" --format json >/dev/null 2>"$work/v2.err" || { cat "$work/v2.err"; exit 1; }
+	read -r req bad < <(go run ./scripts/benchtool rate "$work"/r2/*/report.json)
+	rl=$(awk -v r="$req" 'BEGIN { printf "%.0f", r / 5 }')
+	ratios+=("$(ratio "$rl" "$wk")")
+	echo "   round $round: wrk: $wk req/s   rlctl: $rl req/s (errors+dropped: $bad)   ratio: ${ratios[-1]}×"
+done
+echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)× (target ≥ 0.8)"
 
 echo "== 3. analysis of 10 million history records (target ≤ 2 s, ≤ 48 bytes/record at peak)"
 go test -run '^$' -bench 'Analyze10M' -benchtime 1x ./internal/analysis/ | grep -E 'Benchmark|ns/op'
