@@ -462,8 +462,9 @@ func flexibleSchema(p Params) *Schema {
 // "{key}/-1") and its Lua scripts (fixed window: INCRBY, EXPIRE on the
 // first hit; sliding window: the current counter is created with twice
 // the window, renamed to the previous one when it has less than a window
-// left). The key names its own limit and window. Moving-window keys are
-// lists, which rlctl does not read.
+// left). The key names its own limit and window. Releases before 3.0
+// wrote keys without the prefix. Moving-window keys are lists, which rlctl
+// does not read.
 func pythonLimitsSchema(p Params) *Schema {
 	s := &Schema{
 		Name:        SchemaPythonLimits,
@@ -478,9 +479,18 @@ func pythonLimitsSchema(p Params) *Schema {
 		params:      p,
 		interpret:   interpretCounter,
 	}
+	// Releases before limits 3 wrote no prefix: with the default one, bare
+	// LIMITER/ keys are read too.
+	bare := p.Prefix == ""
 	s.glob = EscapeGlob(s.Prefix) + "*LIMITER/*"
+	if bare {
+		s.glob = "*LIMITER/*"
+	}
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
 		rest, ok := strings.CutPrefix(key, s.Prefix)
+		if !ok && bare && (strings.HasPrefix(key, "LIMITER/") || strings.HasPrefix(key, "{LIMITER/")) {
+			rest, ok = key, true
+		}
 		if !ok {
 			return Parsed{}, false
 		}
@@ -519,8 +529,15 @@ func pythonLimitsSchema(p Params) *Schema {
 		return Parsed{ID: f[0], Part: part, Window: -1, WindowLen: time.Duration(multiples) * unit, Count: amount}, true
 	}
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
-		p := EscapeGlob(s.Prefix)
-		return nil, []string{p + "LIMITER/" + EscapeGlob(id) + "/*", p + "{LIMITER/" + EscapeGlob(id) + "/*"}
+		prefixes := []string{EscapeGlob(s.Prefix)}
+		if bare {
+			prefixes = append(prefixes, "")
+		}
+		var globs []string
+		for _, p := range prefixes {
+			globs = append(globs, p+"LIMITER/"+EscapeGlob(id)+"/*", p+"{LIMITER/"+EscapeGlob(id)+"/*")
+		}
+		return nil, globs
 	}
 	s.ttl = func(s *Schema, k Parsed) time.Duration {
 		if strings.HasSuffix(k.Part, "current") {

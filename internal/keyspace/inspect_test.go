@@ -200,10 +200,12 @@ func fixtures() []fixture {
 				c.IncrBy(ctx, "LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute", 3)
 				c.Expire(ctx, "LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute", time.Minute)
 				c.Set(ctx, "LIMITS:{LIMITER/192.0.2.44/login/5/30/second}", 2, time.Minute)
+				c.Set(ctx, "LIMITER/192.0.2.44/10/1/hour", 12, time.Hour) // written by limits < 3
 			},
 			want: map[string]string{
 				"LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute": "3 of 100 used, window resets in 1m0s",
 				"LIMITS:{LIMITER/192.0.2.44/login/5/30/second}":    "2 of 5 used",
+				"LIMITER/192.0.2.44/10/1/hour":                     "12 hits, limit 10 (over by 2)",
 			},
 		},
 		{

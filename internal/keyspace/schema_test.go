@@ -37,7 +37,9 @@ func TestMatchSchemas(t *testing.T) {
 		{"LIMITS:LIMITER/2001:db8::7/10/2/hour", "string", SchemaPythonLimits, "2001:db8::7", ""},
 		{"LIMITS:{LIMITER/10.0.0.1/5/30/second}", "string", SchemaPythonLimits, "10.0.0.1", "current"},
 		{"LIMITS:{LIMITER/10.0.0.1/login/5/30/second}/-1", "string", SchemaPythonLimits, "10.0.0.1", "login previous"},
+		{"LIMITER/10.0.0.2/api/100/1/day", "string", SchemaPythonLimits, "10.0.0.2", "api"}, // limits < 3
 		{"LIMITS:LIMITER/10.0.0.1/5/1/fortnight", "string", "", "", ""},
+		{"OTHER:LIMITER/10.0.0.1/5/1/minute", "string", "", "", ""},
 		{"LIMITS:LIMITER/10.0.0.1/5/1/minute", "list", "", "", ""}, // moving window: not read
 		{"@upstash/ratelimit:user:42:2993317", "string", SchemaUpstashWindow, "user:42", ""},
 		{"@upstash/ratelimit:user:42:2993317", "hash", SchemaUpstashWindow, "user:42", ""}, // multi-region
