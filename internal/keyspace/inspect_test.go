@@ -288,6 +288,15 @@ func TestInspectFixtures(t *testing.T) {
 			if len(in.Keys) == 0 {
 				t.Fatalf("no keys found for %s", fx.id)
 			}
+			found := map[string]bool{}
+			for _, k := range in.Keys {
+				found[k.Key] = true
+			}
+			for k := range fx.want {
+				if k != "" && !found[k] {
+					t.Errorf("%s not found for %s", k, fx.id)
+				}
+			}
 			for _, k := range in.Keys {
 				if k.Schema != fx.schema {
 					t.Errorf("%s read as %q, want %q", k.Key, k.Schema, fx.schema)
