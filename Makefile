@@ -24,6 +24,7 @@ deps-bench:
 test: deps-test
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
+	GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
 	$(GO) test -race -timeout 8m $$($(GO) list ./... | grep -v '/scenarios$$')
 	$(GO) test -race -timeout 5m ./scenarios
 
@@ -42,6 +43,7 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
 
 clean:
 	rm -rf bin

@@ -57,7 +57,7 @@ func TestSpawnDiesWithParent(t *testing.T) {
 				t.Fatalf("child reported pids %v, want 3", pids)
 			}
 			for _, pid := range pids {
-				if !alive(pid) {
+				if !redistest.Alive(pid) {
 					t.Fatalf("pid %d not running before the signal", pid)
 				}
 			}
@@ -67,7 +67,7 @@ func TestSpawnDiesWithParent(t *testing.T) {
 			go func() { _, _ = bufio.NewReader(out).WriteTo(new(strings.Builder)) }()
 			_ = cmd.Wait()
 			for _, pid := range pids {
-				waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !alive(pid) })
+				waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !redistest.Alive(pid) })
 			}
 		})
 	}

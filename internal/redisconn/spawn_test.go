@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,7 +122,7 @@ func TestSpawnCloseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if redistest.Alive(pid) {
 			t.Errorf("pid %d alive after Close", pid)
 		}
 	}
@@ -147,7 +145,7 @@ func TestSpawnStopsWithContext(t *testing.T) {
 	pids := d.Pids()
 	cancel()
 	for _, pid := range pids {
-		waitFor(t, fmt.Sprintf("pid %d gone after cancel", pid), func() bool { return !alive(pid) })
+		waitFor(t, fmt.Sprintf("pid %d gone after cancel", pid), func() bool { return !redistest.Alive(pid) })
 	}
 }
 
@@ -188,20 +186,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return !errors.Is(err, syscall.ESRCH)
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return runtime.GOOS != "linux" // elsewhere no /proc tells a zombie
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // TestSpawnOddPassword: a password with spaces, quotes, backslashes, URL

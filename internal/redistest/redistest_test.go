@@ -25,7 +25,7 @@ func TestStartAnswersAndStops(t *testing.T) {
 	pids := s.Deployment.Pids()
 	s.Stop()
 	for _, pid := range pids {
-		if alive(pid) {
+		if Alive(pid) {
 			t.Errorf("pid %d still alive after Stop", pid)
 		}
 	}
