@@ -1,6 +1,8 @@
 package keyspace
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -462,22 +464,29 @@ func flexibleSchema(p Params) *Schema {
 // "{key}/-1") and its Lua scripts (fixed window: INCRBY, EXPIRE on the
 // first hit; sliding window: the current counter is created with twice
 // the window, renamed to the previous one when it has less than a window
-// left). The key names its own limit and window. Releases before 3.0
-// wrote keys without the prefix. Moving-window keys are lists, which rlctl
-// does not read.
+// left; acquire_moving_window.lua: LPUSH the time, LTRIM to the amount,
+// EXPIRE the window). The key names its own limit and window. Releases
+// before 3.0 wrote keys without the prefix.
 func pythonLimitsSchema(p Params) *Schema {
 	s := &Schema{
 		Name:        SchemaPythonLimits,
-		Description: "Python limits storage (Flask-Limiter, slowapi): fixed and sliding window counters",
+		Description: "Python limits storage (Flask-Limiter, slowapi): fixed, sliding and moving windows",
 		Source:      "alisaifee/limits limits/limits.py, limits/storage/redis.py, resources/redis/lua_scripts",
 		Type:        TypeString,
-		Layout:      "LIMITS:LIMITER/<identity>[/<scope>...]/<amount>/<multiples>/<granularity> string counter, TTL = the window; sliding: LIMITS:{LIMITER/...} (TTL up to 2 windows) and LIMITS:{LIMITER/...}/-1",
+		Layout:      "LIMITS:LIMITER/<identity>[/<scope>...]/<amount>/<multiples>/<granularity> string counter, TTL = the window; sliding: LIMITS:{LIMITER/...} (TTL up to 2 windows) and LIMITS:{LIMITER/...}/-1; moving: the same name as a list of request times (unix seconds), newest first, trimmed to the amount, TTL = the window",
 		Clock:       "redis",
 		WindowInKey: false,
 		MultiKey:    true,
 		Prefix:      prefixOr(p, "LIMITS:"),
 		params:      p,
-		interpret:   interpretCounter,
+		types:       []string{TypeString, TypeList},
+		interpret: func(s *Schema, k *Key, now time.Time) {
+			if k.Type == TypeList {
+				interpretMovingWindow(k, now)
+				return
+			}
+			interpretCounter(s, k, now)
+		},
 	}
 	// Releases before limits 3 wrote no prefix: with the default one, bare
 	// LIMITER/ keys are read too.
@@ -546,6 +555,39 @@ func pythonLimitsSchema(p Params) *Schema {
 		return k.WindowLen
 	}
 	return s
+}
+
+// interpretMovingWindow reads the limits library's moving window: a list
+// of request times in unix seconds (LPUSH, so newest first), trimmed to
+// the limit. The entries within the key's window are what it has used; the
+// oldest of them frees a slot when it ages out.
+func interpretMovingWindow(k *Key, now time.Time) {
+	w, lim := k.parsed.WindowLen, k.parsed.Count
+	from := float64(now.Add(-w).UnixNano()) / 1e9
+	var used int64
+	oldest := 0.0
+	for _, v := range k.items {
+		ts, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			k.problem("value out of range: list entry %q is not a time", v)
+			continue
+		}
+		if ts >= from {
+			used++
+			oldest = ts
+		}
+	}
+	k.Used, k.Limit = ptr(used), ptr(lim)
+	msg := fmt.Sprintf("%d of %d used in the last %s (moving window)", used, lim, human(w))
+	if used >= lim && oldest > 0 {
+		wait := max(int64((oldest+w.Seconds())*1000)-now.UnixMilli(), 0)
+		k.RetryMillis = ptr(wait)
+		msg += fmt.Sprintf(", next request allowed in %s", human(time.Duration(wait)*time.Millisecond))
+	}
+	if k.Entries != nil && *k.Entries > lim {
+		k.problem("value out of range: %d entries, the layout trims to %d", *k.Entries, lim)
+	}
+	k.Meaning = msg
 }
 
 // pythonGranularities are the limits library's units.

@@ -3,6 +3,7 @@ package keyspace
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,11 +202,23 @@ func fixtures() []fixture {
 				c.Expire(ctx, "LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute", time.Minute)
 				c.Set(ctx, "LIMITS:{LIMITER/192.0.2.44/login/5/30/second}", 2, time.Minute)
 				c.Set(ctx, "LIMITER/192.0.2.44/10/1/hour", 12, time.Hour) // written by limits < 3
+				// Moving windows, lists of request times, newest first: 3
+				// per minute with two in the last minute and one older, and
+				// 2 per minute with both used.
+				at := func(d time.Duration) string {
+					return strconv.FormatFloat(float64(now.Add(-d).UnixNano())/1e9, 'f', 6, 64)
+				}
+				c.RPush(ctx, "LIMITS:LIMITER/192.0.2.44/search/3/1/minute", at(10*time.Second), at(40*time.Second), at(90*time.Second))
+				c.Expire(ctx, "LIMITS:LIMITER/192.0.2.44/search/3/1/minute", time.Minute)
+				c.RPush(ctx, "LIMITS:LIMITER/192.0.2.44/login/2/1/minute", at(10*time.Second), at(40*time.Second))
+				c.Expire(ctx, "LIMITS:LIMITER/192.0.2.44/login/2/1/minute", time.Minute)
 			},
 			want: map[string]string{
 				"LIMITS:LIMITER/192.0.2.44/api.index/100/1/minute": "3 of 100 used, window resets in 1m0s",
 				"LIMITS:{LIMITER/192.0.2.44/login/5/30/second}":    "2 of 5 used",
 				"LIMITER/192.0.2.44/10/1/hour":                     "12 hits, limit 10 (over by 2)",
+				"LIMITS:LIMITER/192.0.2.44/search/3/1/minute":      "2 of 3 used in the last 1m0s (moving window)",
+				"LIMITS:LIMITER/192.0.2.44/login/2/1/minute":       "2 of 2 used in the last 1m0s (moving window), next request allowed in 2",
 			},
 		},
 		{

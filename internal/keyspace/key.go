@@ -61,7 +61,13 @@ type Key struct {
 	// inWindow is a log's entries inside the last window (-1 unknown).
 	inWindow int64
 	newest   float64
+	// items is a list's entries, newest first (at most maxListRead).
+	items []string
 }
+
+// maxListRead bounds how much of a list inspect reads: list layouts trim
+// themselves to the limit, so more means the key is not what it seems.
+const maxListRead = 10000
 
 // Parsed returns the key name read against its schema.
 func (k *Key) Parsed() Parsed { return k.parsed }
@@ -137,6 +143,7 @@ func readValues(ctx context.Context, c redis.Cmdable, keys []*Key, now time.Time
 		hash             *redis.MapStringStringCmd
 		card, mem, inWin *redis.IntCmd
 		newest           *redis.ZSliceCmd
+		list             *redis.StringSliceCmd
 	}
 	ps := make([]pending, len(keys))
 	for i, k := range keys {
@@ -145,6 +152,9 @@ func readValues(ctx context.Context, c redis.Cmdable, keys []*Key, now time.Time
 			ps[i].str = pipe.Get(ctx, k.Key)
 		case TypeHash:
 			ps[i].hash = pipe.HGetAll(ctx, k.Key)
+		case TypeList:
+			ps[i].card = pipe.LLen(ctx, k.Key)
+			ps[i].list = pipe.LRange(ctx, k.Key, 0, maxListRead-1)
 		case TypeZSet:
 			ps[i].card = pipe.ZCard(ctx, k.Key)
 			ps[i].mem = pipe.MemoryUsage(ctx, k.Key)
@@ -169,6 +179,10 @@ func readValues(ctx context.Context, c redis.Cmdable, keys []*Key, now time.Time
 			}
 		case p.hash != nil:
 			k.Fields = p.hash.Val()
+		case p.list != nil:
+			n := p.card.Val()
+			k.Entries = &n
+			k.items = p.list.Val()
 		case p.card != nil:
 			n := p.card.Val()
 			k.Entries = &n

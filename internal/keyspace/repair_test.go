@@ -336,21 +336,26 @@ func TestRepairTTLAmbiguousKeyGetsTheLongerRule(t *testing.T) {
 }
 
 // Python limits keys carry their window, so their TTL is known without
-// --limit: the window for a fixed-window counter, two for a sliding
-// window's current one.
+// --limit: the window for a fixed-window counter or a moving window's
+// list, two for a sliding window's current counter.
 func TestRepairTTLFromTheKeysOwnWindow(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
 	const fixed, sliding = "LIMITS:LIMITER/192.0.2.9/100/5/minute", "LIMITS:{LIMITER/192.0.2.9/5/30/second}"
+	const moving = "LIMITS:LIMITER/192.0.2.9/search/10/1/hour" // a list
 	must(t, c.Set(ctx, fixed, 7, 0).Err())
 	must(t, c.Set(ctx, sliding, 2, 0).Err())
+	must(t, c.RPush(ctx, moving, "1795990000.5").Err())
 	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: NewRegistry(Params{}).All()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Repaired != 2 || st.NoRule != 0 {
-		t.Fatalf("stats %+v; want both repaired", st)
+	if st.Repaired != 3 || st.NoRule != 0 {
+		t.Fatalf("stats %+v; want all three repaired", st)
+	}
+	if ttl := c.PTTL(ctx, moving).Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("%s: TTL %v; want its hour", moving, ttl)
 	}
 	if ttl := c.PTTL(ctx, fixed).Val(); ttl <= 4*time.Minute || ttl > 5*time.Minute {
 		t.Errorf("%s: TTL %v; want its 5-minute window", fixed, ttl)

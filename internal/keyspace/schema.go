@@ -14,6 +14,7 @@ const (
 	TypeString = "string"
 	TypeHash   = "hash"
 	TypeZSet   = "zset"
+	TypeList   = "list"
 )
 
 // Params are what keys do not record about their limiter: the published

@@ -40,7 +40,8 @@ func TestMatchSchemas(t *testing.T) {
 		{"LIMITER/10.0.0.2/api/100/1/day", "string", SchemaPythonLimits, "10.0.0.2", "api"}, // limits < 3
 		{"LIMITS:LIMITER/10.0.0.1/5/1/fortnight", "string", "", "", ""},
 		{"OTHER:LIMITER/10.0.0.1/5/1/minute", "string", "", "", ""},
-		{"LIMITS:LIMITER/10.0.0.1/5/1/minute", "list", "", "", ""}, // moving window: not read
+		{"LIMITS:LIMITER/10.0.0.1/5/1/minute", "list", SchemaPythonLimits, "10.0.0.1", ""}, // moving window
+		{"LIMITS:LIMITER/10.0.0.1/5/1/minute", "hash", "", "", ""},
 		{"@upstash/ratelimit:user:42:2993317", "string", SchemaUpstashWindow, "user:42", ""},
 		{"@upstash/ratelimit:user:42:2993317", "hash", SchemaUpstashWindow, "user:42", ""}, // multi-region
 		{"@upstash/ratelimit:mia", "hash", SchemaUpstashBucket, "mia", ""},
