@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,6 +211,10 @@ traffic:
   spread: random
 `, strings.Join(urls, ", "))))
 	checkAgainstLog(t, out, log, time.Second)
+	// Its 500s came after GCRA had decided, and the report says so.
+	if !slices.ContainsFunc(out.Report.Notes, func(n string) bool { return strings.Contains(n, "may have admitted and counted") }) {
+		t.Errorf("errors, yet no note on what they leave out: %q", out.Report.Notes)
+	}
 }
 
 // Three gateways each keep their own fixed-window counters in memory (the

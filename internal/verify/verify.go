@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/gateway"
@@ -93,7 +94,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Interrupted = true
 	}
 
-	for _, n := range []string{embeddedNote(sc, o, h), decidedClockNote(h)} {
+	for _, n := range []string{embeddedNote(sc, o, h), decidedClockNote(h), httpErrorsNote(sc, h)} {
 		if n != "" {
 			out.Saved.Notes = append(out.Saved.Notes, n)
 		}
@@ -169,6 +170,27 @@ func decidedClockNote(h *history.History) string {
 		way, med = "behind", -med
 	}
 	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): the analysis moved them onto rlctl's clock (one shift for every gateway unless their clocks differ from one another)", med.Round(10*time.Microsecond), way)
+}
+
+// httpErrorsNote says what an http target's errors leave out. A 5xx, a
+// timeout or a connection lost mid-answer may come after the limiter
+// admitted and counted the request (the upstream failed, or the answer
+// was slow), so its decision is unknown: the window figures count only
+// answers that said allowed, and the gateway's own log may hold more.
+func httpErrorsNote(sc *scenario.Scenario, h *history.History) string {
+	if sc.Target.Kind != scenario.KindHTTP {
+		return ""
+	}
+	n := 0
+	for i := range h.Len() {
+		if h.Outcome(i) == decision.Error {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d requests ended in an error (a 5xx, a timeout or a broken connection): a limiter may have admitted and counted some of them before the failure, and ceiling and ceiling_upper count only answers that said allowed; hold them against the gateway's own log, or require errors == 0", n)
 }
 
 // embeddedNote says so when a run on the embedded Redis went that fast.
