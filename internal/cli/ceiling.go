@@ -176,6 +176,11 @@ const measureWindow = time.Second
 // overload spread over every gateway, and a boundary burst — and keeps the
 // higher ceiling: the first shows independent counters, the second the
 // boundary doubling.
+//
+// The embedded Redis slows at the higher rates a large L×N asks for, so a
+// decision gets a second, and one it still cannot make is refused
+// (on_error: closed): the measurement may then read low, never high, as
+// failing open would admit what the design itself would not.
 func measureCeiling(ctx context.Context, opts *ceilingOptions) (*measuredCeiling, error) {
 	d := opts.Duration
 	if d <= 0 {
@@ -192,6 +197,9 @@ target:
   algorithm: %s
   gateways: %d
   redis: embedded
+  timeout: 1s
+  endpoints:
+    - {name: default, share: 1, on_error: closed}
   clock_skew: %s
 traffic:
   pattern: %s
