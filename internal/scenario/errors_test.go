@@ -67,6 +67,7 @@ func TestLoadMistakes(t *testing.T) {
 		{"http identity in host", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls:\n    - http://gw.example/ok\n    - http://{id}.gw.example/\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:7: target.urls[1]: URL http://{id}.gw.example/: {id} goes in the path or the query, not the host`}},
 		{"http source too small", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {source: 127.0.1.0/30}\ntraffic: {rate: 1/s, identities: 4}\n", []string{`bad.yaml:6: target.identity: source: 127.0.1.0/30 has room for 3 identities, not 4`}},
 		{"http source not an address", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {source: localhost}\ntraffic: {rate: 1/s}\n", []string{`target.identity: source: want an address or a prefix such as 127.0.1.0/24, got "localhost"`}},
+		{"http unquoted template", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/users/{id}]\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:`, `a value with a template in braces must be quoted`}},
 		{"http no identity anywhere", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  identity: {}\ntraffic: {rate: 1/s}\n", []string{`target.identity: give header, query or source, or put {id} in urls, headers or body`}},
 		{"script needs script keys allowed", "name: s\nlimit: 1/s\ntarget:\n  kind: redis-script\ntraffic: {rate: 1/s}\n", []string{
 			`bad.yaml:3: target.script: a redis-script target needs script`,
@@ -147,5 +148,20 @@ func TestLoadMistakes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestUnquotedTemplateHint(t *testing.T) {
+	for line, want := range map[string]bool{
+		"  urls: [http://gw/users/{id}]":       true,
+		"  keys: [rl:{{{id}}}:n]":              true,
+		`  urls: ["http://gw/users/{id}"]`:     false,
+		"  headers: {Authorization: 'B {id}'}": false,
+		"  urls: [http://gw/] # {id} later":    false,
+		"  traffic: {rate: 1/s}":               false,
+	} {
+		if got := unquotedTemplate([]byte("a: 1\n"+line+"\nb: 2\n"), 2); got != want {
+			t.Errorf("%q: %v, want %v", line, got, want)
+		}
 	}
 }

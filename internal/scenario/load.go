@@ -201,7 +201,7 @@ func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
 			break
 		}
 		if err != nil {
-			errs = append(errs, syntaxError(name, err))
+			errs = append(errs, syntaxError(name, err, data))
 			break // the YAML parser cannot resume after a syntax error
 		}
 		if len(doc.Content) == 0 || (doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null") {
@@ -246,7 +246,7 @@ const maxErrors = 50
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into an Error
 // with the line pulled out.
-func syntaxError(name string, err error) *Error {
+func syntaxError(name string, err error, data []byte) *Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	e := &Error{File: name, Msg: "YAML: " + msg}
 	var line int
@@ -255,8 +255,41 @@ func syntaxError(name string, err error) *Error {
 		if _, rest, ok := strings.Cut(msg, ": "); ok {
 			e.Msg = "YAML: " + rest
 		}
+		if unquotedTemplate(data, line) {
+			e.Msg += ` (a value with a template in braces must be quoted, as in urls: ["http://gw/users/{id}"])`
+		}
 	}
 	return e
+}
+
+// unquotedTemplate reports whether line n of data (1-based), or one next
+// to it (the parser's line is often one off), holds a template such as
+// {id} outside quotes: inside [...] or {...} YAML reads the brace as the
+// start of a mapping, and the error it gives does not say so.
+func unquotedTemplate(data []byte, n int) bool {
+	lines := strings.Split(string(data), "\n")
+	for _, i := range []int{n - 2, n - 1, n} {
+		if i < 0 || i >= len(lines) {
+			continue
+		}
+		quoted := byte(0)
+		l := lines[i]
+		for j := 0; j < len(l); j++ {
+			switch c := l[j]; {
+			case quoted != 0:
+				if c == quoted {
+					quoted = 0
+				}
+			case c == '"' || c == '\'':
+				quoted = c
+			case c == '#':
+				j = len(l)
+			case c == '{' && strings.HasPrefix(l[j:], "{id}"), c == '{' && strings.HasPrefix(l[j:], "{{"):
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkUnique reports a name used by more than one scenario.
