@@ -308,19 +308,23 @@ type analyzer struct {
 	// ids maps a record to its dense identity index when the identity
 	// column holds values far beyond Meta.Identities (never in a real run);
 	// nil means the column is used as is.
-	ids      []uint32
-	idNames  []string
-	gws      []uint16 // like ids, for gateways
-	gwNames  []string
-	idState  []identityState
-	gwState  []gatewayState
-	allowed  []int32 // allowed record indices, grouped by identity
-	dense    []bool  // identities left out of allowed (see worker.each)
-	offsets  []int   // identity k's are allowed[offsets[k]:offsets[k+1]]
-	start    int64   // earliest time seen (Intended, Sent, Decided)
-	end      int64   // latest time seen (Intended, Received, Decided)
-	maxRound int32
-	hasRound bool
+	ids     []uint32
+	idNames []string
+	gws     []uint16 // like ids, for gateways
+	gwNames []string
+	idState []identityState
+	gwState []gatewayState
+	allowed []int32 // allowed record indices, grouped by identity
+	// unanswered are the errors that may have been admitted (see
+	// decision.ByUnanswered), in history order; few, so not grouped.
+	unanswered []int32
+	maybeByID  map[uint32][]int32
+	dense      []bool // identities left out of allowed (see worker.each)
+	offsets    []int  // identity k's are allowed[offsets[k]:offsets[k+1]]
+	start      int64  // earliest time seen (Intended, Sent, Decided)
+	end        int64  // latest time seen (Intended, Received, Decided)
+	maxRound   int32
+	hasRound   bool
 
 	deniedTotal, missingRetry int64
 
@@ -469,6 +473,14 @@ func (a *analyzer) scan() {
 		}
 	}
 
+	if len(a.unanswered) > 0 {
+		a.maybeByID = map[uint32][]int32{}
+		for _, i := range a.unanswered {
+			id := a.identity(int(i))
+			a.maybeByID[id] = append(a.maybeByID[id], i)
+		}
+	}
+
 	a.interval = int64(a.opts.Interval)
 	if a.interval <= 0 {
 		a.interval = int64(niceInterval(time.Duration(a.end - a.start)))
@@ -534,6 +546,10 @@ func (a *analyzer) scanIdentities() {
 			st.failOpen++
 		case decision.ByFailClosed:
 			st.failClosed++
+		case decision.ByUnanswered:
+			if o == decision.Error {
+				a.unanswered = append(a.unanswered, int32(i))
+			}
 		}
 		if o == decision.Denied {
 			a.deniedTotal++
@@ -764,6 +780,18 @@ func (w *worker) identity(k int) {
 			sortAll(sent, recv, times)
 		}
 		lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
+		if maybe := a.maybeByID[uint32(k)]; len(maybe) > 0 {
+			// Errors that may have been admitted can only raise the upper
+			// bound: each counts as possibly allowed within its interval.
+			ms := append(slices.Clone(sent), make([]int64, len(maybe))...)
+			mr := append(slices.Clone(recv), make([]int64, len(maybe))...)
+			for j, i := range maybe {
+				ms[len(sent)+j], mr[len(recv)+j] = a.decidedBetween(int(i))
+			}
+			sortTimes(ms)
+			sortTimes(mr)
+			upper = maxOverlap(ms, 1-a.w, mr, minTime, maxTime)
+		}
 		m.set(fCeiling, float64(lower))
 		m.set(fCeilingUpper, float64(upper))
 		m.set(fCeilingRatio, float64(lower)/float64(a.l))

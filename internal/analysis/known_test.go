@@ -466,3 +466,34 @@ func TestPerIdentityCap(t *testing.T) {
 		t.Errorf("scenario requests %v ceiling %v, want %d and 4", res.Metrics[Requests], res.Metrics[Ceiling], ids+4)
 	}
 }
+
+// An error the target may have admitted (decision.ByUnanswered: a 5xx, a
+// timeout after sending) raises ceiling_upper, never ceiling; an error
+// never sent (a refused connection) raises neither.
+func TestUnansweredErrorsRaiseOnlyTheUpperBound(t *testing.T) {
+	l := rate.Limit{Count: 10, Window: time.Second}
+	build := func(by decision.By) Metrics {
+		h := history.New(history.Meta{Limit: l, Identities: []string{"u", "v"}}, 0)
+		for i := range 5 {
+			h.Append(rec(time.Duration(i)*10*time.Millisecond, 0, 0, decision.Allowed))
+		}
+		for i := range 3 {
+			r := rec(time.Duration(100+i*10)*time.Millisecond, 0, 0, decision.Error)
+			r.By = by
+			h.Append(r)
+		}
+		// Another identity's unanswered errors are not u's.
+		r := rec(200*time.Millisecond, 1, 0, decision.Error)
+		r.By = decision.ByUnanswered
+		h.Append(r)
+		return Analyze(h, Options{}).Metrics
+	}
+	sent := build(decision.ByUnanswered)
+	if sent[Ceiling] != 5 || sent[CeilingUpper] != 8 || sent[Errors] != 4 {
+		t.Errorf("unanswered: ceiling [%g, %g], errors %g; want [5, 8], 4", sent[Ceiling], sent[CeilingUpper], sent[Errors])
+	}
+	never := build(decision.ByUnknown)
+	if never[Ceiling] != 5 || never[CeilingUpper] != 5 {
+		t.Errorf("never sent: ceiling [%g, %g]; want [5, 5]", never[Ceiling], never[CeilingUpper])
+	}
+}

@@ -48,9 +48,13 @@ const (
 	ByFallback
 	// ByLease: a locally held lease slice decided (leasing).
 	ByLease
+	// ByUnanswered marks an error after the request reached the target (an
+	// HTTP 5xx, a timeout or a connection lost while waiting): the limiter
+	// may have admitted and counted it, though no answer said so.
+	ByUnanswered
 )
 
-var byNames = [...]string{"", "redis", "local", "fail-open", "fail-closed", "fallback", "lease"}
+var byNames = [...]string{"", "redis", "local", "fail-open", "fail-closed", "fallback", "lease", "unanswered"}
 
 func (b By) String() string {
 	if int(b) < len(byNames) {

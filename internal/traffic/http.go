@@ -332,7 +332,12 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
 		// The client's error already names the URL without its password.
-		return errResponse(err)
+		out := errResponse(err)
+		var op *net.OpError
+		if !errors.As(err, &op) || op.Op != "dial" {
+			out.By = decision.ByUnanswered // it may have reached the gateway
+		}
+		return out
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
@@ -342,7 +347,11 @@ func (t *httpTarget) doRaw(ctx context.Context, r Request, p *rawPool) Response 
 	g := &t.gws[r.Gateway]
 	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
-		return errResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
+		out := errResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
+		if !errors.Is(err, errNotSent) {
+			out.By = decision.ByUnanswered // it may have reached the gateway
+		}
+		return out
 	}
 	return t.answer(g, a.status, a.hints)
 }
@@ -370,6 +379,11 @@ func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) Response 
 	default:
 		out.Outcome = decision.Error
 		out.Err = fmt.Errorf("%s answered %d %s", g.name, s, http.StatusText(s))
+		if out.By == decision.ByUnknown {
+			// A 5xx (or an unexpected 4xx) may follow an admission: the
+			// upstream failed after the limiter counted the request.
+			out.By = decision.ByUnanswered
+		}
 	}
 	return out
 }

@@ -183,8 +183,9 @@ func TestHTTPTargetStatuses(t *testing.T) {
 		{"302", decision.Allowed, -1, decision.ByUnknown},
 		{"429", decision.Denied, -1, decision.ByUnknown},
 		{"503", decision.Denied, 4 * time.Second, decision.ByUnknown},
-		{"404", decision.Error, -1, decision.ByUnknown},
-		{"500", decision.Error, -1, decision.ByUnknown},
+		// An error answer may follow an admission (the upstream failed).
+		{"404", decision.Error, -1, decision.ByUnanswered},
+		{"500", decision.Error, -1, decision.ByUnanswered},
 	}
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {
@@ -205,8 +206,22 @@ func TestHTTPTargetStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp := tgt2.Do(context.Background(), Request{ID: "x"}); resp.Outcome != decision.Error || resp.Err == nil {
+	// It was never sent, so no limiter counted it: not "unanswered".
+	if resp := tgt2.Do(context.Background(), Request{ID: "x"}); resp.Outcome != decision.Error || resp.Err == nil || resp.By != decision.ByUnknown {
 		t.Fatalf("refused connection gave %+v", resp)
+	}
+	// The same over net/http (a URL with user info takes it).
+	u, _ := url.Parse(deadURL)
+	u.User = url.UserPassword("u", "p")
+	tgt3, err := NewHTTP(HTTPOptions{URLs: []string{u.String()}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tgt3.(*httpTarget).raw != nil {
+		t.Fatal("a URL with user info took the raw client")
+	}
+	if resp := tgt3.Do(context.Background(), Request{ID: "x"}); resp.Outcome != decision.Error || resp.By != decision.ByUnknown {
+		t.Fatalf("refused connection over net/http gave %+v", resp)
 	}
 }
 
@@ -234,6 +249,13 @@ func TestHTTPTargetThatStopsAnswering(t *testing.T) {
 	}
 	if c := counts(h); h.Len() != 15 || c[decision.Error] != 15 {
 		t.Fatalf("%d records, outcomes %v; want 15 errors", h.Len(), c)
+	}
+	// The gateway had each request when it went silent: any may have
+	// been admitted.
+	for i := range h.Len() {
+		if h.By(i) != decision.ByUnanswered {
+			t.Fatalf("record %d: by %v; want unanswered", i, h.By(i))
+		}
 	}
 	if took := time.Since(began); took > 10*time.Second {
 		t.Fatalf("run took %v against a silent target", took)

@@ -22,9 +22,9 @@ import (
 
 // The tests in this file hold rlctl's figures against gateways it did not
 // write, with the truth taken from the gateways' own decision logs, as a
-// user would check them: counts must equal the log's exactly, and the
-// log's own most-allowed-in-a-window must lie within [ceiling,
-// ceiling_upper] for every identity. The gateways send no decision time,
+// user would check them: counts must equal the log's exactly (but for
+// answers rlctl never got), and the log's own most-allowed-in-a-window must
+// lie within [ceiling, ceiling_upper] for every identity. The gateways send no decision time,
 // so the bounds are the send/receive ones.
 
 // logEntry is one decision a gateway wrote down, on its own clock.
@@ -130,10 +130,14 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 	if int(sent) != len(log.entries) {
 		t.Errorf("rlctl sent %g requests; the gateways logged %d", sent, len(log.entries))
 	}
-	for name, want := range map[string]int{analysis.Allowed: tr.allowed, analysis.Denied: tr.denied, analysis.Errors: tr.errors} {
-		if got := metric(t, out, name); int(got) != want {
-			t.Errorf("%s: rlctl %g, the gateways' log %d", name, got, want)
-		}
+	// Counts are exact, but for requests whose answer rlctl never got (a
+	// timeout, or still in flight when the run's grace ran out on a loaded
+	// machine): those are its errors beyond the log's, each allowed or
+	// denied in the log.
+	allowed, denied := int(metric(t, out, analysis.Allowed)), int(metric(t, out, analysis.Denied))
+	extra := int(metric(t, out, analysis.Errors)) - tr.errors
+	if extra < 0 || tr.allowed < allowed || tr.denied < denied || (tr.allowed-allowed)+(tr.denied-denied) != extra {
+		t.Errorf("rlctl %d allowed, %d denied, %d errors; the gateways' log %d, %d, %d", allowed, denied, extra+tr.errors, tr.allowed, tr.denied, tr.errors)
 	}
 	if got, want := metric(t, out, analysis.RetryAfterMissing), float64(tr.denialsWithoutRetry)/float64(tr.denied); math.Abs(got-want) > 1e-9 {
 		t.Errorf("retry_after_missing: rlctl %g, the log %g", got, want)
@@ -148,8 +152,8 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 			continue
 		}
 		worst = max(worst, want)
-		if got := int(ir.Metrics[analysis.Allowed]); got != tr.allowedBy[ir.Identity] {
-			t.Errorf("identity %q: allowed %d, the log %d", ir.Identity, got, tr.allowedBy[ir.Identity])
+		if got, logged := int(ir.Metrics[analysis.Allowed]), tr.allowedBy[ir.Identity]; got > logged || logged-got > extra {
+			t.Errorf("identity %q: allowed %d, the log %d (%d answers lost)", ir.Identity, got, logged, extra)
 		}
 		lo, hi := ir.Metrics[analysis.Ceiling], ir.Metrics[analysis.CeilingUpper]
 		if float64(want) < lo || float64(want) > hi {
@@ -211,9 +215,11 @@ traffic:
   spread: random
 `, strings.Join(urls, ", "))))
 	checkAgainstLog(t, out, log, time.Second)
-	// Its 500s came after GCRA had decided, and the report says so.
+	// Its 500s could follow an admission as far as rlctl can tell (here
+	// they come before GCRA): the upper bound counts them, and the report
+	// says so.
 	if !slices.ContainsFunc(out.Report.Notes, func(n string) bool { return strings.Contains(n, "may have admitted and counted") }) {
-		t.Errorf("errors, yet no note on what they leave out: %q", out.Report.Notes)
+		t.Errorf("errors, yet no note on how they count: %q", out.Report.Notes)
 	}
 }
 

@@ -172,25 +172,25 @@ func decidedClockNote(h *history.History) string {
 	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): the analysis moved them onto rlctl's clock (one shift for every gateway unless their clocks differ from one another)", med.Round(10*time.Microsecond), way)
 }
 
-// httpErrorsNote says what an http target's errors leave out. A 5xx, a
-// timeout or a connection lost mid-answer may come after the limiter
-// admitted and counted the request (the upstream failed, or the answer
-// was slow), so its decision is unknown: the window figures count only
-// answers that said allowed, and the gateway's own log may hold more.
+// httpErrorsNote says how an http target's errors enter the figures. A
+// 5xx, a timeout or a connection lost while waiting may come after the
+// limiter admitted and counted the request (the upstream failed, or the
+// answer was slow), so its decision is unknown: ceiling_upper counts it as
+// possibly allowed, ceiling does not, and the gateway's own log can say.
 func httpErrorsNote(sc *scenario.Scenario, h *history.History) string {
 	if sc.Target.Kind != scenario.KindHTTP {
 		return ""
 	}
 	n := 0
 	for i := range h.Len() {
-		if h.Outcome(i) == decision.Error {
+		if h.Outcome(i) == decision.Error && h.By(i) == decision.ByUnanswered {
 			n++
 		}
 	}
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d requests ended in an error (a 5xx, a timeout or a broken connection): a limiter may have admitted and counted some of them before the failure, and ceiling and ceiling_upper count only answers that said allowed; hold them against the gateway's own log, or require errors == 0", n)
+	return fmt.Sprintf("%d requests reached the gateway but got no deciding answer (a 5xx, a timeout or a connection lost while waiting): the limiter may have admitted and counted some of them, so ceiling_upper counts them as possibly allowed and ceiling does not; the gateway's own log can tell, or require errors == 0", n)
 }
 
 // embeddedNote says so when a run on the embedded Redis went that fast.
