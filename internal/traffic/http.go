@@ -56,9 +56,8 @@ type httpGateway struct {
 	name string // the URL without its password, {id} where the identity goes
 	url  string // the URL as given, for a request without the identity in it
 	// uri is the URL with the identity in place: in the path ({id}), and
-	// as the identity query parameter; hasID says whether it has any.
-	uri   idTemplate
-	hasID bool
+	// as the identity query parameter.
+	uri idTemplate
 }
 
 type httpHeader struct {
@@ -187,7 +186,7 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		}
 		full := strings.ReplaceAll(raw, "{id}", idMark) + queries[i]
 		parsed[i] = u
-		t.gws = append(t.gws, httpGateway{name: name, url: raw, uri: newIDTemplate(full), hasID: strings.Contains(full, idMark)})
+		t.gws = append(t.gws, httpGateway{name: name, url: raw, uri: newIDTemplate(full)})
 	}
 	if o.IdentityHeader != "" {
 		t.idHeader = http.CanonicalHeaderKey(o.IdentityHeader)
@@ -304,7 +303,7 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	}
 	g := &t.gws[r.Gateway]
 	u := g.url
-	if g.hasID {
+	if g.uri.hasID() {
 		u = string(g.uri.appendTo(nil, r.ID))
 	}
 	var body io.Reader
@@ -332,12 +331,7 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
 		// The client's error already names the URL without its password.
-		out := errResponse(err)
-		var op *net.OpError
-		if !errors.As(err, &op) || op.Op != "dial" {
-			out.By = decision.ByUnanswered // it may have reached the gateway
-		}
-		return out
+		return lostResponse(err)
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
@@ -347,11 +341,7 @@ func (t *httpTarget) doRaw(ctx context.Context, r Request, p *rawPool) Response 
 	g := &t.gws[r.Gateway]
 	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
-		out := errResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
-		if !errors.Is(err, errNotSent) {
-			out.By = decision.ByUnanswered // it may have reached the gateway
-		}
-		return out
+		return lostResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
 	}
 	return t.answer(g, a.status, a.hints)
 }
@@ -401,6 +391,18 @@ func drain(b io.ReadCloser) {
 	}
 	drainBufs.Put(buf)
 	b.Close()
+}
+
+// lostResponse is the error of a request whose answer never came: once
+// sent (any failure but the dial's, in either client), the limiter may
+// have admitted and counted it.
+func lostResponse(err error) Response {
+	out := errResponse(err)
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		out.By = decision.ByUnanswered
+	}
+	return out
 }
 
 func errResponse(err error) Response {

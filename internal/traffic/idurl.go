@@ -34,6 +34,9 @@ func newIDTemplate(s string) idTemplate {
 	return t
 }
 
+// hasID reports whether the identity appears at all.
+func (t idTemplate) hasID() bool { return len(t.parts) > 1 }
+
 // appendTo appends the URI with id in place.
 func (t idTemplate) appendTo(b []byte, id string) []byte {
 	b = append(b, t.parts[0]...)

@@ -130,12 +130,12 @@ type rawAnswer struct {
 func (p *rawPool) do(ctx context.Context, t *httpTarget, id string) (rawAnswer, error) {
 	c, reused, err := p.get(ctx)
 	if err != nil {
-		return rawAnswer{}, notSent{err}
+		return rawAnswer{}, err
 	}
 	ans, err := p.send(ctx, c, t, id)
 	if err != nil && reused && errors.Is(err, errLostOnReuse) && p.idempotent() && ctx.Err() == nil {
 		if c, err = p.dial(ctx); err != nil {
-			return rawAnswer{}, notSent{err}
+			return rawAnswer{}, err
 		}
 		ans, err = p.send(ctx, c, t, id)
 	}
@@ -145,16 +145,6 @@ func (p *rawPool) do(ctx context.Context, t *httpTarget, id string) (rawAnswer, 
 // errLostOnReuse marks a request that never reached the gateway: the
 // connection failed on write, or closed before any byte of an answer.
 var errLostOnReuse = errors.New("connection closed before an answer")
-
-// errNotSent marks a request that was never sent (no connection), so no
-// limiter can have counted it.
-var errNotSent = errors.New("not sent")
-
-// notSent wraps err with errNotSent, keeping its message.
-type notSent struct{ err error }
-
-func (e notSent) Error() string   { return e.err.Error() }
-func (e notSent) Unwrap() []error { return []error{e.err, errNotSent} }
 
 func (p *rawPool) idempotent() bool {
 	return p.method == http.MethodGet || p.method == http.MethodHead
