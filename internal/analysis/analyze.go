@@ -315,16 +315,15 @@ type analyzer struct {
 	idState []identityState
 	gwState []gatewayState
 	allowed []int32 // allowed record indices, grouped by identity
-	// unanswered are the errors that may have been admitted (see
-	// decision.ByUnanswered), in history order; few, so not grouped.
-	unanswered []int32
-	maybeByID  map[uint32][]int32
-	dense      []bool // identities left out of allowed (see worker.each)
-	offsets    []int  // identity k's are allowed[offsets[k]:offsets[k+1]]
-	start      int64  // earliest time seen (Intended, Sent, Decided)
-	end        int64  // latest time seen (Intended, Received, Decided)
-	maxRound   int32
-	hasRound   bool
+	// maybeByID holds, per identity, the errors that may have been
+	// admitted (see decision.ByUnanswered); few, so a map, nil when none.
+	maybeByID map[uint32][]int32
+	dense     []bool // identities left out of allowed (see worker.each)
+	offsets   []int  // identity k's are allowed[offsets[k]:offsets[k+1]]
+	start     int64  // earliest time seen (Intended, Sent, Decided)
+	end       int64  // latest time seen (Intended, Received, Decided)
+	maxRound  int32
+	hasRound  bool
 
 	deniedTotal, missingRetry int64
 
@@ -473,14 +472,6 @@ func (a *analyzer) scan() {
 		}
 	}
 
-	if len(a.unanswered) > 0 {
-		a.maybeByID = map[uint32][]int32{}
-		for _, i := range a.unanswered {
-			id := a.identity(int(i))
-			a.maybeByID[id] = append(a.maybeByID[id], i)
-		}
-	}
-
 	a.interval = int64(a.opts.Interval)
 	if a.interval <= 0 {
 		a.interval = int64(niceInterval(time.Duration(a.end - a.start)))
@@ -539,7 +530,8 @@ func (a *analyzer) scanIdentities() {
 	h := a.h
 	for i := range a.n {
 		o := h.Outcome(i)
-		st := &a.idState[a.identity(i)]
+		id := a.identity(i)
+		st := &a.idState[id]
 		st.counts[o]++
 		switch h.By(i) {
 		case decision.ByFailOpen:
@@ -548,7 +540,10 @@ func (a *analyzer) scanIdentities() {
 			st.failClosed++
 		case decision.ByUnanswered:
 			if o == decision.Error {
-				a.unanswered = append(a.unanswered, int32(i))
+				if a.maybeByID == nil {
+					a.maybeByID = map[uint32][]int32{}
+				}
+				a.maybeByID[id] = append(a.maybeByID[id], int32(i))
 			}
 		}
 		if o == decision.Denied {
