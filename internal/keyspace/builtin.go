@@ -475,7 +475,6 @@ func pythonLimitsSchema(p Params) *Schema {
 		Type:        TypeString,
 		Layout:      "LIMITS:LIMITER/<identity>[/<scope>...]/<amount>/<multiples>/<granularity> string counter, TTL = the window; sliding: LIMITS:{LIMITER/...} (TTL up to 2 windows) and LIMITS:{LIMITER/...}/-1; moving: the same name as a list of request times (unix seconds), newest first, trimmed to the amount, TTL = the window",
 		Clock:       "redis",
-		WindowInKey: false,
 		MultiKey:    true,
 		Prefix:      prefixOr(p, "LIMITS:"),
 		params:      p,
