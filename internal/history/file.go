@@ -10,10 +10,10 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 	"unsafe"
 
+	"github.com/rlctl/rlctl/internal/atomicfile"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/rate"
 )
@@ -432,32 +432,12 @@ func decodeFixed[T fixed](b []byte, size int) T {
 // file in the same directory and renames it, so a reader never sees half a
 // file and an interrupted save leaves any previous file intact.
 func (h *History) WriteFile(path string) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	err := atomicfile.WriteFunc(path, func(w io.Writer) error {
+		_, err := h.WriteTo(w)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("save history %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := h.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("save history %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("save history %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("save history %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return fmt.Errorf("save history %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("save history %s: %w", path, err)
+		return fmt.Errorf("save history: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/rlctl/rlctl/internal/atomicfile"
 )
 
 // Formats lists the file formats WriteDir knows, and their file names.
@@ -37,7 +39,7 @@ func WriteDir(dir string, r *Report, formats []string) error {
 		if err := render(f, &buf, r); err != nil {
 			return err
 		}
-		if err := writeAtomic(dir, Formats[f], buf.Bytes()); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, Formats[f]), buf.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -56,34 +58,4 @@ func render(format string, w io.Writer, r *Report) error {
 		return HTML(w, r)
 	}
 	return fmt.Errorf("unknown report format %q", format)
-}
-
-// writeAtomic writes data to dir/name through a temporary file and rename.
-func writeAtomic(dir, name string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
 }
