@@ -41,7 +41,17 @@ var osSource = source{
 	},
 }
 
+// readLimited reads a regular file of at most maxFileSize. Anything else
+// (a FIFO, a device, a directory) is refused before it is opened: opening
+// a FIFO would block until a writer came, and a device may never end.
 func readLimited(name string) ([]byte, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -55,6 +65,20 @@ func readLimited(name string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", maxFileSize)
 	}
 	return b, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
 }
 
 func fsSource(fsys fs.FS) source {
