@@ -342,11 +342,12 @@ func (d *decoder) strMap(dst *map[string]string) func(*yaml.Node, string) {
 func (d *decoder) document(root *yaml.Node) *Scenario {
 	sc := &Scenario{File: d.file, Line: root.Line}
 	ok := d.fields(root, "", map[string]func(*yaml.Node, string){
-		"name":        d.str(&sc.Name),
-		"description": d.str(&sc.Description),
-		"limit":       d.limit(&sc.Limit),
-		"target":      func(n *yaml.Node, p string) { d.target(n, p, &sc.Target) },
-		"traffic":     func(n *yaml.Node, p string) { d.traffic(n, p, &sc.Traffic) },
+		"name":           d.str(&sc.Name),
+		"description":    d.str(&sc.Description),
+		"limit":          d.limit(&sc.Limit),
+		"max_error_rate": d.number(&sc.MaxErrorRate),
+		"target":         func(n *yaml.Node, p string) { d.target(n, p, &sc.Target) },
+		"traffic":        func(n *yaml.Node, p string) { d.traffic(n, p, &sc.Traffic) },
 		"faults": func(n *yaml.Node, p string) {
 			sc.Faults = []Fault{}
 			d.seq(n, p, func(_ int, item *yaml.Node, p string) {

@@ -102,6 +102,12 @@ type Scenario struct {
 	Traffic    Traffic
 	Faults     []Fault
 	Thresholds []Threshold
+	// MaxErrorRate is the largest share of sent requests (0 to 1) that may
+	// go without a deciding answer from the limiter (errors, and failure
+	// policy decisions outside the planned faults) before the run counts as
+	// not having measured the design: an error, never a pass, whatever the
+	// thresholds say.
+	MaxErrorRate float64
 }
 
 // Target says what the traffic is fired at.

@@ -26,6 +26,14 @@ const (
 	DefaultMethod      = "GET"
 	DefaultIDHeader    = "X-API-Key"
 	DefaultEndpoint    = "default"
+	// DefaultMaxErrorRate is max_error_rate's default: 1% of requests.
+	DefaultMaxErrorRate = 0.01
+	// MaxIdentities bounds traffic.identities: what each identity costs
+	// (its name, its figures) must follow the requests a run sends.
+	MaxIdentities = 1_000_000
+	// MaxBatch bounds the requests a burst or boundary pattern fires at
+	// once, one worker each.
+	MaxBatch = 100_000
 )
 
 func algorithms() []string { return limiter.Algorithms }
@@ -84,6 +92,10 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		if t.DeniedStatus == nil {
 			t.DeniedStatus = []int{429}
 		}
+	}
+
+	if lines["max_error_rate"] == 0 {
+		sc.MaxErrorRate = DefaultMaxErrorRate
 	}
 
 	tr := &sc.Traffic
@@ -293,6 +305,10 @@ func (d *decoder) validate(sc *Scenario) {
 	if tr.Identities < 1 {
 		bad("traffic.identities", "need at least one identity")
 	}
+	if sc.MaxErrorRate < 0 || sc.MaxErrorRate > 1 {
+		bad("max_error_rate", "want a share from 0 to 1 (0.01 is 1%%), got %v", sc.MaxErrorRate)
+	}
+	checkIdentities(sc, bad)
 	switch tr.Pattern {
 	case PatternConstant, PatternBurst, PatternRamp:
 		if !set("traffic.rate") && tr.Model == ModelOpen {
@@ -354,6 +370,50 @@ func (d *decoder) validate(sc *Scenario) {
 		} else if set(p + ".gateway") {
 			bad(p+".gateway", "applies to gateway-down only")
 		}
+	}
+}
+
+// checkIdentities bounds traffic.identities by what the run can send, so
+// an identity count costs no more than the requests do: at most
+// MaxIdentities, no more than the requests planned (each race round needs
+// its own identities), and a burst or boundary batch of at most MaxBatch.
+func checkIdentities(sc *Scenario, bad func(path, format string, args ...any)) {
+	tr := &sc.Traffic
+	n := int64(tr.Identities)
+	if n > MaxIdentities {
+		bad("traffic.identities", "%d identities: at most %d", n, MaxIdentities)
+		return
+	}
+	planned := int64(tr.MaxRequests)
+	why := "max_requests"
+	if tr.Model == ModelOpen && (tr.Pattern == PatternConstant || tr.Pattern == PatternRamp) && tr.Rate.Window > 0 {
+		paced := tr.Rate.PerSecond() * tr.Duration.Seconds()
+		if tr.Pattern == PatternRamp {
+			paced /= 2
+		}
+		if p := int64(math.Ceil(paced)); p < planned {
+			planned, why = p, "rate × duration"
+		}
+	}
+	if tr.Pattern == PatternRace {
+		if r := int64(tr.Rounds); r > 0 && n*r > planned {
+			bad("traffic.identities", "%d identities × %d race rounds need %d requests at the least, but the run sends at most %d (%s)", n, r, n*r, planned, why)
+		}
+		return
+	}
+	if n > planned {
+		bad("traffic.identities", "%d identities, but the run sends at most %d requests (%s): most identities would get none; use at most %d", n, planned, why, planned)
+		return
+	}
+	var batch int64
+	switch tr.Pattern {
+	case PatternBurst:
+		batch = int64(tr.BurstSize) * n
+	case PatternBoundary:
+		batch = 2 * sc.Limit.Count * n
+	}
+	if batch > MaxBatch {
+		bad("traffic.identities", "%d identities fire %d requests at once (one worker each), at most %d: use fewer identities", n, batch, MaxBatch)
 	}
 }
 
