@@ -63,6 +63,7 @@ type fileMeta struct {
 	BoundarySpan int64       `json:"boundary_span_ns,omitempty"`
 	Faults       []fileFault `json:"faults,omitempty"`
 	Rounds       int         `json:"rounds,omitempty"`
+	Workers      int         `json:"workers,omitempty"`
 }
 
 type fileFault struct {
@@ -75,7 +76,7 @@ func toFileMeta(m Meta) fileMeta {
 	fm := fileMeta{
 		Scenario: m.Scenario, LimitCount: m.Limit.Count, LimitWindow: int64(m.Limit.Window),
 		Identities: m.Identities, Gateways: m.Gateways, Endpoints: m.Endpoints,
-		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds,
+		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds, Workers: m.Workers,
 	}
 	if !m.Start.IsZero() {
 		fm.StartNanos = m.Start.UnixNano()
@@ -93,7 +94,7 @@ func (fm fileMeta) meta() Meta {
 	m := Meta{
 		Scenario: fm.Scenario, Limit: rate.Limit{Count: fm.LimitCount, Window: time.Duration(fm.LimitWindow)},
 		Identities: fm.Identities, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
-		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds,
+		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds, Workers: fm.Workers,
 	}
 	if fm.StartNanos != 0 {
 		m.Start = time.Unix(0, fm.StartNanos).UTC()

@@ -59,4 +59,7 @@ type Meta struct {
 	Faults       []Fault
 	// Rounds is the number of race rounds fired (race pattern only).
 	Rounds int
+	// Workers is the open model's worker pool: the most requests that
+	// could be in flight at once (0: closed model, or not recorded).
+	Workers int
 }

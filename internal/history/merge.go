@@ -78,6 +78,7 @@ func Merge(hs ...*History) (*History, error) {
 		}
 		out.Meta.BoundarySpan = max(out.Meta.BoundarySpan, h.Meta.BoundarySpan)
 		out.Meta.Rounds = max(out.Meta.Rounds, h.Meta.Rounds)
+		out.Meta.Workers += h.Meta.Workers // each machine had its own pool
 		srcs[i] = s
 	}
 	out.Meta.Identities, out.Meta.Gateways, out.Meta.Endpoints = ids.list, gws.list, eps.list

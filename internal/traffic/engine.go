@@ -39,6 +39,7 @@ type job struct {
 type engine struct {
 	t         Target
 	p         Plan
+	onError   func(error)
 	bal       Balancer
 	names     []string
 	endpoints int
@@ -92,7 +93,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		grace = DefaultGrace
 	}
 	e := &engine{
-		t: t, p: p, bal: bal, endpoints: len(endpoints),
+		t: t, p: p, bal: bal, endpoints: len(endpoints), onError: o.OnError,
 		ctx: ctx, budget: p.MaxRequests,
 		results: make(chan history.Record, 4096),
 		batches: make(chan []history.Record, 256),
@@ -114,6 +115,9 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	meta.Identities = append([]string(nil), e.names...)
 	meta.Gateways = append([]string(nil), gateways...)
 	meta.Endpoints = append([]string(nil), endpoints...)
+	if p.Model == ModelOpen {
+		meta.Workers = p.Workers
+	}
 	h := history.New(meta, e.capacity())
 
 	// In-flight requests must outlive a cancelled ctx for the grace period,
@@ -468,6 +472,9 @@ func (e *engine) exec(j job) (history.Record, Response) {
 	}
 	if resp.Err != nil || (resp.Outcome != decision.Allowed && resp.Outcome != decision.Denied) {
 		r.Outcome = decision.Error
+		if resp.Err != nil && e.onError != nil {
+			e.onError(resp.Err)
+		}
 	}
 	return r, resp
 }

@@ -135,6 +135,9 @@ type RunOptions struct {
 	// ends or the context is cancelled (default 1 s); then they are
 	// cancelled and come back as errors.
 	Grace time.Duration
+	// OnError, when set, hears every request's error, from many
+	// goroutines at once, so the caller can say what went wrong.
+	OnError func(error)
 }
 
 // ErrInvalidPlan is wrapped by every Plan validation error.

@@ -1,0 +1,204 @@
+package analysis
+
+import (
+	"slices"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// Span is a stretch of a run's clock, [From, To].
+type Span struct {
+	From, To time.Duration
+}
+
+// Outage is a stretch of a run in which the limiter did not decide: its
+// requests failed (no answer) or were decided by a failure policy
+// (fail-open, fail-closed, a local fallback) because the limiter's store
+// failed or was too slow. Counts are requests whose send fell in it.
+type Outage struct {
+	Span
+	FailOpen   int64
+	FailClosed int64
+	Fallback   int64
+	Errors     int64
+}
+
+// Undecided is the number of requests in the outage.
+func (o Outage) Undecided() int64 { return o.FailOpen + o.FailClosed + o.Fallback + o.Errors }
+
+// undecided reports whether record i got no decision from the limiter
+// itself: an error, or a failure policy's answer.
+func undecided(h *history.History, i int) bool {
+	if h.Outcome(i) == decision.Error {
+		return true
+	}
+	switch h.By(i) {
+	case decision.ByFailOpen, decision.ByFailClosed, decision.ByFallback:
+		return true
+	}
+	return false
+}
+
+// Outages finds the stretches of h in which requests went undecided (see
+// Outage) outside the planned spans: a request counts when its
+// send-to-answer interval overlaps no planned span. Undecided requests less
+// than gap apart join one outage. Outages come in time order.
+func Outages(h *history.History, planned []Span, gap time.Duration) []Outage {
+	var idx []int
+	for i := range h.Len() {
+		if !undecided(h, i) {
+			continue
+		}
+		s, r := h.Sent(i), h.Received(i)
+		if s == history.NoTime {
+			continue // dropped: never sent
+		}
+		if r == history.NoTime || r < s {
+			r = s
+		}
+		if overlapsAny(planned, s, r) {
+			continue
+		}
+		idx = append(idx, i)
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	slices.SortFunc(idx, func(a, b int) int { return compareDur(h.Sent(a), h.Sent(b)) })
+	var out []Outage
+	cur := -1
+	for _, i := range idx {
+		s, r := h.Sent(i), max(h.Received(i), h.Sent(i))
+		if cur < 0 || s > out[cur].To+gap {
+			out = append(out, Outage{Span: Span{From: s, To: r}})
+			cur++
+		}
+		o := &out[cur]
+		o.To = max(o.To, r)
+		switch {
+		case h.Outcome(i) == decision.Error:
+			o.Errors++
+		case h.By(i) == decision.ByFailOpen:
+			o.FailOpen++
+		case h.By(i) == decision.ByFailClosed:
+			o.FailClosed++
+		default:
+			o.Fallback++
+		}
+	}
+	return out
+}
+
+func overlapsAny(spans []Span, from, to time.Duration) bool {
+	for _, sp := range spans {
+		if from <= sp.To && to >= sp.From {
+			return true
+		}
+	}
+	return false
+}
+
+func compareDur(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Drops explains a run's dropped requests: whether the workers were all
+// busy because the target answered slowly, or because rlctl itself could
+// not keep up.
+type Drops struct {
+	// Dropped counts the dropped requests.
+	Dropped int64
+	// Workers is the worker pool (the history's Meta.Workers, else the
+	// most requests ever in flight at once).
+	Workers int
+	// Service is the mean send-to-answer time of the requests in flight at
+	// the moments requests were dropped.
+	Service time.Duration
+	// Rate is the offered rate (requests per second, by intended time)
+	// around those moments.
+	Rate float64
+	// SlowTarget is true when Rate × Service, the requests a pool must hold
+	// in flight to keep up (Little's law), reaches half the pool: answers
+	// were slow enough to occupy the workers. Otherwise the workers were
+	// busy with rlctl's own work (or could not be scheduled), and the
+	// bottleneck was rlctl.
+	SlowTarget bool
+}
+
+// dropWindow is the span before a drop over which the offered rate is
+// measured.
+const dropWindow = 100 * time.Millisecond
+
+// ExplainDrops looks at the moments h's requests were dropped (see Drops).
+// It returns a zero Drops when none was.
+func ExplainDrops(h *history.History) Drops {
+	var d Drops
+	type event struct {
+		at    time.Duration
+		svc   time.Duration // the request's send-to-answer time
+		delta int           // +1 send, -1 answer, 0 drop
+	}
+	var ev []event
+	intended := make([]time.Duration, 0, h.Len())
+	for i := range h.Len() {
+		intended = append(intended, h.Intended(i))
+		if h.Outcome(i) == decision.Dropped {
+			d.Dropped++
+			ev = append(ev, event{at: h.Intended(i)})
+			continue
+		}
+		s, r := h.Sent(i), h.Received(i)
+		if s == history.NoTime || r == history.NoTime {
+			continue
+		}
+		r = max(r, s)
+		ev = append(ev, event{s, r - s, +1}, event{r, r - s, -1})
+	}
+	if d.Dropped == 0 {
+		return Drops{}
+	}
+	// At equal times answers come first, then drops, then sends: a worker
+	// freed at t serves a request due at t.
+	slices.SortFunc(ev, func(a, b event) int {
+		if c := compareDur(a.at, b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	slices.Sort(intended)
+	// One sweep keeps the number in flight and the sum of their service
+	// times; each drop reads both, and the rate offered just before it.
+	var inflight, sum, samples int64
+	var svc time.Duration
+	var rate float64
+	for _, e := range ev {
+		inflight += int64(e.delta)
+		sum += int64(e.delta) * int64(e.svc)
+		d.Workers = max(d.Workers, int(inflight))
+		if e.delta != 0 || inflight <= 0 {
+			continue
+		}
+		svc += time.Duration(sum / inflight)
+		lo, _ := slices.BinarySearch(intended, e.at-dropWindow)
+		hi, _ := slices.BinarySearch(intended, e.at+1)
+		rate += float64(hi-lo) / dropWindow.Seconds()
+		samples++
+	}
+	if h.Meta.Workers > 0 {
+		d.Workers = h.Meta.Workers
+	}
+	if samples > 0 {
+		d.Service = svc / time.Duration(samples)
+		d.Rate = rate / float64(samples)
+	}
+	d.SlowTarget = d.Workers > 0 && d.Rate*d.Service.Seconds() >= float64(d.Workers)/2
+	return d
+}
