@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -57,6 +58,19 @@ func ceilingCell(m map[string]float64) string {
 		return num(c)
 	}
 	return num(c) + "–" + num(u)
+}
+
+// errorsCell is the requests that got no deciding answer, with their share
+// of those sent: "12 (0.4%)".
+func errorsCell(m map[string]float64) string {
+	e, ok := m[analysis.Errors]
+	if !ok {
+		return "–"
+	}
+	if sent := m[analysis.Requests] - m[analysis.Dropped]; e > 0 && sent > 0 {
+		return fmt.Sprintf("%s (%.2g%%)", num(e), 100*e/sent)
+	}
+	return num(e)
 }
 
 func ratioCell(m map[string]float64) string {

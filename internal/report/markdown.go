@@ -30,12 +30,13 @@ func Markdown(w io.Writer, r *Report) error {
 	if r.Status == StatusIncomplete {
 		fmt.Fprintf(b, "> **Incomplete:** the run was interrupted; the figures cover only what ran.\n\n")
 	}
-	fmt.Fprintln(b, "| scenario | status | limit | ceiling | ratio | burst | race excess | boundary | p99 | thresholds |")
-	fmt.Fprintln(b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(b, "| scenario | status | limit | ceiling | ratio | errors | burst | race excess | boundary | p99 | thresholds |")
+	fmt.Fprintln(b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, sc := range r.Scenarios {
 		p, n := thresholdCounts(sc)
-		fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
+		fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
 			mdCell(sc.Name), anchor(sc.Name), upper(sc.Status), sc.Limit, ceilingCell(sc.Metrics), ratioCell(sc.Metrics),
+			errorsCell(sc.Metrics),
 			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
 			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), p, n)
 	}

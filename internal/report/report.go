@@ -16,8 +16,13 @@ const (
 	StatusFail       = "fail"
 	StatusIncomplete = "incomplete"
 	// StatusError is a scenario that could not be run (target unreachable,
-	// a bad script); the report's overall status is then fail.
+	// a bad script), was cut short, or ran without measuring what it claims
+	// (its requests went unanswered); the report's overall status is then
+	// fail.
 	StatusError = "error"
+	// StatusSkipped is a scenario never started because the run was
+	// interrupted before it.
+	StatusSkipped = "skipped"
 )
 
 // Report is one verify run. Its JSON form is the report.json contract of
@@ -51,11 +56,34 @@ type Scenario struct {
 	Notes []string `json:"notes,omitempty"`
 	// Target describes what was driven: "simulated redis-fixed-window ×50".
 	Target string `json:"target,omitempty"`
-	// DurationMs is how long the scenario ran (JUnit's time), 0 if unknown.
+	// Started is when the scenario's traffic began (zero if it never did).
+	Started time.Time `json:"started,omitzero"`
+	// DurationMs is how long the scenario's traffic ran (JUnit's time), 0
+	// if unknown.
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// Outages are the stretches in which the limiter did not decide
+	// (errors, fail-open, fail-closed, fallback) outside the planned
+	// faults.
+	Outages []Outage `json:"outages,omitempty"`
+	// ExitCode is the exit code the scenario calls for when its status is
+	// error: 3 when Redis or the target could not be reached, else 1 (or 2
+	// for invalid input). It is not part of report.json.
+	ExitCode int `json:"-"`
 	// Result carries the series the HTML charts draw; it is not part of
 	// report.json.
 	Result *analysis.Result `json:"-"`
+}
+
+// Outage is a stretch of a run in which requests went undecided, in
+// report.json's form: offsets from the scenario's start and counts of the
+// requests sent in it.
+type Outage struct {
+	FromMs     float64 `json:"from_ms"`
+	ToMs       float64 `json:"to_ms"`
+	FailOpen   int64   `json:"fail_open"`
+	FailClosed int64   `json:"fail_closed"`
+	Fallback   int64   `json:"fallback"`
+	Errors     int64   `json:"errors"`
 }
 
 // Limit is a published limit in report.json's form.
@@ -96,14 +124,16 @@ func (r *Report) Finish() {
 	overall := StatusPass
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
-		if sc.Status != StatusError && sc.Error == "" {
+		switch {
+		case sc.Status == StatusSkipped:
+		case sc.Status != StatusError && sc.Error == "":
 			sc.Status = StatusPass
 			for _, t := range sc.Thresholds {
 				if t.Status != StatusPass {
 					sc.Status = StatusFail
 				}
 			}
-		} else {
+		default:
 			sc.Status = StatusError
 		}
 		if sc.Status != StatusPass {

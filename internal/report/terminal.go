@@ -38,14 +38,14 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	// Auto-format would turn "p99" into "P 99"; the headers are written
 	// as they should read.
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("SCENARIO", "LIMIT", "CEILING", "RATIO", "BURST", "RACE EXCESS", "BOUNDARY", "P99", "RESULT")
+	t.Header("SCENARIO", "LIMIT", "CEILING", "RATIO", "ERRORS", "BURST", "RACE EXCESS", "BOUNDARY", "P99", "RESULT")
 	for _, sc := range r.Scenarios {
 		res := status(sc.Status)
 		for _, th := range sc.Thresholds {
 			res += "\n" + status(th.Status) + " " + th.Expr
 		}
 		if err := t.Append([]string{
-			sc.Name, sc.Limit.String(), ceilingCell(sc.Metrics), ratioCell(sc.Metrics),
+			sc.Name, sc.Limit.String(), ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
 			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
 			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), res,
 		}); err != nil {
@@ -57,6 +57,10 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	}
 	var failed []string
 	for _, sc := range r.Scenarios {
+		if sc.Status == StatusSkipped {
+			failed = append(failed, fmt.Sprintf("  %s: skipped: %s", sc.Name, sc.Error))
+			continue
+		}
 		if sc.Error != "" {
 			// Its thresholds were never checked; the error says why.
 			failed = append(failed, fmt.Sprintf("  %s: error: %s", sc.Name, sc.Error))

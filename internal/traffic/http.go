@@ -50,6 +50,10 @@ type HTTPOptions struct {
 	// gateways that key their limit on the client's address, as nginx's
 	// limit_req and many middlewares do by default.
 	Sources []netip.Addr
+	// ProbeSource is the address Probe's requests leave from (zero: the
+	// machine's default), chosen outside Sources so that a gateway keying
+	// on the client's address counts no probe against a run's identity.
+	ProbeSource netip.Addr
 }
 
 type httpGateway struct {
@@ -84,6 +88,9 @@ type httpTarget struct {
 	raw      [][]*rawPool
 	rawFixed []byte // header lines that do not depend on the identity
 	sources  int    // len(HTTPOptions.Sources)
+	tlsConf  *tls.Config
+	timeout  time.Duration
+	probeSrc netip.Addr
 }
 
 // netClient is net/http's side of an http target, for one source address.
@@ -209,6 +216,16 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	t.tlsConf, t.timeout, t.probeSrc = o.TLS, timeout, o.ProbeSource
+	if a := o.ProbeSource; a.IsValid() {
+		// An address the machine does not have: probe from its default.
+		probe, err := net.ListenUDP("udp", &net.UDPAddr{IP: a.AsSlice(), Zone: a.Zone()})
+		if err != nil {
+			t.probeSrc = netip.Addr{}
+		} else {
+			probe.Close()
+		}
+	}
 	conns := o.MaxConns
 	if conns <= 0 {
 		conns = DefaultWorkers
@@ -302,31 +319,9 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 		return t.doRaw(ctx, r, t.raw[src][r.Gateway])
 	}
 	g := &t.gws[r.Gateway]
-	u := g.url
-	if g.uri.hasID() {
-		u = string(g.uri.appendTo(nil, r.ID))
-	}
-	var body io.Reader
-	if t.body != "" {
-		b := t.body
-		if t.bodyHasID {
-			b = strings.ReplaceAll(b, "{id}", r.ID)
-		}
-		body = strings.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
+	req, err := t.netRequest(ctx, g, r.ID)
 	if err != nil {
-		return errResponse(fmt.Errorf("build request for %s: %w", g.name, redactURLError(err)))
-	}
-	for _, h := range t.headers {
-		v := h.value
-		if h.hasID {
-			v = strings.ReplaceAll(v, "{id}", r.ID)
-		}
-		req.Header[h.key] = []string{v}
-	}
-	if t.idHeader != "" {
-		req.Header[t.idHeader] = []string{r.ID}
+		return errResponse(err)
 	}
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
@@ -335,6 +330,77 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
+}
+
+// netRequest builds net/http's request to gateway g for identity id.
+func (t *httpTarget) netRequest(ctx context.Context, g *httpGateway, id string) (*http.Request, error) {
+	u := g.url
+	if g.uri.hasID() {
+		u = string(g.uri.appendTo(nil, id))
+	}
+	var body io.Reader
+	if t.body != "" {
+		b := t.body
+		if t.bodyHasID {
+			b = strings.ReplaceAll(b, "{id}", id)
+		}
+		body = strings.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("build request for %s: %w", g.name, redactURLError(err))
+	}
+	for _, h := range t.headers {
+		v := h.value
+		if h.hasID {
+			v = strings.ReplaceAll(v, "{id}", id)
+		}
+		req.Header[h.key] = []string{v}
+	}
+	if t.idHeader != "" {
+		req.Header[t.idHeader] = []string{id}
+	}
+	return req, nil
+}
+
+// ProbeID is the identity of the probe requests Probe sends, one per
+// gateway, apart from every identity of the run.
+const ProbeID = "rlctl-probe"
+
+// Probe sends one request to every gateway, as identity ProbeID from
+// ProbeSource (else the machine's default address), and requires an HTTP answer (any status) from
+// each within the target's timeout: a closed port, a server that speaks
+// something else or a black hole is found before the run's clock starts,
+// instead of being measured as a run with nothing admitted.
+func (t *httpTarget) Probe(ctx context.Context) error {
+	dialer := &net.Dialer{Timeout: t.timeout}
+	if t.probeSrc.IsValid() {
+		dialer.LocalAddr = &net.TCPAddr{IP: t.probeSrc.AsSlice(), Zone: t.probeSrc.Zone()}
+	}
+	nc := newNetClient(dialer, t.tlsConf, t.timeout, 1, len(t.gws))
+	defer nc.transport.CloseIdleConnections()
+	errs := make([]error, len(t.gws))
+	var wg sync.WaitGroup
+	for i := range t.gws {
+		wg.Go(func() {
+			g := &t.gws[i]
+			req, err := t.netRequest(ctx, g, ProbeID)
+			if err == nil {
+				var resp *http.Response
+				if resp, err = nc.client.Do(req); err == nil {
+					drain(resp.Body)
+					return
+				}
+			}
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // g.name already says which URL
+			}
+			errs[i] = fmt.Errorf("%s did not answer: %w", g.name, err)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (t *httpTarget) doRaw(ctx context.Context, r Request, p *rawPool) Response {

@@ -50,3 +50,10 @@ type Warmer interface {
 	// smaller) and returns the first error.
 	Warm(ctx context.Context, conns int) error
 }
+
+// Prober is a Target that can check, before a run, that it answers at all,
+// so a target that never answers is reported as unreachable rather than
+// measured as one that admitted nothing.
+type Prober interface {
+	Probe(ctx context.Context) error
+}

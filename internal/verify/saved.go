@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/atomicfile"
@@ -21,6 +22,7 @@ type Saved struct {
 	Name        string           `json:"name"`
 	Description string           `json:"description,omitempty"`
 	Target      string           `json:"target"`
+	Kind        string           `json:"kind,omitempty"`
 	Algorithm   string           `json:"algorithm,omitempty"`
 	Limit       rate.Limit       `json:"limit"`
 	Thresholds  []string         `json:"thresholds"`
@@ -30,12 +32,27 @@ type Saved struct {
 	Extra map[string]float64 `json:"extra,omitempty"`
 	// Notes from setting the run up (e.g. how a failover was staged).
 	Notes []string `json:"notes,omitempty"`
+	// MaxErrorRate is the scenario's max_error_rate; nil (a run saved
+	// before it existed) means scenario.DefaultMaxErrorRate.
+	MaxErrorRate *float64 `json:"max_error_rate,omitempty"`
+	// Errors are the first distinct errors the run's requests met, for
+	// the report to say what went wrong.
+	Errors []string `json:"errors,omitempty"`
+}
+
+func (s Saved) maxErrorRate() float64 {
+	if s.MaxErrorRate == nil {
+		return scenario.DefaultMaxErrorRate
+	}
+	return *s.MaxErrorRate
 }
 
 // SavedOf describes sc for re-scoring.
 func SavedOf(sc *scenario.Scenario) Saved {
 	s := Saved{Name: sc.Name, Description: sc.Description, Target: sc.Target.String(),
-		Limit: sc.Limit, Analysis: analysisOptions(sc)}
+		Kind: sc.Target.Kind, Limit: sc.Limit, Analysis: analysisOptions(sc)}
+	rate := sc.MaxErrorRate
+	s.MaxErrorRate = &rate
 	if sc.Target.Kind == scenario.KindSimulated {
 		s.Algorithm = sc.Target.Algorithm
 	}
@@ -46,7 +63,10 @@ func SavedOf(sc *scenario.Scenario) Saved {
 }
 
 // Score analyses h and checks s's thresholds, as verify does at the end of
-// a run.
+// a run. Beside the thresholds every run gets a validity check: a run
+// whose requests went undecided (see judge) is an error, whatever the
+// thresholds say. The error return is for a saved threshold that no longer
+// parses.
 func Score(h *history.History, s Saved) (report.Scenario, error) {
 	ths := make([]scenario.Threshold, 0, len(s.Thresholds))
 	for _, e := range s.Thresholds {
@@ -63,6 +83,7 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 	r := report.Scenario{
 		Name: s.Name, Description: s.Description, Target: s.Target,
 		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
+		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(),
 	}
 	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
 	r.Status = report.StatusPass
@@ -71,8 +92,25 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 			r.Status = report.StatusFail
 		}
 	}
-	r.Notes = append(append([]string(nil), s.Notes...), notes(s.Algorithm, s.Limit, res.Metrics)...)
+	r.Notes = append([]string(nil), s.Notes...)
+	v := judge(h, s, res.Metrics)
+	r.Outages = reportOutages(v.outages)
+	if v.err != "" {
+		r.Status, r.Error, r.ExitCode = report.StatusError, v.err, int(v.code)
+	} else if v.note != "" {
+		r.Notes = append(r.Notes, v.note)
+	}
+	r.Notes = append(r.Notes, notes(h, s, res.Metrics)...)
 	return r, nil
+}
+
+// ran is how long h's traffic ran: from its start to its last answer.
+func ran(h *history.History) time.Duration {
+	var last time.Duration
+	for i := range h.Len() {
+		last = max(last, h.Intended(i), h.Sent(i), h.Received(i))
+	}
+	return last
 }
 
 // WriteFile saves s as JSON at path.

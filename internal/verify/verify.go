@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +23,6 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/limiter"
-	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
@@ -62,6 +62,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	fail := func(err error) (*Outcome, error) {
 		out.Report.Status = report.StatusError
 		out.Report.Error = err.Error()
+		out.Report.ExitCode = int(exitcode.Of(err))
 		return out, err
 	}
 	env, err := build(ctx, sc, o)
@@ -77,8 +78,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	for _, f := range sc.Faults {
 		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Action: f.Action})
 	}
+	var errs errorSample
 	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
-		Meta: meta, Hooks: env.hooks, Progress: o.Progress,
+		Meta: meta, Hooks: env.hooks, Progress: o.Progress, OnError: errs.add,
 	})
 	if runErr != nil && h == nil {
 		if errors.Is(runErr, traffic.ErrInvalidPlan) {
@@ -93,6 +95,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		}
 		out.Interrupted = true
 	}
+	out.Saved.Errors = errs.list()
 
 	for _, n := range []string{embeddedNote(sc, o, h), decidedClockNote(h), httpErrorsNote(sc, h)} {
 		if n != "" {
@@ -110,7 +113,42 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return fail(err)
 	}
 	out.Report = r
+	if out.Interrupted {
+		// Thresholds judged on part of a run would read as a verdict on
+		// the whole: the figures stay, the verdict does not.
+		out.Report.Status = report.StatusError
+		out.Report.Error = fmt.Sprintf("interrupted after %s of %s: the figures cover only what ran, and its thresholds were not judged",
+			ran(h).Round(10*time.Millisecond), sc.Traffic.Duration)
+		out.Report.ExitCode = int(exitcode.Interrupted)
+		return out, exitcode.With(fmt.Errorf("%s: %s", sc.Name, out.Report.Error), exitcode.Interrupted)
+	}
+	if r.Status == report.StatusError {
+		return out, exitcode.With(fmt.Errorf("%s: %s", sc.Name, r.Error), exitcode.Code(r.ExitCode))
+	}
 	return out, nil
+}
+
+// errorSample keeps the first few distinct errors a run's requests met.
+type errorSample struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+const errorSampleSize = 3
+
+func (s *errorSample) add(err error) {
+	msg := err.Error()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.msgs) < errorSampleSize && !slices.Contains(s.msgs, msg) {
+		s.msgs = append(s.msgs, msg)
+	}
+}
+
+func (s *errorSample) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.msgs)
 }
 
 // embeddedBusy is the decision rate above which the embedded Redis's own
@@ -250,9 +288,15 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
 		}
 		var sources []netip.Addr
+		var probeSrc netip.Addr
 		if src := sc.Target.Identity.Source; src != "" {
 			if sources, err = traffic.SourceAddrs(src, sc.Traffic.Identities); err != nil {
 				return nil, exitcode.With(fmt.Errorf("%s: http target: identity source: %w", sc.Name, err), exitcode.Usage)
+			}
+			// The probe leaves from the prefix's next address when there is
+			// one: the machine's default could be an identity's.
+			if more, err := traffic.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
+				probeSrc = more[len(more)-1]
 			}
 		}
 		t, err := traffic.NewHTTP(traffic.HTTPOptions{
@@ -260,13 +304,22 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
 			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout, TLS: tlsConf,
-			Sources: sources,
+			Sources: sources, ProbeSource: probeSrc,
 		})
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		if p, isProber := t.(traffic.Prober); isProber {
+			if err := p.Probe(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, exitcode.With(fmt.Errorf("%s: http target unreachable before the run: %w", sc.Name, err), exitcode.Unreachable)
+			}
+			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", traffic.ProbeID))
+		}
 		ok = true
 		return e, nil
 	case scenario.KindRedisScript:
@@ -583,13 +636,15 @@ func analysisOptions(sc *scenario.Scenario) analysis.Options {
 	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: r}
 }
 
-// notes turn figures into the plain-language findings a reader needs.
-func notes(algorithm string, limit rate.Limit, m analysis.Metrics) []string {
+// notes turn figures into the plain-language findings a reader needs. Each
+// says only what the figures bear out.
+func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	var out []string
+	limit := s.Limit
 	L := float64(limit.Count)
 	W := limit.Window
 	if c, ok := m[analysis.Ceiling]; ok && c > L {
-		out = append(out, fmt.Sprintf("admitted up to %g for one identity within %s: %.1f× the published %g", c, W, c/L, L))
+		out = append(out, fmt.Sprintf("admitted up to %g for one identity within %s: %.2f× the published %g", c, W, c/L, L))
 	}
 	if v := m[analysis.RaceExcess]; v > 0 {
 		out = append(out, fmt.Sprintf("%g requests passed the check at L−1 beside the one that should: the read and the write are not one atomic step", v))
@@ -597,9 +652,9 @@ func notes(algorithm string, limit rate.Limit, m analysis.Metrics) []string {
 	if v, ok := m[analysis.BoundaryAllowed]; ok && v > L {
 		out = append(out, fmt.Sprintf("%g admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", v))
 	}
-	switch algorithm {
+	switch s.Algorithm {
 	case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
-		out = append(out, "a bucket of capacity C refilled at L per W admits up to C+L−1 in one sliding window: that is its envelope (burst + sustained rate), not a leak")
+		out = append(out, bucketNote(s, m))
 	case limiter.RedisFixedWindowRefresh:
 		out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
 	}
@@ -609,13 +664,38 @@ func notes(algorithm string, limit rate.Limit, m analysis.Metrics) []string {
 	if v := m[analysis.FailClosed]; v > 0 {
 		out = append(out, fmt.Sprintf("%g requests refused because Redis failed (fail-closed)", v))
 	}
-	if v := m[analysis.Dropped]; v > 0 {
-		out = append(out, fmt.Sprintf("%g requests were dropped: no worker was free at their scheduled time (rlctl, not the limiter, was the bottleneck for those)", v))
+	if m[analysis.Dropped] > 0 {
+		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
 	if lag, p99 := m[analysis.SendLagP99], m[analysis.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
 		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %.3gms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %.3gms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", lag, p99))
 	}
 	return out
+}
+
+// bucketNote says what a bucket's figures mean: within its envelope
+// (capacity C refilled at L per W, up to C+L−1 in one window) that is the
+// design, not a leak; beyond it, requests slipped and it is a leak.
+func bucketNote(s Saved, m analysis.Metrics) string {
+	L := float64(s.Limit.Count)
+	C := s.Analysis.EnvelopeBurst
+	if C <= 0 {
+		C = L
+	}
+	slipped := m[analysis.Slipped]
+	if slipped <= 0 {
+		return fmt.Sprintf("a bucket of capacity %g refilled at %g per %s admits up to %g in one sliding window: that is its envelope (burst + sustained rate), not a leak", C, L, s.Limit.Window, C+L-1)
+	}
+	return fmt.Sprintf("%g requests slipped beyond the envelope a bucket of capacity %g refilled at %g per %s can admit (measured burst %g, sustained %.3g/s): a leak, not the envelope", slipped, C, L, s.Limit.Window, m[analysis.Burst], m[analysis.SustainedRate])
+}
+
+// dropNote says why requests were dropped: the workers all waited on slow
+// answers (the target), or rlctl could not keep up (itself).
+func dropNote(d analysis.Drops) string {
+	if d.SlowTarget {
+		return fmt.Sprintf("%d requests were dropped: all %d workers were waiting on answers (%.3gms on average at %.0f/s offered, so %.0f would have to be in flight): the target was slow, not rlctl", d.Dropped, d.Workers, float64(d.Service.Microseconds())/1000, d.Rate, d.Rate*d.Service.Seconds())
+	}
+	return fmt.Sprintf("%d requests were dropped: no worker was free at their scheduled time while answers came back in %.3gms on average (rlctl, not the limiter, was the bottleneck for those: its own CPU or scheduling)", d.Dropped, float64(d.Service.Microseconds())/1000)
 }
 
 // sendLagNoteMs is the send lag (p99, ms) from which a report says that

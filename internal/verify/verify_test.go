@@ -292,7 +292,8 @@ func TestSendLagNote(t *testing.T) {
 	t.Parallel()
 	limit := rate.Limit{Count: 10, Window: time.Second}
 	hasNote := func(m analysis.Metrics) bool {
-		for _, n := range notes(limiter.RedisFixedWindow, limit, m) {
+		s := Saved{Algorithm: limiter.RedisFixedWindow, Limit: limit}
+		for _, n := range notes(history.New(history.Meta{}, 0), s, m) {
 			if strings.HasPrefix(n, "rlctl itself sent") {
 				return true
 			}
