@@ -2,72 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/verify"
 )
-
-// A run directory keeps, beside the reports, histories/<scenario>.rlh (the
-// raw decision record) and histories/<scenario>.json (what re-scoring needs).
-const historiesDir = "histories"
-
-func saveHistory(dir string, out *verify.Outcome) error {
-	hd := filepath.Join(dir, historiesDir)
-	if err := os.MkdirAll(hd, 0o755); err != nil {
-		return fmt.Errorf("save history: %w", err)
-	}
-	name := sanitizeName(out.Saved.Name)
-	if err := out.History.WriteFile(filepath.Join(hd, name+".rlh")); err != nil {
-		return fmt.Errorf("save history of %s: %w", out.Saved.Name, err)
-	}
-	return out.Saved.WriteFile(filepath.Join(hd, name+".json"))
-}
-
-// runDir is one saved run: its report.json and, per scenario, the saved
-// history and scoring inputs.
-type runDir struct {
-	path   string
-	report report.Report
-	saved  map[string]verify.Saved
-	hist   map[string]*history.History
-}
-
-func readRunDir(path string) (*runDir, error) {
-	rd := &runDir{path: path, saved: map[string]verify.Saved{}, hist: map[string]*history.History{}}
-	b, err := os.ReadFile(filepath.Join(path, "report.json"))
-	if err != nil {
-		return nil, usageError("%s is not a run directory: %v", path, err)
-	}
-	if err := json.Unmarshal(b, &rd.report); err != nil {
-		return nil, usageError("%s: report.json: %v", path, err)
-	}
-	files, _ := filepath.Glob(filepath.Join(path, historiesDir, "*.json"))
-	if len(files) == 0 {
-		return nil, usageError("%s: no saved histories under %s/", path, historiesDir)
-	}
-	for _, jf := range files {
-		s, err := verify.ReadSaved(jf)
-		if err != nil {
-			return nil, usageError("%v", err)
-		}
-		h, err := history.ReadFile(strings.TrimSuffix(jf, ".json") + ".rlh")
-		if err != nil {
-			return nil, usageError("%s: %v", path, err)
-		}
-		rd.saved[s.Name] = s
-		rd.hist[s.Name] = h
-	}
-	return rd, nil
-}
 
 type reportOptions struct {
 	f       *Factory
@@ -125,105 +67,46 @@ latency percentiles computed over the whole, thresholds checked again.
 }
 
 func runReport(ctx context.Context, opts *reportOptions) error {
-	runs := make([]*runDir, 0, len(opts.Dirs))
+	runs := make([]*verify.SavedRun, 0, len(opts.Dirs))
 	for _, d := range opts.Dirs {
-		rd, err := readRunDir(d)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, rd)
-	}
-	out := opts.Out
-	if out == "" {
-		out = runs[0].path
-	}
-	// Scenario order: as in the first run, then any others by name.
-	var names []string
-	seen := map[string]bool{}
-	for _, rd := range runs {
-		for _, sc := range rd.report.Scenarios {
-			if _, ok := rd.saved[sc.Name]; ok && !seen[sc.Name] {
-				seen[sc.Name] = true
-				names = append(names, sc.Name)
-			}
-		}
-		var rest []string
-		for n := range rd.saved {
-			if !seen[n] {
-				rest = append(rest, n)
-			}
-		}
-		sort.Strings(rest)
-		for _, n := range rest {
-			seen[n] = true
-			names = append(names, n)
-		}
-	}
-	rep := &report.Report{Started: runs[0].report.Started, Suite: runs[0].report.Suite}
-	var dur int64
-	for _, rd := range runs {
-		dur = max(dur, rd.report.DurationMs)
-		if rd.report.Started.Before(rep.Started) {
-			rep.Started = rd.report.Started
-		}
-		if rd.report.Status == report.StatusIncomplete {
-			rep.Incomplete = true
-		}
-	}
-	rep.DurationMs = dur
-	for _, name := range names {
-		var hs []*history.History
-		var saved verify.Saved
-		extra := map[string]float64{}
-		for _, rd := range runs {
-			h, ok := rd.hist[name]
-			if !ok {
-				continue
-			}
-			hs = append(hs, h)
-			saved = rd.saved[name]
-			for k, v := range rd.saved[name].Extra {
-				extra[k] += v
-			}
-		}
-		if opts.Merge && len(hs) != len(runs) {
-			fmt.Fprintf(opts.f.IO.ErrOut, "rlctl: %s is in %d of %d runs; merging what there is\n", name, len(hs), len(runs))
-		}
-		h := hs[0]
-		if len(hs) > 1 {
-			m, err := history.Merge(hs...)
-			if err != nil {
-				return usageError("merge %s: %v", name, err)
-			}
-			h = m
-		}
-		if len(extra) > 0 {
-			saved.Extra = extra
-		}
-		sr, err := verify.Score(h, saved)
+		rd, err := verify.ReadRunDir(d)
 		if err != nil {
 			return usageError("%v", err)
 		}
-		rep.Scenarios = append(rep.Scenarios, sr)
-		if opts.Merge {
-			if err := saveHistory(out, &verify.Outcome{History: h, Saved: saved}); err != nil {
-				return err
-			}
-		}
+		runs = append(runs, rd)
 	}
-	rep.Finish()
-	if err := report.WriteDir(out, rep, opts.Formats); err != nil {
+	out := &verify.RunDir{Path: opts.Out}
+	if out.Path == "" {
+		out.Path = runs[0].Path
+	}
+	save := out
+	if !opts.Merge {
+		save = nil // the histories are already there
+	}
+	rep, err := verify.Rescore(runs, save, func(msg string) { fmt.Fprintf(opts.f.IO.ErrOut, "rlctl: %s\n", msg) })
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if err := out.WriteReport(rep, opts.Formats); err != nil {
 		return err
 	}
 	if opts.f.JSON() {
-		return report.JSON(opts.f.IO.Out, rep)
+		if err := report.JSON(opts.f.IO.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		if err := report.Terminal(opts.f.IO.Out, rep, opts.f.IO.OutTTY); err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.f.IO.ErrOut, "report: %s\n", out.Path)
 	}
-	if err := report.Terminal(opts.f.IO.Out, rep, opts.f.IO.OutTTY); err != nil {
-		return err
-	}
-	fmt.Fprintf(opts.f.IO.ErrOut, "report: %s\n", out)
-	if rep.Status != report.StatusPass {
+	switch code := verify.ExitCode(rep); code {
+	case exitcode.OK:
+	case exitcode.Interrupted:
+		// The saved run was interrupted, not this command.
 		return failed()
+	default:
+		return &silentError{code: code}
 	}
 	return nil
 }

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
 	"github.com/rlctl/rlctl/scenarios"
 )
@@ -96,21 +96,7 @@ func loadSuite(paths []string) ([]*scenario.Scenario, string, error) {
 	if len(paths) > 1 {
 		name = "suite"
 	}
-	return scs, sanitizeName(name), nil
-}
-
-func sanitizeName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '-'
-	}, s)
-	if s == "" || s == "." {
-		return "suite"
-	}
-	return s
+	return scs, name, nil
 }
 
 func runVerify(ctx context.Context, opts *verifyOptions) error {
@@ -133,43 +119,31 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 		scs = keep
 	}
 
-	started := f.Now()
-	rep := &report.Report{Started: started.UTC(), Suite: suite}
-	dir := filepath.Join(opts.ReportDir, started.UTC().Format("20060102T150405Z")+"-"+suite)
-	vopts := verify.Options{RedisOptions: f.RedisOptions("")}
-	if f.RedisURL != "" {
-		vopts.Redis = f.RedisURL
+	// The run's directory is made (and checked writable) before any
+	// traffic, so a run is never made only to be thrown away.
+	dir, err := verify.CreateRunDir(opts.ReportDir, f.Now(), suite)
+	if err != nil {
+		return usageError("--report-dir: %v", err)
 	}
-	var worst exitcode.Code
-	for i, sc := range scs {
-		if ctx.Err() != nil {
-			rep.Incomplete = true
-			break
-		}
+	so := verify.SuiteOptions{
+		Options: verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL},
+		Suite:   suite, Dir: dir, Now: f.Now,
+		Warn: func(err error) { fmt.Fprintf(f.IO.ErrOut, "rlctl: %v\n", err) },
+	}
+	var bar *trafficProgress
+	so.Start = func(i int, sc *scenario.Scenario) func(traffic.Stats) {
 		fmt.Fprintf(f.IO.ErrOut, "[%d/%d] %s — %s\n", i+1, len(scs), sc.Name, oneLine(sc.Description))
-		bar := newTrafficProgress(ctx, f, sc.Name, sc.Traffic.Duration)
-		vopts.Progress = bar.Update
-		out, err := verify.Run(ctx, sc, vopts)
+		bar = newTrafficProgress(ctx, f, sc.Name, sc.Traffic.Duration)
+		return bar.Update
+	}
+	so.Done = func(_ int, _ *scenario.Scenario, _ *verify.Outcome, err error) {
 		bar.Done()
-		if out.Interrupted {
-			rep.Incomplete = true
-		}
-		if out.History != nil {
-			if werr := saveHistory(dir, out); werr != nil {
-				fmt.Fprintf(f.IO.ErrOut, "rlctl: %v\n", werr)
-			}
-		}
-		rep.Scenarios = append(rep.Scenarios, out.Report)
 		if err != nil {
 			fmt.Fprintf(f.IO.ErrOut, "  error: %v\n", err)
-			if c := exitcode.Of(err); c > worst && c != exitcode.Interrupted {
-				worst = c
-			}
 		}
 	}
-	rep.DurationMs = time.Since(started).Milliseconds()
-	rep.Finish()
-	if err := report.WriteDir(dir, rep, opts.Formats); err != nil {
+	rep, code := verify.RunSuite(ctx, scs, so)
+	if err := dir.WriteReport(rep, opts.Formats); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if f.JSON() {
@@ -182,16 +156,14 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 			return err
 		}
 	}
-	fmt.Fprintf(f.IO.ErrOut, "report: %s\n", dir)
-	switch {
-	case rep.Incomplete:
+	fmt.Fprintf(f.IO.ErrOut, "report: %s\n", dir.Path)
+	switch code {
+	case exitcode.OK:
+		return nil
+	case exitcode.Interrupted:
 		return exitcode.With(errors.New("interrupted: the report is marked incomplete"), exitcode.Interrupted)
-	case worst == exitcode.Unreachable || worst == exitcode.Usage:
-		return &silentError{code: worst}
-	case rep.Status != report.StatusPass:
-		return failed()
 	}
-	return nil
+	return &silentError{code: code}
 }
 
 func oneLine(s string) string {

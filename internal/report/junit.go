@@ -17,6 +17,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
@@ -26,6 +27,7 @@ type junitSuite struct {
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
 	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
 	Time       string          `xml:"time,attr"`
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
@@ -44,6 +46,11 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -54,15 +61,22 @@ type junitProblem struct {
 
 // JUnit writes junit.xml. A failed threshold is a <failure> whose message
 // carries the observed value; a threshold that could not be checked, and a
-// scenario that could not run, is an <error>. A scenario that erred before
-// any threshold gets one test case named "run" holding the error.
+// scenario that could not run, was cut short or measured nothing, is an
+// <error>. A scenario that erred before any threshold gets one test case
+// named "run" holding the error; one never started (an interrupted run) is
+// a "run" case marked <skipped>. Each testsuite carries its scenario's own
+// start and duration.
 func JUnit(w io.Writer, r *Report) error {
 	doc := junitSuites{Name: "rlctl verify", Time: seconds(r.DurationMs)}
 	if r.Suite != "" {
 		doc.Name += " " + r.Suite
 	}
 	for _, sc := range r.Scenarios {
-		s := junitSuite{Name: sc.Name, Time: seconds(sc.DurationMs), Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05")}
+		start := sc.Started
+		if start.IsZero() {
+			start = r.Started
+		}
+		s := junitSuite{Name: sc.Name, Time: seconds(sc.DurationMs), Timestamp: start.UTC().Format("2006-01-02T15:04:05")}
 		s.Properties = append(s.Properties, junitProperty{Name: "limit", Value: sc.Limit.String()})
 		if sc.Target != "" {
 			s.Properties = append(s.Properties, junitProperty{Name: "target", Value: sc.Target})
@@ -81,7 +95,9 @@ func JUnit(w io.Writer, r *Report) error {
 			}
 			s.Cases = append(s.Cases, c)
 		}
-		if sc.Status == StatusError || sc.Error != "" {
+		if sc.Status == StatusSkipped {
+			s.Cases = []junitCase{{Name: "run", Classname: sc.Name, Time: "0", Skipped: &junitSkipped{Message: sc.Error}}}
+		} else if sc.Status == StatusError || sc.Error != "" {
 			if len(s.Cases) == 0 {
 				s.Cases = append(s.Cases, junitCase{Name: "run", Classname: sc.Name, Time: "0"})
 			}
@@ -100,6 +116,9 @@ func JUnit(w io.Writer, r *Report) error {
 			if c.Error != nil {
 				s.Errors++
 			}
+			if c.Skipped != nil {
+				s.Skipped++
+			}
 		}
 		if len(sc.Notes) > 0 {
 			s.SystemOut = strings.Join(sc.Notes, "\n")
@@ -107,6 +126,7 @@ func JUnit(w io.Writer, r *Report) error {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
 		doc.Suites = append(doc.Suites, s)
 	}
 	b := bufio.NewWriter(w)

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The reader's view of junit.xml, declared independently of the writer's
@@ -122,5 +123,68 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "<y>") {
 		t.Error("unescaped text in XML")
+	}
+}
+
+// An interrupted run's junit.xml says which scenario was cut and which
+// never ran, and each testsuite carries its own start and duration.
+func TestJUnitInterruptedRun(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	r := &Report{Started: t0, DurationMs: 9000, Incomplete: true, Scenarios: []Scenario{
+		{Name: "first", Started: t0.Add(time.Second), DurationMs: 3000,
+			Thresholds: []Threshold{{Expr: "ceiling <= limit", Status: StatusPass}}},
+		{Name: "cut", Status: StatusError, Started: t0.Add(5 * time.Second), DurationMs: 1200,
+			Error:      "interrupted after 1.2s of 3s: the figures cover only what ran, and its thresholds were not judged",
+			Thresholds: []Threshold{{Expr: "ceiling <= limit", Status: StatusPass}}},
+		{Name: "never", Status: StatusSkipped, Error: "not run: the run was interrupted before it started"},
+	}}
+	r.Finish()
+	var buf bytes.Buffer
+	if err := JUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Errors  int `xml:"errors,attr"`
+		Skipped int `xml:"skipped,attr"`
+		Suites  []struct {
+			Name      string `xml:"name,attr"`
+			Time      string `xml:"time,attr"`
+			Timestamp string `xml:"timestamp,attr"`
+			Errors    int    `xml:"errors,attr"`
+			Skipped   int    `xml:"skipped,attr"`
+			Cases     []struct {
+				Error *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"error"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if doc.Errors != 1 || doc.Skipped != 1 {
+		t.Errorf("totals errors=%d skipped=%d, want 1 and 1:\n%s", doc.Errors, doc.Skipped, buf.String())
+	}
+	want := []struct{ time, stamp string }{
+		{"3.000", "2026-11-30T10:00:01"}, {"1.200", "2026-11-30T10:00:05"}, {"0.000", "2026-11-30T10:00:00"},
+	}
+	for i, w := range want {
+		s := doc.Suites[i]
+		if s.Time != w.time || s.Timestamp != w.stamp {
+			t.Errorf("%s: time %s at %s, want %s at %s", s.Name, s.Time, s.Timestamp, w.time, w.stamp)
+		}
+	}
+	if c := doc.Suites[1].Cases[0]; c.Error == nil || !strings.Contains(c.Error.Message, "interrupted after 1.2s") {
+		t.Errorf("the cut scenario's first case is not an error naming the interruption: %+v", c)
+	}
+	if c := doc.Suites[2].Cases[0]; c.Skipped == nil || !strings.Contains(c.Skipped.Message, "not run") {
+		t.Errorf("the scenario never run is not skipped with a message: %+v", c)
+	}
+	if r.Status != StatusIncomplete || r.Scenarios[2].Status != StatusSkipped {
+		t.Errorf("report %s, never-run scenario %s", r.Status, r.Scenarios[2].Status)
 	}
 }

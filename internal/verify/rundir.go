@@ -1,0 +1,221 @@
+package verify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/report"
+)
+
+// HistoriesDir is the run directory's folder of raw decision records
+// (<scenario>.rlh) and what re-scoring each needs (<scenario>.json).
+const HistoriesDir = "histories"
+
+// RunDir is one run's directory: its reports and, under HistoriesDir, every
+// scenario's history.
+type RunDir struct {
+	Path string
+}
+
+// CreateRunDir makes a new directory for a run under parent, named after
+// the run's start (UTC, to the second) and its suite: parent/20261129T221946Z-builtin.
+// It is created exclusively, so two runs never share one: a name already
+// taken gets a suffix (-2, -3 …). It also checks the directory can be
+// written, so a run is never made only to be thrown away at the end.
+func CreateRunDir(parent string, started time.Time, suite string) (*RunDir, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("report directory %s: %w", parent, err)
+	}
+	base := started.UTC().Format("20060102T150405Z") + "-" + SafeName(suite)
+	for n := 1; ; n++ {
+		name := base
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d", base, n)
+		}
+		p := filepath.Join(parent, name)
+		err := os.Mkdir(p, 0o755)
+		if errors.Is(err, fs.ErrExist) && n < 1000 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("report directory %s: %w", parent, err)
+		}
+		probe, err := os.CreateTemp(p, ".probe-*")
+		if err != nil {
+			os.Remove(p)
+			return nil, fmt.Errorf("report directory %s cannot be written: %w", p, err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+		return &RunDir{Path: p}, nil
+	}
+}
+
+// SafeName makes s usable as a file name on every platform: letters,
+// digits, '-', '_' and '.', anything else becomes '-'.
+func SafeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '-'
+	}, s)
+	if s == "" || s == "." || s == ".." {
+		return "suite"
+	}
+	return s
+}
+
+// SaveHistory writes a scenario's history and scoring inputs into the run
+// directory.
+func (d *RunDir) SaveHistory(h *history.History, s Saved) error {
+	hd := filepath.Join(d.Path, HistoriesDir)
+	if err := os.MkdirAll(hd, 0o755); err != nil {
+		return fmt.Errorf("save history: %w", err)
+	}
+	name := SafeName(s.Name)
+	if err := h.WriteFile(filepath.Join(hd, name+".rlh")); err != nil {
+		return fmt.Errorf("save history of %s: %w", s.Name, err)
+	}
+	return s.WriteFile(filepath.Join(hd, name+".json"))
+}
+
+// WriteReport writes the run's reports in the given formats (see
+// report.Formats).
+func (d *RunDir) WriteReport(r *report.Report, formats []string) error {
+	return report.WriteDir(d.Path, r, formats)
+}
+
+// SavedRun is a run directory read back: its report and, per scenario, the
+// history and scoring inputs.
+type SavedRun struct {
+	Path    string
+	Report  report.Report
+	Saved   map[string]Saved
+	History map[string]*history.History
+}
+
+// ReadRunDir reads a run directory written by verify (or a merge).
+func ReadRunDir(path string) (*SavedRun, error) {
+	rd := &SavedRun{Path: path, Saved: map[string]Saved{}, History: map[string]*history.History{}}
+	b, err := os.ReadFile(filepath.Join(path, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a run directory: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &rd.Report); err != nil {
+		return nil, fmt.Errorf("%s: report.json: %w", path, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(path, HistoriesDir, "*.json"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no saved histories under %s/", path, HistoriesDir)
+	}
+	for _, jf := range files {
+		s, err := ReadSaved(jf)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := rd.Saved[s.Name]; dup {
+			return nil, fmt.Errorf("%s: two saved histories of scenario %s", path, s.Name)
+		}
+		h, err := history.ReadFile(strings.TrimSuffix(jf, ".json") + ".rlh")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		rd.Saved[s.Name] = s
+		rd.History[s.Name] = h
+	}
+	return rd, nil
+}
+
+// Rescore analyses saved runs again: one run is re-rendered as it was
+// recorded, several are merged (their histories joined exactly, Extra
+// figures added up). When out is set the merged histories are saved there.
+// warn hears of a scenario missing from some of the runs.
+func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, error) {
+	if len(runs) == 0 {
+		return nil, errors.New("no runs to score")
+	}
+	// Scenario order: as in the first run, then any others by name.
+	var names []string
+	seen := map[string]bool{}
+	for _, rd := range runs {
+		for _, sc := range rd.Report.Scenarios {
+			if _, ok := rd.Saved[sc.Name]; ok && !seen[sc.Name] {
+				seen[sc.Name] = true
+				names = append(names, sc.Name)
+			}
+		}
+		var rest []string
+		for n := range rd.Saved {
+			if !seen[n] {
+				rest = append(rest, n)
+			}
+		}
+		sort.Strings(rest)
+		for _, n := range rest {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	rep := &report.Report{Started: runs[0].Report.Started, Suite: runs[0].Report.Suite}
+	for _, rd := range runs {
+		rep.DurationMs = max(rep.DurationMs, rd.Report.DurationMs)
+		if rd.Report.Started.Before(rep.Started) {
+			rep.Started = rd.Report.Started
+		}
+		if rd.Report.Status == report.StatusIncomplete {
+			rep.Incomplete = true
+		}
+	}
+	for _, name := range names {
+		var hs []*history.History
+		var saved Saved
+		extra := map[string]float64{}
+		for _, rd := range runs {
+			h, ok := rd.History[name]
+			if !ok {
+				continue
+			}
+			hs = append(hs, h)
+			saved = rd.Saved[name]
+			for k, v := range rd.Saved[name].Extra {
+				extra[k] += v
+			}
+		}
+		if len(runs) > 1 && len(hs) != len(runs) && warn != nil {
+			warn(fmt.Sprintf("%s is in %d of %d runs; merging what there is", name, len(hs), len(runs)))
+		}
+		h := hs[0]
+		if len(hs) > 1 {
+			m, err := history.Merge(hs...)
+			if err != nil {
+				return nil, fmt.Errorf("merge %s: %w", name, err)
+			}
+			h = m
+		}
+		if len(extra) > 0 {
+			saved.Extra = extra
+		}
+		sr, err := Score(h, saved)
+		if err != nil {
+			return nil, err
+		}
+		rep.Scenarios = append(rep.Scenarios, sr)
+		if out != nil {
+			if err := out.SaveHistory(h, saved); err != nil {
+				return nil, err
+			}
+		}
+	}
+	rep.Finish()
+	return rep, nil
+}

@@ -1,0 +1,102 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/traffic"
+)
+
+// SuiteOptions are what RunSuite adds around each scenario.
+type SuiteOptions struct {
+	Options
+	// Suite names the suite, for the report's title.
+	Suite string
+	// Dir, when set, receives every scenario's history as it finishes.
+	Dir *RunDir
+	// Now is the clock of the report's start and duration (default
+	// time.Now).
+	Now func() time.Time
+	// Start, when set, is called before each scenario; the function it
+	// returns hears the scenario's live traffic statistics.
+	Start func(i int, sc *scenario.Scenario) func(traffic.Stats)
+	// Done, when set, is called after each scenario that ran, with the
+	// error Run returned (nil when it was measured).
+	Done func(i int, sc *scenario.Scenario, out *Outcome, err error)
+	// Warn hears problems that do not stop the run (a history that could
+	// not be saved).
+	Warn func(error)
+}
+
+// RunSuite runs scenarios one after another and returns the finished
+// report and the exit code the run calls for: the worst of its scenarios'
+// (OK only when every one passed), Interrupted when ctx was cancelled. A
+// scenario cut by the cancellation is an error and those never started are
+// skipped, each saying so.
+func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*report.Report, exitcode.Code) {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	started := now()
+	rep := &report.Report{Started: started.UTC(), Suite: o.Suite}
+	for i, sc := range scs {
+		if ctx.Err() != nil {
+			rep.Incomplete = true
+			rep.Scenarios = append(rep.Scenarios, report.Scenario{
+				Name: sc.Name, Description: sc.Description, Limit: report.LimitOf(sc.Limit),
+				Target: sc.Target.String(), Status: report.StatusSkipped,
+				Error: "not run: the run was interrupted before it started",
+			})
+			continue
+		}
+		vo := o.Options
+		if o.Start != nil {
+			vo.Progress = o.Start(i, sc)
+		}
+		out, err := Run(ctx, sc, vo)
+		if out.Interrupted || (err != nil && ctx.Err() != nil) {
+			rep.Incomplete = true
+		}
+		if out.History != nil && o.Dir != nil {
+			if werr := o.Dir.SaveHistory(out.History, out.Saved); werr != nil && o.Warn != nil {
+				o.Warn(fmt.Errorf("%s: %w", sc.Name, werr))
+			}
+		}
+		if o.Done != nil {
+			o.Done(i, sc, out, err)
+		}
+		rep.Scenarios = append(rep.Scenarios, out.Report)
+	}
+	rep.DurationMs = now().Sub(started).Milliseconds()
+	rep.Finish()
+	return rep, ExitCode(rep)
+}
+
+// ExitCode is the exit code a finished report calls for: Interrupted for
+// an incomplete run, else the worst of its scenarios' (an error's own code,
+// Failed for a failed threshold), OK when all passed.
+func ExitCode(r *report.Report) exitcode.Code {
+	if r.Status == report.StatusIncomplete {
+		return exitcode.Interrupted
+	}
+	worst := exitcode.OK
+	for _, sc := range r.Scenarios {
+		c := exitcode.OK
+		switch sc.Status {
+		case report.StatusFail:
+			c = exitcode.Failed
+		case report.StatusError:
+			c = exitcode.Code(sc.ExitCode)
+			if c == exitcode.OK || c == exitcode.Interrupted {
+				c = exitcode.Failed
+			}
+		}
+		worst = max(worst, c)
+	}
+	return worst
+}
