@@ -9,9 +9,10 @@ import (
 // the price of a check before every request.
 func BenchmarkAlive(b *testing.B) {
 	client, _ := loopback(b)
+	p := NewProbe(client)
 	b.ReportAllocs()
 	for b.Loop() {
-		if !Alive(client) {
+		if !p.Alive() {
 			b.Fatal("an open connection reported dead")
 		}
 	}

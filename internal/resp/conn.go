@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/netcheck"
 )
 
 // Error is an error reply from the server (the text after '-').
@@ -28,12 +30,13 @@ type Conn struct {
 	// bad is set once the stream can no longer be trusted (an I/O or
 	// protocol error): the pool closes the connection instead of reusing it.
 	bad bool
-	// idleSince is when the connection was last returned to the pool.
-	idleSince time.Time
+	// probe tells whether the server closed the connection while it sat
+	// in the pool.
+	probe *netcheck.Probe
 }
 
 func newConn(nc net.Conn) *Conn {
-	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), buf: make([]byte, 0, 256)}
+	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), buf: make([]byte, 0, 256), probe: netcheck.NewProbe(nc)}
 }
 
 // Close closes the network connection.

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rlctl/rlctl/internal/netcheck"
 )
 
 // ErrClosed is returned by a closed Pool.
@@ -152,7 +150,10 @@ func (p *Pool) Warm(ctx context.Context, n int) error {
 }
 
 // get borrows a connection, waiting at most the pool timeout, or until
-// deadline when that comes first (zero: none).
+// deadline when that comes first (zero: none). Every idle connection is
+// checked before it is handed out, however briefly it sat idle: the server
+// may have closed it (CLIENT KILL, its timeout, a restart), and a request
+// written on it would be lost.
 func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
@@ -160,7 +161,7 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	for {
 		select {
 		case c := <-p.idle:
-			if netcheck.Usable(c.nc, c.idleSince) {
+			if c.probe.Alive() {
 				return c, nil
 			}
 			c.Close()
@@ -184,7 +185,11 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	defer t.Stop()
 	select {
 	case c := <-p.idle:
-		return c, nil
+		if c.probe.Alive() {
+			return c, nil
+		}
+		c.Close()
+		return p.dial(ctx, deadline) // in its place, with its token
 	case p.tokens <- struct{}{}:
 		return p.dial(ctx, deadline)
 	case <-ctx.Done():
@@ -200,7 +205,6 @@ func (p *Pool) put(c *Conn) {
 		<-p.tokens
 		return
 	}
-	c.idleSince = time.Now()
 	p.idle <- c // never blocks: at most Size connections exist
 	if p.closed.Load() {
 		p.drain() // Close ran meanwhile and may have missed this one
