@@ -2,6 +2,11 @@ package resp_test
 
 import (
 	"context"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,5 +102,110 @@ func TestConnectionIdlePastItsDeadlineIsReused(t *testing.T) {
 	call(t, p, "deadline", 1, 0)
 	if after := redistest.Accepted(t, admin); after != before {
 		t.Fatalf("connections accepted went from %s to %s: the idle connection was dropped", before, after)
+	}
+}
+
+// faultConn is a real connection that fails on demand. It hides its
+// socket, so the pool cannot peek at it (as on Windows) and meets the
+// failure on use.
+type faultConn struct {
+	net.Conn
+	failWrite  atomic.Bool // the next Write fails before sending a byte
+	afterWrite func()      // when set, runs once after a Write went out
+}
+
+func (c *faultConn) Write(b []byte) (int, error) {
+	if c.failWrite.CompareAndSwap(true, false) {
+		return 0, syscall.EPIPE
+	}
+	n, err := c.Conn.Write(b)
+	if f := c.afterWrite; f != nil {
+		c.afterWrite = nil
+		f()
+	}
+	return n, err
+}
+
+// faultPool is a pool of one connection to addr, warm, whose connections
+// are faultConns; dialed lists them in the order they were dialed.
+func faultPool(t *testing.T, addr string) (p *resp.Pool, dialed func() []*faultConn) {
+	t.Helper()
+	var mu sync.Mutex
+	var conns []*faultConn
+	p = resp.New(resp.Options{Size: 1, Timeout: 10 * time.Second, Dial: func(ctx context.Context) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		fc := &faultConn{Conn: nc}
+		mu.Lock()
+		conns = append(conns, fc)
+		mu.Unlock()
+		return fc, nil
+	}})
+	t.Cleanup(func() { p.Close() })
+	if err := p.Warm(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	return p, func() []*faultConn {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(conns)
+	}
+}
+
+// A write that failed before any byte went out never reached the server,
+// so the decision is sent again on a new connection, and runs once.
+func TestUnsentWriteIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	p, dialed := faultPool(t, srv.Addr)
+	dialed()[0].failWrite.Store(true)
+	if got := call(t, p, "unsent", 1, 0); got[0] != 1 {
+		t.Fatalf("call = %v, want the first increment", got)
+	}
+	if n := len(dialed()); n != 2 {
+		t.Fatalf("%d connections dialed, want 2 (the warm one and its replacement)", n)
+	}
+	if v, err := srv.Client(t).Get(context.Background(), "unsent").Int(); err != nil || v != 1 {
+		t.Fatalf("unsent = %d (%v), want 1", v, err)
+	}
+}
+
+// A decision whose connection died after the request went out is not sent
+// again: the server may have run it, and would count it twice. The error
+// is the caller's, and the pool recovers for the next call.
+func TestSentRequestIsNotResent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	p, dialed := faultPool(t, srv.Addr)
+	call(t, p, "sent", 1, 0) // loads the script
+	fc := dialed()[0]
+	fc.afterWrite = func() {
+		// The server ran the script; its reply is lost with the connection.
+		deadline := time.Now().Add(10 * time.Second)
+		for v, _ := admin.Get(ctx, "sent").Int(); v != 2; v, _ = admin.Get(ctx, "sent").Int() {
+			if time.Now().After(deadline) {
+				t.Error("the server never ran the second call")
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		fc.Conn.Close()
+	}
+	var a resp.Args
+	a.Key("sent")
+	a.Int(1)
+	a.Int(0)
+	if r, err := p.EvalInts(ctx, incr, &a, nil); err == nil {
+		t.Fatalf("call on a connection lost after the write = %v, want its error", r)
+	}
+	if v, err := admin.Get(ctx, "sent").Int(); err != nil || v != 2 {
+		t.Fatalf("sent = %d (%v), want 2: the lost call ran once", v, err)
+	}
+	if got := call(t, p, "sent", 1, 0); got[0] != 3 {
+		t.Fatalf("next call = %v, want 3", got)
 	}
 }

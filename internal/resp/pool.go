@@ -211,6 +211,27 @@ func (p *Pool) put(c *Conn) {
 	}
 }
 
+// exchange runs send on a borrowed connection and gives it back. When the
+// write failed before any byte went out (errNotSent), the server cannot
+// have seen the request, so send runs once more on another connection.
+// Once a byte may have reached the server, the request is never sent again:
+// a connection that dies before the reply does not say whether the server
+// ran it (CLIENT KILL can free a client between running its EVALSHA and
+// writing the reply), and one run twice would count twice.
+func (p *Pool) exchange(ctx context.Context, deadline time.Time, send func(c *Conn) error) error {
+	for retried := false; ; retried = true {
+		c, err := p.get(ctx, deadline)
+		if err != nil {
+			return err
+		}
+		err = send(c)
+		p.put(c)
+		if retried || !errors.Is(err, errNotSent) || ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			return err
+		}
+	}
+}
+
 // dial opens and sets up a connection, by deadline when one is given (a
 // policy's timeout must bound a dial to a Redis that drops packets, too);
 // the caller holds a token, which is given back on failure.
@@ -403,36 +424,38 @@ func (p *Pool) Eval(ctx context.Context, deadline time.Time, s *Script, keys, ar
 // reply retires the connection, as for scripts.
 func (p *Pool) Do(ctx context.Context, deadline time.Time, cmds ...[]string) ([]any, error) {
 	deadline = p.until(ctx, deadline)
-	c, err := p.get(ctx, deadline)
+	var out []any
+	err := p.exchange(ctx, deadline, func(c *Conn) error {
+		c.buf = c.buf[:0]
+		for _, cmd := range cmds {
+			c.more(len(cmd))
+			for _, a := range cmd {
+				c.arg(a)
+			}
+		}
+		if err := c.flush(deadline); err != nil {
+			return err
+		}
+		out = make([]any, len(cmds))
+		for i := range cmds {
+			v, err := c.readAny(0)
+			var re Error
+			switch {
+			case errors.As(err, &re):
+				out[i] = re
+				if strings.HasPrefix(string(re), "READONLY") {
+					c.bad = true
+				}
+			case err != nil:
+				return err
+			default:
+				out[i] = v
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer p.put(c)
-	c.buf = c.buf[:0]
-	for _, cmd := range cmds {
-		c.more(len(cmd))
-		for _, a := range cmd {
-			c.arg(a)
-		}
-	}
-	if err := c.flush(deadline); err != nil {
-		return nil, err
-	}
-	out := make([]any, len(cmds))
-	for i := range cmds {
-		v, err := c.readAny(0)
-		var re Error
-		switch {
-		case errors.As(err, &re):
-			out[i] = re
-			if strings.HasPrefix(string(re), "READONLY") {
-				c.bad = true
-			}
-		case err != nil:
-			return nil, err
-		default:
-			out[i] = v
-		}
 	}
 	return out, nil
 }
@@ -446,26 +469,26 @@ func (p *Pool) until(ctx context.Context, deadline time.Time) time.Time {
 	return deadline
 }
 
-// evalsha borrows a connection and runs send with EVALSHA, then with EVAL
+// evalsha runs send on a borrowed connection with EVALSHA, then with EVAL
 // when the server does not know the script yet. A READONLY answer (a
 // failover demoted this server) retires the connection, so the next one
 // dials the current primary (a Sentinel dialer resolves it again).
 func (p *Pool) evalsha(ctx context.Context, deadline time.Time, s *Script, send func(c *Conn, cmd, script string, deadline time.Time) error) error {
 	deadline = p.until(ctx, deadline)
-	c, err := p.get(ctx, deadline)
-	if err != nil {
+	return p.exchange(ctx, deadline, func(c *Conn) error {
+		err := send(c, "EVALSHA", s.sha, deadline)
+		if err == nil {
+			return nil
+		}
+		var re Error
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
+			err = send(c, "EVAL", s.src, deadline)
+		}
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY") {
+			c.bad = true
+		}
 		return err
-	}
-	defer p.put(c)
-	err = send(c, "EVALSHA", s.sha, deadline)
-	var re Error
-	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
-		err = send(c, "EVAL", s.src, deadline)
-	}
-	if errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY") {
-		c.bad = true
-	}
-	return err
+	})
 }
 
 func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time) ([]int64, error) {
