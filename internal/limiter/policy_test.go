@@ -202,3 +202,44 @@ func TestPolicyKeepsLeasedBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyAfterClientKill: connections the server killed while the
+// decision pool held them warm are replaced before a decision is sent on
+// them, so the next decisions are Redis's (or a lease's), never fail-open.
+func TestPolicyAfterClientKill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	limit := rate.Limit{Count: 1_000_000, Window: time.Minute}
+	for _, algo := range Algorithms {
+		if IsLocal(algo) {
+			continue
+		}
+		// One after the other: CLIENT KILL TYPE normal hits every client
+		// of the server but the admin's own connection.
+		t.Run(algo, func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 4})
+			t.Cleanup(func() { c.Close() })
+			inner := mustNew(t, Config{Algorithm: algo, Limit: limit}, c, nil)
+			if err := inner.(Warmer).Warm(ctx, 4); err != nil {
+				t.Fatalf("Warm: %v", err)
+			}
+			// A timeout no loaded machine reaches: a decision lost here is
+			// one sent on a dead connection, not a slow one.
+			l := WithPolicy(inner, Policy{OnError: OnErrorOpen, Timeout: 10 * time.Second}, limit, WithContextHonored(HonorsContext(c)))
+			if err := admin.Do(ctx, "CLIENT", "KILL", "TYPE", "normal").Err(); err != nil {
+				t.Fatalf("CLIENT KILL: %v", err)
+			}
+			want := decision.ByRedis
+			if algo == Leasing {
+				want = decision.ByLease
+			}
+			for i := range 8 {
+				if d, err := l.Allow(ctx, "kim", 1); err != nil || d.By != want {
+					t.Errorf("decision %d after CLIENT KILL: %+v, %v; want decided by %s", i, d, err, want)
+				}
+			}
+		})
+	}
+}

@@ -4,36 +4,43 @@ package netcheck
 
 import (
 	"crypto/tls"
-	"errors"
 	"net"
 	"syscall"
 )
 
-// Alive reports whether an idle connection is still open and quiet: a
-// server that closed it for idleness (redis.conf timeout), or a proxy
-// that dropped it, shows as EOF or an error on a non-blocking peek, and
-// any unread byte means the stream is out of step. A dead connection
-// reused would turn the next request into an error although the server
-// is fine.
-func Alive(nc net.Conn) bool {
+// NewProbe returns a Probe for nc.
+func NewProbe(nc net.Conn) *Probe {
+	p := &Probe{nc: nc, rc: rawConn(nc)}
+	p.peek = p.peekFD
+	return p
+}
+
+// peekFD peeks at one byte without waiting and without consuming it.
+func (p *Probe) peekFD(fd uintptr) bool {
+	n, err := peek(fd, &p.buf)
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+		p.seen = quiet
+	case err == 0 && n > 0:
+		p.seen = pending
+	default:
+		p.seen = closed
+	}
+	return true // never wait: this is a peek
+}
+
+// rawConn returns the socket under nc (under its TLS layer too), or nil.
+func rawConn(nc net.Conn) syscall.RawConn {
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
 	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return true
+		return nil
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
-	ok = false
-	err = rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		// Nothing to read yet is the only healthy answer.
-		ok = errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK)
-		return true // never wait: this is a peek
-	})
-	return err == nil && ok
+	return rc
 }

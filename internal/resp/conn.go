@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/netcheck"
 )
 
 // Error is an error reply from the server (the text after '-').
@@ -28,12 +30,13 @@ type Conn struct {
 	// bad is set once the stream can no longer be trusted (an I/O or
 	// protocol error): the pool closes the connection instead of reusing it.
 	bad bool
-	// idleSince is when the connection was last returned to the pool.
-	idleSince time.Time
+	// probe tells whether the server closed the connection while it sat
+	// in the pool.
+	probe *netcheck.Probe
 }
 
 func newConn(nc net.Conn) *Conn {
-	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), buf: make([]byte, 0, 256)}
+	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, 4096), buf: make([]byte, 0, 256), probe: netcheck.NewProbe(nc)}
 }
 
 // Close closes the network connection.
@@ -74,14 +77,23 @@ func (c *Conn) intArg(v int64) {
 	c.buf = append(c.buf, '\r', '\n')
 }
 
+// errNotSent marks a failed write of which no byte went out: the server
+// cannot have seen the command, so it may be sent on another connection.
+var errNotSent = errors.New("resp: command not sent")
+
 // flush writes the command. A deadline of zero means none.
 func (c *Conn) flush(deadline time.Time) error {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		c.bad = true
-		return err
+		return fmt.Errorf("%w: %w", errNotSent, err)
 	}
-	if _, err := c.nc.Write(c.buf); err != nil {
+	if n, err := c.nc.Write(c.buf); err != nil {
 		c.bad = true
+		// Over TLS, n counts only whole records written: a record cut
+		// short cannot be decrypted, so n == 0 still means not sent.
+		if n == 0 {
+			return fmt.Errorf("%w: %w", errNotSent, err)
+		}
 		return err
 	}
 	return nil

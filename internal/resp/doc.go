@@ -4,7 +4,10 @@
 // design on a single server decides through it, so all are measured
 // through one client: users' own scripts with any reply (Eval), and
 // redis-get-incr's plain commands, several per write (Do). Warm opens a
-// pool's connections before a run.
+// pool's connections before a run. A connection the server closed is
+// replaced before a request is sent on it; a request whose write failed
+// before any byte went out is sent once more on another connection, and
+// one that may have reached the server is never sent again.
 //
 // Why not go-redis there: with 50 simulated gateways on a machine of two
 // cores, the go-redis command objects, argument boxing and pool machinery

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rlctl/rlctl/internal/netcheck"
 )
 
 // ErrClosed is returned by a closed Pool.
@@ -152,7 +150,10 @@ func (p *Pool) Warm(ctx context.Context, n int) error {
 }
 
 // get borrows a connection, waiting at most the pool timeout, or until
-// deadline when that comes first (zero: none).
+// deadline when that comes first (zero: none). Every idle connection is
+// checked before it is handed out, however briefly it sat idle: the server
+// may have closed it (CLIENT KILL, its timeout, a restart), and a request
+// written on it would be lost.
 func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
@@ -160,7 +161,7 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	for {
 		select {
 		case c := <-p.idle:
-			if netcheck.Usable(c.nc, c.idleSince) {
+			if c.probe.Alive() {
 				return c, nil
 			}
 			c.Close()
@@ -184,7 +185,11 @@ func (p *Pool) get(ctx context.Context, deadline time.Time) (*Conn, error) {
 	defer t.Stop()
 	select {
 	case c := <-p.idle:
-		return c, nil
+		if c.probe.Alive() {
+			return c, nil
+		}
+		c.Close()
+		return p.dial(ctx, deadline) // in its place, with its token
 	case p.tokens <- struct{}{}:
 		return p.dial(ctx, deadline)
 	case <-ctx.Done():
@@ -200,10 +205,30 @@ func (p *Pool) put(c *Conn) {
 		<-p.tokens
 		return
 	}
-	c.idleSince = time.Now()
 	p.idle <- c // never blocks: at most Size connections exist
 	if p.closed.Load() {
 		p.drain() // Close ran meanwhile and may have missed this one
+	}
+}
+
+// exchange runs send on a borrowed connection and gives it back. When the
+// write failed before any byte went out (errNotSent), the server cannot
+// have seen the request, so send runs once more on another connection.
+// Once a byte may have reached the server, the request is never sent again:
+// a connection that dies before the reply does not say whether the server
+// ran it (CLIENT KILL can free a client between running its EVALSHA and
+// writing the reply), and one run twice would count twice.
+func (p *Pool) exchange(ctx context.Context, deadline time.Time, send func(c *Conn) error) error {
+	for retried := false; ; retried = true {
+		c, err := p.get(ctx, deadline)
+		if err != nil {
+			return err
+		}
+		err = send(c)
+		p.put(c)
+		if retried || !errors.Is(err, errNotSent) || ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			return err
+		}
 	}
 }
 
@@ -399,36 +424,38 @@ func (p *Pool) Eval(ctx context.Context, deadline time.Time, s *Script, keys, ar
 // reply retires the connection, as for scripts.
 func (p *Pool) Do(ctx context.Context, deadline time.Time, cmds ...[]string) ([]any, error) {
 	deadline = p.until(ctx, deadline)
-	c, err := p.get(ctx, deadline)
+	var out []any
+	err := p.exchange(ctx, deadline, func(c *Conn) error {
+		c.buf = c.buf[:0]
+		for _, cmd := range cmds {
+			c.more(len(cmd))
+			for _, a := range cmd {
+				c.arg(a)
+			}
+		}
+		if err := c.flush(deadline); err != nil {
+			return err
+		}
+		out = make([]any, len(cmds))
+		for i := range cmds {
+			v, err := c.readAny(0)
+			var re Error
+			switch {
+			case errors.As(err, &re):
+				out[i] = re
+				if strings.HasPrefix(string(re), "READONLY") {
+					c.bad = true
+				}
+			case err != nil:
+				return err
+			default:
+				out[i] = v
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer p.put(c)
-	c.buf = c.buf[:0]
-	for _, cmd := range cmds {
-		c.more(len(cmd))
-		for _, a := range cmd {
-			c.arg(a)
-		}
-	}
-	if err := c.flush(deadline); err != nil {
-		return nil, err
-	}
-	out := make([]any, len(cmds))
-	for i := range cmds {
-		v, err := c.readAny(0)
-		var re Error
-		switch {
-		case errors.As(err, &re):
-			out[i] = re
-			if strings.HasPrefix(string(re), "READONLY") {
-				c.bad = true
-			}
-		case err != nil:
-			return nil, err
-		default:
-			out[i] = v
-		}
 	}
 	return out, nil
 }
@@ -442,26 +469,26 @@ func (p *Pool) until(ctx context.Context, deadline time.Time) time.Time {
 	return deadline
 }
 
-// evalsha borrows a connection and runs send with EVALSHA, then with EVAL
+// evalsha runs send on a borrowed connection with EVALSHA, then with EVAL
 // when the server does not know the script yet. A READONLY answer (a
 // failover demoted this server) retires the connection, so the next one
 // dials the current primary (a Sentinel dialer resolves it again).
 func (p *Pool) evalsha(ctx context.Context, deadline time.Time, s *Script, send func(c *Conn, cmd, script string, deadline time.Time) error) error {
 	deadline = p.until(ctx, deadline)
-	c, err := p.get(ctx, deadline)
-	if err != nil {
+	return p.exchange(ctx, deadline, func(c *Conn) error {
+		err := send(c, "EVALSHA", s.sha, deadline)
+		if err == nil {
+			return nil
+		}
+		var re Error
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
+			err = send(c, "EVAL", s.src, deadline)
+		}
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY") {
+			c.bad = true
+		}
 		return err
-	}
-	defer p.put(c)
-	err = send(c, "EVALSHA", s.sha, deadline)
-	var re Error
-	if errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT") {
-		err = send(c, "EVAL", s.src, deadline)
-	}
-	if errors.As(err, &re) && strings.HasPrefix(string(re), "READONLY") {
-		c.bad = true
-	}
-	return err
+	})
 }
 
 func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time) ([]int64, error) {

@@ -40,10 +40,10 @@ type rawPool struct {
 }
 
 type rawConn struct {
-	c         net.Conn
-	br        *bufio.Reader
-	buf       []byte    // request being written
-	idleSince time.Time // when it was last put back
+	c     net.Conn
+	br    *bufio.Reader
+	buf   []byte          // request being written
+	probe *netcheck.Probe // whether the gateway closed it while idle
 }
 
 func newRawPool(u *url.URL, method string, query string, conns int, dialer *net.Dialer) *rawPool {
@@ -58,9 +58,9 @@ func (p *rawPool) get(ctx context.Context) (c *rawConn, reused bool, err error) 
 	for {
 		select {
 		case c := <-p.idle:
-			// A gateway that closed it (keep-alive timeout) would have the
-			// next request recorded as its error.
-			if netcheck.Usable(c.c, c.idleSince) {
+			// A gateway that closed it (keep-alive timeout, restart) would
+			// have the next request recorded as its error.
+			if c.probe.Alive() {
 				return c, true, nil
 			}
 			c.c.Close()
@@ -78,7 +78,7 @@ func (p *rawPool) dial(ctx context.Context) (*rawConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rawConn{c: c, br: bufio.NewReaderSize(c, 16<<10), buf: make([]byte, 0, 512)}, nil
+	return &rawConn{c: c, br: bufio.NewReaderSize(c, 16<<10), buf: make([]byte, 0, 512), probe: netcheck.NewProbe(c)}, nil
 }
 
 // warm dials until n connections (at most the pool's size) sit idle.
@@ -94,7 +94,6 @@ func (p *rawPool) warm(ctx context.Context, n int) error {
 }
 
 func (p *rawPool) put(c *rawConn) {
-	c.idleSince = time.Now()
 	select {
 	case p.idle <- c:
 	default:

@@ -22,16 +22,11 @@ type warmDials struct {
 	timeout time.Duration
 
 	mu    sync.Mutex
-	ready map[string][]warmConn // "tls|addr" or "tcp|addr"
-}
-
-type warmConn struct {
-	c     net.Conn
-	since time.Time
+	ready map[string][]net.Conn // "tls|addr" or "tcp|addr"
 }
 
 func newWarmDials(d *net.Dialer, conf *tls.Config, timeout time.Duration) *warmDials {
-	return &warmDials{dialer: d, tlsConf: conf, timeout: timeout, ready: map[string][]warmConn{}}
+	return &warmDials{dialer: d, tlsConf: conf, timeout: timeout, ready: map[string][]net.Conn{}}
 }
 
 // take returns a connection opened ahead for key, if one is still usable.
@@ -40,12 +35,12 @@ func (w *warmDials) take(key string) net.Conn {
 	defer w.mu.Unlock()
 	for len(w.ready[key]) > 0 {
 		l := w.ready[key]
-		wc := l[len(l)-1]
+		c := l[len(l)-1]
 		w.ready[key] = l[:len(l)-1]
-		if netcheck.Usable(wc.c, wc.since) {
-			return wc.c
+		if usable(c) {
+			return c
 		}
-		wc.c.Close()
+		c.Close()
 	}
 	return nil
 }
@@ -90,10 +85,20 @@ func (w *warmDials) warm(ctx context.Context, rawURL string, n int) error {
 			return err
 		}
 		w.mu.Lock()
-		w.ready[kind+"|"+addr] = append(w.ready[kind+"|"+addr], warmConn{c, time.Now()})
+		w.ready[kind+"|"+addr] = append(w.ready[kind+"|"+addr], c)
 		w.mu.Unlock()
 	}
 	return nil
+}
+
+// usable reports whether the server has not closed c since it was opened
+// ahead. Nothing has read a TLS one since its handshake, so the session
+// tickets of a TLS 1.3 server may rightly wait on it (netcheck.AliveTLS).
+func usable(c net.Conn) bool {
+	if tc, ok := c.(*tls.Conn); ok {
+		return netcheck.AliveTLS(tc, time.Millisecond)
+	}
+	return netcheck.Alive(c)
 }
 
 // close closes the connections no request took.
@@ -101,8 +106,8 @@ func (w *warmDials) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for k, l := range w.ready {
-		for _, wc := range l {
-			wc.c.Close()
+		for _, c := range l {
+			c.Close()
 		}
 		delete(w.ready, k)
 	}
