@@ -64,7 +64,6 @@ func TestKeysArgvToOptions(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"repair everything", []string{"keys", "repair-ttl", "--match", "**", "--yes"}},
 		{"repair negative rate", []string{"keys", "repair-ttl", "--max-rate", "-1", "--yes"}},
 		{"inspect two args", []string{"keys", "inspect", "a", "b"}},
 		{"audit unknown algorithm", []string{"audit", "--algorithm", "x", "--published", "1/s"}},
