@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -164,12 +165,19 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 // status line every few seconds off one.
 func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalClient, ro keyspace.RepairOptions) (keyspace.RepairStats, error) {
 	var total atomic.Int64
-	_ = keyspace.ForEachPrimary(ctx, client, func(ctx context.Context, n keyspace.Node) error {
-		if v, err := n.Client.DBSize(ctx).Result(); err == nil {
-			total.Add(v)
+	err := keyspace.ForEachPrimary(ctx, client, func(ctx context.Context, n keyspace.Node) error {
+		v, err := n.Client.DBSize(ctx).Result()
+		var re redis.Error
+		if err != nil && !errors.As(err, &re) {
+			// No answer: the walk would wait as long again.
+			return fmt.Errorf("DBSIZE on %s: %w", n.Addr, err)
 		}
+		total.Add(v) // a refusal (a restricted user) only loses the total
 		return nil
 	})
+	if err != nil {
+		return keyspace.RepairStats{DryRun: ro.DryRun}, err
+	}
 	verb := "repair-ttl"
 	if ro.DryRun {
 		verb = "repair-ttl (dry run)"

@@ -261,8 +261,16 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 	add(samplerFinding(CheckNoTTL, Fail, &st.noTTL, "%d limiter keys have no TTL: they count forever, so those identities stay limited (or a window never rolls)", "every limiter key has a TTL"))
 	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, "%d limiter keys have a TTL longer than their schema allows: windows last longer than published", "no TTL beyond what its schema allows"))
 	add(refreshed)
-	add(st.hotFinding(ctx, c, cfgs))
-	add(st.bigFinding(ctx, c))
+	hot, err := st.hotFinding(ctx, c, cfgs)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	add(hot)
+	big, err := st.bigFinding(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	add(big)
 	for _, f := range configFindings(cfgs) {
 		add(f)
 	}
@@ -591,9 +599,9 @@ func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 	return f, nil
 }
 
-func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, cfgs []nodeConfig) Finding {
+func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, cfgs []nodeConfig) (Finding, error) {
 	if len(st.hot) == 0 {
-		return Finding{Check: CheckHot, Severity: OK, Message: fmt.Sprintf("no identity at %.0f%% of a known limit or more", st.opts.HotRatio*100)}
+		return Finding{Check: CheckHot, Severity: OK, Message: fmt.Sprintf("no identity at %.0f%% of a known limit or more", st.opts.HotRatio*100)}, nil
 	}
 	// Under an LFU policy Redis keeps an access-frequency counter per key:
 	// it tells a key hammered right now from one that filled up slowly.
@@ -605,30 +613,38 @@ func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, c
 	for _, h := range st.hot {
 		line := fmt.Sprintf("%s (%d of %d)", h.key, h.used, h.limit)
 		if lfu {
-			if f, err := c.ObjectFreq(ctx, h.key).Result(); err == nil {
+			f, err := c.ObjectFreq(ctx, h.key).Result()
+			switch {
+			case err == nil:
 				line += fmt.Sprintf(", LFU frequency %d", f)
+			case !isServerError(err):
+				return Finding{}, fmt.Errorf("OBJECT FREQ %s: %w", h.key, err)
 			}
 		}
 		sample = append(sample, line)
 	}
 	msg := fmt.Sprintf("%d identities at %.0f%% of their limit or over", len(st.hot), st.opts.HotRatio*100)
-	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}
+	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}, nil
 }
 
-func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) Finding {
+func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) (Finding, error) {
 	if len(st.big) == 0 {
-		return Finding{Check: CheckBigKeys, Severity: OK, Message: fmt.Sprintf("no sliding log above %d entries", st.opts.BigKeyEntries)}
+		return Finding{Check: CheckBigKeys, Severity: OK, Message: fmt.Sprintf("no sliding log above %d entries", st.opts.BigKeyEntries)}, nil
 	}
 	var sample []string
 	for _, b := range st.big {
 		line := fmt.Sprintf("%s (%d entries", b.key, b.used)
-		if m, err := c.MemoryUsage(ctx, b.key).Result(); err == nil {
+		m, err := c.MemoryUsage(ctx, b.key).Result()
+		switch {
+		case err == nil:
 			line += ", " + humanBytes(m)
+		case !isServerError(err):
+			return Finding{}, fmt.Errorf("MEMORY USAGE %s: %w", b.key, err)
 		}
 		sample = append(sample, line+")")
 	}
 	return Finding{Check: CheckBigKeys, Severity: Warn, Count: int64(len(st.big)), Sample: sample,
-		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more", len(st.big), st.opts.BigKeyEntries)}
+		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more", len(st.big), st.opts.BigKeyEntries)}, nil
 }
 
 func (st *auditState) shardFinding(shards []ShardStats) Finding {
@@ -702,15 +718,25 @@ func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 		}
 	}
 	// CONFIG and ACL may be denied on managed services; then those checks
-	// say so instead of guessing.
+	// say so instead of guessing. Only a refusal from Redis means that: a
+	// call that got no answer stops the audit, since the next would wait
+	// as long.
 	if m, err := n.Client.ConfigGet(ctx, "save").Result(); err == nil {
 		nc.configKnown = true
 		nc.save = m["save"]
 		if pm, err := n.Client.ConfigGet(ctx, "protected-mode").Result(); err == nil {
 			nc.protected = pm["protected-mode"]
+		} else if !isServerError(err) {
+			return nc, fmt.Errorf("CONFIG GET on %s: %w", n.Addr, err)
 		}
+	} else if !isServerError(err) {
+		return nc, fmt.Errorf("CONFIG GET on %s: %w", n.Addr, err)
 	}
-	if u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Result(); err == nil {
+	u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Result()
+	if err != nil && !isServerError(err) {
+		return nc, fmt.Errorf("ACL GETUSER on %s: %w", n.Addr, err)
+	}
+	if err == nil {
 		// RESP2 answers a flat list of name, value pairs; RESP3 a map.
 		fields := map[string]any{}
 		switch x := u.(type) {

@@ -504,3 +504,39 @@ func TestRepairTTLFromTheKeysOwnWindow(t *testing.T) {
 		t.Errorf("%s: TTL %v; want two 30-second windows", sliding, ttl)
 	}
 }
+
+// TestRepairTTLLostReplyIsUnknownNotSkipped: Redis stalls while a page is
+// being repaired, so the reply is lost, though Redis applies the repair
+// when it wakes. go-redis used to send the calls again, find the TTLs
+// rlctl itself had set and count them as "skipped: fixed meanwhile". Now
+// each call is sent once, and keys whose call got no answer are counted as
+// unknown, with an error.
+func TestRepairTTLLostReplyIsUnknownNotSkipped(t *testing.T) {
+	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	admin := srv.Client(t)
+	ctx := context.Background()
+	// A client with a short read timeout and go-redis's default retries.
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 300 * time.Millisecond, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	const n = 50
+	for i := 0; i < n; i++ {
+		must(t, c.Set(ctx, fmt.Sprintf("rl:fw:{%d}", i), 1, 0).Err())
+	}
+	stalled := make(chan error, 1)
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), BeforeRepair: func(ctx context.Context, keys []string) {
+		// Redis stalls for 0.8s from now; the repair is sent meanwhile.
+		go func() { stalled <- admin.Do(context.Background(), "debug", "sleep", "0.8").Err() }()
+		time.Sleep(100 * time.Millisecond)
+	}})
+	must(t, <-stalled)
+	if err == nil || st.Skipped != 0 || st.Unknown != n || st.Repaired != 0 {
+		t.Fatalf("err %v, stats %+v; want an error and %d unknown, none skipped", err, st, n)
+	}
+	// Redis did apply them when it woke: "unknown" was the honest answer.
+	for i := 0; i < n; i++ {
+		if ttl := admin.PTTL(ctx, fmt.Sprintf("rl:fw:{%d}", i)).Val(); ttl <= 0 {
+			t.Fatalf("rl:fw:{%d}: TTL %v", i, ttl)
+		}
+	}
+}
