@@ -37,7 +37,8 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
   no-ttl           keys without TTL (count and a sample): they count forever
   ttl-too-long     TTLs beyond what the schema allows (needs --limit for most)
   ttl-refresh      TTLs pushed out between two samples: the window never rolls
-  hot-identities   identities at 90% of a known limit or over
+  hot-identities   counters at 90% of a known limit or over (all counted,
+                   the fullest listed)
   big-keys         sliding logs with more than --big-key-entries entries
   eviction-policy  allkeys-*/volatile-* can evict limiter keys: silent fail-open
   durability       persistence and replication: what a restart or failover does
@@ -51,7 +52,9 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
                    ceiling beside the published one (simple theory)
 
 Reads are pipelined per SCAN page and only counts and bounded samples are kept,
-so memory stays flat on any keyspace.
+so memory stays flat on any keyspace. A finding's count is every key it found;
+its sample only a few. Each Redis call gets --timeout: a stalled or unreachable
+Redis ends the audit with exit 3. Nothing is written.
 
 -o json prints {"failed", "findings": [{"check", "severity", "message", "count",
 "sample"}], "scanned", "limiter_keys", "shards", "latency", "ceiling"}.

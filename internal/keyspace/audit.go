@@ -187,12 +187,15 @@ type auditState struct {
 	tooLong  sampler
 	big      []hotKey // by entries, bounded
 	hot      []hotKey // by ratio, bounded
-	refresh  []refreshCand
-	firstAt  time.Time
-	shards   map[string]*ShardStats
-	slots    map[string]int // multi-key identity → slot (bounded)
-	cross    sampler
-	cluster  bool
+	// bigCount and hotCount count every key big or hot finds, not only
+	// those the bounded samples keep.
+	bigCount, hotCount int64
+	refresh            []refreshCand
+	firstAt            time.Time
+	shards             map[string]*ShardStats
+	slots              map[string]int // multi-key identity → slot (bounded)
+	cross              sampler
+	cluster            bool
 }
 
 const maxSlotsTracked = 100000
@@ -429,10 +432,12 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 			}
 			if r.hasV && r.typ == TypeString {
 				if lim := limitFor(s, p); lim > 0 {
+					st.hotCount++
 					st.hot = keepTop(st.hot, hotKey{p.Key, float64(r.v) / float64(lim), r.v, lim}, st.opts.SampleSize)
 				}
 			}
 			if r.hasV && r.typ == TypeZSet {
+				st.bigCount++
 				st.big = keepTop(st.big, hotKey{key: p.Key, ratio: float64(r.v), used: r.v}, st.opts.SampleSize)
 			}
 		}
@@ -623,8 +628,9 @@ func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, c
 		}
 		sample = append(sample, line)
 	}
-	msg := fmt.Sprintf("%d identities at %.0f%% of their limit or over", len(st.hot), st.opts.HotRatio*100)
-	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}, nil
+	// Count is every such key; the sample only the fullest few.
+	msg := fmt.Sprintf("%d limiter counters at %.0f%% of their limit or over; the %d fullest:", st.hotCount, st.opts.HotRatio*100, len(sample))
+	return Finding{Check: CheckHot, Severity: Warn, Count: st.hotCount, Sample: sample, Message: msg}, nil
 }
 
 func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) (Finding, error) {
@@ -643,8 +649,8 @@ func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) (
 		}
 		sample = append(sample, line+")")
 	}
-	return Finding{Check: CheckBigKeys, Severity: Warn, Count: int64(len(st.big)), Sample: sample,
-		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more", len(st.big), st.opts.BigKeyEntries)}, nil
+	return Finding{Check: CheckBigKeys, Severity: Warn, Count: st.bigCount, Sample: sample,
+		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more; the %d largest:", st.bigCount, st.opts.BigKeyEntries, len(sample))}, nil
 }
 
 func (st *auditState) shardFinding(shards []ShardStats) Finding {
