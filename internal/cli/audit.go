@@ -65,6 +65,9 @@ Redis ends the audit with exit 3. Nothing is written.
   rlctl audit --schema kong-rate-limiting --limit 60/1m`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, args, ""); err != nil {
+				return err
+			}
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
 				return usageError("--algorithm %q: unknown (known: %s)", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
 			}

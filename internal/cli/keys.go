@@ -146,6 +146,27 @@ func (s *schemaFlags) schemas() ([]*keyspace.Schema, error) {
 	return out, nil
 }
 
+// refuseEmpty is invalid usage (exit 2) for an empty or blank argument,
+// or a string flag given with an empty or blank value. Such a value is
+// most often a shell variable that was never set, and read as "not given"
+// it would widen what the command looks at or touches: --match "" as no
+// pattern, --schema "" as every schema, an empty identity as a fragment
+// of other identities' keys (envoy's key_value chains).
+func refuseEmpty(cmd *cobra.Command, args []string, argName string) error {
+	for _, a := range args {
+		if strings.TrimSpace(a) == "" {
+			return usageError("%s must not be empty", argName)
+		}
+	}
+	var err error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if err == nil && fl.Value.Type() == "string" && strings.TrimSpace(fl.Value.String()) == "" {
+			err = usageError("--%s must not be empty (leave the flag out for its default)", fl.Name)
+		}
+	})
+	return err
+}
+
 // usageArgs makes an argument-count error invalid usage (exit 2).
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

@@ -76,6 +76,9 @@ the run with exit 3, and keys whose repair got no answer are counted as
   rlctl keys repair-ttl --schema kong-rate-limiting --yes -o json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, args, ""); err != nil {
+				return err
+			}
 			if opts.TTL < 0 {
 				return usageError("--ttl must be positive")
 			}

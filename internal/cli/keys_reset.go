@@ -46,6 +46,9 @@ atomic and touches nothing else. An empty ID is invalid usage (exit 2).
   rlctl keys reset 10.0.0.7 --schema kong-rate-limiting --yes -o json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, args, "ID or KEY"); err != nil {
+				return err
+			}
 			opts.Arg = args[0]
 			if runF != nil {
 				return runF(opts)
