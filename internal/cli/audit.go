@@ -34,6 +34,10 @@ func newCmdAudit(f *Factory, runF func(*auditOptions) error) *cobra.Command {
 what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
 
   limiter-keys     limiter keys per schema
+  lookalike-keys   keys named like limiter keys, without a TTL or with too
+                   long a TTL, whose value is not a limiter's (another
+                   application shares the prefix): named, and left out of
+                   the other checks so they cannot fail the audit
   no-ttl           keys without TTL (count and a sample): they count forever
   ttl-too-long     TTLs beyond what the schema allows (needs --limit for most)
   ttl-refresh      TTLs pushed out between two samples: the window never rolls

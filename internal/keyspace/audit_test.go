@@ -439,3 +439,30 @@ func TestAuditCountsEveryHotAndBigKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLeavesOtherApplicationsKeysOut: on a healthy deployment whose
+// Redis also holds another application's keys under limiter-like names
+// (no TTL, a long TTL, a session whose TTL slides on every access), audit
+// fails nothing: those keys are named in a warning, not counted as
+// limiter keys.
+func TestAuditLeavesOtherApplicationsKeysOut(t *testing.T) {
+	c := startClean(t)
+	plantHealthy(t, c)
+	foreign := redistest.SeedForeign(t, c)
+	must(t, c.Set(context.Background(), "rl:sessions:live", "token", time.Minute).Err())
+	refresher(t, c, "rl:sessions:live")
+	rep, err := Audit(context.Background(), c, auditOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, map[string]Severity{CheckLookalikes: Warn})
+	if s := sampleOf(rep, CheckLookalikes); !slices.Contains(s, "rl:fw:notlimiter") || !slices.Contains(s, "rl:sessions:abc") {
+		t.Errorf("lookalikes %v", s)
+	}
+	// Only keys that would fail the audit have their values checked: the
+	// live session, whose TTL is fine, still counts as rate-limit-redis's.
+	if rep.BySchema["redis-fixed-window"] != 20 || rep.BySchema["redis-token-bucket"] != 20 || rep.BySchema["redis-gcra"] != 0 {
+		t.Errorf("limiter keys %v, want the 20 + 20 planted", rep.BySchema)
+	}
+	foreign.AssertUnchanged(t, c)
+}

@@ -1,7 +1,9 @@
 package keyspace
 
 import (
+	"context"
 	_ "embed"
+	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +37,46 @@ func (s *Schema) fitSpec(p Parsed, typ string) string {
 		return "list num 0"
 	}
 	return typ + " none" // fits nothing
+}
+
+//go:embed fit_check.lua
+var fitCheckLua string
+
+// fitCheckScript tells, without changing anything, which keys fit.
+var fitCheckScript = redis.NewScript(fitLua + fitCheckLua)
+
+// fitCand is a key to check and the specs it may fit.
+type fitCand struct {
+	key   string
+	specs []string
+}
+
+// checkFits asks n which of cands fit one of their specs, in calls of at
+// most ScriptChunk keys.
+func checkFits(ctx context.Context, n Node, cands []fitCand) ([]bool, error) {
+	out := make([]bool, 0, len(cands))
+	for len(cands) > 0 {
+		chunk := cands[:min(len(cands), ScriptChunk)]
+		cands = cands[len(chunk):]
+		var args []any
+		for _, c := range chunk {
+			args = append(args, c.key, len(c.specs))
+			for _, s := range c.specs {
+				args = append(args, s)
+			}
+		}
+		res, err := fitCheckScript.Run(ctx, n.Client, nil, args...).Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("check values on %s: %w", n.Addr, err)
+		}
+		if len(res) != len(chunk) {
+			return nil, fmt.Errorf("check values on %s: bad reply", n.Addr)
+		}
+		for _, v := range res {
+			out = append(out, v == 1)
+		}
+	}
+	return out, nil
 }
 
 // listOfTimes is the spec of a list of at most n times.
