@@ -59,12 +59,15 @@ type RepairOptions struct {
 
 // Outcomes of repair_ttl.lua for one key.
 const (
-	repairSet      = 1  // TTL set (or, checking only, would be)
-	repairHasTTL   = 0  // a TTL was set meanwhile
-	repairGone     = -2 // deleted meanwhile
-	repairNotFit   = -3 // type or value fit no layout: not a limiter's key
-	checkOnlyTTLMs = 0  // the TTL argument that makes the script change nothing
+	repairSet    = 1  // TTL set (or, checking only, would be)
+	repairHasTTL = 0  // a TTL was set meanwhile
+	repairGone   = -2 // deleted meanwhile
+	repairNotFit = -3 // type or value fit no layout: not a limiter's key
 )
+
+// checkOnlyTTLMs is the TTL argument that makes repair_ttl.lua change
+// nothing.
+const checkOnlyTTLMs = 0
 
 // RepairStats summarise a repair-ttl run. The JSON form is stable.
 type RepairStats struct {
@@ -341,7 +344,10 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 		c := todo[i]
 		v, err := cmd.Int64()
 		if err != nil {
-			if writes[i] {
+			// An error reply (NOSCRIPT, OOM ...) means the script did not
+			// run; no reply means it may have.
+			var re redis.Error
+			if writes[i] && !errors.As(err, &re) {
 				unknown++
 				j.st.MissingTTL++
 			}
@@ -386,7 +392,7 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 	if unknown > 0 {
 		return fmt.Errorf("set TTLs on %s: no answer for %d keys, which may or may not have their TTL now: %w", n.Addr, unknown, firstErr)
 	}
-	return fmt.Errorf("check keys on %s: %w", n.Addr, firstErr)
+	return fmt.Errorf("repair keys on %s: %w", n.Addr, firstErr)
 }
 
 // pace sleeps until done items at rate per second are due since start:
