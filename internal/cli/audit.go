@@ -34,10 +34,15 @@ func newCmdAudit(f *Factory, runF func(*auditOptions) error) *cobra.Command {
 what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
 
   limiter-keys     limiter keys per schema
+  lookalike-keys   keys named like limiter keys, without a TTL or with too
+                   long a TTL, whose value is not a limiter's (another
+                   application shares the prefix): named, and left out of
+                   the other checks so they cannot fail the audit
   no-ttl           keys without TTL (count and a sample): they count forever
   ttl-too-long     TTLs beyond what the schema allows (needs --limit for most)
   ttl-refresh      TTLs pushed out between two samples: the window never rolls
-  hot-identities   identities at 90% of a known limit or over
+  hot-identities   counters at 90% of a known limit or over (all counted,
+                   the fullest listed)
   big-keys         sliding logs with more than --big-key-entries entries
   eviction-policy  allkeys-*/volatile-* can evict limiter keys: silent fail-open
   durability       persistence and replication: what a restart or failover does
@@ -51,7 +56,9 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
                    ceiling beside the published one (simple theory)
 
 Reads are pipelined per SCAN page and only counts and bounded samples are kept,
-so memory stays flat on any keyspace.
+so memory stays flat on any keyspace. A finding's count is every key it found;
+its sample only a few. Each Redis call gets --timeout: a stalled or unreachable
+Redis ends the audit with exit 3. Nothing is written.
 
 -o json prints {"failed", "findings": [{"check", "severity", "message", "count",
 "sample"}], "scanned", "limiter_keys", "shards", "latency", "ceiling"}.
@@ -62,6 +69,9 @@ so memory stays flat on any keyspace.
   rlctl audit --schema kong-rate-limiting --limit 60/1m`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, args, ""); err != nil {
+				return err
+			}
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
 				return usageError("--algorithm %q: unknown (known: %s)", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
 			}

@@ -146,6 +146,27 @@ func (s *schemaFlags) schemas() ([]*keyspace.Schema, error) {
 	return out, nil
 }
 
+// refuseEmpty is invalid usage (exit 2) for an empty or blank argument,
+// or a string flag given with an empty or blank value. Such a value is
+// most often a shell variable that was never set, and read as "not given"
+// it would widen what the command looks at or touches: --match "" as no
+// pattern, --schema "" as every schema, an empty identity as a fragment
+// of other identities' keys (envoy's key_value chains).
+func refuseEmpty(cmd *cobra.Command, args []string, argName string) error {
+	for _, a := range args {
+		if strings.TrimSpace(a) == "" {
+			return usageError("%s must not be empty", argName)
+		}
+	}
+	var err error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if err == nil && fl.Value.Type() == "string" && strings.TrimSpace(fl.Value.String()) == "" {
+			err = usageError("--%s must not be empty (leave the flag out for its default)", fl.Name)
+		}
+	})
+	return err
+}
+
 // usageArgs makes an argument-count error invalid usage (exit 2).
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -157,17 +178,62 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 }
 
 // connect opens the Redis the global flags point at and checks it answers
-// (exit 3 when it does not, with the password redacted).
+// (exit 3 when it does not, with the password redacted). Every later call
+// gives up after --timeout (see callBound), so a Redis that stalls
+// mid-command is reported within its timeout, never waited on longer.
 func connect(ctx context.Context, f *Factory) (*redisconn.Config, redis.UniversalClient, error) {
 	cfg, err := redisconn.Parse(f.RedisOptions(defaultRedisURL))
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := cfg.Connect(ctx)
-	if err != nil {
+	client := cfg.NewClient()
+	bound := callBound(cfg.Timeout())
+	client.AddHook(bound)
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		// keys and audit talk to each primary's own client; those are
+		// made as the Cluster's nodes are found, after this.
+		cc.OnNewNode(func(n *redis.Client) { n.AddHook(bound) })
+	}
+	if err := cfg.Check(ctx, client); err != nil {
+		client.Close()
 		return nil, nil, err
 	}
 	return cfg, client, nil
+}
+
+// callBound is a go-redis hook that gives each command or pipeline at most
+// its duration, retries included. go-redis retries a call that timed out,
+// three more times by default, so a stalled Redis would otherwise hold
+// one call for four timeouts, and a command that makes several calls
+// (ignoring some failures) for many more.
+type callBound time.Duration
+
+func (b callBound) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= time.Duration(b) {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(b))
+}
+
+// DialHook leaves dialing to DialTimeout.
+func (b callBound) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook bounds one command.
+func (b callBound) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		ctx, cancel := b.bound(ctx)
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook bounds one pipeline as a whole.
+func (b callBound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		ctx, cancel := b.bound(ctx)
+		defer cancel()
+		return next(ctx, cmds)
+	}
 }
 
 // opError classifies an error from a keyspace operation: interruption

@@ -44,6 +44,9 @@ problem, 0 otherwise (also when the identity has no keys).
   rlctl keys inspect user42 --pattern 'myrl:{id}' --limit 100 --window 1m`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, args, "ID or KEY"); err != nil {
+				return err
+			}
 			opts.Arg = args[0]
 			if runF != nil {
 				return runF(opts)

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +31,7 @@ type keysRepairTTLOptions struct {
 func newCmdKeysRepairTTL(f *Factory, runF func(*keysRepairTTLOptions) error) *cobra.Command {
 	opts := &keysRepairTTLOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "repair-ttl [--schema NAME | --match PATTERN] [--ttl D] [--dry-run] [--yes] [--max-rate N]",
+		Use:   "repair-ttl [--schema NAME | --pattern LAYOUT] [--match PATTERN] [--ttl D] [--dry-run] [--yes] [--max-rate N]",
 		Short: "Find limiter keys without a TTL and set it, only where it is still missing",
 		Long: `Walk the limiter keys with SCAN (never KEYS; every primary on a Cluster), find
 the keys without a TTL — a key without one counts forever, so its identity stays
@@ -37,27 +39,45 @@ limited, or its window never rolls — and give each the TTL its schema sets
 (--ttl overrides; rlctl's own layouts and several others need --limit to know
 it). Keys whose right TTL is unknown are counted and left alone.
 
-The TTL is set by a script that checks, atomically, that the key still has none:
-a gateway that opened a new window meanwhile keeps its own TTL, and no value is
+Only limiter keys are ever changed: a key gets a TTL only if a layout (the
+--schema one, your own from --pattern or rlctl.yaml, or else every built-in)
+claims its name and type, and its value is what that layout writes (a counter an
+integer, a TAT a number, a bucket its numeric fields, a log's entries times). A
+key named like a limiter key that holds something else (rl:fw:notlimiter holding
+"plain") is another application's: counted and left alone. The TTL is set by a
+script that checks all this, and that the key still has no TTL, atomically: a
+gateway that opened a new window meanwhile keeps its own TTL, and no value is
 ever changed. The run is safe to interrupt and to run again.
+
+--match narrows the SCAN; it never makes a key a limiter's, and neither does
+--ttl, which only replaces the TTL rule of the layout that claims a key. Keys
+the pattern matches that no layout claims are counted ("N keys matched --match
+but no limiter layout claims them: left alone"). A pattern that reaches any
+such key, or any key whose value is not a limiter's, is too broad: rlctl checks
+before changing anything and refuses it (exit 2, nothing touched) unless
+--force, which repairs only the limiter keys among them. To repair keys of your
+own layout, describe it: --pattern 'myrl:{id}' (and --type), or rlctl.yaml.
 
 --dry-run lists what it would repair. Otherwise rlctl asks on a terminal (after
 a dry pass that shows the count) and refuses off one unless --yes is given.
 --max-rate caps the keys scanned per second so production latency is not
-disturbed. A --match pattern that would match everything is refused unless
---force.
+disturbed. Each Redis call gets --timeout: a stalled or unreachable Redis ends
+the run with exit 3, and keys whose repair got no answer are counted as
+"unknown_outcome" (Redis may or may not have set their TTL; run again).
 
 -o json prints {"scanned", "limiter_keys", "missing_ttl", "repaired",
-"skipped_fixed_meanwhile", "skipped_unknown_ttl", "sample", "dry_run"}.
+"skipped_fixed_meanwhile", "skipped_unknown_ttl", "skipped_not_limiter",
+"unclaimed", "unknown_outcome", "sample", "left_alone_sample", "dry_run"}.
 `,
 		Example: `  rlctl keys repair-ttl --schema redis-fixed-window --limit 100/1m --dry-run
   rlctl keys repair-ttl --limit 100/1m --yes --max-rate 5000
-  rlctl keys repair-ttl --match 'myrl:*' --ttl 1m --yes
+  rlctl keys repair-ttl --pattern 'myrl:{id}' --ttl 1m --yes
+  rlctl keys repair-ttl --match 'rl:fw:*' --limit 100/1m --force --yes
   rlctl keys repair-ttl --schema kong-rate-limiting --yes -o json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.Match != "" && keyspace.MatchesEverything(opts.Match) && !opts.Force {
-				return usageError("--match %q matches every key; refusing without --force", opts.Match)
+			if err := refuseEmpty(cmd, args, ""); err != nil {
+				return err
 			}
 			if opts.TTL < 0 {
 				return usageError("--ttl must be positive")
@@ -75,11 +95,11 @@ disturbed. A --match pattern that would match everything is refused unless
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.Match, "match", "", "SCAN pattern of the keys to repair, instead of the schemas' own")
-	fs.DurationVar(&opts.TTL, "ttl", 0, "TTL to set (default: the schema's rule)")
+	fs.StringVar(&opts.Match, "match", "", "SCAN pattern narrowing the keys looked at (only limiter keys among them are repaired)")
+	fs.DurationVar(&opts.TTL, "ttl", 0, "TTL to set on the limiter keys found (default: the schema's rule)")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "list keys without a TTL, change nothing")
 	fs.BoolVarP(&opts.Yes, "yes", "y", false, "repair without asking")
-	fs.BoolVar(&opts.Force, "force", false, "allow a --match pattern that matches every key")
+	fs.BoolVar(&opts.Force, "force", false, "go ahead with a --match pattern that also reaches other keys (they are still left alone)")
 	fs.Float64Var(&opts.MaxRate, "max-rate", 0, "most keys scanned per second (0: no cap)")
 	opts.Schemas.register(fs)
 	return cmd
@@ -103,25 +123,36 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	defer client.Close()
 	ro := keyspace.RepairOptions{Schemas: schemas, Match: opts.Match, TTL: opts.TTL, MaxRate: opts.MaxRate}
 
-	if !opts.DryRun && !opts.Yes {
+	// A dry pass comes first when someone must be asked, or when a --match
+	// pattern must be shown to reach only limiter keys before anything
+	// changes.
+	guard := opts.Match != "" && !opts.Force
+	if !opts.DryRun && (!opts.Yes || guard) {
 		ro.DryRun = true
 		st, err := repairWithProgress(ctx, f, client, ro)
 		if err != nil {
+			printRepairSummary(f, st, f.IO.ErrOut)
 			return opError(ctx, cfg, "find keys without TTL", err)
 		}
-		printRepairSummary(f, st, f.IO.ErrOut)
-		if st.MissingTTL-st.NoRule == 0 {
-			return writeRepair(f, st)
+		if other := st.Unclaimed + st.NotFitting; guard && other > 0 {
+			printRepairSummary(f, st, f.IO.ErrOut)
+			return usageError("--match %q reaches %d keys that are not limiter keys (listed above): too broad, refusing without --force; nothing changed. "+
+				"--force repairs only the limiter keys and still leaves those alone; describe a layout of your own with --pattern or %s", opts.Match, other, configFileName)
 		}
-		ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %d keys (only where still missing)?", st.MissingTTL-st.NoRule))
-		if err != nil {
-			return err
+		if !opts.Yes {
+			printRepairSummary(f, st, f.IO.ErrOut)
+			if st.MissingTTL-st.NoRule == 0 {
+				return writeRepair(f, st)
+			}
+			ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %d keys (only where still missing)?", st.MissingTTL-st.NoRule))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				fmt.Fprintln(f.IO.ErrOut, "not confirmed: nothing changed")
+				return nil
+			}
 		}
-		if !ok {
-			fmt.Fprintln(f.IO.ErrOut, "not confirmed: nothing changed")
-			return nil
-		}
-		ro.DryRun = false
 	}
 	ro.DryRun = opts.DryRun
 	st, err := repairWithProgress(ctx, f, client, ro)
@@ -137,12 +168,19 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 // status line every few seconds off one.
 func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalClient, ro keyspace.RepairOptions) (keyspace.RepairStats, error) {
 	var total atomic.Int64
-	_ = keyspace.ForEachPrimary(ctx, client, func(ctx context.Context, n keyspace.Node) error {
-		if v, err := n.Client.DBSize(ctx).Result(); err == nil {
-			total.Add(v)
+	err := keyspace.ForEachPrimary(ctx, client, func(ctx context.Context, n keyspace.Node) error {
+		v, err := n.Client.DBSize(ctx).Result()
+		var re redis.Error
+		if err != nil && !errors.As(err, &re) {
+			// No answer: the walk would wait as long again.
+			return fmt.Errorf("DBSIZE on %s: %w", n.Addr, err)
 		}
+		total.Add(v) // a refusal (a restricted user) only loses the total
 		return nil
 	})
+	if err != nil {
+		return keyspace.RepairStats{DryRun: ro.DryRun}, err
+	}
 	verb := "repair-ttl"
 	if ro.DryRun {
 		verb = "repair-ttl (dry run)"
@@ -177,7 +215,7 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 	return keyspace.RepairTTL(ctx, client, ro)
 }
 
-func printRepairSummary(f *Factory, st keyspace.RepairStats, w interface{ Write([]byte) (int, error) }) {
+func printRepairSummary(f *Factory, st keyspace.RepairStats, w io.Writer) {
 	fmt.Fprintf(w, "scanned %d keys: %d limiter keys, %d without TTL", st.Scanned, st.Matched, st.MissingTTL)
 	if st.DryRun {
 		fmt.Fprintf(w, " (dry run: nothing changed)")
@@ -185,11 +223,26 @@ func printRepairSummary(f *Factory, st keyspace.RepairStats, w interface{ Write(
 		fmt.Fprintf(w, ", %d repaired, %d skipped (a TTL was set meanwhile)", st.Repaired, st.Skipped)
 	}
 	fmt.Fprintln(w)
+	if st.Unknown > 0 {
+		fmt.Fprintf(w, "%d keys: outcome unknown, their repair got no answer (Redis may or may not have set their TTL; run again to finish)\n", st.Unknown)
+	}
 	if st.NoRule > 0 {
 		fmt.Fprintf(w, "%d keys without TTL left alone: their TTL is unknown (pass --limit or --ttl)\n", st.NoRule)
 	}
 	for _, k := range st.Sample {
 		fmt.Fprintf(w, "  %s\n", k)
+	}
+	if st.NotFitting > 0 {
+		fmt.Fprintf(w, "%d keys without TTL left alone: named like limiter keys, but their value is not what the layout writes (another application's)\n", st.NotFitting)
+	}
+	if st.Unclaimed > 0 {
+		fmt.Fprintf(w, "%d keys matched --match but no limiter layout claims them: left alone\n", st.Unclaimed)
+	}
+	if len(st.LeftAlone) > 0 {
+		fmt.Fprintln(w, "left alone, for example:")
+		for _, k := range st.LeftAlone {
+			fmt.Fprintf(w, "  %q\n", k)
+		}
 	}
 }
 

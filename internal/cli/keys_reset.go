@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -25,12 +27,18 @@ func newCmdKeysReset(f *Factory, runF func(*keysResetOptions) error) *cobra.Comm
 		Long: `Delete every limiter key of an identity — or, when the argument names an
 existing key, that key — so the identity starts with a fresh quota.
 
+Only keys that hold what their layout writes are deleted: a key named like a
+limiter key whose type or value is not a limiter's (rl:fw:notlimiter holding
+"plain", a hash without a bucket's fields) belongs to another application, and
+is listed as left alone. Redis checks this in the same script that deletes, so
+nothing can change in between.
+
 The keys are listed first. On a terminal rlctl asks before deleting; off one it
 refuses (exit 2, nothing touched) unless --yes is given. --dry-run only lists.
-The keys go in one DEL (one per hash slot on a Cluster), so the reset is atomic
-and touches nothing else.
+The keys go in one script call (one per hash slot on a Cluster), so the reset is
+atomic and touches nothing else. An empty ID is invalid usage (exit 2).
 
--o json prints {"query", "keys", "deleted", "dry_run"}.
+-o json prints {"query", "keys", "deleted", "left_alone", "dry_run"}.
 `,
 		Example: `  rlctl keys reset alice
   rlctl keys reset alice --dry-run
@@ -38,6 +46,9 @@ and touches nothing else.
   rlctl keys reset 10.0.0.7 --schema kong-rate-limiting --yes -o json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, args, "ID or KEY"); err != nil {
+				return err
+			}
 			opts.Arg = args[0]
 			if runF != nil {
 				return runF(opts)
@@ -55,7 +66,10 @@ type resetResult struct {
 	Query   string   `json:"query"`
 	Keys    []string `json:"keys"`
 	Deleted int64    `json:"deleted"`
-	DryRun  bool     `json:"dry_run"`
+	// LeftAlone are keys named like the identity's limiter keys whose
+	// type or value is not a limiter's: never deleted.
+	LeftAlone []string `json:"left_alone"`
+	DryRun    bool     `json:"dry_run"`
 }
 
 func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
@@ -73,22 +87,37 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 	if err != nil {
 		return opError(ctx, cfg, "find "+opts.Arg+"'s keys", err)
 	}
-	res := resetResult{Query: opts.Arg, Keys: []string{}, DryRun: opts.DryRun}
+	res := resetResult{Query: opts.Arg, Keys: []string{}, LeftAlone: []string{}, DryRun: opts.DryRun}
 	// Only limiter keys: an argument that names some other key is not
 	// deleted, whatever it is.
+	var claimed []*keyspace.Key
 	for _, k := range in.Keys {
 		if k.Schema != "" {
-			res.Keys = append(res.Keys, k.Key)
+			claimed = append(claimed, k)
 		}
+	}
+	if len(claimed) == 0 {
+		return writeReset(f, res, fmt.Sprintf("no limiter keys for %q: nothing to reset", opts.Arg))
+	}
+	// The server checks each key's type and value against its layout (the
+	// same check the delete repeats atomically): keys named like limiter
+	// keys that hold something else are listed as left alone.
+	check, err := keyspace.Reset(ctx, client, claimed, true)
+	if err != nil {
+		return opError(ctx, cfg, "check "+opts.Arg+"'s keys", err)
+	}
+	res.Keys, res.LeftAlone = check.Deleted, check.LeftAlone
+	w := f.IO.ErrOut
+	if opts.DryRun && !f.JSON() {
+		w = f.IO.Out
+	}
+	if !f.JSON() || opts.DryRun {
+		printLeftAlone(w, res.LeftAlone)
 	}
 	if len(res.Keys) == 0 {
 		return writeReset(f, res, fmt.Sprintf("no limiter keys for %q: nothing to reset", opts.Arg))
 	}
 	if !f.JSON() || opts.DryRun {
-		w := f.IO.ErrOut
-		if opts.DryRun && !f.JSON() {
-			w = f.IO.Out
-		}
 		fmt.Fprintf(w, "%d keys of %q:\n", len(res.Keys), opts.Arg)
 		for _, k := range res.Keys {
 			fmt.Fprintf(w, "  %s\n", k)
@@ -104,12 +133,36 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 	if !ok {
 		return writeReset(f, res, "not confirmed: nothing deleted")
 	}
-	n, err := keyspace.Delete(ctx, client, res.Keys)
+	var fitting []*keyspace.Key
+	for _, k := range claimed {
+		if slices.Contains(res.Keys, k.Key) {
+			fitting = append(fitting, k)
+		}
+	}
+	done, err := keyspace.Reset(ctx, client, fitting, false)
 	if err != nil {
 		return opError(ctx, cfg, "reset "+opts.Arg, err)
 	}
-	res.Deleted = n
-	return writeReset(f, res, fmt.Sprintf("deleted %d keys of %q", n, opts.Arg))
+	res.Deleted = int64(len(done.Deleted))
+	if len(done.LeftAlone) > 0 {
+		// Changed into something else since the check.
+		if !f.JSON() {
+			printLeftAlone(f.IO.ErrOut, done.LeftAlone)
+		}
+		res.LeftAlone = append(res.LeftAlone, done.LeftAlone...)
+	}
+	return writeReset(f, res, fmt.Sprintf("deleted %d keys of %q", res.Deleted, opts.Arg))
+}
+
+// printLeftAlone names the keys a reset will not delete, and why.
+func printLeftAlone(w io.Writer, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d keys left alone: named like limiter keys, but their type or value is not what the layout writes (another application's):\n", len(keys))
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s\n", k)
+	}
 }
 
 func writeReset(f *Factory, res resetResult, msg string) error {

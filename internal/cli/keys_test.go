@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,8 +65,19 @@ func TestKeysArgvToOptions(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"repair everything", []string{"keys", "repair-ttl", "--match", "**", "--yes"}},
 		{"repair negative rate", []string{"keys", "repair-ttl", "--max-rate", "-1", "--yes"}},
+		{"reset empty", []string{"keys", "reset", "", "--yes"}},
+		{"reset blank", []string{"keys", "reset", " \t", "--yes"}},
+		{"inspect empty", []string{"keys", "inspect", ""}},
+		{"repair empty match", []string{"keys", "repair-ttl", "--match", "", "--limit", "1/s", "--yes"}},
+		{"repair blank match", []string{"keys", "repair-ttl", "--match", "  ", "--limit", "1/s", "--yes"}},
+		{"repair empty schema", []string{"keys", "repair-ttl", "--schema", "", "--limit", "1/s", "--yes"}},
+		{"reset empty pattern", []string{"keys", "reset", "alice", "--pattern", "", "--yes"}},
+		{"inspect empty limit", []string{"keys", "inspect", "alice", "--limit", ""}},
+		{"inspect empty prefix", []string{"keys", "inspect", "alice", "--schema", "ulule-limiter", "--prefix", ""}},
+		{"audit empty schema", []string{"audit", "--schema", ""}},
+		{"audit empty published", []string{"audit", "--published", "", "--algorithm", ""}},
+		{"audit empty config", []string{"audit", "--config", ""}},
 		{"inspect two args", []string{"keys", "inspect", "a", "b"}},
 		{"audit unknown algorithm", []string{"audit", "--algorithm", "x", "--published", "1/s"}},
 		{"audit bad published", []string{"audit", "--algorithm", "leasing", "--published", "x"}},
@@ -212,4 +224,38 @@ func TestKeysRepairTTLProgress(t *testing.T) {
 			t.Errorf("tty=%v: stderr %q", tty, errOut)
 		}
 	}
+}
+
+// TestKeysEmptyArgumentsTouchNothing: an empty or blank identity, key or
+// flag value is invalid usage (exit 2) with a clear message, on a real
+// Redis holding limiter keys that such a run could have reached.
+func TestKeysEmptyArgumentsTouchNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	for _, k := range []string{"rl:fw:{}", "rl:gi:{ }", "ratelimit:r:s:x:1700000000000:minute", "d_k__1700000000"} {
+		if err := c.Set(ctx, k, 1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := redistest.TakeSnapshot(t, c, "rl:fw:{}", "rl:gi:{ }", "ratelimit:r:s:x:1700000000000:minute", "d_k__1700000000")
+	for _, args := range [][]string{
+		{"keys", "reset", "", "--yes"},
+		{"keys", "reset", " ", "--yes", "--limit", "1/s"},
+		{"keys", "inspect", ""},
+		{"keys", "repair-ttl", "--match", "", "--ttl", "1m", "--yes", "--force"},
+		{"keys", "repair-ttl", "--schema", " ", "--ttl", "1m", "--yes"},
+		{"keys", "reset", "alice", "--yes", "--redis", ""},
+		{"audit", "--limit", ""},
+	} {
+		f, errOut := testFactory(&syncBuffer{}, nil)
+		if !slices.Contains(args, "--redis") {
+			args = append(args, "--redis", srv.URL())
+		}
+		code := Run(f, args, nil, noExit(t))
+		if code != int(exitcode.Usage) || !strings.Contains(errOut.String(), "must not be empty") {
+			t.Errorf("rlctl %q: exit %d, want 2 saying what must not be empty: %s", args, code, errOut)
+		}
+	}
+	snap.AssertUnchanged(t, c)
 }

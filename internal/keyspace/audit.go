@@ -31,6 +31,7 @@ const (
 // Check names, in report order. They are stable: scripts grep for them.
 const (
 	CheckLimiterKeys = "limiter-keys"
+	CheckLookalikes  = "lookalike-keys"
 	CheckNoTTL       = "no-ttl"
 	CheckTTLTooLong  = "ttl-too-long"
 	CheckTTLRefresh  = "ttl-refresh"
@@ -187,12 +188,19 @@ type auditState struct {
 	tooLong  sampler
 	big      []hotKey // by entries, bounded
 	hot      []hotKey // by ratio, bounded
-	refresh  []refreshCand
-	firstAt  time.Time
-	shards   map[string]*ShardStats
-	slots    map[string]int // multi-key identity → slot (bounded)
-	cross    sampler
-	cluster  bool
+	// bigCount and hotCount count every key big or hot finds, not only
+	// those the bounded samples keep.
+	bigCount, hotCount int64
+	refresh            []refreshCand
+	firstAt            time.Time
+	shards             map[string]*ShardStats
+	slots              map[string]int // multi-key identity → slot (bounded)
+	cross              sampler
+	// lookalikes are keys a layout claims by name and type that would
+	// have failed the audit (no TTL, too long a TTL) but whose value is
+	// not a limiter's: another application's keys, left out.
+	lookalikes sampler
+	cluster    bool
 }
 
 const maxSlotsTracked = 100000
@@ -207,6 +215,7 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		opts: opts, bySchema: map[string]int64{}, shards: map[string]*ShardStats{},
 		noTTL: sampler{n: opts.SampleSize}, tooLong: sampler{n: opts.SampleSize},
 		cross: sampler{n: opts.SampleSize}, slots: map[string]int{}, cluster: isCluster,
+		lookalikes: sampler{n: opts.SampleSize},
 	}
 	now, err := ServerTime(ctx, c)
 	if err != nil {
@@ -258,11 +267,21 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		rep.Findings = append(rep.Findings, f)
 	}
 	add(st.keysFinding())
+	add(samplerFinding(CheckLookalikes, Warn, &st.lookalikes, "%d keys named like limiter keys, without a TTL or with too long a TTL, hold what no limiter writes (a counter that is not an integer, a hash without a bucket's fields): another application shares the prefix; left out of the audit",
+		"no key without a TTL (or with too long a TTL) under a limiter's name holds anything but a limiter's state"))
 	add(samplerFinding(CheckNoTTL, Fail, &st.noTTL, "%d limiter keys have no TTL: they count forever, so those identities stay limited (or a window never rolls)", "every limiter key has a TTL"))
 	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, "%d limiter keys have a TTL longer than their schema allows: windows last longer than published", "no TTL beyond what its schema allows"))
 	add(refreshed)
-	add(st.hotFinding(ctx, c, cfgs))
-	add(st.bigFinding(ctx, c))
+	hot, err := st.hotFinding(ctx, c, cfgs)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	add(hot)
+	big, err := st.bigFinding(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	add(big)
 	for _, f := range configFindings(cfgs) {
 		add(f)
 	}
@@ -304,6 +323,15 @@ func isServerError(err error) bool {
 var auditPageLua string
 
 var auditPageScript = redis.NewScript(auditPageLua)
+
+// report is what audit_page.lua says of a key worth reporting: its type,
+// PTTL, and the value or entry count that crossed a threshold (hasV).
+type report struct {
+	typ  string
+	ttl  time.Duration
+	v    int64
+	hasV bool
+}
 
 type auditCand struct {
 	s *Schema
@@ -368,12 +396,6 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 	if err := st.sampleRefresh(ctx, n, cs); err != nil {
 		return err
 	}
-	type report struct {
-		typ  string
-		ttl  time.Duration
-		v    int64
-		hasV bool
-	}
 	reported := map[int]report{}
 	for i := 0; i+3 < len(res); i += 4 {
 		idx, _ := res[i].(int64)
@@ -390,6 +412,32 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 			return fmt.Errorf("read keys on %s: bad reply", n.Addr)
 		}
 		reported[int(idx)-1] = r
+	}
+	// A key without a TTL, or with too long a TTL, fails the audit: first
+	// make sure, on the server, that it holds what its layout writes, so
+	// another application's key under a limiter-like name cannot fail it.
+	lookalike := map[int]bool{}
+	var suspects []fitCand
+	var suspectIdx []int
+	for i, r := range reported {
+		if r.typ == "none" || (r.ttl != -1 && !st.tooLongTTL(cs[i].p.Key, r)) {
+			continue
+		}
+		specs := fitSpecs(st.opts.Schemas, cs[i].p.Key, r.typ)
+		if len(specs) == 0 {
+			continue // no layout claims it with this type: not counted below
+		}
+		suspects = append(suspects, fitCand{key: cs[i].p.Key, specs: specs})
+		suspectIdx = append(suspectIdx, i)
+	}
+	if len(suspects) > 0 {
+		fit, err := checkFits(ctx, n, suspects)
+		if err != nil {
+			return err
+		}
+		for j, ok := range fit {
+			lookalike[suspectIdx[j]] = !ok
+		}
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -408,23 +456,27 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 				continue
 			}
 		}
+		if lookalike[i] {
+			st.lookalikes.add(p.Key)
+			continue
+		}
 		counted++
 		st.bySchema[s.Name]++
 		if isReported {
 			switch {
 			case r.ttl == -1:
 				st.noTTL.add(p.Key)
-			case r.ttl > 0:
-				if max := longestOfAny(st.opts.Schemas, p.Key, r.typ, (*Schema).MaxTTL); max > 0 && r.ttl > max+time.Second {
-					st.tooLong.add(p.Key)
-				}
+			case st.tooLongTTL(p.Key, r):
+				st.tooLong.add(p.Key)
 			}
 			if r.hasV && r.typ == TypeString {
 				if lim := limitFor(s, p); lim > 0 {
+					st.hotCount++
 					st.hot = keepTop(st.hot, hotKey{p.Key, float64(r.v) / float64(lim), r.v, lim}, st.opts.SampleSize)
 				}
 			}
 			if r.hasV && r.typ == TypeZSet {
+				st.bigCount++
 				st.big = keepTop(st.big, hotKey{key: p.Key, ratio: float64(r.v), used: r.v}, st.opts.SampleSize)
 			}
 		}
@@ -443,6 +495,16 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 	}
 	st.shards[n.Addr].LimiterKeys += counted
 	return nil
+}
+
+// tooLongTTL reports whether a reported key's TTL is longer than every
+// layout that claims it allows.
+func (st *auditState) tooLongTTL(key string, r report) bool {
+	if r.ttl <= 0 {
+		return false
+	}
+	max := longestOfAny(st.opts.Schemas, key, r.typ, (*Schema).MaxTTL)
+	return max > 0 && r.ttl > max+time.Second
 }
 
 // limitFor is the limit a counter key is held to, when known.
@@ -492,9 +554,11 @@ func (st *auditState) sampleRefresh(ctx context.Context, n Node, cs []auditCand)
 		return nil
 	}
 	var keys []string
+	var counters []bool
 	for _, c := range cs {
 		if !c.s.WindowInKey && len(keys) < room {
 			keys = append(keys, c.p.Key)
+			counters = append(counters, c.s.fitSpec(c.p, c.s.Type) == "string int")
 		}
 	}
 	if len(keys) == 0 {
@@ -518,7 +582,16 @@ func (st *auditState) sampleRefresh(ctx context.Context, n Node, cs []auditCand)
 	for i, k := range keys {
 		// A key about to expire cannot show a refresh.
 		if ttl := ttls[i].Val(); ttl > 2*st.opts.RefreshInterval && len(st.refresh) < st.opts.RefreshSample {
-			st.refresh = append(st.refresh, refreshCand{key: k, node: n, ttl: ttl, val: vals[i].Val(), at: at})
+			v := vals[i].Val()
+			if counters[i] {
+				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+					// Not a counter, whatever its name: another
+					// application's key (a session with a sliding expiry
+					// would look exactly like the bug).
+					continue
+				}
+			}
+			st.refresh = append(st.refresh, refreshCand{key: k, node: n, ttl: ttl, val: v, at: at})
 		}
 	}
 	return nil
@@ -591,9 +664,9 @@ func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 	return f, nil
 }
 
-func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, cfgs []nodeConfig) Finding {
+func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, cfgs []nodeConfig) (Finding, error) {
 	if len(st.hot) == 0 {
-		return Finding{Check: CheckHot, Severity: OK, Message: fmt.Sprintf("no identity at %.0f%% of a known limit or more", st.opts.HotRatio*100)}
+		return Finding{Check: CheckHot, Severity: OK, Message: fmt.Sprintf("no identity at %.0f%% of a known limit or more", st.opts.HotRatio*100)}, nil
 	}
 	// Under an LFU policy Redis keeps an access-frequency counter per key:
 	// it tells a key hammered right now from one that filled up slowly.
@@ -605,30 +678,39 @@ func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, c
 	for _, h := range st.hot {
 		line := fmt.Sprintf("%s (%d of %d)", h.key, h.used, h.limit)
 		if lfu {
-			if f, err := c.ObjectFreq(ctx, h.key).Result(); err == nil {
+			f, err := c.ObjectFreq(ctx, h.key).Result()
+			switch {
+			case err == nil:
 				line += fmt.Sprintf(", LFU frequency %d", f)
+			case !isServerError(err):
+				return Finding{}, fmt.Errorf("OBJECT FREQ %s: %w", h.key, err)
 			}
 		}
 		sample = append(sample, line)
 	}
-	msg := fmt.Sprintf("%d identities at %.0f%% of their limit or over", len(st.hot), st.opts.HotRatio*100)
-	return Finding{Check: CheckHot, Severity: Warn, Count: int64(len(st.hot)), Sample: sample, Message: msg}
+	// Count is every such key; the sample only the fullest few.
+	msg := fmt.Sprintf("%d limiter counters at %.0f%% of their limit or over; the %d fullest:", st.hotCount, st.opts.HotRatio*100, len(sample))
+	return Finding{Check: CheckHot, Severity: Warn, Count: st.hotCount, Sample: sample, Message: msg}, nil
 }
 
-func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) Finding {
+func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) (Finding, error) {
 	if len(st.big) == 0 {
-		return Finding{Check: CheckBigKeys, Severity: OK, Message: fmt.Sprintf("no sliding log above %d entries", st.opts.BigKeyEntries)}
+		return Finding{Check: CheckBigKeys, Severity: OK, Message: fmt.Sprintf("no sliding log above %d entries", st.opts.BigKeyEntries)}, nil
 	}
 	var sample []string
 	for _, b := range st.big {
 		line := fmt.Sprintf("%s (%d entries", b.key, b.used)
-		if m, err := c.MemoryUsage(ctx, b.key).Result(); err == nil {
+		m, err := c.MemoryUsage(ctx, b.key).Result()
+		switch {
+		case err == nil:
 			line += ", " + humanBytes(m)
+		case !isServerError(err):
+			return Finding{}, fmt.Errorf("MEMORY USAGE %s: %w", b.key, err)
 		}
 		sample = append(sample, line+")")
 	}
-	return Finding{Check: CheckBigKeys, Severity: Warn, Count: int64(len(st.big)), Sample: sample,
-		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more", len(st.big), st.opts.BigKeyEntries)}
+	return Finding{Check: CheckBigKeys, Severity: Warn, Count: st.bigCount, Sample: sample,
+		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more; the %d largest:", st.bigCount, st.opts.BigKeyEntries, len(sample))}, nil
 }
 
 func (st *auditState) shardFinding(shards []ShardStats) Finding {
@@ -702,15 +784,25 @@ func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 		}
 	}
 	// CONFIG and ACL may be denied on managed services; then those checks
-	// say so instead of guessing.
+	// say so instead of guessing. Only a refusal from Redis means that: a
+	// call that got no answer stops the audit, since the next would wait
+	// as long.
 	if m, err := n.Client.ConfigGet(ctx, "save").Result(); err == nil {
 		nc.configKnown = true
 		nc.save = m["save"]
 		if pm, err := n.Client.ConfigGet(ctx, "protected-mode").Result(); err == nil {
 			nc.protected = pm["protected-mode"]
+		} else if !isServerError(err) {
+			return nc, fmt.Errorf("CONFIG GET on %s: %w", n.Addr, err)
 		}
+	} else if !isServerError(err) {
+		return nc, fmt.Errorf("CONFIG GET on %s: %w", n.Addr, err)
 	}
-	if u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Result(); err == nil {
+	u, err := n.Client.Do(ctx, "ACL", "GETUSER", "default").Result()
+	if err != nil && !isServerError(err) {
+		return nc, fmt.Errorf("ACL GETUSER on %s: %w", n.Addr, err)
+	}
+	if err == nil {
 		// RESP2 answers a flat list of name, value pairs; RESP3 a map.
 		fields := map[string]any{}
 		switch x := u.(type) {

@@ -398,3 +398,71 @@ func TestAuditPythonLimitsWithoutLimit(t *testing.T) {
 		t.Errorf("%d keys read as %s, want all 7 (lists too)", n, SchemaPythonLimits)
 	}
 }
+
+// TestAuditCountsEveryHotAndBigKey: the findings count every hot counter
+// and big log, not the length of their bounded samples.
+func TestAuditCountsEveryHotAndBigKey(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	const hot, big = 27, 13
+	for i := 0; i < hot; i++ {
+		must(t, c.Set(ctx, fmt.Sprintf("rl:fw:{h%d}", i), 90+i%10, time.Minute).Err())
+	}
+	for i := 0; i < 40; i++ { // not hot
+		must(t, c.Set(ctx, fmt.Sprintf("rl:fw:{c%d}", i), 10, time.Minute).Err())
+	}
+	for i := 0; i < big; i++ {
+		k := fmt.Sprintf("rl:sl:{b%d}", i)
+		for j := 0; j < 101+i; j++ {
+			must(t, c.ZAdd(ctx, k, redis.Z{Score: float64(time.Now().UnixMilli()), Member: j}).Err())
+		}
+		must(t, c.Expire(ctx, k, time.Minute).Err())
+	}
+	opts := auditOpts()
+	opts.SampleSize = 5
+	rep, err := Audit(ctx, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		check string
+		count int64
+	}{{CheckHot, hot}, {CheckBigKeys, big}} {
+		for _, f := range rep.Findings {
+			if f.Check != want.check {
+				continue
+			}
+			if f.Count != want.count || len(f.Sample) != 5 || !strings.HasPrefix(f.Message, fmt.Sprint(want.count)+" ") {
+				t.Errorf("%s: count %d, %d sampled, %q; want %d counted and 5 sampled", f.Check, f.Count, len(f.Sample), f.Message, want.count)
+			}
+		}
+	}
+}
+
+// TestAuditLeavesOtherApplicationsKeysOut: on a healthy deployment whose
+// Redis also holds another application's keys under limiter-like names
+// (no TTL, a long TTL, a session whose TTL slides on every access), audit
+// fails nothing: those keys are named in a warning, not counted as
+// limiter keys.
+func TestAuditLeavesOtherApplicationsKeysOut(t *testing.T) {
+	c := startClean(t)
+	plantHealthy(t, c)
+	foreign := redistest.SeedForeign(t, c)
+	must(t, c.Set(context.Background(), "rl:sessions:live", "token", time.Minute).Err())
+	refresher(t, c, "rl:sessions:live")
+	rep, err := Audit(context.Background(), c, auditOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFindings(t, rep, map[string]Severity{CheckLookalikes: Warn})
+	if s := sampleOf(rep, CheckLookalikes); !slices.Contains(s, "rl:fw:notlimiter") || !slices.Contains(s, "rl:sessions:abc") {
+		t.Errorf("lookalikes %v", s)
+	}
+	// Only keys that would fail the audit have their values checked: the
+	// live session, whose TTL is fine, still counts as rate-limit-redis's.
+	if rep.BySchema["redis-fixed-window"] != 20 || rep.BySchema["redis-token-bucket"] != 20 || rep.BySchema["redis-gcra"] != 0 {
+		t.Errorf("limiter keys %v, want the 20 + 20 planted", rep.BySchema)
+	}
+	foreign.AssertUnchanged(t, c)
+}

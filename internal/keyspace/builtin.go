@@ -135,6 +135,12 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		s.maxTTL = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
 		s.ttl = s.maxTTL
 	}
+	switch l.alg {
+	case limiter.RedisGCRA:
+		s.values = func(Parsed, string) string { return "string num" }
+	case limiter.RedisTokenBucket:
+		s.values = func(Parsed, string) string { return "hash num tokens ts" }
+	}
 	return s
 }
 
@@ -229,6 +235,7 @@ func redisRateSchema(p Params) *Schema {
 		Prefix:      prefixOr(p, "rate:"),
 		params:      p,
 		interpret:   interpretRedisRate,
+		values:      func(Parsed, string) string { return "string num" },
 	}
 	plainPrefixed(s)
 	s.ttl = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
@@ -277,6 +284,12 @@ func springSchema(p Params) *Schema {
 		Prefix:      prefixOr(p, "request_rate_limiter."),
 		params:      p,
 		interpret:   interpretSpring,
+		values: func(_ Parsed, typ string) string {
+			if typ == TypeHash {
+				return "hash num tokens timestamp"
+			}
+			return "string num"
+		},
 	}
 	s.glob = EscapeGlob(s.Prefix) + "{*}*"
 	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
@@ -486,6 +499,12 @@ func pythonLimitsSchema(p Params) *Schema {
 			}
 			interpretCounter(s, k, now)
 		},
+		values: func(p Parsed, typ string) string {
+			if typ == TypeList {
+				return listOfTimes(p.Count) // trimmed to the amount
+			}
+			return ""
+		},
 	}
 	// Releases before limits 3 wrote no prefix: with the default one, bare
 	// LIMITER/ keys are read too.
@@ -621,6 +640,12 @@ func upstashWindowSchema(p Params) *Schema {
 		interpret:   interpretUpstashWindow,
 		types:       []string{TypeString, TypeHash},
 		fits:        func(k *Key) bool { return !isUpstashBucket(k) },
+		values: func(_ Parsed, typ string) string {
+			if typ == TypeHash {
+				return "hash int" // request id → tokens
+			}
+			return ""
+		},
 	}
 	s.glob = EscapeGlob(s.Prefix) + "*:[0-9]*"
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
@@ -672,6 +697,7 @@ func upstashBucketSchema(p Params) *Schema {
 		params:      p,
 		interpret:   interpretUpstashBucket,
 		fits:        isUpstashBucket,
+		values:      func(Parsed, string) string { return "hash num refilledAt tokens" },
 	}
 	plainPrefixed(s)
 	s.ttl = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }

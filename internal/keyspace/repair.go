@@ -15,7 +15,9 @@ import (
 //go:embed repair_ttl.lua
 var repairLua string
 
-var repairScript = redis.NewScript(repairLua)
+// repairScript checks that a key still lacks a TTL and holds what a
+// limiter layout writes, and sets the TTL, in one atomic step.
+var repairScript = redis.NewScript(fitLua + repairLua)
 
 //go:embed repair_scan.lua
 var repairScanLua string
@@ -33,10 +35,12 @@ const WalkCount = 250
 type RepairOptions struct {
 	// Schemas are the layouts whose keys are repaired.
 	Schemas []*Schema
-	// Match, when set, is the SCAN pattern instead of the schemas' own;
-	// keys it finds that no schema claims get TTL.
+	// Match, when set, is the SCAN pattern instead of the schemas' own. It
+	// only narrows what is looked at: a key it finds is repaired only if
+	// one of Schemas claims it (name, type and value), like any other;
+	// the rest are counted in Unclaimed and never touched.
 	Match string
-	// TTL overrides the schemas' TTL rules.
+	// TTL overrides the TTL rules of the schemas that claim a key.
 	TTL time.Duration
 	// DryRun finds the keys without touching any.
 	DryRun bool
@@ -53,24 +57,57 @@ type RepairOptions struct {
 	BeforeRepair func(ctx context.Context, keys []string)
 }
 
+// Outcomes of repair_ttl.lua for one key.
+const (
+	repairSet    = 1  // TTL set (or, checking only, would be)
+	repairHasTTL = 0  // a TTL was set meanwhile
+	repairGone   = -2 // deleted meanwhile
+	repairNotFit = -3 // type or value fit no layout: not a limiter's key
+)
+
+// checkOnlyTTLMs is the TTL argument that makes repair_ttl.lua change
+// nothing.
+const checkOnlyTTLMs = 0
+
 // RepairStats summarise a repair-ttl run. The JSON form is stable.
 type RepairStats struct {
 	// Scanned counts keys SCAN returned.
 	Scanned int64 `json:"scanned"`
-	// Matched counts the limiter keys among them.
+	// Matched counts the keys among them whose names a limiter layout
+	// claims.
 	Matched int64 `json:"limiter_keys"`
-	// MissingTTL counts limiter keys found without a TTL.
+	// MissingTTL counts limiter keys found without a TTL (in a dry run,
+	// those that would be repaired or whose TTL rule is unknown).
 	MissingTTL int64 `json:"missing_ttl"`
 	// Repaired counts keys that got a TTL.
 	Repaired int64 `json:"repaired"`
 	// Skipped counts keys that had gained a TTL (or vanished) by the time
-	// they were repaired: a gateway was faster, which is fine.
+	// they were repaired: a gateway was faster, which is fine. The script
+	// that repairs a key is never sent twice, so rlctl's own repair never
+	// lands here.
 	Skipped int64 `json:"skipped_fixed_meanwhile"`
 	// NoRule counts keys without TTL whose right TTL is unknown (pass
 	// --ttl or --limit).
 	NoRule int64 `json:"skipped_unknown_ttl"`
+	// NotFitting counts keys without TTL whose name and type a layout
+	// claims but whose value does not fit it (a counter that is not an
+	// integer, a hash without a bucket's fields), checked on the server as
+	// the key was about to be repaired: another application's keys, left
+	// alone.
+	NotFitting int64 `json:"skipped_not_limiter"`
+	// Unclaimed counts keys the Match pattern found that no layout claims
+	// (by name, or by type for those without TTL): left alone. Zero
+	// without Match.
+	Unclaimed int64 `json:"unclaimed"`
+	// Unknown counts keys whose repair call got no answer (it timed out,
+	// or the connection was lost): Redis may or may not have set their
+	// TTL. The run stops with an error when it is not zero; running again
+	// finishes the job.
+	Unknown int64 `json:"unknown_outcome"`
 	// Sample holds some keys found without TTL.
 	Sample []string `json:"sample"`
+	// LeftAlone holds some keys counted in NotFitting or Unclaimed.
+	LeftAlone []string `json:"left_alone_sample"`
 	// DryRun is true when nothing was changed.
 	DryRun bool `json:"dry_run"`
 }
@@ -94,7 +131,7 @@ func RepairTTL(ctx context.Context, c redis.UniversalClient, opts RepairOptions)
 		opts.SampleSize = 20
 	}
 	j := &repairJob{opts: opts, start: time.Now()}
-	j.st.DryRun, j.st.Sample = opts.DryRun, []string{}
+	j.st.DryRun, j.st.Sample, j.st.LeftAlone = opts.DryRun, []string{}, []string{}
 	switch {
 	case opts.Match != "":
 		j.glob = opts.Match
@@ -106,10 +143,9 @@ func RepairTTL(ctx context.Context, c redis.UniversalClient, opts RepairOptions)
 		j.glob = "*" // one pass, matched here against every schema
 	}
 	err := ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
-		if !opts.DryRun {
-			if err := repairScript.Load(ctx, n.Client).Err(); err != nil {
-				return fmt.Errorf("load repair script on %s: %w", n.Addr, err)
-			}
+		// A dry run uses the script too, to check keys without changing them.
+		if err := repairScript.Load(ctx, n.Client).Err(); err != nil {
+			return fmt.Errorf("load repair script on %s: %w", n.Addr, err)
 		}
 		return scanPages(ctx, j.fetch(n), func(p repairPage) error { return j.page(ctx, n, p) })
 	})
@@ -168,21 +204,28 @@ func (j *repairJob) fetch(n Node) func(ctx context.Context, cursor uint64) (repa
 	}
 }
 
+// repairCand is a key found without a TTL that a layout claims by name and
+// type: the TTL it gets (0: unknown) and the value specs it must fit.
+type repairCand struct {
+	key   string
+	ttl   time.Duration
+	specs []string
+}
+
 func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
-	// Keep only the names a schema claims (or all, for an explicit
-	// pattern); the type check comes once a key is known to lack a TTL.
+	// Keep only the names a schema claims; the type check comes once a
+	// key is known to lack a TTL, and the value check as it is repaired.
 	names := pg.names
-	var cand []string
+	var cand, unclaimed []string
 	claimed := make([]bool, len(names))
 	for i, k := range names {
-		if _, _, ok := Match(j.opts.Schemas, k, ""); ok || j.opts.Match != "" {
+		if _, _, ok := Match(j.opts.Schemas, k, ""); ok {
 			cand = append(cand, k)
 			claimed[i] = true
+		} else if j.opts.Match != "" {
+			unclaimed = append(unclaimed, k)
 		}
 	}
-	var missing []string
-	var ttls []time.Duration
-	var noRule int64
 	// found lists, in (position, type) pairs, the keys without a TTL
 	// among keys: the page's names when the server checked them while
 	// scanning, else the candidates, checked now.
@@ -200,6 +243,7 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 		}
 		found, keys = res, cand
 	}
+	var todo []repairCand
 	for i := 0; i+1 < len(found); i += 2 {
 		pos, _ := found[i].(int64)
 		typ, _ := found[i+1].(string)
@@ -210,57 +254,30 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 			continue
 		}
 		k := keys[pos-1]
-		_, _, ok := Match(j.opts.Schemas, k, typ)
-		if !ok && j.opts.Match == "" {
+		specs := fitSpecs(j.opts.Schemas, k, typ)
+		if len(specs) == 0 {
+			// Its name looked like a limiter's, its type does not.
+			if j.opts.Match != "" {
+				unclaimed = append(unclaimed, k)
+			}
 			continue
 		}
 		ttl := j.opts.TTL
-		if ttl == 0 && ok {
+		if ttl == 0 {
 			ttl = longestOfAny(j.opts.Schemas, k, typ, (*Schema).TTL)
 		}
-		if ttl <= 0 {
-			noRule++
-			continue
-		}
-		missing = append(missing, k)
-		ttls = append(ttls, ttl)
+		todo = append(todo, repairCand{key: k, ttl: max(ttl, 0), specs: specs})
 	}
 	j.mu.Lock()
 	j.st.Scanned += int64(len(names))
 	j.st.Matched += int64(len(cand))
-	j.st.MissingTTL += int64(len(missing)) + noRule
-	j.st.NoRule += noRule
-	for _, k := range missing {
-		if len(j.st.Sample) < j.opts.SampleSize {
-			j.st.Sample = append(j.st.Sample, k)
-		}
-	}
+	j.st.Unclaimed += int64(len(unclaimed))
+	j.leftAlone(unclaimed)
 	j.mu.Unlock()
 
-	if len(missing) > 0 && !j.opts.DryRun {
-		if j.opts.BeforeRepair != nil {
-			j.opts.BeforeRepair(ctx, missing)
-		}
-		pipe := n.Client.Pipeline()
-		cmds := make([]*redis.Cmd, len(missing))
-		for i, k := range missing {
-			cmds[i] = repairScript.EvalSha(ctx, pipe, []string{k}, ttls[i].Milliseconds())
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("set TTLs on %s: %w", n.Addr, err)
-		}
-		var fixed int64
-		for _, cmd := range cmds {
-			if v, _ := cmd.Int64(); v == 1 {
-				fixed++
-			}
-		}
-		j.mu.Lock()
-		j.st.Repaired += fixed
-		j.st.Skipped += int64(len(missing)) - fixed
-		j.mu.Unlock()
+	if err := j.repair(ctx, n, todo); err != nil {
+		return err
 	}
-
 	j.mu.Lock()
 	snap := j.st
 	j.mu.Unlock()
@@ -268,6 +285,114 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 		j.opts.Progress(snap)
 	}
 	return pace(ctx, j.start, snap.Scanned, j.opts.MaxRate)
+}
+
+// leftAlone adds keys to the sample of those left alone; j.mu is held.
+func (j *repairJob) leftAlone(keys []string) {
+	for _, k := range keys {
+		if len(j.st.LeftAlone) >= j.opts.SampleSize {
+			return
+		}
+		j.st.LeftAlone = append(j.st.LeftAlone, k)
+	}
+}
+
+// repair runs repair_ttl.lua on each candidate, pipelined: it checks, on
+// the server and atomically with the change, that the key still lacks a
+// TTL and fits a layout, and sets the TTL unless this is a dry run or the
+// TTL is unknown. Each call is sent at most once (see once): a call whose
+// answer never came is counted as Unknown, not guessed.
+func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	if !j.opts.DryRun && j.opts.BeforeRepair != nil {
+		var keys []string
+		for _, c := range todo {
+			if c.ttl > 0 {
+				keys = append(keys, c.key)
+			}
+		}
+		if len(keys) > 0 {
+			j.opts.BeforeRepair(ctx, keys)
+		}
+	}
+	pipe := n.Client.Pipeline()
+	cmds := make([]*redis.Cmd, len(todo))
+	writes := make([]bool, len(todo))
+	for i, c := range todo {
+		writes[i] = !j.opts.DryRun && c.ttl > 0
+		ttl := int64(checkOnlyTTLMs)
+		if writes[i] {
+			// A TTL below 1ms would be 0, which means "check only".
+			ttl = max(c.ttl.Milliseconds(), 1)
+		}
+		args := []any{"evalsha", repairScript.Hash(), 1, c.key, ttl}
+		for _, s := range c.specs {
+			args = append(args, s)
+		}
+		cmds[i] = redis.NewCmd(ctx, args...)
+		_ = pipe.Process(ctx, once{cmds[i]})
+	}
+	_, execErr := pipe.Exec(ctx)
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var unknown int64
+	var firstErr error
+	for i, cmd := range cmds {
+		c := todo[i]
+		v, err := cmd.Int64()
+		if err != nil {
+			// An error reply (NOSCRIPT, OOM ...) means the script did not
+			// run; no reply means it may have.
+			var re redis.Error
+			if writes[i] && !errors.As(err, &re) {
+				unknown++
+				j.st.MissingTTL++
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		switch v {
+		case repairSet:
+			j.st.MissingTTL++
+			switch {
+			case c.ttl <= 0:
+				j.st.NoRule++
+			case writes[i]:
+				j.st.Repaired++
+			}
+			if c.ttl > 0 && len(j.st.Sample) < j.opts.SampleSize {
+				j.st.Sample = append(j.st.Sample, c.key)
+			}
+		case repairHasTTL, repairGone:
+			if writes[i] {
+				j.st.MissingTTL++
+				j.st.Skipped++
+			}
+		case repairNotFit:
+			j.st.NotFitting++
+			j.leftAlone([]string{c.key})
+		default:
+			if firstErr == nil {
+				firstErr = fmt.Errorf("bad reply %d for %s", v, c.key)
+			}
+		}
+	}
+	j.st.Unknown += unknown
+	if firstErr == nil {
+		firstErr = execErr
+	}
+	if firstErr == nil {
+		return nil
+	}
+	if unknown > 0 {
+		return fmt.Errorf("set TTLs on %s: no answer for %d keys, which may or may not have their TTL now: %w", n.Addr, unknown, firstErr)
+	}
+	return fmt.Errorf("repair keys on %s: %w", n.Addr, firstErr)
 }
 
 // pace sleeps until done items at rate per second are due since start:

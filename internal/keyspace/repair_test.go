@@ -204,13 +204,153 @@ func TestRepairTTLUnknownRuleAndMatch(t *testing.T) {
 	if c.PTTL(ctx, "rl:fw:{a}").Val() != -1 {
 		t.Fatal("key without a known rule was changed")
 	}
-	// An explicit pattern with --ttl repairs keys no schema claims.
-	st, err = RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), Match: "myrl:*", TTL: time.Minute})
+	// An explicit pattern with a TTL narrows the walk; it never makes a
+	// key that no layout claims a limiter's.
+	st, err = RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), Match: "*", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Repaired != 1 || c.PTTL(ctx, "myrl:a").Val() <= 0 || c.PTTL(ctx, "other").Val() != -1 {
+	if st.Repaired != 1 || st.Unclaimed != 2 || c.PTTL(ctx, "rl:fw:{a}").Val() <= 0 ||
+		c.PTTL(ctx, "myrl:a").Val() != -1 || c.PTTL(ctx, "other").Val() != -1 {
 		t.Fatalf("stats %+v", st)
+	}
+	// A layout the user describes claims the keys it names.
+	mine, err := CustomSchema(CustomSpec{Name: "myrl", Pattern: "myrl:{id}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = RepairTTL(ctx, c, RepairOptions{Schemas: []*Schema{mine}, Match: "myrl:*", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired != 1 || st.Unclaimed != 0 || c.PTTL(ctx, "myrl:a").Val() <= 0 || c.PTTL(ctx, "other").Val() != -1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestRepairTTLMatchLeavesUnclaimedKeysAlone: however broad the pattern,
+// with or without a TTL given, only keys a layout claims get a TTL; the
+// others are counted and named, never changed.
+func TestRepairTTLMatchLeavesUnclaimedKeysAlone(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	foreign := redistest.SeedForeign(t, c)
+	for _, pattern := range []string{"*", "[^x]*", "[a-z]*", "*:*", "rl:*", "app:*"} {
+		for _, ttl := range []time.Duration{0, time.Minute} {
+			must(t, c.Set(ctx, "rl:fw:{u1}", 3, 0).Err())
+			reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+			st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), Match: pattern, TTL: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			foreign.AssertUnchanged(t, c)
+			if st.Unclaimed+st.NotFitting == 0 || len(st.LeftAlone) == 0 {
+				t.Errorf("--match %q: nothing reported left alone: %+v", pattern, st)
+			}
+			if matches := globMatch(pattern, "rl:fw:{u1}"); matches != (st.Repaired == 1) {
+				t.Errorf("--match %q: repaired %d limiter keys: %+v", pattern, st.Repaired, st)
+			}
+			if t.Failed() {
+				t.FailNow()
+			}
+		}
+	}
+}
+
+// TestRepairTTLChecksTheValue: a key whose name and type a layout claims
+// but whose value does not fit it (rl:fw:notlimiter holding "plain", which
+// rate-limit-redis's rl:<key> would claim) is another application's: left
+// alone and counted, while real limiter keys beside it are repaired. A dry
+// run reports the same without changing anything.
+func TestRepairTTLChecksTheValue(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	notFit := map[string]func() error{
+		"rl:fw:notlimiter": func() error { return c.Set(ctx, "rl:fw:notlimiter", "plain", 0).Err() },
+		"rl:fw:{x}":        func() error { return c.Set(ctx, "rl:fw:{x}", "12abc", 0).Err() },
+		"rl:gcra:{x}":      func() error { return c.Set(ctx, "rl:gcra:{x}", "soon", 0).Err() },
+		"rl:tb:{x}":        func() error { return c.HSet(ctx, "rl:tb:{x}", "owner", "ops").Err() },
+		"rl:tb:{y}":        func() error { return c.HSet(ctx, "rl:tb:{y}", "tokens", "many", "ts", 1).Err() },
+		"rl:tb:{z}":        func() error { return c.HSet(ctx, "rl:tb:{z}", "tokens", 1, "ts", 1, "extra", 1).Err() },
+		"limiter:page":     func() error { return c.Set(ctx, "limiter:page", "<html>", 0).Err() },
+		"rate:card":        func() error { return c.Set(ctx, "rate:card", "visa", 0).Err() },
+		"LIMITS:LIMITER/a/search/2/1/hour": func() error {
+			return c.RPush(ctx, "LIMITS:LIMITER/a/search/2/1/hour", "x", "y").Err()
+		},
+		"LIMITS:LIMITER/b/search/2/1/hour": func() error { // longer than its amount
+			return c.RPush(ctx, "LIMITS:LIMITER/b/search/2/1/hour", 1, 2, 3).Err()
+		},
+		"@upstash/ratelimit:u:100": func() error { return c.HSet(ctx, "@upstash/ratelimit:u:100", "req1", "one").Err() },
+	}
+	fit := map[string]func() error{
+		"rl:fw:{ok}":   func() error { return c.Set(ctx, "rl:fw:{ok}", 3, 0).Err() },
+		"rl:gcra:{ok}": func() error { return c.Set(ctx, "rl:gcra:{ok}", "1700000000000.125", 0).Err() },
+		"rl:tb:{ok}": func() error {
+			return c.HSet(ctx, "rl:tb:{ok}", "tokens", "0.10000000000000001", "ts", 1700000000000).Err()
+		},
+		"rl:10.0.0.1":     func() error { return c.Set(ctx, "rl:10.0.0.1", 5, 0).Err() },
+		"rate:user":       func() error { return c.Set(ctx, "rate:user", "2.9e+08", 0).Err() },
+		"limiter:1.2.3.4": func() error { return c.Set(ctx, "limiter:1.2.3.4", -1, 0).Err() },
+		"LIMITS:LIMITER/c/search/2/1/hour": func() error {
+			return c.RPush(ctx, "LIMITS:LIMITER/c/search/2/1/hour", "1795990000.5", "1795990001").Err()
+		},
+		"request_rate_limiter.{u}.tokens": func() error { return c.Set(ctx, "request_rate_limiter.{u}.tokens", "4", 0).Err() },
+		"@upstash/ratelimit:u:101":        func() error { return c.HSet(ctx, "@upstash/ratelimit:u:101", "req1", "1", "req2", "-1").Err() },
+	}
+	var others []string
+	for k, write := range notFit {
+		must(t, write())
+		others = append(others, k)
+	}
+	for _, write := range fit {
+		must(t, write())
+	}
+	snap := redistest.TakeSnapshot(t, c, others...)
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	for _, dry := range []bool{true, false} {
+		st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), DryRun: dry, SampleSize: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.AssertUnchanged(t, c)
+		if st.NotFitting != int64(len(notFit)) || st.MissingTTL != int64(len(fit)) || len(st.LeftAlone) != len(notFit) {
+			t.Errorf("dry run %v: stats %+v; want %d left alone, %d to repair", dry, st, len(notFit), len(fit))
+		}
+		if !dry && st.Repaired != int64(len(fit)) {
+			t.Errorf("repaired %d, want %d: %+v", st.Repaired, len(fit), st)
+		}
+	}
+	for k := range fit {
+		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("%s: TTL %v, want it repaired", k, ttl)
+		}
+	}
+}
+
+// TestRepairTTLChecksTheValueAtTheMomentOfTheRepair: a key that stops
+// fitting between the scan and the repair (another application wrote it
+// meanwhile) is left alone, since the check runs in the script that sets
+// the TTL.
+func TestRepairTTLChecksTheValueAtTheMomentOfTheRepair(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	must(t, c.Set(ctx, "rl:fw:{a}", 1, 0).Err())
+	must(t, c.Set(ctx, "rl:fw:{b}", 2, 0).Err())
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	st, err := RepairTTL(ctx, c, RepairOptions{
+		Schemas: reg.All(),
+		BeforeRepair: func(ctx context.Context, keys []string) {
+			must(t, c.Set(ctx, "rl:fw:{a}", "taken over", 0).Err())
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired != 1 || st.NotFitting != 1 || c.PTTL(ctx, "rl:fw:{a}").Val() != -1 {
+		t.Fatalf("stats %+v, TTL of a %v", st, c.PTTL(ctx, "rl:fw:{a}").Val())
 	}
 }
 
@@ -362,5 +502,41 @@ func TestRepairTTLFromTheKeysOwnWindow(t *testing.T) {
 	}
 	if ttl := c.PTTL(ctx, sliding).Val(); ttl <= 59*time.Second || ttl > time.Minute {
 		t.Errorf("%s: TTL %v; want two 30-second windows", sliding, ttl)
+	}
+}
+
+// TestRepairTTLLostReplyIsUnknownNotSkipped: Redis stalls while a page is
+// being repaired, so the reply is lost, though Redis applies the repair
+// when it wakes. go-redis used to send the calls again, find the TTLs
+// rlctl itself had set and count them as "skipped: fixed meanwhile". Now
+// each call is sent once, and keys whose call got no answer are counted as
+// unknown, with an error.
+func TestRepairTTLLostReplyIsUnknownNotSkipped(t *testing.T) {
+	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	admin := srv.Client(t)
+	ctx := context.Background()
+	// A client with a short read timeout and go-redis's default retries.
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 300 * time.Millisecond, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	const n = 50
+	for i := 0; i < n; i++ {
+		must(t, c.Set(ctx, fmt.Sprintf("rl:fw:{%d}", i), 1, 0).Err())
+	}
+	stalled := make(chan error, 1)
+	reg := NewRegistry(Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
+	st, err := RepairTTL(ctx, c, RepairOptions{Schemas: reg.All(), BeforeRepair: func(ctx context.Context, keys []string) {
+		// Redis stalls for 0.8s from now; the repair is sent meanwhile.
+		go func() { stalled <- admin.Do(context.Background(), "debug", "sleep", "0.8").Err() }()
+		time.Sleep(100 * time.Millisecond)
+	}})
+	must(t, <-stalled)
+	if err == nil || st.Skipped != 0 || st.Unknown != n || st.Repaired != 0 {
+		t.Fatalf("err %v, stats %+v; want an error and %d unknown, none skipped", err, st, n)
+	}
+	// Redis did apply them when it woke: "unknown" was the honest answer.
+	for i := 0; i < n; i++ {
+		if ttl := admin.PTTL(ctx, fmt.Sprintf("rl:fw:{%d}", i)).Val(); ttl <= 0 {
+			t.Fatalf("rl:fw:{%d}: TTL %v", i, ttl)
+		}
 	}
 }

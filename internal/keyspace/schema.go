@@ -100,6 +100,10 @@ type Schema struct {
 	// hasID says whether a parsed key belongs to an identity; nil means
 	// the IDs are equal.
 	hasID func(p Parsed, id string) bool
+	// values is the fit spec (see fitSpec) of a key of the layout, when
+	// not the type's default (string int, hash any, zset any, list num);
+	// "" means the default.
+	values func(p Parsed, typ string) string
 	// fits says, once its value is read, whether a key whose name and type
 	// this schema matched is really of its layout; nil means always. Names
 	// alone cannot always tell layouts apart (see longestOfAny).
@@ -349,11 +353,4 @@ func globMatch(pattern, name string) bool {
 		}
 	}
 	return name == ""
-}
-
-// MatchesEverything reports whether a SCAN pattern would select every key
-// (or nearly: nothing fixed in it), which destructive commands refuse
-// without --force.
-func MatchesEverything(pattern string) bool {
-	return strings.Trim(pattern, "*?") == ""
 }

@@ -7,4 +7,9 @@
 //
 // Start gives one server; StartReplica, StartCluster, StartSentinel,
 // StartTLS and StartACL give the other deployments rlctl must handle.
+//
+// SeedForeign fills a Redis with another application's keys and returns
+// their Snapshot; after running rlctl against that Redis,
+// Snapshot.AssertUnchanged requires every one of them byte-identical with
+// its TTL only counted down. TakeSnapshot does the same for any keys.
 package redistest

@@ -1,0 +1,109 @@
+package keyspace
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed reset.lua
+var resetLua string
+
+// resetScript deletes keys only where each still fits its layout, all
+// checked before any is deleted.
+var resetScript = redis.NewScript(fitLua + resetLua)
+
+// ResetResult is what Reset did (or, in a dry run, would do). The JSON
+// form is stable.
+type ResetResult struct {
+	// Deleted are the keys deleted (in a dry run, those that would be).
+	Deleted []string `json:"deleted_keys"`
+	// LeftAlone are keys whose type or value does not fit the layout
+	// their name was read as: another application's keys, not deleted.
+	LeftAlone []string `json:"left_alone"`
+	// Gone are keys that no longer existed.
+	Gone []string `json:"gone"`
+}
+
+// Reset deletes an identity's keys as Inspect read them, each only if it
+// still holds what its layout writes (a counter an integer, a bucket its
+// numeric fields ...): a key named like a limiter's but holding something
+// else is another application's and is left alone. Keys no schema claims
+// are never deleted. The check and the delete run in one script (one per
+// hash slot on a Cluster), so the reset is atomic and no key can change
+// in between. With dryRun the same check runs and nothing is deleted.
+func Reset(ctx context.Context, c redis.UniversalClient, keys []*Key, dryRun bool) (ResetResult, error) {
+	res := ResetResult{Deleted: []string{}, LeftAlone: []string{}, Gone: []string{}}
+	bySlot := map[int][]*Key{}
+	var slots []int
+	_, cluster := c.(*redis.ClusterClient)
+	for _, k := range keys {
+		if k.schema == nil {
+			res.LeftAlone = append(res.LeftAlone, k.Key)
+			continue
+		}
+		slot := 0
+		if cluster {
+			slot = Slot(k.Key)
+		}
+		if _, ok := bySlot[slot]; !ok {
+			slots = append(slots, slot)
+		}
+		bySlot[slot] = append(bySlot[slot], k)
+	}
+	if len(slots) == 0 {
+		return res, nil
+	}
+	mode := "delete"
+	if dryRun {
+		mode = "check"
+	}
+	if err := resetScript.Load(ctx, c).Err(); err != nil {
+		return res, fmt.Errorf("load reset script: %w", err)
+	}
+	pipe := c.Pipeline()
+	cmds := make([]*redis.Cmd, len(slots))
+	for i, slot := range slots {
+		ks := bySlot[slot]
+		args := []any{"evalsha", resetScript.Hash(), len(ks)}
+		for _, k := range ks {
+			args = append(args, k.Key)
+		}
+		args = append(args, mode)
+		for _, k := range ks {
+			args = append(args, k.schema.fitSpec(k.parsed, k.Type))
+		}
+		// Sent once: a retry after a lost reply would find the keys gone
+		// and report them so.
+		cmds[i] = redis.NewCmd(ctx, args...)
+		_ = pipe.Process(ctx, once{cmds[i]})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		var re redis.Error
+		if dryRun || errors.As(err, &re) {
+			return res, fmt.Errorf("check %d keys: %w", len(keys), err)
+		}
+		return res, fmt.Errorf("reset %d keys: no answer, so they may or may not be deleted: %w", len(keys), err)
+	}
+	for i, slot := range slots {
+		out, err := cmds[i].Int64Slice()
+		ks := bySlot[slot]
+		if err != nil || len(out) != len(ks) {
+			return res, fmt.Errorf("reset: bad reply %v: %v", cmds[i].Val(), err)
+		}
+		for j, k := range ks {
+			switch out[j] {
+			case 1:
+				res.Deleted = append(res.Deleted, k.Key)
+			case 0:
+				res.Gone = append(res.Gone, k.Key)
+			default:
+				res.LeftAlone = append(res.LeftAlone, k.Key)
+			}
+		}
+	}
+	return res, nil
+}
