@@ -1,6 +1,7 @@
 package ceiling
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,29 @@ type Params struct {
 	Capacity int64         // token bucket / GCRA burst (0 = L)
 	Skew     time.Duration // largest gateway clock offset
 	OnError  string        // the failure policy: open | closed | local ("" = unknown)
+}
+
+// Validate says what in p makes no sense: a missing limit, fewer than one
+// gateway, or a negative lease, capacity or clock skew (zero lease and
+// capacity mean the design's default).
+func (p Params) Validate() error {
+	var errs []error
+	if p.Limit.Count <= 0 || p.Limit.Window <= 0 {
+		errs = append(errs, fmt.Errorf("limit %s: want a positive count per positive window", p.Limit))
+	}
+	if p.Gateways < 1 {
+		errs = append(errs, fmt.Errorf("gateways %d: want at least 1", p.Gateways))
+	}
+	if p.Lease < 0 {
+		errs = append(errs, fmt.Errorf("lease %d: must not be negative (0 means the default)", p.Lease))
+	}
+	if p.Capacity < 0 {
+		errs = append(errs, fmt.Errorf("capacity %d: must not be negative (0 means the limit count)", p.Capacity))
+	}
+	if p.Skew < 0 {
+		errs = append(errs, fmt.Errorf("clock skew %s: must not be negative", p.Skew))
+	}
+	return errors.Join(errs...)
 }
 
 // Theory is one design's worst case.
@@ -42,8 +66,12 @@ type Theory struct {
 // given: the leasing design's own default.
 func DefaultLease(l rate.Limit) int64 { return limiter.DefaultLeaseSize(l.Count) }
 
-// Of returns the theory for one design. An unknown design is an error.
+// Of returns the theory for one design. An unknown design or invalid
+// Params (see Validate) is an error.
 func Of(design string, p Params) (Theory, error) {
+	if err := p.Validate(); err != nil {
+		return Theory{}, err
+	}
 	L := float64(p.Limit.Count)
 	N := float64(max(p.Gateways, 1))
 	C := float64(p.Capacity)
@@ -155,7 +183,8 @@ func onError(design, policy string) string {
 	return "undecided: whatever the client library does on a timeout — decide it per endpoint (on_error: open | closed | local)"
 }
 
-// All returns the theory of every design, in DESIGN.md order.
+// All returns the theory of every design, in DESIGN.md order, for valid
+// Params (see Validate).
 func All(p Params) []Theory {
 	out := make([]Theory, 0, len(limiter.Algorithms))
 	for _, a := range limiter.Algorithms {

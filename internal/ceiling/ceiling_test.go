@@ -1,6 +1,7 @@
 package ceiling
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,34 @@ func TestSkewRaisesClockWindowCeiling(t *testing.T) {
 	skew, _ := Of(limiter.RedisClockWindow, Params{Limit: l, Gateways: 4, Skew: 200 * time.Millisecond})
 	if !(skew.Ceiling > one.Ceiling) {
 		t.Errorf("skewed ceiling %g not above single-clock %g", skew.Ceiling, one.Ceiling)
+	}
+}
+
+func TestParamsRefuseNonsense(t *testing.T) {
+	t.Parallel()
+	ok := Params{Limit: rate.Limit{Count: 100, Window: time.Minute}, Gateways: 5}
+	tests := []struct {
+		name string
+		edit func(*Params)
+		want string
+	}{
+		{"negative lease", func(p *Params) { p.Lease = -5 }, "lease -5"},
+		{"negative capacity", func(p *Params) { p.Capacity = -1 }, "capacity -1"},
+		{"negative skew", func(p *Params) { p.Skew = -time.Second }, "clock skew -1s"},
+		{"no gateways", func(p *Params) { p.Gateways = 0 }, "gateways 0"},
+		{"no limit", func(p *Params) { p.Limit = rate.Limit{} }, "limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ok
+			tt.edit(&p)
+			_, err := Of(limiter.RedisFixedWindow, p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Of: %v; want an error naming %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Of(limiter.Leasing, ok); err != nil {
+		t.Errorf("valid params refused: %v", err)
 	}
 }

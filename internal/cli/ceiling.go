@@ -59,7 +59,19 @@ the measured ceiling beside the theory.
 			}
 			opts.Limit = l
 			if opts.Gateways < 1 {
-				return usageError("--gateways must be at least 1")
+				return usageError("--gateways must be at least 1, got %d", opts.Gateways)
+			}
+			if opts.Lease < 0 {
+				return usageError("--lease must not be negative (0: the default slice), got %d", opts.Lease)
+			}
+			if opts.Capacity < 0 {
+				return usageError("--capacity must not be negative (0: the limit count), got %d", opts.Capacity)
+			}
+			if opts.Skew < 0 {
+				return usageError("--clock-skew must not be negative, got %s", opts.Skew)
+			}
+			if opts.Duration < 0 {
+				return usageError("--measure-duration must not be negative (0: the default), got %s", opts.Duration)
 			}
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
 				return usageError("--algorithm %q: want one of %s", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
@@ -103,6 +115,9 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 		}
 		theories = []ceiling.Theory{t}
 	} else {
+		if err := p.Validate(); err != nil {
+			return usageError("%v", err)
+		}
 		theories = ceiling.All(p)
 	}
 	var measured *measuredCeiling

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,19 @@ func TestCeilingMeasureWithinTheory(t *testing.T) {
 	}
 	if m, th := res.Measured.Ceiling, res.Designs[0].Ceiling; m <= 10 || m > th {
 		t.Errorf("measured ceiling %g; want above L = 10 and at most the theory's %g", m, th)
+	}
+}
+
+// Numbers that make no sense negative or zero are invalid usage, named.
+func TestCeilingRefusesNonsenseNumbers(t *testing.T) {
+	for _, bad := range [][]string{
+		{"--lease", "-5"}, {"--capacity", "-1"}, {"--clock-skew", "-1s"},
+		{"--gateways", "0"}, {"--gateways", "-3"}, {"--measure-duration", "-2s"},
+	} {
+		f, errOut := testFactory(&syncBuffer{}, nil)
+		args := append([]string{"ceiling", "--limit", "100/1m", "--algorithm", "leasing"}, bad...)
+		if code := Run(f, args, nil, noExit(t)); code != 2 || !strings.Contains(errOut.String(), bad[0]) {
+			t.Errorf("%v: exit %d, %q; want 2 naming %s", bad, code, errOut, bad[0])
+		}
 	}
 }
