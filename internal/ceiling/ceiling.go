@@ -3,6 +3,7 @@ package ceiling
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -181,6 +182,48 @@ func onError(design, policy string) string {
 		return "fall back to a smaller per-gateway allowance"
 	}
 	return "undecided: whatever the client library does on a timeout — decide it per endpoint (on_error: open | closed | local)"
+}
+
+// SpanCeiling is the most one identity can get admitted under design in
+// any span of time of length span: the design's Ceiling when span covers a
+// whole window, less for designs whose allowance grows with time (token
+// buckets, GCRA, the sliding-window counter, the exact log). A measurement
+// shorter than the window is compared with this, not with the window's
+// ceiling. Where a design admits its worst at one instant (a fixed window's
+// boundary), any span can hold it, and the window's figure stands.
+func SpanCeiling(design string, p Params, span time.Duration) (float64, error) {
+	t, err := Of(design, p)
+	if err != nil {
+		return 0, err
+	}
+	if span <= 0 {
+		return 0, fmt.Errorf("span %s: must be positive", span)
+	}
+	W := p.Limit.Window
+	if span >= W {
+		return t.Ceiling, nil
+	}
+	L := float64(p.Limit.Count)
+	C := float64(p.Capacity)
+	if C <= 0 {
+		C = L
+	}
+	// Whole tokens (or emissions) that arrive within the span after a full
+	// bucket: the window's L−1 scaled down.
+	refill := math.Ceil(L*span.Seconds()/W.Seconds()) - 1
+	switch design {
+	case limiter.LocalTokenBucket:
+		return float64(max(p.Gateways, 1)) * (C + refill), nil
+	case limiter.RedisTokenBucket:
+		return C + refill + 2*p.Skew.Seconds()*p.Limit.PerSecond(), nil
+	case limiter.RedisGCRA:
+		return C + refill, nil
+	case limiter.RedisSlidingWindow:
+		// L bunched at the end of the previous window, then the blend lets
+		// the new window admit in proportion to its elapsed part.
+		return min(t.Ceiling, L+refill+1), nil
+	}
+	return t.Ceiling, nil
 }
 
 // All returns the theory of every design, in DESIGN.md order, for valid

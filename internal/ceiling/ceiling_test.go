@@ -97,3 +97,40 @@ func TestParamsRefuseNonsense(t *testing.T) {
 		t.Errorf("valid params refused: %v", err)
 	}
 }
+
+// A span shorter than the window holds less for designs whose allowance
+// grows with time, and the window's ceiling for those whose worst case is
+// one instant (a boundary).
+func TestSpanCeiling(t *testing.T) {
+	t.Parallel()
+	p := Params{Limit: rate.Limit{Count: 10, Window: 2 * time.Second}, Gateways: 3}
+	tests := []struct {
+		design string
+		span   time.Duration
+		want   float64
+	}{
+		{limiter.RedisTokenBucket, time.Second, 10 + 5 - 1},
+		{limiter.RedisTokenBucket, 2 * time.Second, 19},
+		{limiter.RedisTokenBucket, time.Minute, 19},
+		{limiter.RedisGCRA, 100 * time.Millisecond, 10},
+		{limiter.LocalTokenBucket, time.Second, 3 * 14},
+		{limiter.RedisSlidingWindow, time.Second, 15},
+		{limiter.RedisSlidingWindow, 1999 * time.Millisecond, 19},
+		{limiter.RedisSlidingLog, time.Second, 10},
+		{limiter.RedisFixedWindow, 100 * time.Millisecond, 20},
+		{limiter.LocalFixedWindow, time.Second, 60},
+	}
+	for _, tt := range tests {
+		got, err := SpanCeiling(tt.design, p, tt.span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := Of(tt.design, p)
+		if got != tt.want || got > full.Ceiling {
+			t.Errorf("%s over %s: %g; want %g, at most the window's %g", tt.design, tt.span, got, tt.want, full.Ceiling)
+		}
+	}
+	if _, err := SpanCeiling(limiter.RedisGCRA, p, 0); err == nil {
+		t.Error("a zero span accepted")
+	}
+}
