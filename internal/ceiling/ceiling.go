@@ -1,7 +1,9 @@
 package ceiling
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -16,6 +18,29 @@ type Params struct {
 	Capacity int64         // token bucket / GCRA burst (0 = L)
 	Skew     time.Duration // largest gateway clock offset
 	OnError  string        // the failure policy: open | closed | local ("" = unknown)
+}
+
+// Validate says what in p makes no sense: a missing limit, fewer than one
+// gateway, or a negative lease, capacity or clock skew (zero lease and
+// capacity mean the design's default).
+func (p Params) Validate() error {
+	var errs []error
+	if p.Limit.Count <= 0 || p.Limit.Window <= 0 {
+		errs = append(errs, fmt.Errorf("limit %s: want a positive count per positive window", p.Limit))
+	}
+	if p.Gateways < 1 {
+		errs = append(errs, fmt.Errorf("gateways %d: want at least 1", p.Gateways))
+	}
+	if p.Lease < 0 {
+		errs = append(errs, fmt.Errorf("lease %d: must not be negative (0 means the default)", p.Lease))
+	}
+	if p.Capacity < 0 {
+		errs = append(errs, fmt.Errorf("capacity %d: must not be negative (0 means the limit count)", p.Capacity))
+	}
+	if p.Skew < 0 {
+		errs = append(errs, fmt.Errorf("clock skew %s: must not be negative", p.Skew))
+	}
+	return errors.Join(errs...)
 }
 
 // Theory is one design's worst case.
@@ -42,8 +67,12 @@ type Theory struct {
 // given: the leasing design's own default.
 func DefaultLease(l rate.Limit) int64 { return limiter.DefaultLeaseSize(l.Count) }
 
-// Of returns the theory for one design. An unknown design is an error.
+// Of returns the theory for one design. An unknown design or invalid
+// Params (see Validate) is an error.
 func Of(design string, p Params) (Theory, error) {
+	if err := p.Validate(); err != nil {
+		return Theory{}, err
+	}
 	L := float64(p.Limit.Count)
 	N := float64(max(p.Gateways, 1))
 	C := float64(p.Capacity)
@@ -155,7 +184,50 @@ func onError(design, policy string) string {
 	return "undecided: whatever the client library does on a timeout — decide it per endpoint (on_error: open | closed | local)"
 }
 
-// All returns the theory of every design, in DESIGN.md order.
+// SpanCeiling is the most one identity can get admitted under design in
+// any span of time of length span: the design's Ceiling when span covers a
+// whole window, less for designs whose allowance grows with time (token
+// buckets, GCRA, the sliding-window counter, the exact log). A measurement
+// shorter than the window is compared with this, not with the window's
+// ceiling. Where a design admits its worst at one instant (a fixed window's
+// boundary), any span can hold it, and the window's figure stands.
+func SpanCeiling(design string, p Params, span time.Duration) (float64, error) {
+	t, err := Of(design, p)
+	if err != nil {
+		return 0, err
+	}
+	if span <= 0 {
+		return 0, fmt.Errorf("span %s: must be positive", span)
+	}
+	W := p.Limit.Window
+	if span >= W {
+		return t.Ceiling, nil
+	}
+	L := float64(p.Limit.Count)
+	C := float64(p.Capacity)
+	if C <= 0 {
+		C = L
+	}
+	// Whole tokens (or emissions) that arrive within the span after a full
+	// bucket: the window's L−1 scaled down.
+	refill := math.Ceil(L*span.Seconds()/W.Seconds()) - 1
+	switch design {
+	case limiter.LocalTokenBucket:
+		return float64(max(p.Gateways, 1)) * (C + refill), nil
+	case limiter.RedisTokenBucket:
+		return C + refill + 2*p.Skew.Seconds()*p.Limit.PerSecond(), nil
+	case limiter.RedisGCRA:
+		return C + refill, nil
+	case limiter.RedisSlidingWindow:
+		// L bunched at the end of the previous window, then the blend lets
+		// the new window admit in proportion to its elapsed part.
+		return min(t.Ceiling, L+refill+1), nil
+	}
+	return t.Ceiling, nil
+}
+
+// All returns the theory of every design, in DESIGN.md order, for valid
+// Params (see Validate).
 func All(p Params) []Theory {
 	out := make([]Theory, 0, len(limiter.Algorithms))
 	for _, a := range limiter.Algorithms {

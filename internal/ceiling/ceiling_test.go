@@ -1,6 +1,7 @@
 package ceiling
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,71 @@ func TestSkewRaisesClockWindowCeiling(t *testing.T) {
 	skew, _ := Of(limiter.RedisClockWindow, Params{Limit: l, Gateways: 4, Skew: 200 * time.Millisecond})
 	if !(skew.Ceiling > one.Ceiling) {
 		t.Errorf("skewed ceiling %g not above single-clock %g", skew.Ceiling, one.Ceiling)
+	}
+}
+
+func TestParamsRefuseNonsense(t *testing.T) {
+	t.Parallel()
+	ok := Params{Limit: rate.Limit{Count: 100, Window: time.Minute}, Gateways: 5}
+	tests := []struct {
+		name string
+		edit func(*Params)
+		want string
+	}{
+		{"negative lease", func(p *Params) { p.Lease = -5 }, "lease -5"},
+		{"negative capacity", func(p *Params) { p.Capacity = -1 }, "capacity -1"},
+		{"negative skew", func(p *Params) { p.Skew = -time.Second }, "clock skew -1s"},
+		{"no gateways", func(p *Params) { p.Gateways = 0 }, "gateways 0"},
+		{"no limit", func(p *Params) { p.Limit = rate.Limit{} }, "limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ok
+			tt.edit(&p)
+			_, err := Of(limiter.RedisFixedWindow, p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Of: %v; want an error naming %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Of(limiter.Leasing, ok); err != nil {
+		t.Errorf("valid params refused: %v", err)
+	}
+}
+
+// A span shorter than the window holds less for designs whose allowance
+// grows with time, and the window's ceiling for those whose worst case is
+// one instant (a boundary).
+func TestSpanCeiling(t *testing.T) {
+	t.Parallel()
+	p := Params{Limit: rate.Limit{Count: 10, Window: 2 * time.Second}, Gateways: 3}
+	tests := []struct {
+		design string
+		span   time.Duration
+		want   float64
+	}{
+		{limiter.RedisTokenBucket, time.Second, 10 + 5 - 1},
+		{limiter.RedisTokenBucket, 2 * time.Second, 19},
+		{limiter.RedisTokenBucket, time.Minute, 19},
+		{limiter.RedisGCRA, 100 * time.Millisecond, 10},
+		{limiter.LocalTokenBucket, time.Second, 3 * 14},
+		{limiter.RedisSlidingWindow, time.Second, 15},
+		{limiter.RedisSlidingWindow, 1999 * time.Millisecond, 19},
+		{limiter.RedisSlidingLog, time.Second, 10},
+		{limiter.RedisFixedWindow, 100 * time.Millisecond, 20},
+		{limiter.LocalFixedWindow, time.Second, 60},
+	}
+	for _, tt := range tests {
+		got, err := SpanCeiling(tt.design, p, tt.span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := Of(tt.design, p)
+		if got != tt.want || got > full.Ceiling {
+			t.Errorf("%s over %s: %g; want %g, at most the window's %g", tt.design, tt.span, got, tt.want, full.Ceiling)
+		}
+	}
+	if _, err := SpanCeiling(limiter.RedisGCRA, p, 0); err == nil {
+		t.Error("a zero span accepted")
 	}
 }

@@ -3,6 +3,7 @@
 // published length, and why, plus the answers to the four questions a
 // reviewer should ask of any limiter (is every check-and-increment atomic;
 // whose clock decides the window; what happens when Redis is unreachable;
-// what is the actual ceiling). `rlctl ceiling` prints it; `--measure`
-// puts a short simulated measurement beside it.
+// what is the actual ceiling). `rlctl ceiling` prints it; package measure
+// (`--measure`) puts a measurement beside it, compared with SpanCeiling
+// when it covers less than a window.
 package ceiling

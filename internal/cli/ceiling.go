@@ -10,12 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/ceiling/measure"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/verify"
 )
 
 type ceilingOptions struct {
@@ -45,8 +43,14 @@ the four questions a reviewer should ask: is every check-and-increment one
 atomic operation; whose clock decides the window; what happens when Redis is
 unreachable; what is the actual ceiling.
 
---measure runs a short simulated measurement on the embedded Redis and puts
-the measured ceiling beside the theory.
+--measure runs the design on the embedded Redis (steady overload through
+every gateway, then a burst around a window boundary) and puts the measured
+ceiling beside the theory. Each run lasts one window and a tenth (at least a
+second more) unless --measure-duration says otherwise; a run shorter than
+the window is labelled so and compared with the theory for the span it
+covered. What this machine cannot measure (a decision rate the embedded
+Redis cannot answer, too many decisions, too much memory, a window too long
+to wait for) is refused up front with the reason.
 `,
 		Example: `  rlctl ceiling --limit 100/1m --gateways 50
   rlctl ceiling --limit 100/1m --gateways 50 --algorithm local-fixed-window
@@ -59,7 +63,19 @@ the measured ceiling beside the theory.
 			}
 			opts.Limit = l
 			if opts.Gateways < 1 {
-				return usageError("--gateways must be at least 1")
+				return usageError("--gateways must be at least 1, got %d", opts.Gateways)
+			}
+			if opts.Lease < 0 {
+				return usageError("--lease must not be negative (0: the default slice), got %d", opts.Lease)
+			}
+			if opts.Capacity < 0 {
+				return usageError("--capacity must not be negative (0: the limit count), got %d", opts.Capacity)
+			}
+			if opts.Skew < 0 {
+				return usageError("--clock-skew must not be negative, got %s", opts.Skew)
+			}
+			if opts.Duration < 0 {
+				return usageError("--measure-duration must not be negative (0: one window and a tenth), got %s", opts.Duration)
 			}
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
 				return usageError("--algorithm %q: want one of %s", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
@@ -86,8 +102,8 @@ the measured ceiling beside the theory.
 	fl.Int64Var(&opts.Capacity, "capacity", 0, "token bucket / GCRA burst (default the limit count)")
 	fl.DurationVar(&opts.Skew, "clock-skew", 0, "largest gateway clock offset")
 	fl.StringVar(&opts.OnError, "on-error", "", "the failure policy in place: open, closed or local")
-	fl.BoolVar(&opts.Measure, "measure", false, "also measure it with a short simulated run (embedded Redis)")
-	fl.DurationVar(&opts.Duration, "measure-duration", 0, "length of the --measure run (default 3 windows, at most 10s)")
+	fl.BoolVar(&opts.Measure, "measure", false, "also measure it with simulated runs on the embedded Redis")
+	fl.DurationVar(&opts.Duration, "measure-duration", 0, fmt.Sprintf("length of each --measure run (default one window and a tenth; at most %s)", measure.DefaultBounds.Duration))
 	_ = cmd.MarkFlagRequired("limit")
 	return cmd
 }
@@ -103,15 +119,23 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 		}
 		theories = []ceiling.Theory{t}
 	} else {
+		if err := p.Validate(); err != nil {
+			return usageError("%v", err)
+		}
 		theories = ceiling.All(p)
 	}
-	var measured *measuredCeiling
+	var measured *measure.Result
 	if opts.Measure {
-		m, err := measureCeiling(ctx, opts)
+		// Planned first, so what cannot be measured here is refused before
+		// anything runs.
+		plan, err := measure.NewPlan(opts.Algorithm, p, opts.Duration, measure.DefaultBounds)
+		if err != nil {
+			return fmt.Errorf("--measure: %w", err)
+		}
+		measured, err = measure.Run(ctx, plan, measure.Options{RedisOptions: opts.f.RedisOptions(""), Status: opts.f.IO.ErrOut})
 		if err != nil {
 			return err
 		}
-		measured = m
 	}
 	out := opts.f.IO.Out
 	if opts.f.JSON() {
@@ -119,7 +143,7 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 			Published string           `json:"published"`
 			Gateways  int              `json:"gateways"`
 			Designs   []ceiling.Theory `json:"designs"`
-			Measured  *measuredCeiling `json:"measured,omitempty"`
+			Measured  *measure.Result  `json:"measured,omitempty"`
 		}{opts.Limit.String(), opts.Gateways, theories, measured}
 		return opts.f.WriteJSON(doc)
 	}
@@ -127,7 +151,7 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 	return nil
 }
 
-func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *measuredCeiling) {
+func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *measure.Result) {
 	fmt.Fprintf(w, "Published: %s per identity, %d gateway(s)\n\n", opts.Limit, opts.Gateways)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ALGORITHM\tALIGNED WINDOW\tANY WINDOW (CEILING)\tRATIO")
@@ -151,85 +175,21 @@ func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *mea
 	fmt.Fprintf(w, "4. What is the actual ceiling?                        %g in any window of %s (%.2f× the published %d)\n",
 		t.Ceiling, opts.Limit.Window, t.Ratio, opts.Limit.Count)
 	if m != nil {
-		fmt.Fprintf(w, "\nMeasured (%s, %s pattern, %s): ceiling %g (upper bound %g), %.2f× the published limit\n",
-			m.Algorithm, m.Pattern, m.Duration, m.Ceiling, m.CeilingUpper, m.Ratio)
+		printMeasured(w, opts, t, m)
 	}
 }
 
-// measuredCeiling is what --measure found.
-type measuredCeiling struct {
-	Algorithm    string  `json:"algorithm"`
-	Pattern      string  `json:"pattern"`
-	Duration     string  `json:"duration"`
-	Window       string  `json:"window"`
-	Ceiling      float64 `json:"ceiling"`
-	CeilingUpper float64 `json:"ceiling_upper"`
-	Ratio        float64 `json:"ratio"`
-}
-
-// measureWindow is the window --measure runs at: ceilings scale with L and
-// N, not with W, so a long published window (100/1m) is measured at one
-// second to keep the run short.
-const measureWindow = time.Second
-
-// measureCeiling runs the design on the embedded Redis twice — steady
-// overload spread over every gateway, and a boundary burst — and keeps the
-// higher ceiling: the first shows independent counters, the second the
-// boundary doubling.
-//
-// The embedded Redis slows at the higher rates a large L×N asks for, so a
-// decision gets a second, and one it still cannot make is refused
-// (on_error: closed): the measurement may then read low, never high, as
-// failing open would admit what the design itself would not.
-func measureCeiling(ctx context.Context, opts *ceilingOptions) (*measuredCeiling, error) {
-	d := opts.Duration
-	if d <= 0 {
-		d = 3 * measureWindow
-	}
-	d = min(d, 10*time.Second)
-	best := &measuredCeiling{Algorithm: opts.Algorithm, Duration: d.String(), Window: measureWindow.String()}
+// printMeasured never gives a measured figure without the span it covers.
+func printMeasured(w io.Writer, opts *ceilingOptions, t ceiling.Theory, m *measure.Result) {
 	L := opts.Limit.Count
-	for _, pattern := range []string{"constant", "boundary"} {
-		doc := fmt.Sprintf(`name: measure-%s
-limit: %d/%s
-target:
-  kind: simulated
-  algorithm: %s
-  gateways: %d
-  redis: embedded
-  timeout: 1s
-  endpoints:
-    - {name: default, share: 1, on_error: closed}
-  clock_skew: %s
-traffic:
-  pattern: %s
-  rate: %d/s
-  duration: %s
-  max_requests: 200000
-`, pattern, L, measureWindow, opts.Algorithm, opts.Gateways, opts.Skew, pattern,
-			min(max(4*L*int64(opts.Gateways), 50), 2000), d)
-		if opts.Algorithm == limiter.Leasing && opts.Lease > 0 {
-			doc = strings.Replace(doc, "  clock_skew:", fmt.Sprintf("  lease: {size: %d}\n  clock_skew:", opts.Lease), 1)
-		}
-		if opts.Capacity > 0 {
-			doc = strings.Replace(doc, "  clock_skew:", fmt.Sprintf("  capacity: %d\n  clock_skew:", opts.Capacity), 1)
-		}
-		scs, err := scenario.Parse([]byte(doc), "ceiling --measure")
-		if err != nil {
-			return nil, usageError("%v", err)
-		}
-		fmt.Fprintf(opts.f.IO.ErrOut, "measuring %s (%s traffic, %s)...\n", opts.Algorithm, pattern, d)
-		out, err := verify.Run(ctx, scs[0], verify.Options{RedisOptions: opts.f.RedisOptions("")})
-		if err != nil {
-			return nil, err
-		}
-		m := out.Report.Metrics
-		if m[analysis.Ceiling] >= best.Ceiling {
-			best.Pattern = pattern
-			best.Ceiling = m[analysis.Ceiling]
-			best.CeilingUpper = m[analysis.CeilingUpper]
-			best.Ratio = m[analysis.CeilingRatio]
-		}
+	if m.FullWindow {
+		fmt.Fprintf(w, "\nMeasured (%s traffic over %s, at least one whole %s window): ceiling %g (upper bound %g) in any window of %s, %.2f× the published %d; the theory allows at most %g.\n",
+			m.Pattern, m.Span, opts.Limit.Window, m.Ceiling, m.CeilingUpper, opts.Limit.Window, m.Ratio, L, m.Theory)
+	} else {
+		fmt.Fprintf(w, "\nMeasured over %s only, shorter than the %s window (%s traffic): %g admitted (upper bound %g) in that span, %.2f× the published %d. In a span of %s the theory allows at most %g (%g in a whole window); this is not the ceiling itself: measure at least %s for that.\n",
+			m.Span, opts.Limit.Window, m.Pattern, m.Ceiling, m.CeilingUpper, m.Ratio, L, m.Span, m.Theory, t.Ceiling, measure.DefaultDuration(opts.Limit.Window))
 	}
-	return best, nil
+	if m.Skipped != "" {
+		fmt.Fprintf(w, "Note: %s.\n", m.Skipped)
+	}
 }

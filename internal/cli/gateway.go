@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -34,6 +33,10 @@ type gatewayServeOptions struct {
 	Duration  time.Duration
 	Prefix    string
 	Endpoints []string
+	// MaxIdentity is the longest identity accepted, in bytes.
+	MaxIdentity int
+	// Drain is how long a stop waits for requests in flight.
+	Drain time.Duration
 }
 
 func newCmdGateway(f *Factory, runServe func(*gatewayServeOptions) error) *cobra.Command {
@@ -49,11 +52,18 @@ func newCmdGateway(f *Factory, runServe func(*gatewayServeOptions) error) *cobra
 		Long: `Serve N HTTP gateways in one process, each on its own port (the --listen port,
 then the next ones), sharing one limiter design through Redis (--redis; the
 embedded Redis by default). A request's identity comes from a header
-(--identity-header, default X-API-Key) or a query parameter. Answers are 200
+(--identity-header, default X-API-Key) or a query parameter; an identity
+longer than --max-identity bytes, empty or holding control characters gets
+a 400 and never reaches Redis. Answers are 200
 or 429 with Retry-After and the RateLimit header fields, plus
 X-RateLimit-Decided-By (which path decided) and, when Redis TIME decided,
 X-RateLimit-Decided-At (when); /metrics serves Prometheus metrics (see
 'rlctl gateway rules').
+
+SIGINT or SIGTERM stops it: the gateways stop accepting, requests in flight
+get up to --drain-timeout to finish, a status line goes to stderr and the
+exit status is 0 (130 when the drain timeout cut requests off, or at once on
+a second signal).
 
 Point 'rlctl verify' at the printed URLs with an http target to measure it.
 `,
@@ -80,6 +90,18 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 			default:
 				return usageError("--on-error %q: want open, closed or local", opts.OnError)
 			}
+			if opts.MaxIdentity < 1 {
+				return usageError("--max-identity must be at least 1 byte, got %d", opts.MaxIdentity)
+			}
+			if opts.Drain <= 0 {
+				return usageError("--drain-timeout must be positive, got %s", opts.Drain)
+			}
+			if opts.Skew < 0 {
+				return usageError("--clock-skew must not be negative, got %s", opts.Skew)
+			}
+			if opts.Duration < 0 {
+				return usageError("--duration must not be negative, got %s", opts.Duration)
+			}
 			if runServe != nil {
 				return runServe(opts)
 			}
@@ -99,6 +121,8 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&opts.Prefix, "prefix", "rl:", "limiter key prefix")
 	fl.StringSliceVar(&opts.Endpoints, "endpoint", []string{"default"}, "endpoint names (served at /NAME)")
+	fl.IntVar(&opts.MaxIdentity, "max-identity", httpgw.DefaultMaxIdentity, "longest identity accepted, in bytes (longer ones get a 400)")
+	fl.DurationVar(&opts.Drain, "drain-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight get to finish")
 	_ = serve.MarkFlagRequired("limit")
 
 	var ro httpgw.RulesOptions
@@ -120,18 +144,22 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 
 func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 	f := opts.f
+	stop := ctx // a signal (or --duration) stops serving...
 	if opts.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
+		stop, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
 	}
+	// ...but Redis and the limiters outlive it, so the requests in flight
+	// can still be decided while the gateways drain.
+	life := context.WithoutCancel(ctx)
 	var newClient func() redis.UniversalClient // nil: local designs need no Redis
 	if !limiter.IsLocal(opts.Algorithm) {
-		cfg, stop, err := redisconn.Open(ctx, f.redisURL(redisconn.SpecEmbedded), f.RedisOptions(""))
+		cfg, stopRedis, err := redisconn.Open(life, f.redisURL(redisconn.SpecEmbedded), f.RedisOptions(""))
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer stopRedis()
 		c, err := cfg.Connect(ctx)
 		if err != nil {
 			return err
@@ -144,7 +172,7 @@ func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 		eps[i] = gateway.Endpoint{Name: n, Share: 1 / float64(len(opts.Endpoints)),
 			Policy: limiter.Policy{OnError: opts.OnError, Timeout: f.Timeout, OnFailover: "trust"}}
 	}
-	set, err := gateway.New(ctx, gateway.Options{
+	set, err := gateway.New(life, gateway.Options{
 		N: opts.Gateways, Endpoints: eps, NewClient: newClient, ClockSkew: opts.Skew,
 		Limiter: limiter.Config{Algorithm: opts.Algorithm, Limit: opts.Limit, Clock: opts.Clock, Prefix: opts.Prefix},
 	})
@@ -152,48 +180,38 @@ func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 		return err
 	}
 	defer set.Close()
-	o := httpgw.Options{Decider: set, Limit: opts.Limit, IdentityHeader: opts.Header, IdentityQuery: opts.Query}
-	m := httpgw.NewMetrics(o)
+	o := httpgw.Options{Decider: set, Limit: opts.Limit, IdentityHeader: opts.Header, IdentityQuery: opts.Query,
+		MaxIdentity: opts.MaxIdentity}
 
 	host, port, _ := net.SplitHostPort(opts.Listen)
 	base, _ := strconv.Atoi(port)
-	servers := make([]*http.Server, 0, opts.Gateways)
-	errc := make(chan error, opts.Gateways)
-	for i := 0; i < opts.Gateways; i++ {
-		addr := net.JoinHostPort(host, "0")
+	addrs := make([]string, opts.Gateways)
+	for i := range addrs {
+		addrs[i] = net.JoinHostPort(host, "0")
 		if base != 0 {
-			addr = net.JoinHostPort(host, strconv.Itoa(base+i))
+			addrs[i] = net.JoinHostPort(host, strconv.Itoa(base+i))
 		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			for _, s := range servers {
-				s.Close()
-			}
-			return usageError("gateway %d: %v", i, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
-		mux.Handle("/", httpgw.Handler(o, m, i))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		servers = append(servers, srv)
-		fmt.Fprintf(f.IO.Out, "gateway %d: http://%s/\n", i, ln.Addr())
-		go func() { errc <- srv.Serve(ln) }()
+	}
+	srv, err := httpgw.Listen(o, httpgw.NewMetrics(o), addrs)
+	if err != nil {
+		return exitcode.With(err, exitcode.Usage)
+	}
+	for i, a := range srv.Addrs() {
+		fmt.Fprintf(f.IO.Out, "gateway %d: http://%s/\n", i, a)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "serving %s at %s with %d gateway(s); metrics at /metrics; Ctrl-C stops\n", opts.Algorithm, opts.Limit, opts.Gateways)
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
+	st, err := srv.Serve(stop, opts.Drain)
+	if err != nil {
+		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, s := range servers {
-		s.Shutdown(sctx)
+	if st.Cut > 0 {
+		return exitcode.Errorf(exitcode.Interrupted, "gateway stopped: %d request(s) still in flight after the %s drain timeout were cut off (%d finished)",
+			st.Cut, opts.Drain, st.Drained)
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if st.Drained == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "rlctl: gateway stopped cleanly: no request was in flight")
 		return nil
 	}
-	return ctx.Err()
+	fmt.Fprintf(f.IO.ErrOut, "rlctl: gateway stopped cleanly: %d request(s) in flight finished in %s\n", st.Drained, st.Took.Round(time.Millisecond))
+	return nil
 }

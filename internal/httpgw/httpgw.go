@@ -32,8 +32,32 @@ type Options struct {
 	// X-API-Key); IdentityQuery, when set, a query parameter tried first.
 	IdentityHeader string
 	IdentityQuery  string
+	// MaxIdentity is the longest identity accepted, in bytes (0 means
+	// DefaultMaxIdentity). The identity becomes part of a Redis key, so a
+	// longer one is refused before it reaches Redis.
+	MaxIdentity int
 	// Registry receives the metrics; nil makes a new one.
 	Registry *prometheus.Registry
+}
+
+// DefaultMaxIdentity is the longest identity a gateway accepts unless told
+// otherwise: room for any API key, user id or address, far from the
+// megabytes a hostile client could send to fill Redis.
+const DefaultMaxIdentity = 256
+
+// checkIdentity says why id cannot key a limit, or "" when it can: it must
+// be present, at most max bytes, and free of control characters, which no
+// real identity holds and which garble logs and redis-cli output.
+func checkIdentity(id string, max int) string {
+	if len(id) > max {
+		return fmt.Sprintf("identity too long: %d bytes, at most %d allowed", len(id), max)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f {
+			return fmt.Sprintf("identity holds a control character (byte %d is 0x%02x)", i, c)
+		}
+	}
+	return ""
 }
 
 // Metrics are the gateway's Prometheus collectors, shared by every
@@ -101,6 +125,14 @@ func Handler(o Options, m *Metrics, gw int) http.Handler {
 	for i, e := range eps {
 		index["/"+e] = i
 	}
+	maxID := o.MaxIdentity
+	if maxID <= 0 {
+		maxID = DefaultMaxIdentity
+	}
+	missing := "missing identity: send the " + header + " header"
+	if o.IdentityQuery != "" {
+		missing = "missing identity: send the " + o.IdentityQuery + " query parameter or the " + header + " header"
+	}
 	gwName := strconv.Itoa(gw)
 	policy := fmt.Sprintf("%d;w=%d", o.Limit.Count, int64(math.Ceil(o.Limit.Window.Seconds())))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -112,7 +144,11 @@ func Handler(o Options, m *Metrics, gw int) http.Handler {
 			id = r.Header.Get(header)
 		}
 		if id == "" {
-			http.Error(w, "missing identity: send the "+header+" header", http.StatusBadRequest)
+			http.Error(w, missing, http.StatusBadRequest)
+			return
+		}
+		if why := checkIdentity(id, maxID); why != "" {
+			http.Error(w, why, http.StatusBadRequest)
 			return
 		}
 		ep := 0
