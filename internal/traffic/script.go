@@ -510,3 +510,36 @@ func (r Rule) Match(reply any) (bool, error) {
 		return f <= r.Num, nil
 	}
 }
+
+// NamespaceTemplate puts ns (a run's own key namespace, such as
+// "rlctl-3f9a2c1e:") into a key template right before its first
+// placeholder, so every key the template renders starts with the same
+// fixed text, ns included: "rl:{id}" becomes "rl:rlctl-3f9a2c1e:{id}". A
+// template with no placeholder gets ns appended, after a ':'. It returns
+// the new template and the fixed start of every key it renders (the whole
+// key when exact is true), for finding the keys again.
+func NamespaceTemplate(tpl, ns string) (out, fixed string, exact bool, err error) {
+	if _, err := parseTemplate(tpl); err != nil {
+		return "", "", false, err
+	}
+	at := -1
+	for i := 0; i < len(tpl); i++ {
+		c := tpl[i]
+		if (c == '{' || c == '}') && i+1 < len(tpl) && tpl[i+1] == c {
+			i++
+			continue
+		}
+		if c == '{' {
+			at = i
+			break
+		}
+	}
+	literal := func(s string) string {
+		return strings.NewReplacer("{{", "{", "}}", "}").Replace(s)
+	}
+	if at < 0 {
+		out = tpl + ":" + strings.TrimSuffix(ns, ":")
+		return out, literal(out), true, nil
+	}
+	return tpl[:at] + ns + tpl[at:], literal(tpl[:at]) + ns, false, nil
+}

@@ -425,3 +425,28 @@ func TestRedisScriptClusterAndSingleServerAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestNamespaceTemplate(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in, out, fixed string
+		exact          bool
+	}{
+		{"rl:{id}", "rl:rlctl-x:{id}", "rl:rlctl-x:", false},
+		{"rl:{{{id}}}:tokens", "rl:{{rlctl-x:{id}}}:tokens", "rl:{rlctl-x:", false},
+		{"{id}", "rlctl-x:{id}", "rlctl-x:", false},
+		{"rl:global", "rl:global:rlctl-x", "rl:global:rlctl-x", true},
+		{"rl:{{tag}}:n", "rl:{{tag}}:n:rlctl-x", "rl:{tag}:n:rlctl-x", true},
+	} {
+		out, fixed, exact, err := NamespaceTemplate(tt.in, "rlctl-x:")
+		if err != nil || out != tt.out || fixed != tt.fixed || exact != tt.exact {
+			t.Errorf("%q: got %q %q %v %v, want %q %q %v", tt.in, out, fixed, exact, err, tt.out, tt.fixed, tt.exact)
+		}
+		if err := CheckTemplate(out); err != nil {
+			t.Errorf("%q: the namespaced template %q does not parse: %v", tt.in, out, err)
+		}
+	}
+	if _, _, _, err := NamespaceTemplate("rl:{nope}", "x:"); err == nil {
+		t.Error("a bad template: want an error")
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
@@ -103,7 +102,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		}
 	}
 	if sc.Target.Algorithm == limiter.RedisSlidingLog && env.redis != nil {
-		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, sc, h.Meta.Identities)...)
+		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, env.lc, sc, h.Meta.Identities)...)
 	}
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
@@ -256,9 +255,30 @@ type env struct {
 	target  traffic.Target
 	set     *gateway.Set
 	redis   *redisconn.Config // the simulated gateways' Redis (nil: none)
+	lc      limiter.Config    // the simulated gateways' design, namespaced
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
+}
+
+// namespace returns a key namespace of the run's own on a shared Redis,
+// and "" on one rlctl started (embedded, spawn), where every key is the
+// run's.
+func (e *env) namespace(spec string) string {
+	if !sharedRedis(spec) {
+		return ""
+	}
+	return newNamespace()
+}
+
+// own records the keys the run writes: on a shared Redis they are deleted
+// once the run is over, and the report says where they were.
+func (e *env) own(cfg *redisconn.Config, keys runKeys, ns string) {
+	if ns == "" {
+		return
+	}
+	e.closers = append(e.closers, cleanup(cfg, keys))
+	e.notes = append(e.notes, fmt.Sprintf("on the given Redis every key of this run lay in a namespace of its own (%s), deleted after the run: nothing else was written or deleted", strings.Join(keys, ", ")))
 }
 
 func (e *env) close() {
@@ -328,16 +348,22 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		ns := e.namespace(spec)
+		templates, keys, err := scriptKeys(sc.Target.Keys, ns)
+		if err != nil {
+			return nil, exitcode.With(fmt.Errorf("%s: redis-script target: %w", sc.Name, err), exitcode.Usage)
+		}
+		e.own(cfg, keys, ns)
 		newClient := cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, scriptPrefix(sc.Target.Keys))
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys)
 			if err != nil {
 				return nil, err
 			}
 		}
 		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
-			NewClient: newClient, Keys: sc.Target.Keys, Args: sc.Target.Args,
+			NewClient: newClient, Keys: templates, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
 		})
 		if err != nil {
@@ -359,9 +385,14 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.closers = append(e.closers, stop)
 		e.redis = cfg
+		ns := e.namespace(spec)
+		lc.Prefix += ns
+		keys := prefixKeys(lc.Prefix)
+		e.own(cfg, keys, ns)
+		e.lc = lc
 		newClient = cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, lc.Prefix)
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys)
 			if err != nil {
 				return nil, err
 			}
@@ -437,7 +468,7 @@ func openRedis(ctx context.Context, spec string, o Options) (*redisconn.Config, 
 // withFaults puts a fault proxy between the gateways and Redis and turns
 // the scenario's Redis faults into hooks on the run's clock. It returns the
 // client constructor the gateways must use (through the proxy).
-func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, prefix string) (func() redis.UniversalClient, error) {
+func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, keys runKeys) (func() redis.UniversalClient, error) {
 	t := cfg.Target()
 	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
 		return nil, exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
@@ -475,22 +506,24 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 			}})
 		case scenario.FaultRedisReset:
 			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				deletePrefix(ctx, admin, prefix)
+				// Best effort: a fault that cannot be applied shows in the
+				// figures.
+				_, _ = keys.delete(ctx, admin)
 			}})
 		case scenario.FaultFailover:
 			// The promoted replica had not caught up: it starts with empty
 			// counters (and without the failover marker), which is what a
 			// failover does to in-flight counts under async replication.
-			if spec != redisconn.SpecEmbedded && spec != redisconn.SpecSpawn {
+			if sharedRedis(spec) {
 				// A Redis the user pointed at: rlctl starts no server of its
 				// own for it. The failover is staged on that Redis itself —
-				// every connection cut, and the limiter's keys (marker
+				// every connection cut, and the run's own keys (marker
 				// included) gone, as on a replica that never received them.
 				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-					deletePrefix(ctx, admin, prefix)
+					_, _ = keys.delete(ctx, admin)
 					proxy.SetUpstream(proxy.Upstream())
 				}})
-				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the limiter's keys and marker, as on a promoted replica that had not caught up")
+				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
 				continue
 			}
 			rcfg, stop, err := openRedis(ctx, spec, o)
@@ -511,12 +544,11 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 // logMemoryNote reads, right after the run and while the logs are still
 // alive, how big the sliding log of the busiest identities is: the price of
 // its exactness, one entry per admitted request in the last window.
-func logMemoryNote(ctx context.Context, cfg *redisconn.Config, sc *scenario.Scenario, ids []string) []string {
+func logMemoryNote(ctx context.Context, cfg *redisconn.Config, lc limiter.Config, sc *scenario.Scenario, ids []string) []string {
 	c := cfg.NewClient()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	lc := limiterConfig(sc)
 	var entries, bytes int64
 	var worst string
 	for _, id := range ids[:min(len(ids), 50)] {
@@ -538,35 +570,6 @@ func logMemoryNote(ctx context.Context, cfg *redisconn.Config, sc *scenario.Scen
 		size = fmt.Sprintf(" (%d bytes)", bytes)
 	}
 	return []string{fmt.Sprintf("sliding log: %s's log held %d entries%s at the end, one per request admitted in the last %s; its memory grows with the allowed rate × W for every identity", worst, entries, size, sc.Limit.Window)}
-}
-
-// deletePrefix removes the limiter's keys (SCAN, never KEYS): the counters
-// a reset Redis loses, without touching anything else in a shared Redis.
-func deletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
-	if prefix == "" {
-		return
-	}
-	// Best effort: a fault that cannot be applied shows in the figures.
-	_ = keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
-		return keyspace.ScanNode(ctx, n, keyspace.EscapeGlob(prefix)+"*", func(keys []string) error {
-			_, err := keyspace.Delete(ctx, n.Client, keys)
-			return err
-		})
-	})
-}
-
-// scriptPrefix is the fixed start of a redis-script target's first key
-// template ("myrl:{id}" → "myrl:"): what a redis-reset fault deletes. With
-// no fixed start it deletes nothing rather than everything.
-func scriptPrefix(keys []string) string {
-	if len(keys) == 0 {
-		return ""
-	}
-	k := keys[0]
-	if i := strings.IndexByte(k, '{'); i >= 0 {
-		k = k[:i]
-	}
-	return k
 }
 
 func limiterConfig(sc *scenario.Scenario) limiter.Config {
