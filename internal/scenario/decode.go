@@ -420,6 +420,7 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 			})
 		},
 		"urls":   d.strList(&t.URLs),
+		"redact": d.strList(&t.Redact),
 		"method": d.str(&t.Method),
 		"identity": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){

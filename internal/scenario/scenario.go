@@ -147,6 +147,10 @@ type Target struct {
 	// TLS configures https:// gateways: a CA to trust, a client
 	// certificate, or no verification at all.
 	TLS TLSFiles
+	// Redact names query parameters whose values never appear in reports,
+	// histories or messages, beside those whose names look like
+	// credentials (token, key, secret, signature, password, auth …).
+	Redact []string
 
 	// redis-script targets.
 	// Script is the script's path, resolved relative to the scenario file;

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/redact"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -224,7 +225,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.TLS.Set() && !slices.ContainsFunc(t.URLs, func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "https://") }) && t.Kind == KindHTTP {
 		bad("target.tls", "applies to https:// URLs, and none is")
 	}
-	for _, f := range []string{"target.urls", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
+	for _, f := range []string{"target.urls", "target.redact", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
 		onlyFor(f, KindHTTP)
 	}
 	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
@@ -238,7 +239,7 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	if t.Redis != "" && t.Redis != RedisEmbedded && t.Redis != RedisSpawn {
 		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis-sentinel", "redis-cluster", "unix"}, u.Scheme) {
-			bad("target.redis", "want embedded, spawn or a redis:// URL, got %q", redactURL(t.Redis))
+			bad("target.redis", "want embedded, spawn or a redis:// URL, got %q", redact.URL(t.Redis))
 		}
 	}
 	if t.Kind == KindSimulated && t.Prefix == "" {
@@ -417,21 +418,6 @@ func checkIdentities(sc *Scenario, bad func(path, format string, args ...any)) {
 	}
 }
 
-// redactURL drops any password from a URL before it goes into a message.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		if i := strings.LastIndex(s, "@"); i >= 0 {
-			return "…@" + s[i+1:]
-		}
-		return s
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
-
 // String describes a scenario's target in a few words, for reports:
 // "simulated redis-fixed-window ×50".
 func (t Target) String() string {
@@ -439,7 +425,7 @@ func (t Target) String() string {
 	case KindHTTP:
 		urls := make([]string, len(t.URLs))
 		for i, u := range t.URLs {
-			urls[i] = redactURL(u)
+			urls[i] = redact.URL(u, t.Redact...)
 		}
 		return fmt.Sprintf("http ×%d (%s)", len(t.URLs), strings.Join(urls, ", "))
 	case KindRedisScript:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/redact"
 )
 
 // HTTPOptions configure an HTTP target: real gateways (or one load
@@ -54,6 +55,9 @@ type HTTPOptions struct {
 	// machine's default), chosen outside Sources so that a gateway keying
 	// on the client's address counts no probe against a run's identity.
 	ProbeSource netip.Addr
+	// Redact names query parameters whose values are hidden wherever a URL
+	// is shown, beside those that look like credentials (see redact.URL).
+	Redact []string
 }
 
 type httpGateway struct {
@@ -91,6 +95,7 @@ type httpTarget struct {
 	tlsConf  *tls.Config
 	timeout  time.Duration
 	probeSrc netip.Addr
+	redact   []string
 }
 
 // netClient is net/http's side of an http target, for one source address.
@@ -177,7 +182,7 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("http target: bad URL: %w", err)
 		}
-		name := strings.ReplaceAll(u.Redacted(), idMark, "{id}")
+		name := shownURL(u, o.Redact...)
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("http target: URL %s: want http:// or https:// with a host", name)
 		}
@@ -216,7 +221,7 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	t.tlsConf, t.timeout, t.probeSrc = o.TLS, timeout, o.ProbeSource
+	t.tlsConf, t.timeout, t.probeSrc, t.redact = o.TLS, timeout, o.ProbeSource, o.Redact
 	if a := o.ProbeSource; a.IsValid() {
 		// An address the machine does not have: probe from its default.
 		probe, err := net.ListenUDP("udp", &net.UDPAddr{IP: a.AsSlice(), Zone: a.Zone()})
@@ -297,19 +302,6 @@ func allPlainHTTP(urls []*url.URL) bool {
 	return true
 }
 
-func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			ue.URL = u.Redacted()
-		} else {
-			ue.URL = "(unparsable URL)"
-		}
-		return ue
-	}
-	return err
-}
-
 func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	src, err := t.source(r)
 	if err != nil {
@@ -325,8 +317,8 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	}
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
-		// The client's error already names the URL without its password.
-		return lostResponse(err)
+		// The client's error names the URL: without its credentials.
+		return lostResponse(redact.Error(err, t.redact...))
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
@@ -348,7 +340,7 @@ func (t *httpTarget) netRequest(ctx context.Context, g *httpGateway, id string) 
 	}
 	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("build request for %s: %w", g.name, redactURLError(err))
+		return nil, fmt.Errorf("build request for %s: %w", g.name, redact.Error(err, t.redact...))
 	}
 	for _, h := range t.headers {
 		v := h.value

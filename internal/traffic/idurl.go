@@ -1,6 +1,8 @@
 package traffic
 
 import (
+	"github.com/rlctl/rlctl/internal/redact"
+
 	"errors"
 	"fmt"
 	"net/netip"
@@ -58,12 +60,18 @@ func parseIDURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.ReplaceAll(raw, "{id}", idMark))
 	if err != nil {
 		// The error quotes the URL: without its password, {id} as written.
-		return nil, errors.New(strings.ReplaceAll(redactURLError(err).Error(), idMark, "{id}"))
+		return nil, errors.New(strings.ReplaceAll(redact.Error(err).Error(), idMark, "{id}"))
 	}
 	if strings.Contains(u.Host, idMark) || strings.Contains(u.User.String(), idMark) || strings.Contains(u.Fragment, idMark) {
-		return nil, fmt.Errorf("URL %s: {id} goes in the path or the query, not the host, user or fragment", strings.ReplaceAll(u.Redacted(), idMark, "{id}"))
+		return nil, fmt.Errorf("URL %s: {id} goes in the path or the query, not the host, user or fragment", shownURL(u))
 	}
 	return u, nil
+}
+
+// shownURL is u as reports, logs and errors show it: {id} as written,
+// credentials hidden (see redact.URL, with extra secret parameter names).
+func shownURL(u *url.URL, extra ...string) string {
+	return redact.URL(strings.ReplaceAll(u.String(), idMark, "{id}"), extra...)
 }
 
 // CheckURL checks a gateway URL as NewHTTP will take it: http:// or
@@ -74,7 +82,7 @@ func CheckURL(raw string) error {
 		return err
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("URL %s: want http:// or https:// with a host", strings.ReplaceAll(u.Redacted(), idMark, "{id}"))
+		return fmt.Errorf("URL %s: want http:// or https:// with a host", shownURL(u))
 	}
 	return nil
 }

@@ -324,7 +324,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
 			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout, TLS: tlsConf,
-			Sources: sources, ProbeSource: probeSrc,
+			Sources: sources, ProbeSource: probeSrc, Redact: sc.Target.Redact,
 		})
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)

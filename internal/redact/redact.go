@@ -1,0 +1,119 @@
+package redact
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+)
+
+// Mask stands in for every hidden value.
+const Mask = "xxxxx"
+
+// secretWords are the parts of a query parameter's name that mark its
+// value as a credential; matching is by substring, case-insensitive, so
+// "api_key", "X-Amz-Signature" and "access_token" all count. A false
+// positive only hides a value that was harmless to show.
+var secretWords = []string{"token", "key", "secret", "sig", "password", "passwd", "pwd", "auth", "credential", "session", "jwt"}
+
+// SecretName reports whether a query parameter named name carries a
+// credential: by the built-in words, or because extra names it (exactly,
+// case-insensitive).
+func SecretName(name string, extra ...string) bool {
+	n := strings.ToLower(name)
+	for _, e := range extra {
+		if strings.EqualFold(n, e) {
+			return true
+		}
+	}
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// URL returns s with the password in its user info and the values of
+// secret query parameters (see SecretName) replaced by Mask. The rest is
+// kept as written, unreordered and unre-encoded, so a reader recognises
+// it; a value that is a template placeholder ({id}) is kept too. Strings
+// that are not URLs come back unchanged but for those two parts.
+func URL(s string, extra ...string) string {
+	scheme, rest, hasScheme := strings.Cut(s, "://")
+	if !hasScheme || !isScheme(scheme) {
+		scheme, rest, hasScheme = "", s, false
+	}
+	frag := ""
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest, frag = rest[:i], rest[i:]
+	}
+	query := ""
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest, query = rest[:i], rest[i+1:]
+	}
+	prefix := ""
+	// The user info ends at the last '@' before the query, so a password
+	// holding an unescaped '/' or '@' is still hidden whole; an '@' in a
+	// path only makes its start look like a user name, which is shown.
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		user, _, hasPass := strings.Cut(rest[:i], ":")
+		prefix = rest[:i+1]
+		if hasPass {
+			prefix = user + ":" + Mask + "@"
+		}
+		rest = rest[i+1:]
+	}
+	out := prefix + rest
+	if query != "" || strings.Contains(s, "?") {
+		out += "?" + redactQuery(query, extra)
+	}
+	out += frag
+	if hasScheme {
+		out = scheme + "://" + out
+	}
+	return out
+}
+
+// isScheme reports whether s is a URL scheme: a letter, then letters,
+// digits, '+', '-' or '.'.
+func isScheme(s string) bool {
+	for i, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+func redactQuery(q string, extra []string) string {
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || v == "" || v == "{id}" {
+			continue
+		}
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			key = k
+		}
+		if SecretName(key, extra...) {
+			parts[i] = k + "=" + Mask
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// Error hides the credentials in the URL a *url.Error carries (net/http's
+// errors name the request's URL in full). Call it on the error as
+// returned, before wrapping it: a wrapper made by fmt.Errorf has already
+// copied the message. Other errors come back as they are.
+func Error(err error, extra ...string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = URL(ue.URL, extra...)
+	}
+	return err
+}
