@@ -115,7 +115,12 @@ func TestPingUnreachableWithinTimeout(t *testing.T) {
 			if code != int(exitcode.Unreachable) {
 				t.Errorf("exit %d, want %d", code, exitcode.Unreachable)
 			}
-			msg := errOut.String()
+			// The first line says the password is visible in ps (it is on
+			// the command line here); the error is one line after it.
+			hint, msg, _ := strings.Cut(errOut.String(), "\n")
+			if !strings.Contains(hint, "REDISCLI_AUTH") {
+				t.Errorf("no REDISCLI_AUTH hint: %q", errOut.String())
+			}
 			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "rlctl: redis redis://admin:xxxxx@") {
 				t.Errorf("stderr is not one redacted line: %q", msg)
 			}

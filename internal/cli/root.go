@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/redisconn"
 )
 
 // Version is set at build time with -ldflags "-X .../cli.Version=...".
@@ -109,6 +110,17 @@ func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "rlctl: %s\n", msg)
 }
 
+// warnPasswordOnCommandLine says once, on stderr, that a password given
+// in --redis is visible to every user of the machine (ps, /proc), and how
+// to keep it out.
+func warnPasswordOnCommandLine(f *Factory) {
+	t, err := redisconn.ParseURL(f.RedisURL)
+	if err != nil || (t.Password == "" && t.SentinelPassword == "") {
+		return
+	}
+	fmt.Fprintln(f.IO.ErrOut, "rlctl: the --redis URL carries a password, which other users of this machine can read in the process list; leave it out of the URL and set REDISCLI_AUTH instead")
+}
+
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
@@ -127,6 +139,9 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 			}
 			if f.Timeout <= 0 {
 				return usageError("--timeout must be positive")
+			}
+			if fl := cmd.Flag("redis"); fl != nil && fl.Changed {
+				warnPasswordOnCommandLine(f)
 			}
 			return nil
 		},

@@ -230,3 +230,25 @@ func TestSecondSignalExits(t *testing.T) {
 		t.Errorf("stderr: %q", errOut)
 	}
 }
+
+// A password in --redis is visible in the process list: rlctl says so
+// once, without the password, and points at REDISCLI_AUTH; a password
+// from the environment is not on the command line and gets no warning.
+func TestPasswordOnCommandLineWarnsOnce(t *testing.T) {
+	const hint = "set REDISCLI_AUTH instead"
+	f, errOut := testFactory(&syncBuffer{}, nil)
+	Run(f, []string{"ping", "--timeout", "200ms", "--redis", "redis://:hunter2@127.0.0.1:1"}, nil, noExit(t))
+	if got := strings.Count(errOut.String(), hint); got != 1 || strings.Contains(errOut.String(), "hunter2") {
+		t.Errorf("--redis with a password: hint %d times, stderr:\n%s", got, errOut.String())
+	}
+	f, errOut = testFactory(&syncBuffer{}, map[string]string{"RLCTL_REDIS_URL": "redis://:hunter2@127.0.0.1:1"})
+	Run(f, []string{"ping", "--timeout", "200ms"}, nil, noExit(t))
+	if strings.Contains(errOut.String(), hint) {
+		t.Errorf("password from the environment: warned anyway:\n%s", errOut.String())
+	}
+	f, errOut = testFactory(&syncBuffer{}, nil)
+	Run(f, []string{"ping", "--timeout", "200ms", "--redis", "redis://127.0.0.1:1"}, nil, noExit(t))
+	if strings.Contains(errOut.String(), hint) {
+		t.Errorf("no password: warned anyway:\n%s", errOut.String())
+	}
+}
