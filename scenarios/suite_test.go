@@ -85,8 +85,37 @@ func TestBuiltinSuitePassesOnEmbeddedRedis(t *testing.T) {
 	runSuite(t)
 }
 
-// The same suite on a real redis-server.
+// The same suite on a real redis-server that also holds another
+// application's keys, as a shared staging Redis does: the suite (its
+// failover and reset faults included) and then the keys commands with
+// --yes and broad patterns leave every one of them byte-identical with its
+// TTL, and the suite leaves nothing of its own behind.
 func TestBuiltinSuitePassesOnRealRedis(t *testing.T) {
 	srv := redistest.Start(t)
+	c := srv.Client(t)
+	foreign := redistest.SeedForeign(t, c)
 	runSuite(t, "--redis", srv.URL())
+	if left := c.Keys(t.Context(), "*rlctl-*").Val(); len(left) > 0 {
+		t.Errorf("the suite left %d keys behind: %v", len(left), left[:min(5, len(left))])
+	}
+	if n := c.DBSize(t.Context()).Val(); n != int64(len(foreign.Keys())) {
+		t.Errorf("Redis holds %d keys after the suite, want only the %d seeded", n, len(foreign.Keys()))
+	}
+	for _, args := range [][]string{
+		{"keys", "repair-ttl", "--match", "*", "--limit", "20/1s", "--yes", "--force"},
+		{"keys", "repair-ttl", "--match", "[^x]*", "--ttl", "1m", "--yes", "--force"},
+		{"keys", "repair-ttl", "--match", "*:*", "--limit", "20/1s", "--yes"},
+		{"keys", "reset", "rl:fw:notlimiter", "--yes"},
+		{"keys", "reset", "intruder", "--yes"},
+		{"audit", "--limit", "20/1s"},
+	} {
+		var out, errOut bytes.Buffer
+		f := &cli.Factory{IO: &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			Getenv: func(string) string { return "" }, Now: time.Now}
+		code := cli.Run(f, append(args, "--redis", srv.URL(), "--no-progress"), nil, func(int) {})
+		if code == 3 || code == 130 {
+			t.Errorf("rlctl %s: exit %d\n%s", strings.Join(args, " "), code, errOut.String())
+		}
+	}
+	foreign.AssertUnchanged(t, c)
 }
