@@ -400,3 +400,20 @@ thresholds:
 		t.Errorf("allowed %g, want at least the limit", a)
 	}
 }
+
+// A bucket's note agrees with its figures: within the envelope it is the
+// design, not a leak; with requests slipped beyond it, it is a leak (as
+// when gateway clocks disagree and the refill counts time nobody waited).
+func TestBucketNoteAgreesWithTheFigures(t *testing.T) {
+	t.Parallel()
+	s := Saved{Algorithm: limiter.RedisTokenBucket, Limit: rate.Limit{Count: 20, Window: time.Second},
+		Analysis: analysis.Options{EnvelopeBurst: 20, EnvelopeRate: 20}}
+	within := bucketNote(s, analysis.Metrics{analysis.Ceiling: 39, analysis.Slipped: 0})
+	if !strings.Contains(within, "not a leak") {
+		t.Errorf("within the envelope: %q", within)
+	}
+	beyond := bucketNote(s, analysis.Metrics{analysis.Ceiling: 101, analysis.Slipped: 57, analysis.Burst: 60, analysis.SustainedRate: 95})
+	if strings.Contains(beyond, "not a leak") || !strings.Contains(beyond, "57 requests slipped") || !strings.Contains(beyond, "a leak, not the envelope") {
+		t.Errorf("beyond the envelope: %q", beyond)
+	}
+}
