@@ -689,7 +689,7 @@ func bucketNote(s Saved, m analysis.Metrics) string {
 	if slipped <= 0 {
 		return fmt.Sprintf("a bucket of capacity %g refilled at %g per %s admits up to %g in one sliding window: that is its envelope (burst + sustained rate), not a leak", C, L, s.Limit.Window, C+L-1)
 	}
-	return fmt.Sprintf("%g requests slipped beyond the envelope a bucket of capacity %g refilled at %g per %s can admit (measured burst %g, sustained %.3g/s): a leak, not the envelope", slipped, C, L, s.Limit.Window, m[analysis.Burst], m[analysis.SustainedRate])
+	return fmt.Sprintf("%g requests slipped beyond the envelope a bucket of capacity %g refilled at %g per %s can admit (measured burst %.3g, sustained %.3g/s): a leak, not the envelope", slipped, C, L, s.Limit.Window, m[analysis.Burst], m[analysis.SustainedRate])
 }
 
 // dropNote says why requests were dropped: the workers all waited on slow
