@@ -126,6 +126,7 @@ func TestKeysCommandsReportAStalledRedisWithinTheTimeout(t *testing.T) {
 	}
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel() // each against its own proxy; the time is spent waiting
 			// Stall after the PING, and after a few more replies: a stall
 			// at each early step of the command (later ones are alike).
 			for after := 1; after <= 5; after++ {

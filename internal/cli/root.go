@@ -94,6 +94,11 @@ func Run(f *Factory, args []string, sig <-chan os.Signal, exit func(int)) int {
 
 var errInterrupted = errors.New("interrupted")
 
+// Help lists commands in the order of commands(): the main job first.
+// cobra keeps this in a global, set once here so that building command
+// trees from many goroutines (tests) does not race on it.
+func init() { cobra.EnableCommandSorting = false }
+
 // silentError carries an exit code for an outcome the command has already
 // reported itself (a failed threshold, audit findings).
 type silentError struct{ code exitcode.Code }
@@ -159,8 +164,6 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 	pf.StringVar(&f.TLSKey, "tls-key", "", "client key file for rediss://")
 	pf.BoolVar(&f.TLSSkipVerify, "tls-skip-verify", false, "do not verify the server certificate (testing only)")
 
-	// Help lists commands in the order of commands(): the main job first.
-	cobra.EnableCommandSorting = false
 	for _, c := range commands(f) {
 		root.AddCommand(c)
 	}

@@ -1,4 +1,4 @@
-package scenarios_test
+package cli
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/rlctl/rlctl/internal/cli"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/scenarios"
@@ -28,11 +27,9 @@ import (
 func verifyDir(t *testing.T, dir string, extra ...string) (int, map[string]any, string) {
 	t.Helper()
 	reports := t.TempDir()
-	var out, errOut bytes.Buffer
-	f := &cli.Factory{IO: &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		Getenv: func(string) string { return "" }, Now: time.Now}
+	f, errOut := testFactory(&bytes.Buffer{}, nil)
 	args := append([]string{"verify", "--no-progress", "--report-dir", reports, dir}, extra...)
-	code := cli.Run(f, args, nil, func(int) {})
+	code := Run(f, args, nil, func(int) {})
 	files, _ := filepath.Glob(filepath.Join(reports, "*", "report.json"))
 	if len(files) != 1 {
 		t.Fatalf("want one report.json, found %v\n%s", files, errOut.String())
@@ -47,7 +44,7 @@ func verifyDir(t *testing.T, dir string, extra ...string) (int, map[string]any, 
 
 // retarget rewrites every built-in scenario to drive target instead (its
 // faults dropped, as rlctl cannot inject them into a foreign target), with
-// its limit, traffic (at most 1s of it) and thresholds as they are.
+// its limit, traffic (300ms of it) and thresholds as they are.
 func retarget(t *testing.T, target map[string]any) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -61,7 +58,7 @@ func retarget(t *testing.T, target map[string]any) string {
 		doc["target"] = target
 		delete(doc, "faults")
 		tr := doc["traffic"].(map[string]any)
-		tr["duration"] = "1s"
+		tr["duration"] = "300ms"
 		out, err := yaml.Marshal(doc)
 		if err != nil {
 			t.Fatal(err)
@@ -92,6 +89,7 @@ func noPass(t *testing.T, rep map[string]any) {
 // the probe before the run) or answers the probe and nothing after (found
 // by the validity check after it). Either way rlctl exits 3.
 func TestNoBuiltinScenarioPassesOnATargetThatNeverAnswers(t *testing.T) {
+	t.Parallel()
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +120,7 @@ func TestNoBuiltinScenarioPassesOnATargetThatNeverAnswers(t *testing.T) {
 		{"answers only the probe", probeOnly.URL + "/"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := retarget(t, map[string]any{"kind": "http", "urls": []string{tt.url}, "timeout": "300ms"})
+			dir := retarget(t, map[string]any{"kind": "http", "urls": []string{tt.url}, "timeout": "150ms"})
 			code, rep, stderr := verifyDir(t, dir)
 			if code != int(exitcode.Unreachable) {
 				t.Errorf("exit %d, want 3\n%s", code, stderr)
@@ -138,6 +136,7 @@ func TestNoBuiltinScenarioPassesOnATargetThatNeverAnswers(t *testing.T) {
 // A Redis that dies mid-run without a planned fault: exit 3, and the
 // report says when the design stopped being measured.
 func TestVerifyExitsThreeWhenRedisDiesMidRun(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	doc := `name: redis-dies
