@@ -36,8 +36,8 @@ func SecretName(name string, extra ...string) bool {
 // URL returns s with the password in its user info and the values of
 // secret query parameters (see SecretName) replaced by Mask. The rest is
 // kept as written, unreordered and unre-encoded, so a reader recognises
-// it; a value that is a template placeholder ({id}) is kept too. Strings
-// that are not URLs come back unchanged but for those two parts.
+// it; a value that is a template placeholder ({id}) is kept too. Without
+// a scheme there is no user info to hide, only a query.
 func URL(s string, extra ...string) string {
 	scheme, rest, hasScheme := strings.Cut(s, "://")
 	if !hasScheme || !isScheme(scheme) {
@@ -55,7 +55,7 @@ func URL(s string, extra ...string) string {
 	// The user info ends at the last '@' before the query, so a password
 	// holding an unescaped '/' or '@' is still hidden whole; an '@' in a
 	// path only makes its start look like a user name, which is shown.
-	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 && hasScheme {
 		user, _, hasPass := strings.Cut(rest[:i], ":")
 		prefix = rest[:i+1]
 		if hasPass {

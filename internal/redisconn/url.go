@@ -1,6 +1,8 @@
 package redisconn
 
 import (
+	"github.com/rlctl/rlctl/internal/redact"
+
 	"errors"
 	"fmt"
 	"net"
@@ -64,9 +66,6 @@ var knownOptions = map[string]bool{
 	"db": true, "timeout": true, "pool_size": true, "client_name": true, "protocol": true,
 	"sentinel_username": true, "sentinel_password": true,
 }
-
-// secretOptions are URL options whose values Redact hides.
-var secretOptions = map[string]bool{"sentinel_password": true, "password": true}
 
 // ParseURL parses one of the URL forms described at Target. Errors never
 // contain the password.
@@ -302,52 +301,32 @@ func (t *Target) setQuery(query string) error {
 }
 
 // redactedPassword stands in for every password rlctl prints.
-const redactedPassword = "xxxxx"
+const redactedPassword = redact.Mask
 
 // Redact returns s with every password it carries replaced by "xxxxx": the
 // password in a URL's user info (in any scheme, with one or many hosts) and
-// the values of password options such as sentinel_password. Strings without
-// credentials come back unchanged. It is the one function every URL goes
-// through before it reaches output, logs, errors or reports.
+// the values of secret options such as sentinel_password (see
+// redact.URL). Strings without credentials come back unchanged. It is the
+// one function every Redis URL goes through before it reaches output,
+// logs, errors or reports.
 func Redact(s string) string {
-	scheme, rest, hasScheme := strings.Cut(s, "://")
+	// A Redis URL's user info ends at the last '@' of the whole URL (see
+	// parseURL), query included; redact.URL, made for http URLs, stops at
+	// the query. Hide such a password first.
+	head, rest, hasScheme := strings.Cut(s, "://")
 	if !hasScheme {
-		scheme, rest = "", s
+		rest = s
 	}
-	prefix := ""
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-		user, _, hasPass := strings.Cut(rest[:i], ":")
-		prefix = rest[:i+1]
-		if hasPass {
-			prefix = user + ":" + redactedPassword + "@"
+		if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass {
+			rest = user + ":" + redactedPassword + rest[i:]
 		}
-		rest = rest[i+1:]
 	}
-	if i := strings.IndexByte(rest, '?'); i >= 0 {
-		rest = rest[:i] + "?" + redactQuery(rest[i+1:])
-	}
-	out := prefix + rest
+	s = rest
 	if hasScheme {
-		out = scheme + "://" + out
+		s = head + "://" + rest
 	}
-	return out
-}
-
-// redactQuery hides the values of secret options without reordering or
-// re-encoding the rest, so the user recognises what they typed.
-func redactQuery(q string) string {
-	parts := strings.Split(q, "&")
-	for i, p := range parts {
-		k, _, ok := strings.Cut(p, "=")
-		key, err := url.QueryUnescape(k)
-		if err != nil {
-			key = k
-		}
-		if ok && secretOptions[strings.ToLower(key)] {
-			parts[i] = k + "=" + redactedPassword
-		}
-	}
-	return strings.Join(parts, "&")
+	return redact.URL(s)
 }
 
 // URL formats t back into a URL with the password redacted.
