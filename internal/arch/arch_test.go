@@ -1,0 +1,145 @@
+package arch
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/rlctl/rlctl/"
+
+// allowed lists, for every package of the module, the module packages it
+// may import. Data flows one way: scenario → verify → (gateway → limiter)
+// via traffic → history → analysis → report; leaf packages (decision,
+// rate, exitcode, atomicfile, redact, netcheck) import none of ours.
+var allowed = map[string][]string{
+	"cmd/rlctl":                {"internal/cli"},
+	"internal/cli":             {"*"}, // the top: it wires everything
+	"internal/verify":          {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/decision", "internal/exitcode", "internal/fault", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/rate", "internal/redisconn", "internal/report", "internal/scenario", "internal/traffic"},
+	"internal/ceiling/measure": {"internal/analysis", "internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/rate", "internal/redisconn", "internal/scenario", "internal/verify"},
+	"internal/report":          {"internal/analysis", "internal/atomicfile", "internal/rate", "internal/scenario"},
+	"internal/analysis":        {"internal/decision", "internal/history", "internal/rate"},
+	"internal/history":         {"internal/atomicfile", "internal/decision", "internal/rate"},
+	"internal/traffic":         {"internal/decision", "internal/exitcode", "internal/gateway", "internal/history", "internal/limiter", "internal/netcheck", "internal/rate", "internal/redact", "internal/redisconn", "internal/resp"},
+	"internal/scenario":        {"internal/analysis", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redact", "internal/traffic"},
+	"internal/gateway":         {"internal/decision", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn"},
+	"internal/httpgw":          {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
+	"internal/limiter":         {"internal/decision", "internal/rate", "internal/redisconn", "internal/resp"},
+	"internal/keyspace":        {"internal/ceiling", "internal/limiter", "internal/rate"},
+	"internal/ceiling":         {"internal/limiter", "internal/rate"},
+	"internal/fault":           {},
+	"internal/redisconn":       {"internal/exitcode", "internal/redact"},
+	"internal/resp":            {"internal/netcheck"},
+	"internal/redistest":       {"internal/redisconn"},
+	"internal/decision":        {},
+	"internal/rate":            {},
+	"internal/exitcode":        {},
+	"internal/atomicfile":      {},
+	"internal/redact":          {},
+	"internal/netcheck":        {},
+	"internal/arch":            {},
+	"scenarios":                {},
+	"scripts/benchtool":        {"internal/limiter"},
+}
+
+// debts are arrows that exist and should not: each names what removing
+// it needs. A debt paid must leave this list (the test says so).
+var debts = map[string]string{
+	"internal/scenario -> internal/traffic":  "issue 16: validation that needs the engine is passed in, or its small parsers move to a leaf package",
+	"internal/scenario -> internal/limiter":  "issue 16: the design and policy names move to a leaf package",
+	"internal/scenario -> internal/analysis": "issue 16: metric names for thresholds move to a leaf package",
+	"internal/report -> internal/scenario":   "issue 16: thresholds parsed once and kept parsed, not parsed again by report",
+}
+
+// cliOnly are libraries of the command line: no core package may use them.
+var cliOnly = []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/vbauerster/mpb", "github.com/mattn/go-isatty"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "github.com/rlctl/rlctl/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestImportsFollowTheLayout(t *testing.T) {
+	used := map[string]bool{}
+	for _, p := range listPackages(t) {
+		name := strings.TrimPrefix(p.ImportPath, module)
+		rule, ok := allowed[name]
+		if !ok {
+			t.Errorf("%s is not in the import rules: add it to allowed, with the packages it may import", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, lib := range cliOnly {
+				if name != "internal/cli" && (imp == lib || strings.HasPrefix(imp, lib+"/")) {
+					t.Errorf("%s imports %s: command-line libraries belong to internal/cli only", name, imp)
+				}
+			}
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			target := strings.TrimPrefix(imp, module)
+			if target == "internal/cli" && name != "cmd/rlctl" {
+				t.Errorf("%s imports internal/cli: nothing below the command line does", name)
+			}
+			arrow := name + " -> " + target
+			if debts[arrow] != "" {
+				used[arrow] = true
+			}
+			if !slices.Contains(rule, "*") && !slices.Contains(rule, target) {
+				t.Errorf("%s: not an allowed direction; if it is right, say so in allowed (and DESIGN.md)", arrow)
+			}
+		}
+	}
+	for arrow, why := range debts {
+		if !used[arrow] {
+			t.Errorf("debt %q (%s) is paid: remove it from debts and from allowed", arrow, why)
+		}
+	}
+	if t.Failed() {
+		t.Log("the rules: DESIGN.md, Layout; a core package knows nothing of the CLI, and data flows one way")
+	}
+}
+
+// analysis is pure computation over histories: no Redis, no network.
+func TestAnalysisTouchesNoNetwork(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"internal/analysis" && p.ImportPath != module+"internal/history" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "net" || strings.HasPrefix(imp, "net/") || strings.Contains(imp, "redis") {
+				t.Errorf("%s imports %s: analysis and history are pure computation", p.ImportPath, imp)
+			}
+		}
+	}
+}
