@@ -25,10 +25,9 @@ var repairScanLua string
 var repairScanScript = redis.NewScript(repairScanLua)
 
 // WalkCount is the SCAN COUNT of a page that repair-ttl scans and checks
-// in one script call. SCAN and a PTTL per key together cost Redis about
-// 2.7µs a key (INFO commandstats, 1M keys), so one call of 250 takes about
-// 0.7ms: other clients' worst p99 PING round stayed at 0.8-1.0ms over three
-// repair runs; 125 lowered it a little and cost 12% more time.
+// in one script call: small enough that one call stays well under a
+// millisecond of Redis's time, so other clients' latency barely moves,
+// large enough that the round trips stay few. make bench measures both.
 const WalkCount = 250
 
 // RepairOptions select the keys repair-ttl looks at and how it works.
@@ -164,13 +163,11 @@ type repairPage struct {
 
 // fetch reads the page at cursor. While nearly all keys scanned so far
 // were limiter keys, the server checks the TTLs while it scans
-// (repair_scan.lua): the names need not travel back (on 1M limiter keys
-// Redis spent about 2.9s of CPU instead of 3.1-3.5s, and the pass took
-// 3.3s instead of 3.7-4.2s). Otherwise it scans only, and the limiter keys
-// among them are checked by repair_scan.lua, so other keys cost no PTTL
-// (nor a TYPE when they have no TTL either: with a quarter of such keys,
-// BenchmarkRepairTTL's Redis CPU was the same both ways). Both walk the
-// same SCAN cursor, so a pass can switch between them from page to page.
+// (repair_scan.lua): the names need not travel back, which spares Redis
+// and the network a copy of every name. Otherwise it scans only, and the
+// limiter keys among them are checked by repair_scan.lua, so other keys
+// cost no PTTL (nor a TYPE). Both walk the same SCAN cursor, so a pass can
+// switch between them from page to page.
 func (j *repairJob) fetch(n Node) func(ctx context.Context, cursor uint64) (repairPage, bool, uint64, error) {
 	return func(ctx context.Context, cursor uint64) (repairPage, bool, uint64, error) {
 		j.mu.Lock()

@@ -10,12 +10,8 @@ import (
 // ScanCount is the COUNT hint of every SCAN: large enough to keep round
 // trips few, small enough that one call never blocks Redis noticeably.
 // Since ScanNode reads ahead, a SCAN can wait behind a page script and
-// another client behind both, so both are kept short: COUNT 1000 cost
-// Redis 1.1-1.5ms a call on 1M keys (INFO commandstats), 250 about 0.4ms.
-// On scripts/bench-keys.sh's keyspace, the worst p99 PING round of other
-// clients during an audit was 1.5-2.0ms with SCAN 500 and 200-key
-// scripts, 0.8-1.6ms with 250 and 100 (three runs each, same audit time
-// within this shared machine's noise).
+// another client behind both, so both are kept short; make bench prints
+// the p99 latency other clients see during a pass.
 const ScanCount = 250
 
 // Node is one primary being scanned: its address and a client for it.
@@ -116,7 +112,7 @@ func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, curso
 
 // ScriptChunk is the most keys one server-side page script handles per
 // call. A script blocks Redis while it runs; 100 keys of an audit take
-// about 0.26ms (INFO commandstats), so other clients barely notice.
+// a fraction of a millisecond, so other clients barely notice.
 const ScriptChunk = 100
 
 // keyRun is a run of keys that a page script checks the same way: head
@@ -133,8 +129,7 @@ type keyRun struct {
 // as its bare keys. A run that does not fit the rest of a call is split,
 // its head repeated. The calls are not pipelined on purpose: Redis runs a
 // client's pipelined commands back to back, so other clients would wait
-// for all chunks instead of one (measured with scripts/bench-keys.sh: p99
-// PING of others rose from under 2ms to over 3ms). A script answers with
+// for all chunks instead of one. A script answers with
 // groups of stride items whose first is a 1-based key position within its
 // call; positions are turned into 1-based positions in keys.
 func runChunked(ctx context.Context, n Node, s *redis.Script, keys []string, runs []keyRun, stride int) ([]any, error) {

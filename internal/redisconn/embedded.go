@@ -17,9 +17,8 @@ const embeddedStep = time.Millisecond
 
 // A catch-up walks every key with a TTL (miniredis keeps TTLs as
 // durations), so with thousands of identities catching up every
-// millisecond took the CPU the traffic needed: 8,000 keys raised the
-// median latency from 0.8ms to 36ms. The step therefore grows to ten
-// times what the last walk cost, so catching up takes at most about a
+// millisecond would take the CPU the traffic needs. The step therefore
+// grows to ten times what the last walk cost, so catching up takes at most about a
 // tenth of the time, up to embeddedMaxStep; expiry is then early by at
 // most that step instead of one millisecond.
 const (

@@ -55,7 +55,7 @@ type engine struct {
 	results  chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
 	// channel hand-off and collector wake-up per group instead of per
-	// request, which showed in the 50-gateway benchmark's profile.
+	// request.
 	batches chan []history.Record
 	spare   chan []history.Record // emptied batches, for reuse
 	jobs    chan job

@@ -18,11 +18,10 @@ const preciseSpan = 2 * time.Millisecond
 // and wake), more than spinning that long.
 const spinBelow = 25 * time.Microsecond
 
-// minWake bounds how often the pacer wakes, so that cost stays near a
-// tenth of a core: up to 5,000 requests/s each leaves on time; above, each
-// wake sends the requests due since the last, at most minWake late. (At
-// 20,000/s a wake per request took 0.4 of a core of the two here, CPU the
-// target under test may share.)
+// minWake bounds how often the pacer wakes, so its cost stays small at
+// any rate: up to 5,000 requests/s each leaves on time; above, each wake
+// sends the requests due since the last, at most minWake late. A wake per
+// request would spend CPU that the target under test may share.
 const minWake = 200 * time.Microsecond
 
 // A sleeper sleeps short spans precisely. It is used by one goroutine.

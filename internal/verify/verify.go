@@ -151,11 +151,10 @@ func (s *errorSample) list() []string {
 }
 
 // embeddedBusy is the decision rate above which the embedded Redis's own
-// latency shows in a run's figures. miniredis builds a fresh Lua
-// interpreter and compiles the script for every EVAL, under one lock: on
-// 2 cores it tops out near 5,000/s, and at 2,000/s it stalls for 50-90ms
-// now and then (a redis-server answers the same load with a p99 of
-// 1.4ms), long enough for a 50ms policy timeout to fail open.
+// latency shows in a run's figures: miniredis builds a fresh Lua
+// interpreter and compiles the script for every EVAL, under one lock, so
+// under load it stalls now and then, long enough for a 50ms policy timeout
+// to fail open.
 const embeddedBusy = 1000
 
 // redisSpec is the Redis a scenario's gateways use: --redis over the
