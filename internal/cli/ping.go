@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"sort"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -180,25 +179,16 @@ func pingNodes(ctx context.Context, cfg *redisconn.Config, client redis.Universa
 func describe(ctx context.Context, c redis.Cmdable, addr string) pingNode {
 	n := pingNode{Addr: addr, Version: "unknown", Role: "master"}
 	if info, err := c.Info(ctx, "server").Result(); err == nil {
-		if v := infoField(info, "redis_version"); v != "" {
+		if v := redisconn.InfoField(info, "redis_version"); v != "" {
 			n.Version = v
 		}
 	}
 	if info, err := c.Info(ctx, "replication").Result(); err == nil {
-		if v := infoField(info, "role"); v != "" {
+		if v := redisconn.InfoField(info, "role"); v != "" {
 			n.Role = v
 		}
 	}
 	return n
-}
-
-func infoField(info, key string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // sentinelMaster asks the Sentinels, in order, for the current primary.

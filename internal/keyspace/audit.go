@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redisconn"
 )
 
 // Severity grades a finding.
@@ -753,27 +754,18 @@ type nodeConfig struct {
 	cluster bool
 }
 
-func infoField(info, name string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 	nc := nodeConfig{addr: n.Addr}
 	info, err := n.Client.Info(ctx, "memory", "persistence", "replication", "stats", "keyspace", "cluster").Result()
 	if err != nil {
 		return nc, fmt.Errorf("INFO on %s: %w", n.Addr, err)
 	}
-	nc.policy = infoField(info, "maxmemory_policy")
-	nc.aof = infoField(info, "aof_enabled") == "1"
-	nc.role = infoField(info, "role")
-	nc.cluster = infoField(info, "cluster_enabled") == "1"
-	nc.replicas, _ = strconv.Atoi(infoField(info, "connected_slaves"))
-	nc.ops, _ = strconv.ParseInt(infoField(info, "instantaneous_ops_per_sec"), 10, 64)
+	nc.policy = redisconn.InfoField(info, "maxmemory_policy")
+	nc.aof = redisconn.InfoField(info, "aof_enabled") == "1"
+	nc.role = redisconn.InfoField(info, "role")
+	nc.cluster = redisconn.InfoField(info, "cluster_enabled") == "1"
+	nc.replicas, _ = strconv.Atoi(redisconn.InfoField(info, "connected_slaves"))
+	nc.ops, _ = strconv.ParseInt(redisconn.InfoField(info, "instantaneous_ops_per_sec"), 10, 64)
 	for _, line := range strings.Split(info, "\n") {
 		if strings.HasPrefix(line, "db") {
 			if _, rest, ok := strings.Cut(line, "keys="); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
 
@@ -69,7 +70,7 @@ func serverCPU(b *testing.B, c *redis.Client) float64 {
 	}
 	var sum float64
 	for _, name := range []string{"used_cpu_user", "used_cpu_sys"} {
-		v, err := strconv.ParseFloat(infoField(info, name), 64)
+		v, err := strconv.ParseFloat(redisconn.InfoField(info, name), 64)
 		if err != nil {
 			b.Fatalf("INFO cpu %s: %v", name, err)
 		}

@@ -364,3 +364,14 @@ func (c *Config) diagnoseSentinels(timeout time.Duration) error {
 	}
 	return errors.New(strings.Join(errs, "; "))
 }
+
+// InfoField returns the value of name in an INFO reply ("role" in
+// "role:master"), or "" when the reply has no such field.
+func InfoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
