@@ -179,8 +179,11 @@ func TestTokenBucketCapacityAndRefill(t *testing.T) {
 	real := realBackend(t)
 	for _, algo := range []string{RedisTokenBucket, LocalTokenBucket} {
 		t.Run(algo, func(t *testing.T) {
-			// 10 per second refills one token every 100ms; capacity 3
-			cfg := Config{Algorithm: algo, Limit: rate.Limit{Count: 10, Window: time.Second}, Capacity: 3, Prefix: "tb-" + algo + ":"}
+			// 10 per 100s refills one token every 10s; capacity 3. The
+			// real server's TTL (the time until the bucket is full) runs
+			// in real time, so the fake times are long enough that no key
+			// can expire while the test runs, however slow the machine.
+			cfg := Config{Algorithm: algo, Limit: rate.Limit{Count: 10, Window: 100 * time.Second}, Capacity: 3, Prefix: "tb-" + algo + ":"}
 			clock := newFakeClock(epoch)
 			client := real.client
 			var l Limiter
@@ -193,18 +196,18 @@ func TestTokenBucketCapacityAndRefill(t *testing.T) {
 			if got := allowed(ds); got != 3 {
 				t.Fatalf("full bucket admitted %d, want capacity 3", got)
 			}
-			if d := ds[3]; d.RetryAfter != 100*time.Millisecond || d.Reset != 300*time.Millisecond {
-				t.Fatalf("empty bucket denial %+v, want retry-after 100ms, reset 300ms", d)
+			if d := ds[3]; d.RetryAfter != 10*time.Second || d.Reset != 30*time.Second {
+				t.Fatalf("empty bucket denial %+v, want retry-after 10s, reset 30s", d)
 			}
-			clock.Add(100 * time.Millisecond)
+			clock.Add(10 * time.Second)
 			if got := allowed(run(t, l, "dave", 3)); got != 1 {
 				t.Fatalf("after one refill interval admitted %d, want 1", got)
 			}
-			clock.Add(40 * time.Millisecond)
+			clock.Add(4 * time.Second)
 			if got := allowed(run(t, l, "dave", 1)); got != 0 {
 				t.Fatalf("before the next token admitted %d, want 0", got)
 			}
-			clock.Add(10 * time.Second)
+			clock.Add(1000 * time.Second)
 			ds = run(t, l, "dave", 6)
 			if got := allowed(ds); got != 3 {
 				t.Fatalf("after a long idle admitted %d, want capacity 3 (no more)", got)
