@@ -228,6 +228,12 @@ func (c *Conn) readAny(depth int) (any, error) {
 			c.bad = true
 			return nil, err
 		}
+		if b[n] != '\r' || b[n+1] != '\n' {
+			// A bulk string longer than it said: reading on would take
+			// its tail for the next reply.
+			c.bad = true
+			return nil, fmt.Errorf("%w: bulk string of %d bytes not followed by CRLF", ErrProtocol, n)
+		}
 		return string(b[:n]), nil
 	case '*':
 		n, ok := parseInt(l[1:])
@@ -290,11 +296,16 @@ func (c *Conn) skipRest(l []byte) error {
 		if n < 0 {
 			return nil
 		}
-		if _, err := c.br.Discard(int(n) + 2); err != nil {
+		if _, err := c.br.Discard(int(n)); err != nil {
 			c.bad = true
 			return err
 		}
-		return nil
+		if crlf, err := c.br.Peek(2); err != nil || crlf[0] != '\r' || crlf[1] != '\n' {
+			c.bad = true
+			return fmt.Errorf("%w: bulk string of %d bytes not followed by CRLF", ErrProtocol, n)
+		}
+		_, err := c.br.Discard(2)
+		return err
 	case '*':
 		n, ok := parseInt(l[1:])
 		if !ok {
