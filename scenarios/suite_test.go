@@ -76,6 +76,19 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	if rep["status"] != "pass" {
 		t.Errorf("report status %v", rep["status"])
 	}
+	// A pass must rest on figures: requests were answered, mostly by the
+	// limiter, whatever the thresholds (several would hold on nothing).
+	for _, s := range rep["scenarios"].([]any) {
+		sc := s.(map[string]any)
+		m, _ := sc["metrics"].(map[string]any)
+		requests, _ := m["requests"].(float64)
+		allowed, _ := m["allowed"].(float64)
+		denied, _ := m["denied"].(float64)
+		errs, _ := m["errors"].(float64)
+		if requests == 0 || allowed == 0 || allowed+denied < 0.95*requests || errs > 0.01*requests {
+			t.Errorf("%s: %g requests, %g allowed, %g denied, %g errors: not a measured run", sc["name"], requests, allowed, denied, errs)
+		}
+	}
 	return rep
 }
 

@@ -309,18 +309,27 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 	defer tgt.Close()
 	plan := Plan{Pattern: PatternBoundary, Align: AlignAuto, Limit: perSecond(5), Identities: 2,
 		Duration: 4500 * time.Millisecond, MaxRequests: 10000}
-	h, err := Run(context.Background(), tgt, plan, RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed, onTime := boundaryShape(t, h, 2, 5)
-	if len(h.Meta.Boundaries) < 2 {
-		t.Fatalf("boundaries %v; want at least 2 in 4.5 s", h.Meta.Boundaries)
-	}
-	if onTime == 0 {
-		t.Logf("no boundary batch went out on time (machine stalled?); burst not measured")
-	} else if limitOnly := onTime * 5 * 2; allowed <= limitOnly {
-		t.Fatalf("%d allowed around %d on-time boundaries; want the boundary burst (> %d)", allowed, onTime, limitOnly)
+	// A run in which no boundary batch left on time (the machine stalled)
+	// measures no burst: it is run again, and three such runs fail.
+	for attempt := 1; ; attempt++ {
+		h, err := Run(context.Background(), tgt, plan, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		allowed, onTime := boundaryShape(t, h, 2, 5)
+		if len(h.Meta.Boundaries) < 2 {
+			t.Fatalf("boundaries %v; want at least 2 in 4.5 s", h.Meta.Boundaries)
+		}
+		if onTime == 0 {
+			if attempt == 3 {
+				t.Fatal("in three runs no boundary batch went out on time: the burst was never measured")
+			}
+			continue
+		}
+		if limitOnly := onTime * 5 * 2; allowed <= limitOnly {
+			t.Fatalf("%d allowed around %d on-time boundaries; want the boundary burst (> %d)", allowed, onTime, limitOnly)
+		}
+		return
 	}
 }
 
