@@ -344,6 +344,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 	ok := d.fields(root, "", map[string]func(*yaml.Node, string){
 		"name":           d.str(&sc.Name),
 		"description":    d.str(&sc.Description),
+		"shows":          d.enum(&sc.Shows, "shows", showsValues),
 		"limit":          d.limit(&sc.Limit),
 		"max_error_rate": d.number(&sc.MaxErrorRate),
 		"target":         func(n *yaml.Node, p string) { d.target(n, p, &sc.Target) },
