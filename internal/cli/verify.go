@@ -47,6 +47,12 @@ An interrupted run still writes its report, marked incomplete.
 --redis replaces every scenario's redis: (embedded, spawn or a URL). Only the
 flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
 never redirect a scenario's load.
+
+Each verdict is said in words. A scenario with shows: flaw exists to
+demonstrate a flaw, so its PASS reads "flaw demonstrated": the design it ran
+is not safe as configured. Otherwise a PASS reads "design holds".
+"rlctl help scenarios" documents the file format, "rlctl help metrics" what
+each figure means and in what unit.
 `,
 		Example: `  rlctl verify
   rlctl verify scenarios/ --run 'race|boundary'
