@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
@@ -35,7 +36,7 @@ type Evidence struct {
 
 // maxEvidence keeps each answer short enough for a summary read at a
 // glance; the table lists every scenario.
-const maxEvidence = 4
+const maxEvidence = 3
 
 // measured are the scenarios whose figures can answer: run to the end,
 // neither erred nor skipped.
@@ -86,10 +87,10 @@ func atomicQuestion(scs []Scenario) Question {
 		if v > 0 {
 			bad = append(bad, d)
 			ev = append(ev, Evidence{Scenario: sc.Name, Bad: true,
-				Text: fmt.Sprintf("%s: %s passed beside the one that should when gateways checked at once: not atomic", d, textfmt.Count(v, "request"))})
+				Text: fmt.Sprintf("%s: %s admitted beyond the one that should pass when gateways checked at once", d, textfmt.Count(v, "extra request"))})
 		} else {
 			good = append(good, d)
-			ev = append(ev, Evidence{Scenario: sc.Name, Text: d + ": no request passed beside the one that should: atomic"})
+			ev = append(ev, Evidence{Scenario: sc.Name, Text: d + ": no extra request, atomic"})
 		}
 	}
 	switch {
@@ -126,7 +127,7 @@ func clockQuestion(scs []Scenario) Question {
 		if s, ok := sc.Metrics[analysis.Slipped]; ok && s > 0 {
 			bad++
 			ev = append(ev, Evidence{Scenario: sc.Name, Bad: true,
-				Text: fmt.Sprintf("%s, %s: %s slipped past what the published limit allows", d.Label(), who, textfmt.Count(s, "request"))})
+				Text: fmt.Sprintf("%s, %s: %s slipped beyond what the design allows", d.Label(), who, textfmt.Count(s, "request"))})
 		} else if ok {
 			good++
 			ev = append(ev, Evidence{Scenario: sc.Name, Text: fmt.Sprintf("%s, %s: none slipped", d.Label(), who)})
@@ -160,75 +161,73 @@ func failureQuestion(scs []Scenario) Question {
 	var ev []Evidence
 	var open, closed float64
 	for _, sc := range scs {
-		fo, hasOpen := sc.Metrics[analysis.FailOpen]
-		fc, hasClosed := sc.Metrics[analysis.FailClosed]
+		fo := sc.Metrics[analysis.FailOpen]
+		fc := sc.Metrics[analysis.FailClosed]
 		afc, hasAfter := sc.Metrics[analysis.AfterFaultCeiling]
-		var redisFaults []string
+		var faults []string
+		failover, down := false, false
 		for _, f := range sc.Faults {
-			if f.Action != "gateway-down" {
-				redisFaults = append(redisFaults, f.Describe())
+			switch f.Action {
+			case scenario.FaultGatewayDown:
+				continue
+			case scenario.FaultFailover:
+				failover = true
+			default:
+				down = true
 			}
+			faults = append(faults, f.Describe())
 		}
-		if len(redisFaults) == 0 && len(sc.Outages) == 0 && fo == 0 && fc == 0 {
+		if len(faults) == 0 && len(sc.Outages) == 0 && fo == 0 && fc == 0 {
 			continue
 		}
 		open += fo
 		closed += fc
-		var parts []string
-		if len(redisFaults) > 0 {
-			parts = append(parts, strings.Join(redisFaults, ", "))
-		}
+		parts := faults
 		if len(sc.Outages) > 0 {
 			parts = append(parts, textfmt.Count(len(sc.Outages), "unplanned Redis outage"))
 		}
-		if p := policies(sc.Design); p != "" {
-			parts = append(parts, p)
-		}
 		var figs []string
-		if hasOpen && fo > 0 {
-			figs = append(figs, textfmt.Count(fo, "request")+" admitted unchecked (fail-open)")
+		if down || len(sc.Outages) > 0 || (!failover && fo+fc > 0) {
+			if p := policies(sc.Design, func(e Endpoint) string { return e.OnError }); p != "" {
+				figs = append(figs, "on_error "+p)
+			}
+			figs = append(figs, textfmt.Count(fo, "request")+" admitted unchecked, "+num(fc)+" refused")
 		}
-		if hasClosed && fc > 0 {
-			figs = append(figs, textfmt.Count(fc, "request")+" refused (fail-closed)")
+		if failover {
+			if p := policies(sc.Design, func(e Endpoint) string { return e.OnFailover }); p != "" {
+				figs = append(figs, "on_failover "+p)
+			}
+			if hasAfter && sc.Limit.Count > 0 {
+				figs = append(figs, fmt.Sprintf("%s admitted in the window after (%s the limit)", num(afc), textfmt.Ratio(afc/float64(sc.Limit.Count))))
+			}
 		}
-		if hasAfter && sc.Limit.Count > 0 {
-			figs = append(figs, fmt.Sprintf("%s admitted in the window after the fault (%s the limit)", num(afc), textfmt.Ratio(afc/float64(sc.Limit.Count))))
-		}
-		if v, ok := sc.Metrics[analysis.P99]; ok && len(figs) > 0 {
-			figs = append(figs, "p99 "+num(v)+"ms")
-		}
-		text := strings.Join(parts, "; ")
-		if len(figs) > 0 {
-			text += ": " + strings.Join(figs, ", ")
-		}
-		ev = append(ev, Evidence{Scenario: sc.Name, Text: text, Bad: hasAfter && afc > float64(sc.Limit.Count) || len(sc.Outages) > 0})
+		ev = append(ev, Evidence{Scenario: sc.Name, Text: strings.Join(parts, ", ") + ": " + strings.Join(figs, "; "),
+			Bad: (hasAfter && afc > float64(sc.Limit.Count)) || len(sc.Outages) > 0})
 	}
 	if len(ev) == 0 {
 		q.Answer = "Not measured in this run: a redis-down fault shows it (faults: [{at: 1s, for: 1s, action: redis-down}])."
 	} else {
-		q.Answer = fmt.Sprintf("By each endpoint's on_error and on_failover: while Redis failed, %s admitted unchecked and %s refused.",
-			textfmt.Count(open, "request"), textfmt.Count(closed, "request"))
+		q.Answer = fmt.Sprintf("As each endpoint's on_error and on_failover decide: while Redis failed, %s admitted unchecked and %s refused.",
+			textfmt.Count(open, "request"), num(closed))
 	}
 	q.add(ev)
 	return q
 }
 
-// policies lists each endpoint's failure policy: "on_error login closed,
-// feed open; on_failover login deny, feed trust".
-func policies(d *Design) string {
+// policies lists each endpoint's policy as pol reads it: "login closed,
+// feed open", or just "open" for a single endpoint.
+func policies(d *Design, pol func(Endpoint) string) string {
 	if d == nil || len(d.Endpoints) == 0 {
 		return ""
 	}
-	var onErr, onFail []string
-	for _, e := range d.Endpoints {
-		n := e.Name + " "
-		if len(d.Endpoints) == 1 {
-			n = ""
-		}
-		onErr = append(onErr, n+e.OnError)
-		onFail = append(onFail, n+e.OnFailover)
+	if len(d.Endpoints) == 1 {
+		return pol(d.Endpoints[0])
 	}
-	return "on_error " + strings.Join(onErr, ", ") + "; on_failover " + strings.Join(onFail, ", ")
+	var out []string
+	for _, e := range d.Endpoints {
+		out = append(out, e.Name+" "+pol(e))
+	}
+	return strings.Join(out, ", ")
 }
 
 func ceilingQuestion(scs []Scenario) Question {
@@ -243,15 +242,19 @@ func ceilingQuestion(scs []Scenario) Question {
 		return cmp.Compare(b.Metrics[analysis.CeilingRatio], a.Metrics[analysis.CeilingRatio])
 	})
 	held := 0
+	var slipped []string
 	var ev []Evidence
 	for _, sc := range with {
 		ratio := sc.Metrics[analysis.CeilingRatio]
 		if ratio <= 1 {
 			held++
 		}
+		if sc.Metrics[analysis.Slipped] > 0 {
+			slipped = append(slipped, sc.Name)
+		}
 		ev = append(ev, Evidence{Scenario: sc.Name, Bad: ratio > 1,
-			Text: fmt.Sprintf("%s: up to %s in one %s window, published %d: %s", designName(sc), num(sc.Metrics[analysis.Ceiling]),
-				durationMs(sc.Limit.WindowMs), sc.Limit.Count, textfmt.Ratio(ratio))})
+			Text: fmt.Sprintf("%s: %s, up to %s per %s against %d", designName(sc), textfmt.Ratio(ratio), num(sc.Metrics[analysis.Ceiling]),
+				durationMs(sc.Limit.WindowMs), sc.Limit.Count)})
 	}
 	switch {
 	case len(with) == 0:
@@ -263,6 +266,11 @@ func ceilingQuestion(scs []Scenario) Question {
 		q.Answer = fmt.Sprintf("The published limit held in %d of %s; the worst, %s (%s), admitted up to %s in one window: %s the published %d.",
 			held, textfmt.Count(len(with), "scenario"), w.Name, designName(w), num(w.Metrics[analysis.Ceiling]),
 			textfmt.Ratio(w.Metrics[analysis.CeilingRatio]), w.Limit.Count)
+		if len(slipped) > 0 {
+			q.Answer += fmt.Sprintf(" Beyond what their design allows (slipped): %s.", strings.Join(slipped, ", "))
+		} else {
+			q.Answer += " None let a request slip beyond what its design allows (a fixed window's boundary, a bucket's burst)."
+		}
 	}
 	q.add(ev)
 	return q
