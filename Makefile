@@ -5,15 +5,25 @@ BIN     ?= bin/rlctl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/rlctl/rlctl/internal/cli.Version=$(VERSION)
 
-.PHONY: build test demo bench fmt lint deps-test deps-bench clean
+.PHONY: build test demo bench fmt lint deps-test deps-go deps-bench clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rlctl
 
 # deps-test installs Debian's Redis (server, CLI, Sentinel) and Chromium
-# (headless report checks) when they are missing. Root on this machine kind.
-deps-test:
+# (headless report checks) when they are missing, and fetches the Go
+# modules. It leaves the machine's own Redis services alone.
+deps-test: deps-go
 	@./scripts/deps.sh test
+
+# deps-go fetches every module the build, the tests and the cross-platform
+# vet need. A plain build never fetches those only one platform uses (cobra
+# needs one more module on Windows), so without this the Windows vet below
+# would reach for the network in the middle of `make test`.
+deps-go:
+	$(GO) list -deps -test ./... >/dev/null
+	GOOS=darwin $(GO) list -deps -test ./... >/dev/null
+	GOOS=windows $(GO) list -deps -test ./... >/dev/null
 
 deps-bench:
 	@./scripts/deps.sh bench
@@ -21,12 +31,15 @@ deps-bench:
 # The built-in suite's end-to-end run (./scenarios) goes last, on its own:
 # it measures timing-sensitive behaviour and must not share the two cores
 # with every other package's tests.
+# Once deps-test has fetched the modules, the commands run with the module
+# proxy off: a test run never needs the network.
+OFFLINE := GOPROXY=off
 test: deps-test
-	$(GO) vet ./...
-	GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
-	GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
-	$(GO) test -race -timeout 8m $$($(GO) list ./... | grep -v '/scenarios$$')
-	$(GO) test -race -timeout 5m ./scenarios
+	$(OFFLINE) $(GO) vet ./...
+	$(OFFLINE) GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
+	$(OFFLINE) GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
+	$(OFFLINE) $(GO) test -race -timeout 8m $$($(GO) list ./... | grep -v '/scenarios$$')
+	$(OFFLINE) $(GO) test -race -timeout 5m ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.

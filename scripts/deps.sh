@@ -24,7 +24,6 @@ if [ ${#need[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# The packages start system services; tests start their own servers.
-if command -v systemctl >/dev/null && [ "$(id -u)" = 0 ]; then
-	systemctl stop redis-server redis-sentinel 2>/dev/null || true
-fi
+# Debian's packages may start redis-server and redis-sentinel services; they
+# are the machine's, and stay as they are: the tests start their own servers
+# on free loopback ports and never use the default ones.

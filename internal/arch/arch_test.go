@@ -15,17 +15,18 @@ const module = "github.com/rlctl/rlctl/"
 // allowed lists, for every package of the module, the module packages it
 // may import. Data flows one way: scenario → verify → (gateway → limiter)
 // via traffic → history → analysis → report; leaf packages (decision,
-// rate, exitcode, atomicfile, redact, netcheck) import none of ours.
+// rate, exitcode, atomicfile, redact, netcheck, textfmt) import none of
+// ours.
 var allowed = map[string][]string{
 	"cmd/rlctl":                {"internal/cli"},
 	"internal/cli":             {"*"}, // the top: it wires everything
-	"internal/verify":          {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/decision", "internal/exitcode", "internal/fault", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/rate", "internal/redisconn", "internal/report", "internal/scenario", "internal/traffic"},
+	"internal/verify":          {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/decision", "internal/exitcode", "internal/fault", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/rate", "internal/redisconn", "internal/report", "internal/scenario", "internal/textfmt", "internal/traffic"},
 	"internal/ceiling/measure": {"internal/analysis", "internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/rate", "internal/redisconn", "internal/scenario", "internal/verify"},
-	"internal/report":          {"internal/analysis", "internal/atomicfile", "internal/rate", "internal/scenario"},
+	"internal/report":          {"internal/analysis", "internal/atomicfile", "internal/rate", "internal/scenario", "internal/textfmt"},
 	"internal/analysis":        {"internal/decision", "internal/history", "internal/rate"},
 	"internal/history":         {"internal/atomicfile", "internal/decision", "internal/rate"},
 	"internal/traffic":         {"internal/decision", "internal/exitcode", "internal/gateway", "internal/history", "internal/limiter", "internal/netcheck", "internal/rate", "internal/redact", "internal/redisconn", "internal/resp"},
-	"internal/scenario":        {"internal/analysis", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redact", "internal/traffic"},
+	"internal/scenario":        {"internal/analysis", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redact", "internal/textfmt", "internal/traffic"},
 	"internal/gateway":         {"internal/decision", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn"},
 	"internal/httpgw":          {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
 	"internal/limiter":         {"internal/decision", "internal/rate", "internal/redisconn", "internal/resp"},
@@ -40,6 +41,7 @@ var allowed = map[string][]string{
 	"internal/exitcode":        {},
 	"internal/atomicfile":      {},
 	"internal/redact":          {},
+	"internal/textfmt":         {},
 	"internal/netcheck":        {},
 	"internal/arch":            {},
 	"scenarios":                {},

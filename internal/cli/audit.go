@@ -12,6 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 type auditOptions struct {
@@ -153,6 +154,6 @@ func printAudit(f *Factory, rep *keyspace.AuditReport) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(f.IO.Out, "\n%d ok, %d warn, %d fail (%d keys scanned)\n", counts[keyspace.OK], counts[keyspace.Warn], counts[keyspace.Fail], rep.Scanned)
+	_, err := fmt.Fprintf(f.IO.Out, "\n%d ok, %d warn, %d fail (%s scanned)\n", counts[keyspace.OK], counts[keyspace.Warn], counts[keyspace.Fail], textfmt.Count(rep.Scanned, "key"))
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/rlctl/rlctl/internal/keyspace"
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 type keysRepairTTLOptions struct {
@@ -136,15 +137,15 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 		}
 		if other := st.Unclaimed + st.NotFitting; guard && other > 0 {
 			printRepairSummary(f, st, f.IO.ErrOut)
-			return usageError("--match %q reaches %d keys that are not limiter keys (listed above): too broad, refusing without --force; nothing changed. "+
-				"--force repairs only the limiter keys and still leaves those alone; describe a layout of your own with --pattern or %s", opts.Match, other, configFileName)
+			return usageError("--match %q reaches %s that are not limiter keys (listed above): too broad, refusing without --force; nothing changed. "+
+				"--force repairs only the limiter keys and still leaves those alone; describe a layout of your own with --pattern or %s", opts.Match, textfmt.Count(other, "key"), configFileName)
 		}
 		if !opts.Yes {
 			printRepairSummary(f, st, f.IO.ErrOut)
 			if st.MissingTTL-st.NoRule == 0 {
 				return writeRepair(f, st)
 			}
-			ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %d keys (only where still missing)?", st.MissingTTL-st.NoRule))
+			ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %s (only where still missing)?", textfmt.Count(st.MissingTTL-st.NoRule, "key")))
 			if err != nil {
 				return err
 			}
@@ -216,7 +217,7 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 }
 
 func printRepairSummary(f *Factory, st keyspace.RepairStats, w io.Writer) {
-	fmt.Fprintf(w, "scanned %d keys: %d limiter keys, %d without TTL", st.Scanned, st.Matched, st.MissingTTL)
+	fmt.Fprintf(w, "scanned %s: %s, %d without TTL", textfmt.Count(st.Scanned, "key"), textfmt.Count(st.Matched, "limiter key"), st.MissingTTL)
 	if st.DryRun {
 		fmt.Fprintf(w, " (dry run: nothing changed)")
 	} else {
@@ -224,19 +225,19 @@ func printRepairSummary(f *Factory, st keyspace.RepairStats, w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if st.Unknown > 0 {
-		fmt.Fprintf(w, "%d keys: outcome unknown, their repair got no answer (Redis may or may not have set their TTL; run again to finish)\n", st.Unknown)
+		fmt.Fprintf(w, "%s: outcome unknown, the repair got no answer (Redis may or may not have set the TTL; run again to finish)\n", textfmt.Count(st.Unknown, "key"))
 	}
 	if st.NoRule > 0 {
-		fmt.Fprintf(w, "%d keys without TTL left alone: their TTL is unknown (pass --limit or --ttl)\n", st.NoRule)
+		fmt.Fprintf(w, "%s without TTL left alone: the TTL to set is unknown (pass --limit or --ttl)\n", textfmt.Count(st.NoRule, "key"))
 	}
 	for _, k := range st.Sample {
 		fmt.Fprintf(w, "  %s\n", k)
 	}
 	if st.NotFitting > 0 {
-		fmt.Fprintf(w, "%d keys without TTL left alone: named like limiter keys, but their value is not what the layout writes (another application's)\n", st.NotFitting)
+		fmt.Fprintf(w, "%s without TTL left alone: named like limiter keys, but the value is not what the layout writes (another application's)\n", textfmt.Count(st.NotFitting, "key"))
 	}
 	if st.Unclaimed > 0 {
-		fmt.Fprintf(w, "%d keys matched --match but no limiter layout claims them: left alone\n", st.Unclaimed)
+		fmt.Fprintf(w, "%s matched --match but no limiter layout claims them: left alone\n", textfmt.Count(st.Unclaimed, "key"))
 	}
 	if len(st.LeftAlone) > 0 {
 		fmt.Fprintln(w, "left alone, for example:")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/keyspace"
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 type keysResetOptions struct {
@@ -118,7 +119,7 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		return writeReset(f, res, fmt.Sprintf("no limiter keys for %q: nothing to reset", opts.Arg))
 	}
 	if !f.JSON() || opts.DryRun {
-		fmt.Fprintf(w, "%d keys of %q:\n", len(res.Keys), opts.Arg)
+		fmt.Fprintf(w, "%s of %q:\n", textfmt.Count(len(res.Keys), "key"), opts.Arg)
 		for _, k := range res.Keys {
 			fmt.Fprintf(w, "  %s\n", k)
 		}
@@ -126,7 +127,7 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 	if opts.DryRun {
 		return writeReset(f, res, "dry run: nothing deleted")
 	}
-	ok, err := confirm(f, opts.Yes, "delete keys", fmt.Sprintf("Delete these %d keys?", len(res.Keys)))
+	ok, err := confirm(f, opts.Yes, "delete keys", fmt.Sprintf("Delete %s?", textfmt.Count(len(res.Keys), "key")))
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		}
 		res.LeftAlone = append(res.LeftAlone, done.LeftAlone...)
 	}
-	return writeReset(f, res, fmt.Sprintf("deleted %d keys of %q", res.Deleted, opts.Arg))
+	return writeReset(f, res, fmt.Sprintf("deleted %s of %q", textfmt.Count(res.Deleted, "key"), opts.Arg))
 }
 
 // printLeftAlone names the keys a reset will not delete, and why.
@@ -159,7 +160,7 @@ func printLeftAlone(w io.Writer, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%d keys left alone: named like limiter keys, but their type or value is not what the layout writes (another application's):\n", len(keys))
+	fmt.Fprintf(w, "%s left alone: named like limiter keys, but the type or value is not what the layout writes (another application's):\n", textfmt.Count(len(keys), "key"))
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %s\n", k)
 	}

@@ -108,12 +108,12 @@ func TestKeysResetAsksOnATerminal(t *testing.T) {
 			if code := Run(f, []string{"keys", "reset", "alice", "--redis", srv.URL()}, nil, noExit(t)); code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			if !strings.Contains(errOut.String(), "Delete these 1 keys? [y/N]") {
+			if !strings.Contains(errOut.String(), "Delete 1 key? [y/N]") {
 				t.Errorf("no question asked: %q", errOut)
 			}
 			exists := c.Exists(ctx, "rl:fw:{alice}").Val()
 			if answer == "yes\n" {
-				if exists != 0 || !strings.Contains(out.String(), "deleted 1 keys") {
+				if exists != 0 || !strings.Contains(out.String(), "deleted 1 key of") {
 					t.Errorf("confirmed but exists=%d out=%q", exists, out)
 				}
 			} else if exists != 1 || !strings.Contains(out.String(), "not confirmed") {
@@ -138,7 +138,7 @@ func TestKeysRepairTTLAsksAfterADryPass(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		if !strings.Contains(errOut.String(), "1 without TTL (dry run: nothing changed)") ||
-			!strings.Contains(errOut.String(), "Set a TTL on 1 keys") {
+			!strings.Contains(errOut.String(), "Set a TTL on 1 key (") {
 			t.Fatalf("stderr %q", errOut)
 		}
 		ttl := c.PTTL(ctx, "rl:fw:{a}").Val()

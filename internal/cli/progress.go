@@ -29,6 +29,9 @@ type trafficProgress struct {
 	stats traffic.Stats
 	last  time.Time // last plain line
 	ended bool
+	// finished is set by Done: the bar's last frame then shows the time
+	// the run took instead of the time left.
+	finished bool
 
 	p   *mpb.Progress
 	bar *mpb.Bar
@@ -91,6 +94,9 @@ func (tp *trafficProgress) Update(s traffic.Stats) {
 func (tp *trafficProgress) Done() {
 	tp.mu.Lock()
 	bar, p := tp.bar, tp.p
+	// A finished bar says how long the run took, not the time its plan
+	// had left: a run cut short (an error, max_requests) ends early.
+	tp.finished = true
 	tp.mu.Unlock()
 	if bar != nil {
 		bar.SetTotal(-1, true)
@@ -108,12 +114,16 @@ func (tp *trafficProgress) Done() {
 // summary prints the snapshot; short is the bar's form. tp.mu held.
 func (tp *trafficProgress) summary(short bool) string {
 	s := tp.stats
-	left := max(s.Planned-s.Elapsed, 0).Round(time.Second)
+	done := s.Done || tp.finished
 	if short {
-		return fmt.Sprintf("%d req  %d ok / %d denied  %.0f/s  %s left", s.Completed(), s.Allowed, s.Denied, s.Rate, left)
+		when := max(s.Planned-s.Elapsed, 0).Round(time.Second).String() + " left"
+		if done {
+			when = "done in " + s.Elapsed.Round(100*time.Millisecond).String()
+		}
+		return fmt.Sprintf("%d req  %d ok / %d denied  %.0f/s  %s", s.Completed(), s.Allowed, s.Denied, s.Rate, when)
 	}
 	when := fmt.Sprintf("%s/%s", s.Elapsed.Round(time.Second), s.Planned)
-	if s.Done {
+	if done {
 		when = "done in " + s.Elapsed.Round(time.Millisecond).String()
 	}
 	return fmt.Sprintf("%s  sent %d  allowed %d  denied %d  errors %d  dropped %d  %.0f/s",

@@ -89,3 +89,30 @@ func TestTrafficProgressBarOnTerminal(t *testing.T) {
 		}
 	}
 }
+
+// A finished bar says how long the run took, never the time its plan had
+// left: a run that ends early (max_requests, an error) must not read as
+// still running.
+func TestTrafficProgressFinishedBarSaysDone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last traffic.Stats
+	}{
+		{"engine said done", traffic.Stats{Sent: 80, Allowed: 20, Denied: 60, Elapsed: time.Second, Planned: 6 * time.Second, Rate: 80, Done: true}},
+		{"run cut before the engine's last snapshot", traffic.Stats{Sent: 80, Allowed: 20, Denied: 60, Elapsed: time.Second, Planned: 6 * time.Second, Rate: 80}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now()
+			f, out := progressFactory(true, false, &now)
+			tp := newTrafficProgress(context.Background(), f, "early-end", 6*time.Second)
+			tp.Update(traffic.Stats{Sent: 40, Allowed: 12, Denied: 28, Elapsed: 500 * time.Millisecond, Planned: 6 * time.Second, Rate: 80})
+			tp.Update(tc.last)
+			tp.Done()
+			lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+			last := lines[len(lines)-1]
+			if strings.Contains(last, "left") || !strings.Contains(last, "done in 1s") || !strings.Contains(last, "20 ok / 60 denied") {
+				t.Fatalf("the finished bar reads %q; want the time the run took (done in 1s), not the time left", last)
+			}
+		})
+	}
+}

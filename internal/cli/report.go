@@ -98,7 +98,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		if err := report.Terminal(opts.f.IO.Out, rep, opts.f.IO.OutTTY); err != nil {
 			return err
 		}
-		fmt.Fprintf(opts.f.IO.ErrOut, "report: %s\n", out.Path)
+		fmt.Fprintln(opts.f.IO.ErrOut, reportLine(out.Path, opts.Formats))
 	}
 	switch code := verify.ExitCode(rep); code {
 	case exitcode.OK:

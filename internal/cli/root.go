@@ -155,7 +155,9 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 		return exitcode.With(err, exitcode.Usage)
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&f.RedisURL, "redis", "", "Redis URL (env RLCTL_REDIS_URL, then REDIS_URL): redis://, rediss://, unix://, redis+sentinel://, redis+cluster://")
+	pf.StringVar(&f.RedisURL, "redis", "", "Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster://. "+
+		"keys, audit and ping fall back to $RLCTL_REDIS_URL, then $REDIS_URL, then "+defaultRedisURL+"; gateway serve to those, then the embedded Redis; "+
+		"verify uses this flag only, so the environment never redirects a run's load")
 	pf.StringVarP(&f.Output, "output", "o", "table", "output format: table or json")
 	pf.BoolVar(&f.NoProgress, "no-progress", false, "never draw progress bars")
 	pf.DurationVar(&f.Timeout, "timeout", 5*time.Second, "connect and command timeout for Redis")
@@ -167,9 +169,13 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 	for _, c := range commands(f) {
 		root.AddCommand(c)
 	}
+	root.AddCommand(newHelpTopics()...)
 	// Every command's help ends with the exit codes.
 	var addExit func(c *cobra.Command)
 	addExit = func(c *cobra.Command) {
+		if c.Annotations[helpTopicAnnotation] != "" {
+			return
+		}
 		if !strings.Contains(c.Long, "Exit status:") {
 			if c.Long == "" {
 				c.Long = c.Short + "\n"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
 	"github.com/rlctl/rlctl/scenarios"
@@ -45,6 +47,12 @@ An interrupted run still writes its report, marked incomplete.
 --redis replaces every scenario's redis: (embedded, spawn or a URL). Only the
 flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
 never redirect a scenario's load.
+
+Each verdict is said in words. A scenario with shows: flaw exists to
+demonstrate a flaw, so its PASS reads "flaw demonstrated": the design it ran
+is not safe as configured. Otherwise a PASS reads "design holds".
+"rlctl help scenarios" documents the file format, "rlctl help metrics" what
+each figure means and in what unit.
 `,
 		Example: `  rlctl verify
   rlctl verify scenarios/ --run 'race|boundary'
@@ -132,7 +140,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 	}
 	var bar *trafficProgress
 	so.Start = func(i int, sc *scenario.Scenario) func(traffic.Stats) {
-		fmt.Fprintf(f.IO.ErrOut, "[%d/%d] %s — %s\n", i+1, len(scs), sc.Name, oneLine(sc.Description))
+		fmt.Fprint(f.IO.ErrOut, startLine(i, len(scs), sc))
 		bar = newTrafficProgress(ctx, f, sc.Name, sc.Traffic.Duration)
 		return bar.Update
 	}
@@ -156,7 +164,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 			return err
 		}
 	}
-	fmt.Fprintf(f.IO.ErrOut, "report: %s\n", dir.Path)
+	fmt.Fprintln(f.IO.ErrOut, reportLine(dir.Path, opts.Formats))
 	switch code {
 	case exitcode.OK:
 		return nil
@@ -166,10 +174,30 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 	return &silentError{code: code}
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 100 {
-		s = string(r[:97]) + "..."
+// descriptionWidth is where a scenario's description wraps, below its
+// start line.
+const descriptionWidth = 96
+
+// startLine announces a scenario: its place in the suite, its name, what it
+// shows, and its whole description wrapped and indented (none when empty).
+func startLine(i, n int, sc *scenario.Scenario) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%d/%d] %s", i+1, n, sc.Name)
+	if sc.Shows == scenario.ShowsFlaw {
+		b.WriteString(" (shows a flaw: it passes when the flaw appears)")
 	}
-	return s
+	b.WriteByte('\n')
+	for _, l := range textfmt.Wrap(sc.Description, descriptionWidth) {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
+
+// reportLine names the file to open last: report.html when it was
+// written, else the run's directory.
+func reportLine(dir string, formats []string) string {
+	if slices.Contains(formats, "html") {
+		return "report: " + filepath.Join(dir, report.Formats["html"]) + " (open it in a browser; the other reports and the histories are beside it)"
+	}
+	return "report: " + dir
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 // TestVerifyFamilyArgvToOptions checks verify, ceiling, report and gateway
@@ -96,5 +100,42 @@ func TestVerifyFamilyArgvToOptions(t *testing.T) {
 				t.Fatalf("err %v; want a usage error (exit 2)", err)
 			}
 		})
+	}
+}
+
+// A scenario's start line gives its whole description, wrapped and
+// indented, says when it shows a flaw, and prints no dash when there is no
+// description.
+func TestVerifyStartLine(t *testing.T) {
+	t.Parallel()
+	long := "Ten gateways each keep their own fixed-window counter. Behind a round-robin balancer every gateway sees a tenth of one user's traffic and none refuses, so the published 20 per second becomes about 200."
+	got := startLine(0, 15, &scenario.Scenario{Name: "local-counters-leak", Shows: scenario.ShowsFlaw, Description: long})
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if lines[0] != "[1/15] local-counters-leak (shows a flaw: it passes when the flaw appears)" {
+		t.Errorf("first line %q", lines[0])
+	}
+	var desc []string
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "  ") || len([]rune(l)) > descriptionWidth+2 {
+			t.Errorf("description line %q is not indented or is too long", l)
+		}
+		desc = append(desc, strings.TrimSpace(l))
+	}
+	if strings.Join(desc, " ") != long {
+		t.Errorf("the description was cut or changed:\n%s", got)
+	}
+	if got := startLine(1, 2, &scenario.Scenario{Name: "bare", Shows: scenario.ShowsHolds}); got != "[2/2] bare\n" {
+		t.Errorf("no description: %q, want the name alone", got)
+	}
+}
+
+func TestVerifyReportLine(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("reports", "20261129T221946Z-builtin")
+	if got := reportLine(dir, report.AllFormats); !strings.HasPrefix(got, "report: "+filepath.Join(dir, "report.html")+" ") {
+		t.Errorf("with html: %q, want the page to open", got)
+	}
+	if got := reportLine(dir, []string{"json"}); got != "report: "+dir {
+		t.Errorf("without html: %q, want the directory", got)
 	}
 }

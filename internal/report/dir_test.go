@@ -36,7 +36,7 @@ func TestWriteDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r Report
-	if err := json.Unmarshal(b, &r); err != nil || r.Schema != Schema || len(r.Scenarios) != 3 {
+	if err := json.Unmarshal(b, &r); err != nil || r.Schema != Schema || len(r.Scenarios) != 6 {
 		t.Errorf("report.json reads back as %+v, %v", r, err)
 	}
 

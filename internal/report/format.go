@@ -2,13 +2,12 @@ package report
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 // keyMetrics are the figures the summary tables show, when measured.
@@ -16,23 +15,8 @@ var keyMetrics = []string{
 	analysis.Burst, analysis.RaceExcess, analysis.BoundaryAllowed, analysis.P99,
 }
 
-// num prints a figure the way a person reads it: integers without a
-// fraction, others with at most three decimals.
-func num(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatInt(int64(v), 10)
-	}
-	s := strconv.FormatFloat(v, 'f', 3, 64)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
-}
+// num prints a figure as every report and note does (textfmt.Num).
+func num(v float64) string { return textfmt.Num(v) }
 
 // metric prints a scenario's metric, "–" when it was not measured, with a
 // unit for latencies.
@@ -78,7 +62,7 @@ func ratioCell(m map[string]float64) string {
 	if !ok {
 		return "–"
 	}
-	return num(v) + "×"
+	return textfmt.Ratio(v)
 }
 
 // observedCell prints a threshold's observed value, with "ms" when the
@@ -87,17 +71,55 @@ func observedCell(t Threshold) string {
 	if t.Observed == nil {
 		return "–"
 	}
-	s := num(*t.Observed)
+	return num(*t.Observed) + thresholdUnit(t)
+}
+
+// boundCell prints the value a threshold held its metric to, "" when
+// unknown.
+func boundCell(t Threshold) string {
+	if t.Bound == nil {
+		return ""
+	}
+	return num(*t.Bound) + thresholdUnit(t)
+}
+
+// thresholdUnit is "ms" when the threshold reads a latency.
+func thresholdUnit(t Threshold) string {
 	if th, err := scenario.ParseThreshold(t.Expr); err == nil {
 		side := th.Left
 		if !side.IsMetric() {
 			side = th.Right
 		}
 		if strings.HasSuffix(side.Name, "_ms") {
-			s += "ms"
+			return "ms"
 		}
 	}
+	return ""
+}
+
+// figures is "observed 78, bound 30": what a threshold saw and what it
+// held that to.
+func figures(t Threshold) string {
+	s := "observed " + observedCell(t)
+	if b := boundCell(t); b != "" {
+		s += ", bound " + b
+	}
 	return s
+}
+
+// boundIsPlain reports whether a threshold's bound is written out in its
+// expression ("race_excess > 0", "p99 < 5ms"), so a reader needs only the
+// observed value beside it.
+func boundIsPlain(t Threshold) bool {
+	th, err := scenario.ParseThreshold(t.Expr)
+	if err != nil {
+		return false
+	}
+	side, other := th.Left, th.Right
+	if !side.IsMetric() {
+		side, other = th.Right, th.Left
+	}
+	return other.Name == "" && side.Factor == 1
 }
 
 func thresholdCounts(sc Scenario) (pass, total int) {
@@ -143,3 +165,6 @@ func sortStrings(s []string) {
 		}
 	}
 }
+
+// count is "1 scenario", "3 scenarios".
+func count(n int, noun string) string { return textfmt.Count(n, noun) }

@@ -93,7 +93,7 @@ func TestJSONContract(t *testing.T) {
 	}
 	scs := doc["scenarios"].([]any)
 	first := scs[0].(map[string]any)
-	for _, k := range []string{"name", "status", "error", "limit", "metrics", "thresholds"} {
+	for _, k := range []string{"name", "shows", "status", "error", "limit", "metrics", "thresholds"} {
 		if _, ok := first[k]; !ok {
 			t.Errorf("scenario lacks %q", k)
 		}
@@ -111,6 +111,12 @@ func TestJSONContract(t *testing.T) {
 	th := first["thresholds"].([]any)[0].(map[string]any)
 	if th["expr"] != "ceiling <= limit" || th["status"] != "pass" || th["observed"] != 20.0 {
 		t.Errorf("threshold = %v", th)
+	}
+	if race := scs[3].(map[string]any); race["shows"] != "flaw" || race["status"] != "pass" {
+		t.Errorf("a flaw demonstrated is %v %v, want shows flaw, status pass", race["shows"], race["status"])
+	}
+	if b := scs[3].(map[string]any)["thresholds"].([]any)[1].(map[string]any); b["expr"] != "ceiling <= 1.5*limit" || b["bound"] != 30.0 {
+		t.Errorf("threshold = %v, want its bound 30", b)
 	}
 	second := scs[1].(map[string]any)
 	unmeasured := second["thresholds"].([]any)[2].(map[string]any)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -18,7 +19,9 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"metric":   metric,
 	"ceiling":  ceilingCell,
 	"ratio":    ratioCell,
+	"errors":   errorsCell,
 	"observed": observedCell,
+	"bound":    boundCell,
 	"ordered":  orderedMetrics,
 	"anchor":   anchor,
 	"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -27,33 +30,68 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		p, n := thresholdCounts(sc)
 		return fmt.Sprintf("%d/%d", p, n)
 	},
+	"verdictClass": verdictClass,
 }).Parse(htmlSource))
+
+// verdictClass is the CSS class of a verdict: holds, flaw (demonstrated)
+// or bad (anything else).
+func verdictClass(sc Scenario) string {
+	switch sc.Verdict() {
+	case VerdictHolds:
+		return "holds"
+	case VerdictFlawShown:
+		return "flaw"
+	}
+	return "bad"
+}
 
 type htmlScenario struct {
 	Scenario
 	Charts []chart
+	// Prev and Next are the neighbouring scenarios' anchors, "" at the ends.
+	Prev, Next string
+	// Faults lists the planned faults in words.
+	FaultText string
 }
 
 type htmlData struct {
 	*Report
 	Title     string
 	Scenarios []htmlScenario
+	// Verdicts counts the verdicts: "9 designs hold, 6 flaws demonstrated".
+	Verdicts  string
+	Questions []Question
+	// Flaws is whether any scenario shows a flaw (the legend is shown).
+	Flaws bool
 }
 
 // HTML writes report.html: one self-contained page (inline CSS, inline SVG
-// charts, no scripts, fonts or images from anywhere) with a summary table
-// and, per scenario, its metrics, thresholds, notes and charts.
+// charts, no scripts, fonts or images from anywhere). A summary a reviewer
+// reads in one screen comes first (verdicts, and the four questions to ask
+// of a limiter answered for the run), with a navigation to every
+// scenario; then per scenario its verdict, thresholds with the bounds they
+// held, notes, charts (faults and unplanned outages shaded on the time
+// charts) and every figure.
 func HTML(w io.Writer, r *Report) error {
-	d := htmlData{Report: r, Title: "rlctl verify report"}
+	d := htmlData{Report: r, Title: "rlctl verify report", Verdicts: strings.Join(verdictCounts(r), ", "), Questions: Questions(r)}
 	if r.Suite != "" {
 		d.Title += ": " + r.Suite
 	}
-	for _, sc := range r.Scenarios {
-		charts, err := scenarioCharts(sc)
-		if err != nil {
-			return fmt.Errorf("write report.html: scenario %s: %w", sc.Name, err)
+	for i, sc := range r.Scenarios {
+		hs := htmlScenario{Scenario: sc, Charts: scenarioCharts(sc)}
+		if i > 0 {
+			hs.Prev = anchor(r.Scenarios[i-1].Name)
 		}
-		d.Scenarios = append(d.Scenarios, htmlScenario{Scenario: sc, Charts: charts})
+		if i+1 < len(r.Scenarios) {
+			hs.Next = anchor(r.Scenarios[i+1].Name)
+		}
+		var faults []string
+		for _, f := range sc.Faults {
+			faults = append(faults, f.Describe())
+		}
+		hs.FaultText = strings.Join(faults, "; ")
+		d.Flaws = d.Flaws || sc.Flaw()
+		d.Scenarios = append(d.Scenarios, hs)
 	}
 	b := bufio.NewWriter(w)
 	if err := htmlTemplate.Execute(b, d); err != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,9 +34,12 @@ func chromium(t *testing.T, page string, extra ...string) (stdout, stderr string
 	args := append([]string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-extensions", "--user-data-dir=" + t.TempDir(), "--window-size=1200,2000",
+		"--disable-extensions", "--user-data-dir=" + t.TempDir(), "--hide-scrollbars",
 		"--enable-logging=stderr", "--v=0",
 	}, extra...)
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--window-size=") }) {
+		args = append(args, "--window-size=1400,2000")
+	}
 	args = append(args, "file://"+page)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	// Chromium forks helpers; a timeout must stop all of them, so it runs
@@ -149,9 +153,9 @@ func TestHTMLInBrowser(t *testing.T) {
 			t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
 		}
 		for _, kind := range []string{ChartTimeline, ChartSliding, ChartLatency, ChartGateways} {
-			re := regexp.MustCompile(`(?s)<figure class="chart" data-chart="` + kind + `" id="chart-lua-fixed-window-holds-` + kind + `"><svg[^>]*viewBox="0 0 [1-9][0-9.]* [1-9][0-9.]*".*?<path[^>]* d="M[^"]+".*?</svg>`)
+			re := regexp.MustCompile(`(?s)<figure class="chart" data-chart="` + kind + `" id="chart-lua-fixed-window-holds-` + kind + `">.*?<svg[^>]*viewBox="0 0 [1-9][0-9.]* [1-9][0-9.]*".*?(<path class="measured"[^>]* d="M[^"]+"|<rect class="bar").*?</svg>`)
 			if !re.MatchString(dom) {
-				t.Errorf("chart %s: no sized <svg> with drawn paths in the browser's DOM", kind)
+				t.Errorf("chart %s: no sized <svg> with drawn data in the browser's DOM", kind)
 			}
 		}
 	})
@@ -163,6 +167,8 @@ func TestHTMLInBrowser(t *testing.T) {
 		{"series lines", seriesColor, 300},
 		{"published-limit lines", limitColor, 100},
 		{"gateway bars", barColor, 2000},
+		{"fault shading", faultColor, 2000},
+		{"outage shading", outageColor, 300},
 	}
 	t.Run("pixels", func(t *testing.T) {
 		t.Parallel()

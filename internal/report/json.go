@@ -30,6 +30,9 @@ func JSON(w io.Writer, r *Report) error {
 			if t.Observed != nil && !finite(*t.Observed) {
 				sc.Thresholds[j].Observed = nil
 			}
+			if t.Bound != nil && !finite(*t.Bound) {
+				sc.Thresholds[j].Bound = nil
+			}
 		}
 		c.Scenarios[i] = sc
 	}
@@ -71,8 +74,39 @@ func Thresholds(ths []scenario.Threshold, m analysis.Metrics, limit rate.Limit) 
 			if pass {
 				t.Status = StatusPass
 			}
+			if b, ok := bound(th, m, limit); ok {
+				t.Bound = &b
+			}
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// bound is the value th holds its metric to, in the metric's own terms:
+// the other side divided by the metric side's factor, so "ceiling <=
+// 1.5*limit" with a limit of 20 gives 30 and "2*ceiling < 30" gives 15. ok
+// is false when there is no such value (a metric side scaled by zero or
+// less, or another metric that was not measured).
+func bound(th scenario.Threshold, m analysis.Metrics, limit rate.Limit) (float64, bool) {
+	side, other := th.Left, th.Right
+	if !side.IsMetric() {
+		side, other = th.Right, th.Left
+	}
+	if side.Factor <= 0 {
+		return 0, false
+	}
+	v := other.Factor
+	switch other.Name {
+	case "":
+	case scenario.LimitName:
+		v *= float64(limit.Count)
+	default:
+		mv, ok := m[other.Name]
+		if !ok {
+			return 0, false
+		}
+		v *= mv
+	}
+	return v / side.Factor, true
 }

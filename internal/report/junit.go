@@ -62,7 +62,9 @@ type junitProblem struct {
 // JUnit writes junit.xml. A failed threshold is a <failure> whose message
 // carries the observed value; a threshold that could not be checked, and a
 // scenario that could not run, was cut short or measured nothing, is an
-// <error>. A scenario that erred before any threshold gets one test case
+// <error>. A scenario that shows a flaw names each case "shows the flaw:
+// EXPR", so a passing case never reads as a design that is fine; each
+// testsuite's output opens with its verdict in words. A scenario that erred before any threshold gets one test case
 // named "run" holding the error; one never started (an interrupted run) is
 // a "run" case marked <skipped>. Each testsuite carries its scenario's own
 // start and duration.
@@ -77,7 +79,13 @@ func JUnit(w io.Writer, r *Report) error {
 			start = r.Started
 		}
 		s := junitSuite{Name: sc.Name, Time: seconds(sc.DurationMs), Timestamp: start.UTC().Format("2006-01-02T15:04:05")}
-		s.Properties = append(s.Properties, junitProperty{Name: "limit", Value: sc.Limit.String()})
+		s.Properties = append(s.Properties,
+			junitProperty{Name: "shows", Value: sc.Shows},
+			junitProperty{Name: "verdict", Value: sc.Verdict()},
+			junitProperty{Name: "limit", Value: sc.Limit.String()})
+		if d := sc.Design.LongLabel(); d != "" {
+			s.Properties = append(s.Properties, junitProperty{Name: "design", Value: d})
+		}
 		if sc.Target != "" {
 			s.Properties = append(s.Properties, junitProperty{Name: "target", Value: sc.Target})
 		}
@@ -86,11 +94,19 @@ func JUnit(w io.Writer, r *Report) error {
 		}
 		for _, t := range sc.Thresholds {
 			c := junitCase{Name: t.Expr, Classname: sc.Name, Time: "0"}
+			if sc.Flaw() {
+				// A CI page lists cases by name: this one passing means a
+				// flaw showed, which its name must say.
+				c.Name = "shows the flaw: " + t.Expr
+			}
 			switch {
 			case t.Error != "":
 				c.Error = &junitProblem{Message: t.Error, Type: "not-measured", Text: t.Expr + ": " + t.Error}
 			case t.Status != StatusPass:
-				msg := fmt.Sprintf("%s does not hold: observed %s", t.Expr, observedCell(t))
+				msg := fmt.Sprintf("%s does not hold: %s", t.Expr, figures(t))
+				if sc.Flaw() {
+					msg = "the flaw did not show: " + msg
+				}
 				c.Failure = &junitProblem{Message: msg, Type: "threshold", Text: msg}
 			}
 			s.Cases = append(s.Cases, c)
@@ -120,9 +136,7 @@ func JUnit(w io.Writer, r *Report) error {
 				s.Skipped++
 			}
 		}
-		if len(sc.Notes) > 0 {
-			s.SystemOut = strings.Join(sc.Notes, "\n")
-		}
+		s.SystemOut = strings.Join(append([]string{verdictLine(sc)}, sc.Notes...), "\n")
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
@@ -141,6 +155,15 @@ func JUnit(w io.Writer, r *Report) error {
 		return fmt.Errorf("write junit.xml: %w", err)
 	}
 	return nil
+}
+
+// verdictLine opens a testsuite's output with its verdict in words.
+func verdictLine(sc Scenario) string {
+	s := "verdict: " + upper(sc.Status) + " · " + sc.Verdict()
+	if sc.Flaw() {
+		s += " (this scenario shows a flaw: it passes when the run reproduces it, and the design it ran is not safe as configured)"
+	}
+	return s
 }
 
 func seconds(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }

@@ -52,23 +52,30 @@ func TestJUnitParsesBack(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("junit.xml does not parse: %v\n%s", err, buf.String())
 	}
-	if doc.Tests != 6 || doc.Failures != 1 || doc.Errors != 2 || doc.Time != "12.345" || doc.Suites[0].Time != "5.012" {
-		t.Errorf("totals tests=%d failures=%d errors=%d time=%s, want 6 1 2 12.345 (first suite 5.012)", doc.Tests, doc.Failures, doc.Errors, doc.Time)
+	if doc.Tests != 11 || doc.Failures != 2 || doc.Errors != 2 || doc.Time != "12.345" || doc.Suites[0].Time != "5.012" {
+		t.Errorf("totals tests=%d failures=%d errors=%d time=%s, want 11 2 2 12.345 (first suite 5.012)", doc.Tests, doc.Failures, doc.Errors, doc.Time)
 	}
-	if len(doc.Suites) != 3 {
-		t.Fatalf("got %d suites, want one per scenario (3)", len(doc.Suites))
+	if len(doc.Suites) != 6 {
+		t.Fatalf("got %d suites, want one per scenario (6)", len(doc.Suites))
 	}
 	type want struct {
 		suite, name     string
 		failure, errMsg string
 	}
+	// A flaw scenario's cases say so in their names: passing, they mean the
+	// flaw showed, not that the design is fine.
 	wants := []want{
 		{"lua-fixed-window-holds", "ceiling <= limit", "", ""},
 		{"lua-fixed-window-holds", "p99 < 5ms", "", ""},
-		{"local-counters-leak", "ceiling <= limit", "ceiling <= limit does not hold: observed 980", ""},
-		{"local-counters-leak", "ceiling_ratio >= 40", "", ""},
-		{"local-counters-leak", "p99 < 5ms", "", "p99_ms was not measured in this scenario"},
+		{"local-counters", "ceiling <= limit", "ceiling <= limit does not hold: observed 980, bound 20", ""},
+		{"local-counters", "ceiling_ratio >= 40", "", ""},
+		{"local-counters", "p99 < 5ms", "", "p99_ms was not measured in this scenario"},
 		{"staging-http", "ceiling <= limit", "", "reach target: connection refused"},
+		{"get-incr-race", "shows the flaw: race_excess > 0", "", ""},
+		{"get-incr-race", "shows the flaw: ceiling <= 1.5*limit", "", ""},
+		{"clock-skew-gateway-clocks", "shows the flaw: sustained_rate > 2*limit", "", ""},
+		{"clock-skew-gateway-clocks", "shows the flaw: slipped > 0", "", ""},
+		{"ttl-refresh-lockout", "shows the flaw: allowed <= limit", "the flaw did not show: allowed <= limit does not hold: observed 45, bound 20", ""},
 	}
 	var got []want
 	for _, s := range doc.Suites {
@@ -186,5 +193,55 @@ func TestJUnitInterruptedRun(t *testing.T) {
 	}
 	if r.Status != StatusIncomplete || r.Scenarios[2].Status != StatusSkipped {
 		t.Errorf("report %s, never-run scenario %s", r.Status, r.Scenarios[2].Status)
+	}
+}
+
+// Each testsuite says what the scenario shows and its verdict in words, as
+// properties and at the top of its output, so a flaw demonstrated never
+// reads as a design that holds.
+func TestJUnitVerdicts(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := JUnit(&buf, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			Props []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+			Out string `xml:"system-out"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"lua-fixed-window-holds": {"holds", "design holds"},
+		"local-counters":         {"holds", "design does not hold"},
+		"staging-http":           {"holds", "not measured"},
+		"get-incr-race":          {"flaw", "flaw demonstrated"},
+		"ttl-refresh-lockout":    {"flaw", "flaw not demonstrated"},
+	}
+	for _, s := range doc.Suites {
+		w, ok := want[s.Name]
+		if !ok {
+			continue
+		}
+		props := map[string]string{}
+		for _, p := range s.Props {
+			props[p.Name] = p.Value
+		}
+		if props["shows"] != w[0] || props["verdict"] != w[1] {
+			t.Errorf("%s: shows=%q verdict=%q, want %q %q", s.Name, props["shows"], props["verdict"], w[0], w[1])
+		}
+		if !strings.HasPrefix(s.Out, "verdict: ") || !strings.Contains(strings.SplitN(s.Out, "\n", 2)[0], w[1]) {
+			t.Errorf("%s: output does not open with its verdict %q: %q", s.Name, w[1], s.Out)
+		}
+	}
+	if !strings.Contains(buf.String(), `name="design" value="redis-token-bucket ×4, gateway clock, skew ±300ms"`) {
+		t.Error("no design property with the clock skew")
 	}
 }

@@ -18,33 +18,54 @@ func Markdown(w io.Writer, r *Report) error {
 		title += ": " + r.Suite
 	}
 	fmt.Fprintf(b, "# %s\n\n", mdText(title))
-	passed := 0
-	for _, sc := range r.Scenarios {
-		if sc.Status == StatusPass {
-			passed++
-		}
+	fmt.Fprintf(b, "**%s** · %s", upper(r.Status), count(len(r.Scenarios), "scenario"))
+	if c := verdictCounts(r); len(c) > 0 {
+		fmt.Fprintf(b, ": %s", strings.Join(c, ", "))
 	}
-	fmt.Fprintf(b, "**%s** · %d of %d scenarios passed · started %s · took %s\n\n",
-		upper(r.Status), passed, len(r.Scenarios), r.Started.UTC().Format(time.RFC3339), durationMs(r.DurationMs))
+	fmt.Fprintf(b, " · started %s · took %s\n\n", r.Started.UTC().Format(time.RFC3339), durationMs(r.DurationMs))
 
 	if r.Status == StatusIncomplete {
 		fmt.Fprintf(b, "> **Incomplete:** the run was interrupted; the figures cover only what ran.\n\n")
 	}
-	fmt.Fprintln(b, "| scenario | status | limit | ceiling | ratio | errors | burst | race excess | boundary | p99 | thresholds |")
-	fmt.Fprintln(b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(b, "| scenario | design | result | limit | ceiling | ratio | errors | burst | race excess | boundary | p99 | thresholds |")
+	fmt.Fprintln(b, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	flaws := false
 	for _, sc := range r.Scenarios {
+		flaws = flaws || sc.Flaw()
 		p, n := thresholdCounts(sc)
-		fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
-			mdCell(sc.Name), anchor(sc.Name), upper(sc.Status), sc.Limit, ceilingCell(sc.Metrics), ratioCell(sc.Metrics),
-			errorsCell(sc.Metrics),
+		fmt.Fprintf(b, "| [%s](#%s) | %s | %s · %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
+			mdCell(sc.Name), anchor(sc.Name), mdCell(sc.Design.LongLabel()), upper(sc.Status), sc.Verdict(),
+			sc.Limit, ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
 			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
 			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), p, n)
 	}
 	fmt.Fprintln(b)
+	if flaws {
+		fmt.Fprintln(b, "*flaw demonstrated*: the scenario exists to show a flaw (`shows: flaw`), and its PASS means the run reproduced it: the design it ran is not safe as configured. *design holds*: the design kept every promise the scenario checks.")
+		fmt.Fprintln(b)
+	}
+
+	fmt.Fprintln(b, "## Four questions before trusting a limiter")
+	fmt.Fprintln(b)
+	for _, q := range Questions(r) {
+		fmt.Fprintf(b, "**%s** %s\n\n", mdText(q.Ask), mdText(q.Answer))
+		for _, e := range q.Evidence {
+			fmt.Fprintf(b, "- [%s](#%s): %s\n", mdText(e.Scenario), anchor(e.Scenario), mdText(e.Text))
+		}
+		if q.More > 0 {
+			fmt.Fprintf(b, "- and %d more in the table above\n", q.More)
+		}
+		if len(q.Evidence) > 0 {
+			fmt.Fprintln(b)
+		}
+	}
 
 	for _, sc := range r.Scenarios {
 		fmt.Fprintf(b, "## %s\n\n", mdText(sc.Name))
-		fmt.Fprintf(b, "**%s**", upper(sc.Status))
+		fmt.Fprintf(b, "**%s · %s**", upper(sc.Status), sc.Verdict())
+		if d := sc.Design.LongLabel(); d != "" {
+			fmt.Fprintf(b, " · design: %s", mdText(d))
+		}
 		if sc.Target != "" {
 			fmt.Fprintf(b, " · target: %s", mdText(sc.Target))
 		}
@@ -55,23 +76,27 @@ func Markdown(w io.Writer, r *Report) error {
 		if sc.Error != "" {
 			fmt.Fprintf(b, "> **Error:** %s\n\n", mdText(sc.Error))
 		}
-		if names := orderedMetrics(sc.Metrics); len(names) > 0 {
-			fmt.Fprintln(b, "| metric | value |")
-			fmt.Fprintln(b, "|---|---:|")
-			for _, n := range names {
-				fmt.Fprintf(b, "| %s | %s |\n", n, metric(sc.Metrics, n))
+		if len(sc.Faults) > 0 {
+			// Unplanned outages are in the notes, with what failed.
+			var parts []string
+			for _, f := range sc.Faults {
+				parts = append(parts, f.Describe())
 			}
-			fmt.Fprintln(b)
+			fmt.Fprintf(b, "Faults: %s\n\n", mdText(strings.Join(parts, "; ")))
 		}
 		if len(sc.Thresholds) > 0 {
-			fmt.Fprintln(b, "| threshold | status | observed |")
-			fmt.Fprintln(b, "|---|---|---:|")
+			fmt.Fprintln(b, "| threshold | status | observed | bound |")
+			fmt.Fprintln(b, "|---|---|---:|---:|")
 			for _, t := range sc.Thresholds {
 				obs := observedCell(t)
 				if t.Error != "" {
 					obs = mdCell(t.Error)
 				}
-				fmt.Fprintf(b, "| `%s` | %s | %s |\n", mdCode(t.Expr), upper(t.Status), obs)
+				bnd := boundCell(t)
+				if bnd == "" {
+					bnd = "–"
+				}
+				fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", mdCode(t.Expr), upper(t.Status), obs, bnd)
 			}
 			fmt.Fprintln(b)
 		}
@@ -80,6 +105,14 @@ func Markdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(b)
 			for _, n := range sc.Notes {
 				fmt.Fprintf(b, "- %s\n", mdText(n))
+			}
+			fmt.Fprintln(b)
+		}
+		if names := orderedMetrics(sc.Metrics); len(names) > 0 {
+			fmt.Fprintln(b, "| metric | value |")
+			fmt.Fprintln(b, "|---|---:|")
+			for _, n := range names {
+				fmt.Fprintf(b, "| %s | %s |\n", n, metric(sc.Metrics, n))
 			}
 			fmt.Fprintln(b)
 		}

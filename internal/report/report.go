@@ -1,10 +1,12 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 // Schema is the version of report.json's layout.
@@ -44,6 +46,10 @@ type Report struct {
 type Scenario struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
+	// Shows is "flaw" when the scenario demonstrates a flaw (it passes
+	// when the flaw appears) or "holds" when it proves a design holds; see
+	// Verdict.
+	Shows string `json:"shows"`
 	// Status is pass, fail or error (the scenario could not be run).
 	Status string `json:"status"`
 	Error  string `json:"error"`
@@ -56,6 +62,11 @@ type Scenario struct {
 	Notes []string `json:"notes,omitempty"`
 	// Target describes what was driven: "simulated redis-fixed-window ×50".
 	Target string `json:"target,omitempty"`
+	// Design is what was driven, field by field, for the summary's
+	// questions (whose clock, which failure policy); nil when unknown.
+	Design *Design `json:"design,omitempty"`
+	// Faults are the faults the run injected, offsets from its start.
+	Faults []Fault `json:"faults,omitempty"`
 	// Started is when the scenario's traffic began (zero if it never did).
 	Started time.Time `json:"started,omitzero"`
 	// DurationMs is how long the scenario's traffic ran (JUnit's time), 0
@@ -86,6 +97,94 @@ type Outage struct {
 	Errors     int64   `json:"errors"`
 }
 
+// Design is what a scenario ran, in the terms a reviewer asks about.
+type Design struct {
+	// Kind is simulated, http or redis-script.
+	Kind string `json:"kind"`
+	// Algorithm is the limiter design of a simulated target.
+	Algorithm string `json:"algorithm,omitempty"`
+	// Gateways is how many gateways enforced the limit.
+	Gateways int `json:"gateways,omitempty"`
+	// Clock is whose clock decides the window: "gateway" (each gateway's
+	// own) or "redis" (Redis TIME or key expiry: one clock); empty when
+	// unknown (an http target, a user's script).
+	Clock string `json:"clock,omitempty"`
+	// ClockSkewMs is the largest offset between gateway clocks.
+	ClockSkewMs float64 `json:"clock_skew_ms,omitempty"`
+	// Endpoints are the failure policies, one per endpoint.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint is one endpoint's failure policy: on_error (open, closed or
+// local) and on_failover (trust or deny).
+type Endpoint struct {
+	Name       string `json:"name"`
+	OnError    string `json:"on_error"`
+	OnFailover string `json:"on_failover"`
+}
+
+// Label is the design in a few words: "local-fixed-window ×10".
+func (d *Design) Label() string {
+	if d == nil {
+		return ""
+	}
+	s := d.Kind
+	if d.Algorithm != "" {
+		s = d.Algorithm
+	}
+	if d.Gateways > 0 {
+		s += fmt.Sprintf(" ×%d", d.Gateways)
+	}
+	return s
+}
+
+// ClockLabel says whose clock decided when gateway clocks were skewed
+// ("gateway clock, skew ±300ms"), else "".
+func (d *Design) ClockLabel() string {
+	if d == nil || d.ClockSkewMs <= 0 {
+		return ""
+	}
+	who := "gateway clocks"
+	if d.Clock != "" {
+		who = d.Clock + " clock"
+	}
+	return fmt.Sprintf("%s, skew ±%s", who, durationMs(int64(d.ClockSkewMs)))
+}
+
+// LongLabel is Label and ClockLabel on one line.
+func (d *Design) LongLabel() string {
+	if c := d.ClockLabel(); c != "" {
+		return d.Label() + ", " + c
+	}
+	return d.Label()
+}
+
+// Fault is one injected fault: from FromMs for ForMs (0: an instant, like
+// a failover, or until the end for a lasting fault).
+type Fault struct {
+	Action string  `json:"action"`
+	FromMs float64 `json:"from_ms"`
+	ForMs  float64 `json:"for_ms,omitempty"`
+}
+
+// Instant reports whether the fault happens at one moment (a failover, a
+// reset) rather than lasting.
+func (f Fault) Instant() bool {
+	return f.ForMs == 0 && (f.Action == scenario.FaultFailover || f.Action == scenario.FaultRedisReset)
+}
+
+// Describe is the fault in words: "redis-down at 1s for 1s", "failover at
+// 1.5s", "redis-latency from 2s to the end".
+func (f Fault) Describe() string {
+	switch {
+	case f.Instant():
+		return fmt.Sprintf("%s at %s", f.Action, durationMs(int64(f.FromMs)))
+	case f.ForMs == 0:
+		return fmt.Sprintf("%s from %s to the end", f.Action, durationMs(int64(f.FromMs)))
+	}
+	return fmt.Sprintf("%s at %s for %s", f.Action, durationMs(int64(f.FromMs)), durationMs(int64(f.ForMs)))
+}
+
 // Limit is a published limit in report.json's form.
 type Limit struct {
 	Count    int64 `json:"count"`
@@ -112,7 +211,11 @@ type Threshold struct {
 	Status string `json:"status"`
 	// Observed is the metric side's value, nil when it was not measured.
 	Observed *float64 `json:"observed"`
-	Error    string   `json:"error,omitempty"`
+	// Bound is the value the threshold held Observed to, in the metric's
+	// own terms: 30 for "ceiling <= 1.5*limit" with a limit of 20. Nil when
+	// it could not be computed.
+	Bound *float64 `json:"bound,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
 // Finish computes each scenario's status from its thresholds (unless it is

@@ -3,22 +3,28 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 const (
-	ansiRed   = "\x1b[31m"
-	ansiGreen = "\x1b[32m"
-	ansiBold  = "\x1b[1m"
-	ansiReset = "\x1b[0m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
 )
 
-// Terminal writes the final table of a run: per scenario the published
-// limit, the measured ceiling (with its upper bound), the ratio, the key
-// metrics and PASS/FAIL per threshold; then every failed threshold with its
-// observed value. color adds ANSI colours (only on a terminal).
+// Terminal writes the final table of a run: per scenario its design, the
+// published limit, the measured ceiling (with its upper bound), the ratio,
+// the errors, p99 and the verdict in words ("PASS · flaw demonstrated"),
+// then each threshold with what it observed and the bound it held that
+// to; then every failed threshold and erred scenario, and a last line with
+// the verdicts counted. color adds ANSI colours (only on a terminal).
 func Terminal(w io.Writer, r *Report, color bool) error {
 	paint := func(code, s string) string {
 		if !color {
@@ -35,19 +41,44 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 		}
 		return upper(s)
 	}
+	verdict := func(sc Scenario) string {
+		v := sc.Verdict()
+		switch v {
+		case VerdictHolds:
+			v = paint(ansiGreen, v)
+		case VerdictFlawShown:
+			v = paint(ansiYellow, v)
+		}
+		return status(sc.Status) + " · " + v
+	}
 	// Auto-format would turn "p99" into "P 99"; the headers are written
 	// as they should read.
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("SCENARIO", "LIMIT", "CEILING", "RATIO", "ERRORS", "BURST", "RACE EXCESS", "BOUNDARY", "P99", "RESULT")
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithTrimSpace(tw.Off),
+		tablewriter.WithRendition(tw.Rendition{Settings: tw.Settings{Separators: tw.Separators{BetweenRows: tw.On}}}))
+	t.Header("SCENARIO / DESIGN", "LIMIT", "CEILING", "RATIO", "ERRORS", "P99", "RESULT")
 	for _, sc := range r.Scenarios {
-		res := status(sc.Status)
+		name := sc.Name
+		for _, d := range []string{sc.Design.Label(), sc.Design.ClockLabel()} {
+			if d != "" {
+				name += "\n" + d
+			}
+		}
+		res := verdict(sc)
 		for _, th := range sc.Thresholds {
-			res += "\n" + status(th.Status) + " " + th.Expr
+			res += "\n  " + status(th.Status) + " " + th.Expr
+			switch {
+			case th.Error != "":
+				res += ": not measured"
+			case th.Observed == nil:
+			case boundIsPlain(th) || th.Bound == nil:
+				res += ": " + observedCell(th)
+			default:
+				res += ": " + observedCell(th) + " (bound " + boundCell(th) + ")"
+			}
 		}
 		if err := t.Append([]string{
-			sc.Name, sc.Limit.String(), ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
-			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
-			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), res,
+			name, sc.Limit.String(), ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
+			metric(sc.Metrics, keyMetrics[3]), res,
 		}); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}
@@ -56,7 +87,9 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 		return fmt.Errorf("write table: %w", err)
 	}
 	var failed []string
+	flaws := false
 	for _, sc := range r.Scenarios {
+		flaws = flaws || sc.Flaw()
 		if sc.Status == StatusSkipped {
 			failed = append(failed, fmt.Sprintf("  %s: skipped: %s", sc.Name, sc.Error))
 			continue
@@ -71,25 +104,30 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 			case th.Error != "":
 				failed = append(failed, fmt.Sprintf("  %s: %s: %s", sc.Name, th.Expr, th.Error))
 			case th.Status != StatusPass:
-				failed = append(failed, fmt.Sprintf("  %s: %s (observed %s)", sc.Name, th.Expr, observedCell(th)))
+				failed = append(failed, fmt.Sprintf("  %s: %s (%s)", sc.Name, th.Expr, figures(th)))
 			}
 		}
 	}
+	lines := []string{}
 	if len(failed) > 0 {
-		if _, err := fmt.Fprintln(w, paint(ansiBold, "Failed:")); err != nil {
-			return err
-		}
-		for _, f := range failed {
-			if _, err := fmt.Fprintln(w, f); err != nil {
-				return err
-			}
-		}
+		lines = append(lines, paint(ansiBold, "Failed:"))
+		lines = append(lines, failed...)
+	}
+	if flaws {
+		lines = append(lines, textfmt.Wrap(`"flaw demonstrated": the scenario exists to show a flaw (shows: flaw), and its PASS means the run reproduced it: the design it ran is not safe as configured.`, 100)...)
 	}
 	if r.Status == StatusIncomplete {
-		if _, err := fmt.Fprintln(w, "The run was interrupted; the figures cover only what ran."); err != nil {
+		lines = append(lines, "The run was interrupted; the figures cover only what ran.")
+	}
+	last := fmt.Sprintf("%s: %s in %s", status(r.Status), count(len(r.Scenarios), "scenario"), durationMs(r.DurationMs))
+	if c := verdictCounts(r); len(c) > 0 {
+		last += ": " + strings.Join(c, ", ")
+	}
+	lines = append(lines, last)
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "%s: %d scenarios in %s\n", status(r.Status), len(r.Scenarios), durationMs(r.DurationMs))
-	return err
+	return nil
 }

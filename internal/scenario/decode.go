@@ -24,6 +24,35 @@ type decoder struct {
 	lines  map[string]int // field path -> line, for fields present
 	budget int
 	spent  bool
+	// schema, when set, makes the decoder list the fields it accepts
+	// instead of decoding: every handler is called once on a probe node
+	// and records its path and type (see Fields).
+	schema *schema
+}
+
+// schema collects the fields a decoder accepts, in the order met.
+type schema struct {
+	fields []Field
+	seen   map[string]bool
+}
+
+// probe is the node a schema walk hands every handler: a mapping, so
+// nested handlers walk on, and a mismatch for scalar ones (whose errors
+// the walk ignores).
+var probe = &yaml.Node{Kind: yaml.MappingNode}
+
+// note records path's type during a schema walk and reports whether one is
+// running (the handler then decodes nothing). The first type noted for a
+// path wins: handlers note before the helpers they call.
+func (d *decoder) note(path, typ string, values []string) bool {
+	if d.schema == nil {
+		return false
+	}
+	if !d.schema.seen[path] {
+		d.schema.seen[path] = true
+		d.schema.fields = append(d.schema.fields, Field{Path: path, Type: typ, Values: values})
+	}
+	return true
 }
 
 func newDecoder(file string) *decoder {
@@ -85,6 +114,15 @@ func describe(n *yaml.Node) string {
 // fields walks a mapping node: each key must be in handlers, at most once.
 // It returns false when n is not a mapping.
 func (d *decoder) fields(n *yaml.Node, path string, handlers map[string]func(v *yaml.Node, path string)) bool {
+	if d.schema != nil {
+		if path != "" {
+			d.note(path, TypeMapping, nil)
+		}
+		for _, k := range sortedKeys(handlers) {
+			handlers[k](probe, join(path, k))
+		}
+		return true
+	}
 	n = d.resolve(n)
 	if n == nil {
 		return false
@@ -140,6 +178,9 @@ func sortedKeys(m map[string]func(*yaml.Node, string)) []string {
 
 // scalar returns the resolved scalar node, or nil after reporting.
 func (d *decoder) scalar(n *yaml.Node, path, want string) *yaml.Node {
+	if d.note(path, strings.TrimPrefix(strings.TrimPrefix(want, "an "), "a "), nil) {
+		return nil
+	}
 	n = d.resolve(n)
 	if n == nil {
 		return nil
@@ -153,6 +194,9 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) *yaml.Node {
 
 func (d *decoder) str(dst *string) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeString, nil) {
+			return
+		}
 		if s := d.scalar(n, path, "a string"); s != nil {
 			*dst = s.Value
 		}
@@ -162,6 +206,9 @@ func (d *decoder) str(dst *string) func(*yaml.Node, string) {
 // enum decodes a string that must be one of allowed.
 func (d *decoder) enum(dst *string, what string, allowed []string) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeEnum, allowed) {
+			return
+		}
 		s := d.scalar(n, path, "a string")
 		if s == nil {
 			return
@@ -177,6 +224,9 @@ func (d *decoder) enum(dst *string, what string, allowed []string) func(*yaml.No
 }
 
 func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
+	if d.note(path, TypeInteger, nil) {
+		return 0, false
+	}
 	s := d.scalar(n, path, "an integer")
 	if s == nil {
 		return 0, false
@@ -220,6 +270,9 @@ func (d *decoder) count64(dst *int64) func(*yaml.Node, string) {
 
 func (d *decoder) number(dst *float64) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeNumber, nil) {
+			return
+		}
 		s := d.scalar(n, path, "a number")
 		if s == nil {
 			return
@@ -235,6 +288,9 @@ func (d *decoder) number(dst *float64) func(*yaml.Node, string) {
 
 func (d *decoder) boolean(dst *bool) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeBool, nil) {
+			return
+		}
 		s := d.scalar(n, path, "true or false")
 		if s == nil {
 			return
@@ -247,6 +303,9 @@ func (d *decoder) boolean(dst *bool) func(*yaml.Node, string) {
 
 func (d *decoder) duration(dst *time.Duration) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeDuration, nil) {
+			return
+		}
 		s := d.scalar(n, path, "a duration like 50ms")
 		if s == nil {
 			return
@@ -266,6 +325,9 @@ func (d *decoder) duration(dst *time.Duration) func(*yaml.Node, string) {
 
 func (d *decoder) limit(dst *rate.Limit) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeLimit, nil) {
+			return
+		}
 		s := d.scalar(n, path, "a limit like 100/1m")
 		if s == nil {
 			return
@@ -281,6 +343,10 @@ func (d *decoder) limit(dst *rate.Limit) func(*yaml.Node, string) {
 
 // seq walks a sequence, calling each for every item.
 func (d *decoder) seq(n *yaml.Node, path string, each func(i int, item *yaml.Node, path string)) {
+	if d.note(path, TypeList, nil) {
+		each(0, probe, path+"[]")
+		return
+	}
 	n = d.resolve(n)
 	if n == nil {
 		return
@@ -310,6 +376,9 @@ func (d *decoder) strList(dst *[]string) func(*yaml.Node, string) {
 
 func (d *decoder) strMap(dst *map[string]string) func(*yaml.Node, string) {
 	return func(n *yaml.Node, path string) {
+		if d.note(path, TypeStringMap, nil) {
+			return
+		}
 		n = d.resolve(n)
 		if n == nil {
 			return
@@ -344,6 +413,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 	ok := d.fields(root, "", map[string]func(*yaml.Node, string){
 		"name":           d.str(&sc.Name),
 		"description":    d.str(&sc.Description),
+		"shows":          d.enum(&sc.Shows, "shows", showsValues),
 		"limit":          d.limit(&sc.Limit),
 		"max_error_rate": d.number(&sc.MaxErrorRate),
 		"target":         func(n *yaml.Node, p string) { d.target(n, p, &sc.Target) },

@@ -21,6 +21,8 @@
 // Defaults are applied in one place (applyDefaults), after decoding and
 // before validation, so a Scenario handed out is complete:
 //
+//	shows                     holds (the other value: flaw)
+//	max_error_rate            0.01
 //	target.kind               simulated
 //	target.redis              embedded (simulated and redis-script)
 //	target.gateways           1 (http: the number of urls)

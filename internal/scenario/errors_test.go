@@ -52,6 +52,7 @@ func TestLoadMistakes(t *testing.T) {
 		{"unknown align", base + "  pattern: boundary\n  align: noon\n", []string{`bad.yaml:8: traffic.align: unknown align "noon"`}},
 		{"unknown on_error", baseT + "  endpoints:\n    - {name: a, share: 1, on_error: maybe}\n", []string{`bad.yaml:8: target.endpoints[0].on_error: unknown on_error policy "maybe"`}},
 		{"unknown on_failover", baseT + "  endpoints:\n    - {name: a, share: 1, on_failover: panic}\n", []string{`bad.yaml:8: target.endpoints[0].on_failover: unknown on_failover policy "panic"`}},
+		{"unknown shows", base + "shows: fix\n", []string{`bad.yaml:7: shows: unknown shows "fix" (want one of flaw, holds)`}},
 		{"unknown fault action", base + "faults:\n  - {at: 1s, action: meteor}\n", []string{`bad.yaml:8: faults[0].action: unknown fault action "meteor"`}},
 		{"unknown metric", base + "thresholds:\n  - ceiling <= limit\n  - leakage == 0\n", []string{`bad.yaml:9: thresholds[1]: threshold "leakage == 0": unknown name "leakage"`}},
 		{"latency vs number", base + "thresholds:\n  - p99 < 5\n", []string{`bad.yaml:8: thresholds[0]: threshold "p99 < 5": p99 is a latency: compare it with a duration like 5ms`}},

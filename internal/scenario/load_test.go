@@ -37,7 +37,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					Name:        "lua-fixed-window-holds",
 					Description: "One Lua script decides atomically, so the published cap holds under overload.",
 					File:        "testdata/full.yaml", Line: 1,
-					Limit: rate.Limit{Count: 20, Window: time.Second}, MaxErrorRate: 0.05,
+					Limit: rate.Limit{Count: 20, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: 0.05,
 					Target: Target{
 						Kind: KindSimulated, Algorithm: "redis-fixed-window", Gateways: 50,
 						Redis: RedisEmbedded, Timeout: 50 * time.Millisecond, Prefix: "rl:",
@@ -76,7 +76,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 				return []*Scenario{
 					{
 						Name: "minimal", File: "testdata/minimal.yaml", Line: 1,
-						Limit: rate.Limit{Count: 100, Window: time.Minute}, MaxErrorRate: DefaultMaxErrorRate,
+						Limit: rate.Limit{Count: 100, Window: time.Minute}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 						Target: first,
 						Traffic: Traffic{
 							Pattern: PatternConstant, Rate: rate.Limit{Count: 10, Window: time.Second},
@@ -87,7 +87,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					},
 					{
 						Name: "race", File: "testdata/minimal.yaml", Line: 10,
-						Limit: rate.Limit{Count: 5, Window: time.Second}, MaxErrorRate: DefaultMaxErrorRate,
+						Limit: rate.Limit{Count: 5, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 						Target: second,
 						Traffic: Traffic{
 							Pattern: PatternRace, Duration: DefaultDuration, MaxRequests: DefaultMaxRequests,
@@ -106,7 +106,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 				}
 				return []*Scenario{{
 					Name: "my-script", File: "testdata/script.yaml", Line: 1,
-					Limit: rate.Limit{Count: 10, Window: time.Second}, MaxErrorRate: DefaultMaxErrorRate,
+					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 					Target: Target{
 						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout,
 						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
@@ -126,7 +126,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 			want: func(t *testing.T) []*Scenario {
 				return []*Scenario{{
 					Name: "http-gateways", File: "testdata/http.yaml", Line: 1,
-					Limit: rate.Limit{Count: 10, Window: time.Second}, MaxErrorRate: DefaultMaxErrorRate,
+					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 					Target: Target{
 						Kind: KindHTTP, Gateways: 2, Timeout: DefaultTimeout,
 						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
@@ -264,6 +264,21 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 		}
 		if got := scs[0].Target.Identity; got != want {
 			t.Errorf("%s: identity %+v; want %+v", doc, got, want)
+		}
+	}
+}
+
+// TestShows: shows says whether a scenario demonstrates a flaw or proves a
+// design holds; a scenario that says nothing proves a design holds.
+func TestShows(t *testing.T) {
+	t.Parallel()
+	for doc, want := range map[string]string{"": ShowsHolds, "shows: holds\n": ShowsHolds, "shows: flaw\n": ShowsFlaw} {
+		scs, err := Parse([]byte(base+doc), "s.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		if got := scs[0].Shows; got != want {
+			t.Errorf("%q: shows %q, want %q", doc, got, want)
 		}
 	}
 }

@@ -71,6 +71,15 @@ const (
 	FaultGatewayDown  = "gateway-down"
 )
 
+// What a scenario shows (its shows field): a flaw the design has, or that
+// the design holds. A pass means "flaw demonstrated" for the first and
+// "design holds" for the second, so reports never present a leak they
+// proved as a design that is fine.
+const (
+	ShowsFlaw  = "flaw"
+	ShowsHolds = "holds"
+)
+
 // Clocks a limiter can read.
 const (
 	ClockGateway = limiter.ClockGateway
@@ -87,12 +96,17 @@ var (
 	onFailovers = []string{OnFailoverTrust, OnFailoverDeny}
 	actions     = []string{FaultFailover, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
 	clocks      = []string{ClockGateway, ClockRedis}
+	showsValues = []string{ShowsFlaw, ShowsHolds}
 )
 
 // Scenario is one decoded, defaulted and validated scenario.
 type Scenario struct {
 	Name        string
 	Description string
+	// Shows is ShowsFlaw when the scenario demonstrates a flaw (its
+	// thresholds hold when the flaw appears) or ShowsHolds (the default)
+	// when it proves the design holds.
+	Shows string
 	// File and Line say where the scenario's document starts, for messages.
 	File string
 	Line int

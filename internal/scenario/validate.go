@@ -95,6 +95,9 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		}
 	}
 
+	if sc.Shows == "" {
+		sc.Shows = ShowsHolds
+	}
 	if lines["max_error_rate"] == 0 {
 		sc.MaxErrorRate = DefaultMaxErrorRate
 	}

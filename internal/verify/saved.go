@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/atomicfile"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
@@ -21,7 +22,9 @@ import (
 type Saved struct {
 	Name        string           `json:"name"`
 	Description string           `json:"description,omitempty"`
+	Shows       string           `json:"shows,omitempty"`
 	Target      string           `json:"target"`
+	Design      *report.Design   `json:"design,omitempty"`
 	Kind        string           `json:"kind,omitempty"`
 	Algorithm   string           `json:"algorithm,omitempty"`
 	Limit       rate.Limit       `json:"limit"`
@@ -49,8 +52,8 @@ func (s Saved) maxErrorRate() float64 {
 
 // SavedOf describes sc for re-scoring.
 func SavedOf(sc *scenario.Scenario) Saved {
-	s := Saved{Name: sc.Name, Description: sc.Description, Target: sc.Target.String(),
-		Kind: sc.Target.Kind, Limit: sc.Limit, Analysis: analysisOptions(sc)}
+	s := Saved{Name: sc.Name, Description: sc.Description, Shows: sc.Shows, Target: sc.Target.String(),
+		Design: designOf(sc), Kind: sc.Target.Kind, Limit: sc.Limit, Analysis: analysisOptions(sc)}
 	rate := sc.MaxErrorRate
 	s.MaxErrorRate = &rate
 	if sc.Target.Kind == scenario.KindSimulated {
@@ -81,9 +84,16 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		res.Metrics[k] = v
 	}
 	r := report.Scenario{
-		Name: s.Name, Description: s.Description, Target: s.Target,
+		Name: s.Name, Description: s.Description, Shows: s.Shows, Target: s.Target, Design: s.Design,
 		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
-		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(),
+		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(), Faults: reportFaults(h.Meta.Faults),
+	}
+	if r.Shows == "" {
+		// Saved before scenarios said what they show.
+		r.Shows = scenario.ShowsHolds
+	}
+	if r.Design == nil && s.Kind != "" {
+		r.Design = &report.Design{Kind: s.Kind, Algorithm: s.Algorithm}
 	}
 	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
 	r.Status = report.StatusPass
@@ -102,6 +112,47 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 	}
 	r.Notes = append(r.Notes, notes(h, s, res.Metrics)...)
 	return r, nil
+}
+
+// reportOf is a scenario's report before it has run: what it is, with no
+// figures yet.
+func reportOf(sc *scenario.Scenario) report.Scenario {
+	return report.Scenario{
+		Name: sc.Name, Description: sc.Description, Shows: sc.Shows, Limit: report.LimitOf(sc.Limit),
+		Target: sc.Target.String(), Design: designOf(sc),
+	}
+}
+
+// designOf describes sc's target for the report: its design, gateways,
+// whose clock decides and each endpoint's failure policy.
+func designOf(sc *scenario.Scenario) *report.Design {
+	t := sc.Target
+	d := &report.Design{Kind: t.Kind, Gateways: t.Gateways, ClockSkewMs: ms(t.ClockSkew)}
+	if t.Kind == scenario.KindSimulated {
+		d.Algorithm = t.Algorithm
+		switch t.Algorithm {
+		case limiter.LocalFixedWindow, limiter.LocalTokenBucket:
+			d.Clock = scenario.ClockGateway
+		case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh:
+			// The window is a key's expiry: Redis's clock alone.
+			d.Clock = scenario.ClockRedis
+		default:
+			d.Clock = limiter.Config{Algorithm: t.Algorithm, Clock: t.Clock}.EffectiveClock()
+		}
+	}
+	for _, e := range t.Endpoints {
+		d.Endpoints = append(d.Endpoints, report.Endpoint{Name: e.Name, OnError: e.OnError, OnFailover: e.OnFailover})
+	}
+	return d
+}
+
+// reportFaults converts a history's faults to report.json's form.
+func reportFaults(fs []history.Fault) []report.Fault {
+	var out []report.Fault
+	for _, f := range fs {
+		out = append(out, report.Fault{Action: f.Action, FromMs: ms(f.At), ForMs: ms(f.For)})
+	}
+	return out
 }
 
 // ran is how long h's traffic ran: from its start to its last answer.

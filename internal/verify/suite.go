@@ -47,11 +47,9 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 	for i, sc := range scs {
 		if ctx.Err() != nil {
 			rep.Incomplete = true
-			rep.Scenarios = append(rep.Scenarios, report.Scenario{
-				Name: sc.Name, Description: sc.Description, Limit: report.LimitOf(sc.Limit),
-				Target: sc.Target.String(), Status: report.StatusSkipped,
-				Error: "not run: the run was interrupted before it started",
-			})
+			r := reportOf(sc)
+			r.Status, r.Error = report.StatusSkipped, "not run: the run was interrupted before it started"
+			rep.Scenarios = append(rep.Scenarios, r)
 			continue
 		}
 		vo := o.Options

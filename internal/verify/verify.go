@@ -25,6 +25,7 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -54,10 +55,7 @@ type Outcome struct {
 // unreachable, a bad script) comes back as an Outcome with status error
 // and the error, so a suite can go on; the error carries its exit code.
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
-	out := &Outcome{Report: report.Scenario{
-		Name: sc.Name, Description: sc.Description, Limit: report.LimitOf(sc.Limit),
-		Target: sc.Target.String(),
-	}}
+	out := &Outcome{Report: reportOf(sc)}
 	fail := func(err error) (*Outcome, error) {
 		out.Report.Status = report.StatusError
 		out.Report.Error = err.Error()
@@ -646,13 +644,13 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	L := float64(limit.Count)
 	W := limit.Window
 	if c, ok := m[analysis.Ceiling]; ok && c > L {
-		out = append(out, fmt.Sprintf("admitted up to %g for one identity within %s: %.2f× the published %g", c, W, c/L, L))
+		out = append(out, fmt.Sprintf("admitted up to %s for one identity within %s: %s the published %s", textfmt.Num(c), W, textfmt.Ratio(c/L), textfmt.Num(L)))
 	}
 	if v := m[analysis.RaceExcess]; v > 0 {
-		out = append(out, fmt.Sprintf("%g requests passed the check at L−1 beside the one that should: the read and the write are not one atomic step", v))
+		out = append(out, fmt.Sprintf("%s passed the check at L−1 beside the one that should: the read and the write are not one atomic step", textfmt.Count(v, "request")))
 	}
 	if v, ok := m[analysis.BoundaryAllowed]; ok && v > L {
-		out = append(out, fmt.Sprintf("%g admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", v))
+		out = append(out, fmt.Sprintf("%s admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", textfmt.Num(v)))
 	}
 	switch s.Algorithm {
 	case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
@@ -661,16 +659,16 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 		out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
 	}
 	if v := m[analysis.FailOpen]; v > 0 {
-		out = append(out, fmt.Sprintf("%g requests admitted with no limit while Redis failed (fail-open)", v))
+		out = append(out, fmt.Sprintf("%s admitted with no limit while Redis failed (fail-open)", textfmt.Count(v, "request")))
 	}
 	if v := m[analysis.FailClosed]; v > 0 {
-		out = append(out, fmt.Sprintf("%g requests refused because Redis failed (fail-closed)", v))
+		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
 	}
 	if m[analysis.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
 	if lag, p99 := m[analysis.SendLagP99], m[analysis.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
-		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %.3gms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %.3gms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", lag, p99))
+		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %sms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %sms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", textfmt.Num(lag), textfmt.Num(p99)))
 	}
 	return out
 }
@@ -686,18 +684,30 @@ func bucketNote(s Saved, m analysis.Metrics) string {
 	}
 	slipped := m[analysis.Slipped]
 	if slipped <= 0 {
-		return fmt.Sprintf("a bucket of capacity %g refilled at %g per %s admits up to %g in one sliding window: that is its envelope (burst + sustained rate), not a leak", C, L, s.Limit.Window, C+L-1)
+		return fmt.Sprintf("a bucket of capacity %s refilled at %s per %s admits up to %s in one sliding window: that is its envelope (burst + sustained rate), not a leak", textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(C+L-1))
 	}
-	return fmt.Sprintf("%g requests slipped beyond the envelope a bucket of capacity %g refilled at %g per %s can admit (measured burst %.3g, sustained %.3g/s): a leak, not the envelope", slipped, C, L, s.Limit.Window, m[analysis.Burst], m[analysis.SustainedRate])
+	return fmt.Sprintf("%s slipped beyond the envelope a bucket of capacity %s refilled at %s per %s can admit (measured burst %s, sustained %s/s): a leak, not the envelope", textfmt.Count(slipped, "request"), textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(m[analysis.Burst]), textfmt.Num(m[analysis.SustainedRate]))
 }
 
 // dropNote says why requests were dropped: the workers all waited on slow
 // answers (the target), or rlctl could not keep up (itself).
 func dropNote(d analysis.Drops) string {
 	if d.SlowTarget {
-		return fmt.Sprintf("%d requests were dropped: all %d workers were waiting on answers (%.3gms on average at %.0f/s offered, so %.0f would have to be in flight): the target was slow, not rlctl", d.Dropped, d.Workers, float64(d.Service.Microseconds())/1000, d.Rate, d.Rate*d.Service.Seconds())
+		waiting := "all " + textfmt.Count(d.Workers, "worker") + " were waiting"
+		if d.Workers == 1 {
+			waiting = "the one worker was waiting"
+		}
+		return fmt.Sprintf("%s dropped: %s on answers (%sms on average at %.0f/s offered, so %.0f would have to be in flight): the target was slow, not rlctl", wereDropped(d.Dropped), waiting, textfmt.Num(float64(d.Service.Microseconds())/1000), d.Rate, d.Rate*d.Service.Seconds())
 	}
-	return fmt.Sprintf("%d requests were dropped: no worker was free at their scheduled time while answers came back in %.3gms on average (rlctl, not the limiter, was the bottleneck for those: its own CPU or scheduling)", d.Dropped, float64(d.Service.Microseconds())/1000)
+	return fmt.Sprintf("%s dropped: no worker was free at the scheduled time while answers came back in %sms on average (rlctl, not the limiter, was the bottleneck for those: its own CPU or scheduling)", wereDropped(d.Dropped), textfmt.Num(float64(d.Service.Microseconds())/1000))
+}
+
+// wereDropped is "1 request was" or "12 requests were".
+func wereDropped(n int64) string {
+	if n == 1 {
+		return "1 request was"
+	}
+	return textfmt.Count(n, "request") + " were"
 }
 
 // sendLagNoteMs is the send lag (p99, ms) from which a report says that

@@ -417,3 +417,33 @@ func TestBucketNoteAgreesWithTheFigures(t *testing.T) {
 		t.Errorf("beyond the envelope: %q", beyond)
 	}
 }
+
+// Notes print figures as the report's tables do (15.05×, 2×, burst 1.403),
+// and one request as "1 request".
+func TestNotesFormatFiguresLikeTheTables(t *testing.T) {
+	t.Parallel()
+	s := Saved{Algorithm: limiter.RedisTokenBucket, Limit: rate.Limit{Count: 20, Window: time.Second},
+		Analysis: analysis.Options{EnvelopeBurst: 20}}
+	h := history.New(history.Meta{Limit: s.Limit}, 0)
+	for _, tc := range []struct {
+		m    analysis.Metrics
+		want []string
+	}{
+		{analysis.Metrics{analysis.Ceiling: 301}, []string{"admitted up to 301 for one identity within 1s: 15.05× the published 20"}},
+		{analysis.Metrics{analysis.Ceiling: 40}, []string{"2× the published 20"}},
+		{analysis.Metrics{analysis.Ceiling: 48}, []string{"2.4× the published 20"}},
+		{analysis.Metrics{analysis.Slipped: 1, analysis.Burst: 1.4034, analysis.SustainedRate: 100.25}, []string{"1 request slipped beyond", "measured burst 1.403, sustained 100.25/s"}},
+		{analysis.Metrics{analysis.RaceExcess: 1, analysis.FailOpen: 1, analysis.FailClosed: 2}, []string{"1 request passed the check", "1 request admitted with no limit", "2 requests refused"}},
+		{analysis.Metrics{analysis.SendLagP99: 3.4261, analysis.P99: 5.807}, []string{"1% of requests 3.426ms or more", "p99 5.807ms includes"}},
+	} {
+		got := strings.Join(notes(h, s, tc.m), "\n")
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("notes for %v lack %q:\n%s", tc.m, w, got)
+			}
+		}
+	}
+	if got := dropNote(analysis.Drops{Dropped: 1, Workers: 1, SlowTarget: true, Service: 2500 * time.Microsecond, Rate: 100}); !strings.HasPrefix(got, "1 request was dropped: the one worker was waiting on answers (2.5ms") {
+		t.Errorf("drop note %q", got)
+	}
+}

@@ -1,0 +1,51 @@
+package analysis
+
+// Description says what a metric means to a reader: its unit and one
+// sentence. `rlctl help metrics` prints these beside Names.
+type Description struct {
+	// Unit is what the figure counts or measures, e.g. "requests",
+	// "requests/s", "ms", "share (0 to 1)".
+	Unit string
+	// Text says what the figure is, in one sentence.
+	Text string
+}
+
+// Descriptions describes every metric in Names. W is the published
+// window, L the published count (per identity).
+var Descriptions = map[string]Description{
+	Requests: {"requests", "Requests the run scheduled, all identities together, dropped ones included."},
+	Allowed:  {"requests", "Requests the limiter admitted, all identities together."},
+	Denied:   {"requests", "Requests the limiter refused (a 429 for an http target)."},
+	Errors: {"requests", "Requests sent that got no deciding answer: a Redis error or timeout the failure policy " +
+		"did not decide, a 5xx, or a lost connection."},
+	Dropped: {"requests", "Requests never sent because no worker was free at their scheduled time; " +
+		"a note says whether the target or rlctl was too slow."},
+	Ceiling: {"requests per W", "The most requests one identity surely had admitted within any window of length W, " +
+		"sliding, not only aligned windows: a definite lower bound of the true ceiling."},
+	CeilingUpper: {"requests per W", "The same count including every request that may have been decided " +
+		"inside the window (its send-to-answer interval touches it): an upper bound; the bounds meet when the target reports its decision time."},
+	CeilingRatio: {"× L", "ceiling divided by the published count: 1 means the limit held, 10 means ten times the published limit got through."},
+	Burst: {"requests", "The smallest token-bucket capacity b such that every interval of length t saw at most " +
+		"b + sustained_rate·t admitted for one identity: the burst the limiter really allowed."},
+	SustainedRate: {"requests/s", "Admitted requests per second for one identity after the run's first window: " +
+		"the long-run rate the limiter really allowed."},
+	BoundaryAllowed: {"requests", "The most requests one identity had admitted in the short span around one window boundary " +
+		"(boundary pattern only): up to 2L for a fixed window."},
+	RaceExcess: {"requests", "In race rounds (identities held at L−1, then one request through every gateway at once), " +
+		"the requests admitted beyond the one that should pass, summed over rounds."},
+	Slipped: {"requests", "Admitted requests that a correct limiter of the published policy (a bucket of the design's " +
+		"envelope) could never have admitted: 0 for a design that holds, whatever its ceiling."},
+	FailOpen:          {"requests", "Requests admitted with no limit because Redis failed and the endpoint's on_error is open."},
+	FailClosed:        {"requests", "Requests refused because Redis failed and the endpoint's on_error is closed."},
+	AfterFaultCeiling: {"requests per W", "The ceiling over the windows from one W before a fault to one W after it ends: what a failover or outage let through."},
+	RecoverMs:         {"ms", "From the end of the last fault to the first answer Redis decided again."},
+	StrandedLease:     {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
+	RetryAfterMissing: {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
+	P50:               {"ms", "Median latency from each request's scheduled send time to its answer."},
+	P90:               {"ms", "90th percentile latency from scheduled send to answer."},
+	P99:               {"ms", "99th percentile latency from scheduled send to answer."},
+	P999:              {"ms", "99.9th percentile latency from scheduled send to answer."},
+	Max:               {"ms", "The slowest request, from scheduled send to answer."},
+	SendLagP99: {"ms", "99th percentile of how late rlctl itself sent requests after their scheduled time; " +
+		"latency includes it, so latency close to it is rlctl's, not the target's."},
+}

@@ -1,0 +1,232 @@
+package scenario
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/rlctl/rlctl/internal/textfmt"
+)
+
+// Field types, as Fields reports them.
+const (
+	TypeString    = "string"
+	TypeEnum      = "one of"
+	TypeInteger   = "integer"
+	TypeNumber    = "number"
+	TypeBool      = "true or false"
+	TypeDuration  = "duration"
+	TypeLimit     = "limit"
+	TypeList      = "list"
+	TypeMapping   = "mapping"
+	TypeStringMap = "mapping of strings"
+)
+
+// Field is one field a scenario file may hold, as the decoder accepts it,
+// with its documentation.
+type Field struct {
+	// Path is the field's place in a file: "target.endpoints[].on_error"
+	// ("[]" stands for any item of a list).
+	Path string
+	// Type is one of the Type constants, or "list of T" for a list (the
+	// fields of a list's mapping items follow as Path+"[].name").
+	Type string
+	// Values are an enumeration's allowed values, in the decoder's order.
+	Values []string
+	// Doc says what the field does and its default, in a sentence or two.
+	Doc string
+	// ValueDocs says what each of Values does, when that needs saying.
+	ValueDocs map[string]string
+}
+
+// Fields lists every field the decoder accepts, found by walking the
+// decoder's own field tables (so the list cannot drift from what a file
+// may hold), documented from fieldDocs and valueDocs, in the order of
+// fieldDocs; a field without documentation comes last, with an empty Doc.
+func Fields() []Field {
+	d := newDecoder("")
+	d.schema = &schema{seen: map[string]bool{}}
+	d.document(probe)
+	// A list's items ("faults[]") are described by the list itself: its
+	// type says what they are, and a mapping item's fields follow it.
+	items := map[string]string{}
+	var out []Field
+	for _, f := range d.schema.fields {
+		if list, ok := strings.CutSuffix(f.Path, "[]"); ok {
+			items[list] = f.Type
+			continue
+		}
+		out = append(out, f)
+	}
+	for i := range out {
+		if t, ok := items[out[i].Path]; ok {
+			t, _, _ = strings.Cut(t, " like ")
+			out[i].Type = "list of " + textfmt.Plural(2, t)
+		}
+	}
+	order := map[string]int{}
+	for i, fd := range fieldDocs {
+		order[fd.path] = i + 1
+	}
+	for i := range out {
+		f := &out[i]
+		if j := order[f.Path]; j > 0 {
+			f.Doc = fieldDocs[j-1].doc
+		}
+		f.ValueDocs = valueDocs[f.Path]
+	}
+	slices.SortStableFunc(out, func(a, b Field) int {
+		oa, ob := order[a.Path], order[b.Path]
+		switch {
+		case oa == 0 && ob == 0:
+			return strings.Compare(a.Path, b.Path)
+		case oa == 0:
+			return 1
+		case ob == 0:
+			return -1
+		}
+		return oa - ob
+	})
+	return out
+}
+
+// fieldDocs documents every field, in the order help shows them.
+var fieldDocs = []struct{ path, doc string }{
+	{"name", "The scenario's name, unique in a suite; reports, JUnit and history files use it. Letters, digits, '.', '_' and '-'. Required."},
+	{"description", "What the scenario shows and why, in a sentence or two; printed when it starts and in every report."},
+	{"shows", "What a pass means for the design the scenario runs; reports print it as the verdict (\"flaw demonstrated\", \"design holds\"). Default holds."},
+	{"limit", "The published limit per identity, N/DURATION: 100/1m, 10/s, 5000/1h. Required. Thresholds call its count limit."},
+	{"max_error_rate", "The largest share of sent requests (0 to 1) that may go without a deciding answer (errors, or a failure policy deciding outside the planned faults) before the run counts as not having measured the design: an error, never a pass. Default 0.01 (1%)."},
+	{"target", "What the traffic is fired at."},
+	{"target.kind", "Default simulated."},
+	{"target.algorithm", "The limiter design the simulated gateways run (simulated only; required there)."},
+	{"target.gateways", "How many gateways enforce the limit, each with its own Redis connection and clock. Default 1; an http target has one per URL."},
+	{"target.redis", "Where the limiter's state lives: embedded (the default: an in-process Redis, nothing to install; fine up to about 1,000 decisions a second), spawn (real redis-server processes on free loopback ports, stopped afterwards) or a redis:// URL (a run then writes only inside a key namespace of its own). rlctl verify --redis replaces it."},
+	{"target.timeout", "How long one Redis call may take before the endpoint's on_error decides, so a slow Redis cannot hang a request. Default 50ms."},
+	{"target.clock_skew", "The largest gateway clock offset: gateways get offsets spread over ±clock_skew, so designs that trust gateway clocks show their drift. Default 0s."},
+	{"target.clock", "Whose clock a design reads: gateway (each gateway's own, possibly skewed, passed to the script) or redis (TIME inside the script: one clock for all). Default: redis for redis-gcra and leasing, gateway for the others."},
+	{"target.pause", "redis-get-incr only: the gap between its GET and its INCR, the window the race lives in. Default 0s."},
+	{"target.prefix", "The prefix of every limiter key (simulated only). Default rl:."},
+	{"target.capacity", "A token bucket's or GCRA's capacity (its burst). Default: the limit's count."},
+	{"target.lease", "Leasing only: how gateways lease slices of the global budget."},
+	{"target.lease.size", "The slice a gateway leases per top-up. Default: the design's own, from the limit."},
+	{"target.lease.refill_below", "A gateway tops up in the background when less than this share of its slice is left (0 to below 1). Default 0.2."},
+	{"target.lease.adaptive", "Size slices by each gateway's recent demand instead of equally. Default false."},
+	{"target.endpoints", "The endpoints behind the gateways, each with its share of the traffic and its failure policy. Default: one endpoint named default with share 1."},
+	{"target.endpoints[].name", "The endpoint's name, unique in the scenario (login, feed …)."},
+	{"target.endpoints[].share", "The endpoint's share of the requests, above 0 and at most 1; shares sum to 1."},
+	{"target.endpoints[].on_error", "What the endpoint decides when Redis fails or is slower than the timeout. Default open."},
+	{"target.endpoints[].on_failover", "What the endpoint does when it notices a failover (its marker key vanished). Default trust."},
+	{"target.endpoints[].timeout", "This endpoint's Redis timeout. Default target.timeout."},
+	{"target.endpoints[].local", "With on_error: local, the smaller per-gateway allowance used while Redis fails, like 5/1s."},
+	{"target.urls", "http only: the gateways' URLs, each one gateway (or one load balancer). {id} in a URL stands for the identity."},
+	{"target.method", "http only: the request method. Default GET."},
+	{"target.identity", "http only: how each request carries its identity. Default {header: X-API-Key}, unless {id} appears in urls, headers or body."},
+	{"target.identity.header", "Send the identity in this header."},
+	{"target.identity.query", "Send the identity in this query parameter."},
+	{"target.identity.source", "Give each identity its own client address from this prefix (like 127.0.1.0/24), for gateways that key their limit on the client's address."},
+	{"target.headers", "http only: headers sent with every request; {id} stands for the identity."},
+	{"target.body", "http only: the request body; {id} stands for the identity."},
+	{"target.denied_status", "http only: the statuses that mean denied. Default [429]."},
+	{"target.tls", "http only: TLS for https:// gateways; paths are relative to the scenario file."},
+	{"target.tls.ca", "A CA certificate (PEM) to trust."},
+	{"target.tls.cert", "A client certificate (PEM); needs key."},
+	{"target.tls.key", "The client certificate's key (PEM); needs cert."},
+	{"target.tls.insecure_skip_verify", "Trust any server certificate (a test gateway's self-signed one). Default false."},
+	{"target.redact", "http only: more query parameter names whose values never appear in reports, histories or messages, beside those named like credentials (token, key, secret, signature, password, auth …)."},
+	{"target.script", "redis-script only: your Lua limiter, a path relative to the scenario file. Required there."},
+	{"target.keys", "redis-script only: KEYS templates, like [\"rl:{id}\"]; {id}, {now_ms}, {now_s}, {limit}, {window_s}, {window_ms}, {gateway} and {request_id} stand for their values. Required there."},
+	{"target.args", "redis-script only: ARGV templates, like [\"{limit}\", \"{window_s}\", \"{now_ms}\"]."},
+	{"target.allowed", "redis-script only: the rule on the script's reply that means allowed: \"== 1\", \"> 0\", \"[1] == 1\" (element 1 of a table reply), \"== 'OK'\", \"!= nil\". Required there."},
+	{"target.retry_after", "redis-script only: where a denied reply carries its retry-after: \"[2] ms\", \"[3] s\", \"ms\" or \"s\". Default: nowhere."},
+	{"traffic", "The load fired at the target. Every run is bounded by duration and max_requests."},
+	{"traffic.pattern", "The shape of the load. Default constant."},
+	{"traffic.rate", "The offered load of all identities together, N/DURATION like 400/s (constant, ramp and burst patterns; required there in the open model)."},
+	{"traffic.duration", "How long the traffic runs. Default 5s."},
+	{"traffic.max_requests", "A hard cap on requests: every run is bounded. Default 100000."},
+	{"traffic.identities", "How many identities (users, API keys) share the traffic; limits are per identity. Default 1."},
+	{"traffic.spread", "How the load balancer spreads one identity's requests over the gateways. Default round-robin."},
+	{"traffic.rounds", "race only: how many rounds to fire. Default 50."},
+	{"traffic.align", "boundary only: where window boundaries are assumed to fall. Default auto."},
+	{"traffic.model", "open (the default): requests leave at their scheduled times whatever the target does, and one that finds no free worker is counted as dropped; closed: concurrency users each wait for an answer before sending again."},
+	{"traffic.concurrency", "closed model only: how many requests are kept in flight. Default gateways × identities."},
+	{"traffic.workers", "open model only: the most requests in flight at once. Default 0: the engine's own (256, or the largest burst)."},
+	{"traffic.burst_size", "burst only: requests each identity fires at once, every window of the limit. Default: the limit's count."},
+	{"faults", "Faults injected during the run, each from at (an offset from the start) for for, on the Redis the simulated gateways use (see FAULTS below)."},
+	{"faults[].at", "When the fault starts, an offset from the run's start like 2s; before the end of the run. Required."},
+	{"faults[].for", "How long it lasts. Default 0s: until the end of the run (failover and redis-reset happen at one instant)."},
+	{"faults[].action", "What goes wrong. Required."},
+	{"faults[].latency", "redis-latency only: the delay added to every Redis call, like 90ms. Required there."},
+	{"faults[].gateway", "gateway-down only: the index of the gateway to stop (0 for the first). Required there."},
+	{"thresholds", "Expressions that must all hold for the scenario to pass: OPERAND OP OPERAND with OP one of < <= > >= == !=, where an operand is a metric (rlctl help metrics), limit (the published count), a number, a duration like 5ms, or a product like 1.5*limit. Latencies (p50, p90, p99, p999, max, recover, send_lag_p99) compare with durations: p99 < 5ms. An unknown name is an error at load time; a metric the run did not measure fails the threshold."},
+}
+
+// valueDocs says what each value of an enumeration does.
+var valueDocs = map[string]map[string]string{
+	"shows": {
+		ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",
+		ShowsFlaw:  "a pass means the flaw was demonstrated: the design is not safe as configured",
+	},
+	"target.kind": {
+		KindSimulated:   "gateways run in-process, each with its own Redis connection and clock, running target.algorithm",
+		KindHTTP:        "your real gateways, reached at target.urls; denials are the statuses in denied_status",
+		KindRedisScript: "your own Lua limiter (target.script), run by simulated gateways with EVALSHA",
+	},
+	"target.algorithm": {
+		"local-fixed-window":         "a counter per identity in each gateway's memory, reset each aligned window: N gateways admit up to N×L",
+		"local-token-bucket":         "a token bucket in each gateway's memory: N gateways, N buckets",
+		"redis-get-incr":             "GET, compare, then INCR (EXPIRE on the first) in separate round trips: the check-then-increment race",
+		"redis-fixed-window":         "one Lua script checks and increments atomically; the TTL is set once when the window opens, and re-asserted if missing",
+		"redis-fixed-window-refresh": "the TTL bug: the expiry is refreshed on every request, so the window never rolls while traffic continues",
+		"redis-clock-window":         "a key per window id built from a clock ({prefix}{id}:{floor(now/W)}); target.clock says whose",
+		"redis-token-bucket":         "a shared token bucket (a hash of tokens and timestamp) in one Lua script",
+		"redis-sliding-window":       "a sliding-window counter: the current and previous windows' counts, blended by weight",
+		"redis-sliding-log":          "an exact sliding log in a sorted set: never more than L in any window; memory grows with traffic",
+		"redis-gcra":                 "GCRA, the leaky bucket as a meter: one value (the theoretical arrival time) per identity",
+		"leasing":                    "each gateway spends a leased slice of the Redis budget locally and tops up in the background; a dead gateway strands its slice",
+	},
+	"target.clock": {
+		ClockGateway: "each gateway's own clock, offset by clock_skew, is passed to the script",
+		ClockRedis:   "the script reads Redis TIME: one clock decides for every gateway",
+	},
+	"target.endpoints[].on_error": {
+		OnErrorOpen:   "admit the request with no limit (fail open): right for a read-only feed, where blocking people over a Redis blip is worse",
+		OnErrorClosed: "refuse the request (fail closed): right for login and payments, where a slow Redis must not hold the door open",
+		OnErrorLocal:  "fall back to a smaller per-gateway allowance (local, like 5/1s) counted in the gateway's memory",
+	},
+	"target.endpoints[].on_failover": {
+		OnFailoverTrust: "keep counting on the promoted replica, whose counters may have started from zero",
+		OnFailoverDeny:  "refuse for one window once a failover is noticed (the marker key vanished), so lost counts cannot let a second quota through",
+	},
+	"traffic.pattern": {
+		PatternConstant: "requests evenly spaced at traffic.rate",
+		PatternBurst:    "every window of the limit, each identity fires burst_size requests at once",
+		PatternRamp:     "the rate climbs from zero to traffic.rate over the run",
+		PatternBoundary: "each identity's quota fired just before a window boundary and again just after it (boundary_allowed)",
+		PatternRace:     "identities held one below the limit, then one request through every gateway at the same instant, for rounds rounds (race_excess)",
+	},
+	"traffic.spread": {
+		SpreadRoundRobin: "one identity's requests go to each gateway in turn",
+		SpreadRandom:     "each request goes to a gateway at random",
+		SpreadSticky:     "each identity always reaches the same gateway",
+	},
+	"traffic.align": {
+		AlignEpoch:        "windows start at multiples of W since the Unix epoch",
+		AlignFirstRequest: "an identity's first admitted request opens its window",
+		AlignAuto:         "learn the boundary from RateLimit-Reset or Retry-After, else from the first denial after a run of admitted requests, else epoch",
+	},
+	"traffic.model": {
+		ModelOpen:   "scheduled sends; a request with no free worker is dropped, never delayed",
+		ModelClosed: "concurrency users, each waiting for its answer before the next request",
+	},
+	"faults[].action": {
+		FaultFailover:     "at one instant, the gateways' Redis is replaced by a promoted replica that had not caught up: empty counters, no failover marker (on_failover decides what happens next)",
+		FaultRedisDown:    "Redis stops answering for for: every call fails, and each endpoint's on_error decides",
+		FaultRedisLatency: "every Redis call takes latency longer for for; calls beyond the timeout go to on_error",
+		FaultRedisReset:   "at one instant, the run's limiter keys are deleted, as a flush or an eviction would",
+		FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
+	},
+}
+
+// ThresholdName is the name a threshold uses for metric: its latency alias
+// (p99 for p99_ms), compared with durations, else the metric's own name.
+func ThresholdName(metric string) string { return aliasOf(metric) }
