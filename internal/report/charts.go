@@ -146,6 +146,13 @@ func scenarioCharts(sc Scenario) ([]chart, error) {
 			return nil, err
 		}
 	}
+	c, err := arrivalsChart(sc)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		out = append(out, *c)
+	}
 	return out, nil
 }
 

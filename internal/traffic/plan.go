@@ -230,7 +230,7 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 			return p, planErr("negative think time")
 		}
 		if p.Retry != nil {
-			r, err := p.Retry.normalize()
+			r, err := p.Retry.Normalize()
 			if err != nil {
 				return p, err
 			}

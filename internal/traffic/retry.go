@@ -69,8 +69,9 @@ type RetryPolicy struct {
 	MaxAttempts int
 }
 
-// normalize fills defaults and checks the policy.
-func (p RetryPolicy) normalize() (RetryPolicy, error) {
+// Normalize fills the zero fields with their defaults and checks the
+// policy; the error wraps ErrInvalidPlan.
+func (p RetryPolicy) Normalize() (RetryPolicy, error) {
 	if p.Honor == "" {
 		p.Honor = HonorRetryAfter
 	}

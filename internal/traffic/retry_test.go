@@ -15,7 +15,7 @@ func TestRetryPolicyWait(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
 	pol := func(honor, backoff, jitter string) RetryPolicy {
-		p, err := RetryPolicy{Honor: honor, Backoff: backoff, Jitter: jitter, Delay: 100 * ms, MaxDelay: 350 * ms}.normalize()
+		p, err := RetryPolicy{Honor: honor, Backoff: backoff, Jitter: jitter, Delay: 100 * ms, MaxDelay: 350 * ms}.Normalize()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestRetryPolicyWait(t *testing.T) {
 		t.Errorf("retry-after honours %v, want Retry-After", got)
 	}
 	for _, bad := range []RetryPolicy{{Honor: "never"}, {Jitter: "some"}, {Backoff: "linear"}, {MaxAttempts: 300}, {Delay: time.Second, MaxDelay: time.Millisecond}} {
-		if _, err := bad.normalize(); err == nil {
+		if _, err := bad.Normalize(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}

@@ -83,7 +83,7 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 	r := report.Scenario{
 		Name: s.Name, Description: s.Description, Target: s.Target,
 		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
-		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(),
+		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(), HeaderForms: h.Meta.HeaderForms,
 	}
 	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
 	r.Status = report.StatusPass
