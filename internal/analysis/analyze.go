@@ -299,9 +299,10 @@ func (a *analyzer) decisionTime(i int) int64 {
 //     bound.
 //   - retry_after_early: of the retries that waited exactly what they were
 //     told (within 5 ms or 5%), the share denied although nothing of their
-//     identity was admitted since the promised moment: the hint was early
-//     (the header lied). A denial after others took the freed quota is
-//     contention, counted by relimited, not here.
+//     identity was admitted since the denial they repeat: the quota was not
+//     back when promised, so the hint was early (the header lied). A
+//     denial after others took the freed quota is contention, counted by
+//     relimited, not here; so this is a definite count, a lower bound.
 func Analyze(h *history.History, opts Options) Result {
 	return analyze(h, opts, parallelSort)
 }

@@ -32,9 +32,11 @@ func exactSlack(told int64) int64 {
 // arrival is one request of an identity, for the retry figures.
 type arrival struct {
 	sent    int64 // Sent (Intended when it has none)
+	recv    int64 // Received, or NoTime
 	s, e    int64 // decision interval
 	retry   bool
 	allowed bool
+	denied  bool
 }
 
 // retryFigures measures how retrying clients fared (Analyze documents the
@@ -76,7 +78,8 @@ func (a *analyzer) retryFigures(res *Result) {
 				sent = h.Intended(int(i))
 			}
 			o := h.Outcome(int(i))
-			rs[j] = arrival{sent: clampTime(int64(sent)), s: s, e: e, retry: h.Attempt(int(i)) > 0, allowed: o == decision.Allowed}
+			rs[j] = arrival{sent: clampTime(int64(sent)), recv: int64(h.Received(int(i))), s: s, e: e,
+				retry: h.Attempt(int(i)) > 0, allowed: o == decision.Allowed, denied: o == decision.Denied}
 			if o == decision.Denied {
 				if ra := h.RetryAfter(int(i)); ra != history.NoTime {
 					if recv := h.Received(int(i)); recv != history.NoTime {
@@ -134,6 +137,23 @@ func (a *analyzer) retryFigures(res *Result) {
 			k := sort.Search(len(starts), func(j int) bool { return starts[j] > to }) // starts[:k] <= to
 			return k > 0 && prefMaxEnd[k-1] >= from
 		}
+		// The identity's denials by arrival, so a retry finds the denial it
+		// repeats (the one that arrived Waited before it was sent) and with
+		// it the earliest moment that denial can have been decided.
+		var denials []arrival
+		for _, r := range rs {
+			if r.denied && r.recv != int64(history.NoTime) {
+				denials = append(denials, r)
+			}
+		}
+		slices.SortFunc(denials, func(x, y arrival) int { return cmp.Compare(x.recv, y.recv) })
+		deniedAt := func(prev int64) int64 {
+			k := sort.Search(len(denials), func(j int) bool { return denials[j].recv >= prev-int64(time.Microsecond) })
+			if k < len(denials) && denials[k].recv <= prev+int64(time.Microsecond) {
+				return denials[k].s
+			}
+			return prev // not found (a merged or hand-made history): its arrival
+		}
 
 		for _, i := range idx {
 			if h.Attempt(int(i)) == 0 {
@@ -168,9 +188,12 @@ func (a *analyzer) retryFigures(res *Result) {
 			}
 			exact++
 			if o == decision.Denied {
+				// Early only when nothing of the identity was admitted from
+				// the previous denial on: quota that came back and went to
+				// another client is contention, not an early hint.
 				_, recv := a.decidedBetween(int(i))
-				if !admittedWithin(prev+tl-exactSlack(tl), recv) {
-					lied++ // denied, and nobody was admitted since the promised moment
+				if !admittedWithin(deniedAt(prev), recv) {
+					lied++
 				}
 			}
 		}

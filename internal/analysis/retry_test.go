@@ -137,16 +137,19 @@ func TestRetryWaitExcessKnownAnswer(t *testing.T) {
 }
 
 // Of three retries that waited exactly what they were told, one was
-// denied with nothing of its identity admitted since the promised moment
-// (the hint was early), one was denied after another client took the
-// freed quota (contention, not a lie) and one was admitted; a fourth that
-// waited longer than told does not count: retry_after_early is 1/3.
+// denied with nothing of its identity admitted since its denial (the hint
+// was early), one was denied after another client took the freed quota
+// (contention, not a lie) and one was admitted; a fourth that waited
+// longer than told does not count: retry_after_early is 1/3.
 func TestRetryAfterEarlyKnownAnswer(t *testing.T) {
 	t.Parallel()
 	res := Analyze(retryHistory(
-		// a: told 0.5 s at 1.0 s, back at 1.5 s, denied; nobody admitted.
+		// a: denied at 1.0 s and told 0.5 s, back at 1.5 s, denied again;
+		// nobody admitted in between.
+		req{id: 0, sent: 0.998, outcome: no, retryAfter: 0.5},
 		req{id: 0, sent: 1.500, outcome: no, attempt: 1, told: 0.5, waited: 0.5},
 		// b: told 0.5 s at 1.0 s; another client admitted at 1.5 s first.
+		req{id: 1, sent: 0.998, outcome: no, retryAfter: 0.5},
 		req{id: 1, sent: 1.499, outcome: ok},
 		req{id: 1, sent: 1.501, outcome: no, attempt: 1, told: 0.5, waited: 0.501},
 		// c: told 0.5 s, back exactly then, admitted.

@@ -69,7 +69,7 @@ func arrivalsChart(sc Scenario) (*chart, error) {
 	caption := fmt.Sprintf("Requests of one identity arriving per %s around the reset at t=%.3fs, where the most arrived within %s (herd_peak %s against a limit of %s).",
 		analysis.ArrivalBin, res.HerdAt.Seconds(), analysis.HerdSpan, num(sc.Metrics[analysis.HerdPeak]), sc.Limit)
 	if v, ok := sc.Metrics[analysis.Relimited]; ok {
-		caption += fmt.Sprintf(" %s%% of retries were denied again.", num(100*v))
+		caption += fmt.Sprintf(" %.0f%% of retries were denied again.", 100*v)
 	}
 	return &chart{Kind: ChartArrivals, ID: "chart-" + anchor(sc.Name) + "-" + ChartArrivals, Caption: caption, SVG: svg}, nil
 }

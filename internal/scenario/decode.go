@@ -399,6 +399,7 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 		"prefix":     d.str(&t.Prefix),
 		"capacity":   d.count64(&t.Capacity),
 		"key":        d.enum(&t.Key, "limit key", keys),
+		"sources":    d.count(&t.Sources, math.MaxInt32),
 		"lease": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"size":         d.count64(&t.Lease.Size),
@@ -478,7 +479,6 @@ func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {
 		"workers":      d.count(&t.Workers, math.MaxInt32),
 		"burst_size":   d.count(&t.BurstSize, math.MaxInt32),
 		"think":        d.duration(&t.Think),
-		"sources":      d.count(&t.Sources, math.MaxInt32),
 		"retry": func(n *yaml.Node, p string) {
 			r := &traffic.RetryPolicy{}
 			d.fields(n, p, map[string]func(*yaml.Node, string){

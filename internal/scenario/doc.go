@@ -36,6 +36,7 @@
 //	                          source: a prefix giving each identity its own client address)
 //	target.denied_status      [429] (http)
 //	target.key                identity (simulated, redis-script; source: the client's address)
+//	target.sources            identities: one address each (key: source only)
 //	traffic.pattern           constant
 //	traffic.model             open
 //	traffic.duration          5s
@@ -46,7 +47,6 @@
 //	traffic.align             auto (boundary only)
 //	traffic.burst_size        the limit's count (burst only)
 //	traffic.concurrency       gateways × identities (closed model only)
-//	traffic.sources           identities: one address each (target.key: source only)
 //	traffic.think             0 (closed model only)
 //	traffic.retry             none; given, its honor retry-after, backoff exponential,
 //	                          jitter none, delay 100ms, max_delay 10s (at least delay),

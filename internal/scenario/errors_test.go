@@ -123,8 +123,8 @@ func TestLoadMistakes(t *testing.T) {
 		{"fewer clients than identities", "name: c\nlimit: 10/1s\ntarget: {algorithm: redis-fixed-window}\ntraffic:\n  model: closed\n  concurrency: 4\n  identities: 8\n  retry: {}\n", []string{`traffic.concurrency: 4 clients for 8 identities`}},
 		{"key by source is fine", strings.Replace(baseT, "redis-fixed-window", "redis-gcra", 1) + "  key: source\n", nil},
 		{"unknown key", baseT + "  key: cookie\n", []string{`bad.yaml:7: target.key: unknown limit key "cookie" (want one of identity, source)`}},
-		{"sources without key source", base + "  identities: 4\n  sources: 1\n", []string{`bad.yaml:8: traffic.sources: applies with target.key: source only`}},
-		{"sources beyond identities", strings.Replace(base, "target:\n", "target:\n  key: source\n", 1) + "  identities: 2\n  sources: 3\n", []string{`traffic.sources: want 1 to 2 (the identities), got 3`}},
+		{"sources without key source", baseT + "  sources: 1\n", []string{`bad.yaml:7: target.sources: applies with key: source only`}},
+		{"sources beyond identities", strings.Replace(base, "target:\n", "target:\n  key: source\n  sources: 3\n", 1) + "  identities: 2\n", []string{`target.sources: want 1 to 2 (the identities), got 3`}},
 		{"key on an http target", "name: h\nlimit: 1/s\ntarget:\n  kind: http\n  urls: [http://gw.example/]\n  key: source\ntraffic: {rate: 1/s}\n", []string{`bad.yaml:6: target.key: an http target's gateways key their limit themselves`}},
 		{"several mistakes collected", "name: x\nlimit: 1/s\ntarget:\n  algorithm: nope\n  gateways: -1\ntraffic:\n  rate: 1/s\n  spread: wide\n", []string{
 			`bad.yaml:4: target.algorithm: unknown algorithm "nope"`,

@@ -32,8 +32,8 @@ traffic:
 	if tr.Retry == nil || *tr.Retry != want {
 		t.Errorf("retry %+v, want %+v", tr.Retry, want)
 	}
-	if tr.Think != 250*time.Millisecond || tr.Sources != 3 || scs[0].Target.Key != KeySource {
-		t.Errorf("think %v sources %d key %q", tr.Think, tr.Sources, scs[0].Target.Key)
+	if tr.Think != 250*time.Millisecond || scs[0].Target.Sources != 3 || scs[0].Target.Key != KeySource {
+		t.Errorf("think %v sources %d key %q", tr.Think, scs[0].Target.Sources, scs[0].Target.Key)
 	}
 	scs, err = Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml")
 	if err != nil {

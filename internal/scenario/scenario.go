@@ -161,7 +161,11 @@ type Target struct {
 	// Key is what the gateways key the limit on: KeyIdentity (default) or
 	// KeySource, the address the identity sends from (simulated and
 	// redis-script targets).
-	Key       string
+	Key string
+	// Sources is how many source addresses the identities send from
+	// (identity i from address i mod Sources) when the limit is keyed on
+	// the address; it defaults to one per identity.
+	Sources   int
 	Lease     Lease
 	Endpoints []Endpoint
 
@@ -253,10 +257,6 @@ type Traffic struct {
 	// Think is how long a closed-model client pauses after an answered
 	// request.
 	Think time.Duration
-	// Sources is how many source addresses the identities send from
-	// (identity i from address i mod Sources), for a limit keyed on the
-	// address (target.key: source); it defaults to one per identity.
-	Sources int
 }
 
 // Fault is one fault injected during the run.

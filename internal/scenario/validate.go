@@ -133,8 +133,8 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if t.Kind != KindHTTP && t.Key == "" {
 		t.Key = KeyIdentity
 	}
-	if t.Key == KeySource && tr.Sources == 0 && lines["traffic.sources"] == 0 {
-		tr.Sources = tr.Identities // one address per identity unless told
+	if t.Key == KeySource && t.Sources == 0 && lines["target.sources"] == 0 {
+		t.Sources = tr.Identities // one address per identity unless told
 	}
 	if tr.Retry != nil {
 		// Checked in validate; a bad policy keeps its values for the message.
@@ -363,12 +363,12 @@ func (d *decoder) validate(sc *Scenario) {
 	if set("target.key") && t.Kind == KindHTTP {
 		bad("target.key", "an http target's gateways key their limit themselves (send the address with identity.source)")
 	}
-	if set("traffic.sources") {
+	if set("target.sources") {
 		switch {
 		case t.Key != KeySource:
-			bad("traffic.sources", "applies with target.key: source only (a limit keyed on the client's address)")
-		case tr.Sources < 1 || tr.Sources > tr.Identities:
-			bad("traffic.sources", "want 1 to %d (the identities), got %d", tr.Identities, tr.Sources)
+			bad("target.sources", "applies with key: source only (a limit keyed on the client's address)")
+		case t.Sources < 1 || t.Sources > tr.Identities:
+			bad("target.sources", "want 1 to %d (the identities), got %d", tr.Identities, t.Sources)
 		}
 	}
 	if tr.Model == ModelClosed && tr.Concurrency < 1 {
@@ -473,6 +473,9 @@ func (t Target) String() string {
 	}
 	if t.ClockSkew > 0 {
 		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
+	}
+	if t.Key == KeySource {
+		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)
 	}
 	return s
 }

@@ -436,7 +436,7 @@ func (e *env) keyBySource(sc *scenario.Scenario) {
 	if sc.Target.Key != scenario.KeySource {
 		return
 	}
-	n := sc.Traffic.Sources
+	n := sc.Target.Sources
 	e.target = traffic.KeyedBySource(e.target, n)
 	who := fmt.Sprintf("%d identities from %d source addresses", sc.Traffic.Identities, n)
 	if n == 1 {
