@@ -94,8 +94,10 @@ func TestGatewayAnswersWithLimitHeaders(t *testing.T) {
 		case http.StatusTooManyRequests:
 			denied++
 			ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-			if err != nil || ra < 1 || ra > 60 {
-				t.Errorf("request %d: Retry-After %q, want 1..60 seconds", i, resp.Header.Get("Retry-After"))
+			// Up to 61: the window's key outlives its PTTL by up to 1 ms
+			// (Redis counts whole milliseconds), which rounds up.
+			if err != nil || ra < 1 || ra > 61 {
+				t.Errorf("request %d: Retry-After %q, want 1..61 seconds", i, resp.Header.Get("Retry-After"))
 			}
 			// The effective window of a denial ends when the next request
 			// can pass: Retry-After, never later (draft 11 section 6).
