@@ -28,6 +28,10 @@ func TestSuiteLoads(t *testing.T) {
 	for _, s := range scs {
 		total += s.Traffic.Duration
 		seen[s.Target.Algorithm] = true
+		if r := s.Traffic.Retry; r != nil {
+			seen["retry jitter "+r.Jitter] = true
+		}
+		seen["key "+s.Target.Key] = true
 		if len(s.Thresholds) == 0 {
 			t.Errorf("%s states nothing: every built-in scenario needs thresholds", s.Name)
 		}
@@ -49,6 +53,13 @@ func TestSuiteLoads(t *testing.T) {
 		"redis-sliding-log", "leasing"} {
 		if !seen[a] {
 			t.Errorf("no built-in scenario shows %s", a)
+		}
+	}
+	// The client's side of a 429: retries with and without jitter, and
+	// users keyed by their shared address beside their own keys.
+	for _, k := range []string{"retry jitter none", "retry jitter full", "key source", "key identity"} {
+		if !seen[k] {
+			t.Errorf("no built-in scenario shows %s", k)
 		}
 	}
 	if total > 75*time.Second {
@@ -102,10 +113,44 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	return rep
 }
 
+// metrics returns the named scenario's metrics from report.json.
+func metrics(t *testing.T, rep map[string]any, name string) map[string]any {
+	t.Helper()
+	for _, s := range rep["scenarios"].([]any) {
+		sc := s.(map[string]any)
+		if sc["name"] == name {
+			return sc["metrics"].(map[string]any)
+		}
+	}
+	t.Fatalf("no scenario %s in the report", name)
+	return nil
+}
+
+// herdDifference checks that the same 500 clients show the herd with no
+// jitter and not with full jitter, in the report's figures: a peak after
+// the reset several times higher and a share of retries denied again at
+// least 40 points higher; and that the office behind one address loses
+// most of its legitimate requests where the same users keyed by API key
+// lose none.
+func herdDifference(t *testing.T, rep map[string]any) {
+	t.Helper()
+	none, full := metrics(t, rep, "herd-no-jitter"), metrics(t, rep, "herd-full-jitter")
+	peakNone, peakFull := none["herd_peak"].(float64), full["herd_peak"].(float64)
+	relNone, relFull := none["relimited"].(float64), full["relimited"].(float64)
+	t.Logf("herd_peak %g without jitter, %g with full jitter; relimited %.2f and %.2f", peakNone, peakFull, relNone, relFull)
+	if peakNone < 4*max(peakFull, 1) || relNone-relFull < 0.4 {
+		t.Errorf("no herd difference: herd_peak %g vs %g, relimited %.2f vs %.2f", peakNone, peakFull, relNone, relFull)
+	}
+	office, keyed := metrics(t, rep, "office-behind-one-address"), metrics(t, rep, "office-keyed-by-api-key")
+	if office["denied"].(float64) < 0.9*office["requests"].(float64) || keyed["denied"].(float64) != 0 {
+		t.Errorf("office: %v of %v denied behind one address, %v keyed by API key", office["denied"], office["requests"], keyed["denied"])
+	}
+}
+
 // The main job: the built-in suite passes on the embedded Redis, with
 // nothing installed.
 func TestBuiltinSuitePassesOnEmbeddedRedis(t *testing.T) {
-	runSuite(t)
+	herdDifference(t, runSuite(t))
 }
 
 // The same suite on a real redis-server that also holds another
@@ -117,7 +162,7 @@ func TestBuiltinSuitePassesOnRealRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	foreign := redistest.SeedForeign(t, c)
-	runSuite(t, "--redis", srv.URL())
+	herdDifference(t, runSuite(t, "--redis", srv.URL()))
 	if left := c.Keys(t.Context(), "*rlctl-*").Val(); len(left) > 0 {
 		t.Errorf("the suite left %d keys behind: %v", len(left), left[:min(5, len(left))])
 	}

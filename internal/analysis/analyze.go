@@ -281,6 +281,28 @@ func (a *analyzer) decisionTime(i int) int64 {
 //     same requests - rlctl's own delay in sending, which latency includes.
 //     Latency well above it is the target's; latency close to it is the
 //     instrument's.
+//
+// With clients that retried denied requests (records with Attempt > 0),
+// per identity, where a reset is a moment the target said the quota would
+// be back (a denial's Received + RetryAfter, or a retry's previous answer
+// + what it was told):
+//
+//   - herd_peak: the most requests sent within HerdSpan (100 ms) after one
+//     reset, worst identity; against the limit it says whether clients
+//     told the same moment came back as a herd.
+//   - relimited: the share of answered retries that were denied again.
+//   - retry_wait_excess_ms: over admitted retries, the mean of how long
+//     each was sent after the earliest admission of its identity decided
+//     after its previous answer arrived (0 when none was earlier) - how
+//     much later than needed clients came back. The earliest admission is
+//     seen only when other requests probed meanwhile, so it is a lower
+//     bound.
+//   - retry_after_early: of the retries that waited exactly what they were
+//     told (within 5 ms or 5%), the share denied although nothing of their
+//     identity was admitted since the denial they repeat: the quota was not
+//     back when promised, so the hint was early (the header lied). A
+//     denial after others took the freed quota is contention, counted by
+//     relimited, not here; so this is a definite count, a lower bound.
 func Analyze(h *history.History, opts Options) Result {
 	return analyze(h, opts, parallelSort)
 }
@@ -976,6 +998,8 @@ func (a *analyzer) result() Result {
 	if a.lag != nil && a.lag.TotalCount() > 0 {
 		res.Metrics[SendLagP99] = ms(a.lag.ValueAtPercentile(99))
 	}
+
+	a.retryFigures(&res)
 
 	if a.n > 0 {
 		for b, c := range a.timeline {

@@ -13,6 +13,13 @@ type Description struct {
 // Descriptions describes every metric in Names. W is the published
 // window, L the published count (per identity).
 var Descriptions = map[string]Description{
+	HerdPeak: {"requests per 100ms", "Runs whose clients retried: the most requests of one identity that arrived within 100ms after a reset, " +
+		"against the limit: retries told the same moment come back as one herd."},
+	Relimited: {"share (0 to 1)", "Runs whose clients retried: the share of retries that were denied again."},
+	RetryWaitExcess: {"ms", "Runs whose clients retried: how much later than the first admission seen after its denial an admitted retry came back " +
+		"(a lower bound; threshold name retry_wait_excess)."},
+	RetryAfterEarly: {"share (0 to 1)", "Runs whose clients retried: the share of retries that waited exactly what they were told and were denied again " +
+		"with nothing of their identity admitted since: the hint was early."},
 	Requests: {"requests", "Requests the run scheduled, all identities together, dropped ones included."},
 	Allowed:  {"requests", "Requests the limiter admitted, all identities together."},
 	Denied:   {"requests", "Requests the limiter refused (a 429 for an http target)."},

@@ -29,6 +29,12 @@ const (
 	P999              = "p999_ms"
 	Max               = "max_ms"
 	SendLagP99        = "send_lag_p99_ms"
+	// The retry figures, measured when clients retried denied requests
+	// (see Analyze).
+	HerdPeak        = "herd_peak"
+	Relimited       = "relimited"
+	RetryWaitExcess = "retry_wait_excess_ms"
+	RetryAfterEarly = "retry_after_early"
 )
 
 // Names lists every metric name, in report order.
@@ -37,6 +43,7 @@ var Names = []string{
 	CeilingRatio, Burst, SustainedRate, BoundaryAllowed, RaceExcess, Slipped,
 	FailOpen, FailClosed, AfterFaultCeiling, RecoverMs, StrandedLease,
 	RetryAfterMissing, P50, P90, P99, P999, Max, SendLagP99,
+	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
 }
 
 // Metrics maps a metric name to its value. A metric that does not apply to
@@ -81,6 +88,14 @@ type Result struct {
 	// 3 significant figures) in the compressed V2 encoding, so runs from
 	// several machines can be merged exactly with MergeHistograms.
 	Histogram []byte
+	// HerdAt is the reset (offset from the run start) after which herd_peak
+	// was counted, and Arrivals the requests of that identity sent per
+	// ArrivalBin around it (each Point.At relative to HerdAt, from
+	// -ArrivalBefore), RetryArrivals the retries among them: the chart of
+	// arrivals around a window start. Empty without retries.
+	HerdAt        time.Duration
+	Arrivals      []Point
+	RetryArrivals []Point
 }
 
 // PercentilePoint is one point of the latency percentile curve.

@@ -37,6 +37,10 @@ type gatewayServeOptions struct {
 	MaxIdentity int
 	// Drain is how long a stop waits for requests in flight.
 	Drain time.Duration
+	// Fields is the shape of the rate-limit header fields (draft-11 or
+	// draft-06); Policies names each endpoint's draft-11 policy.
+	Fields   string
+	Policies []string
 }
 
 func newCmdGateway(f *Factory, runServe func(*gatewayServeOptions) error) *cobra.Command {
@@ -55,8 +59,12 @@ embedded Redis by default). A request's identity comes from a header
 (--identity-header, default X-API-Key) or a query parameter; an identity
 longer than --max-identity bytes, empty or holding control characters gets
 a 400 and never reaches Redis. Answers are 200
-or 429 with Retry-After and the RateLimit header fields, plus
-X-RateLimit-Decided-By (which path decided) and, when Redis TIME decided,
+or 429 with Retry-After and the RateLimit header fields of
+draft-ietf-httpapi-ratelimit-headers-11 (RateLimit-Policy: "default";q=20;w=1
+and RateLimit: "default";r=0;t=1, the policy named after the endpoint, or
+as --endpoint NAME=POLICY says); --ratelimit-fields draft-06 sends the
+older RateLimit-Limit, -Remaining and -Reset instead. Beside them
+go X-RateLimit-Decided-By (which path decided) and, when Redis TIME decided,
 X-RateLimit-Decided-At (when); /metrics serves Prometheus metrics (see
 'rlctl gateway rules').
 
@@ -102,6 +110,25 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 			if opts.Duration < 0 {
 				return usageError("--duration must not be negative, got %s", opts.Duration)
 			}
+			switch opts.Fields {
+			case httpgw.FieldsDraft11, httpgw.FieldsDraft06:
+			default:
+				return usageError("--ratelimit-fields %q: want %s or %s", opts.Fields, httpgw.FieldsDraft11, httpgw.FieldsDraft06)
+			}
+			opts.Policies = make([]string, len(opts.Endpoints))
+			for i, e := range opts.Endpoints {
+				name, policy, _ := strings.Cut(e, "=")
+				if name == "" {
+					return usageError("--endpoint %q: want NAME or NAME=POLICY", e)
+				}
+				opts.Endpoints[i], opts.Policies[i] = name, policy
+				if policy == "" {
+					policy = name
+				}
+				if err := httpgw.CheckPolicyName(policy); err != nil {
+					return usageError("--endpoint %q: %v", e, err)
+				}
+			}
 			if runServe != nil {
 				return runServe(opts)
 			}
@@ -120,7 +147,8 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 	fl.DurationVar(&opts.Skew, "clock-skew", 0, "largest gateway clock offset")
 	fl.DurationVar(&opts.Duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fl.StringVar(&opts.Prefix, "prefix", "rl:", "limiter key prefix")
-	fl.StringSliceVar(&opts.Endpoints, "endpoint", []string{"default"}, "endpoint names (served at /NAME)")
+	fl.StringSliceVar(&opts.Endpoints, "endpoint", []string{"default"}, "endpoint names (served at /NAME), each NAME or NAME=POLICY (its draft-11 policy name)")
+	fl.StringVar(&opts.Fields, "ratelimit-fields", httpgw.FieldsDraft11, "rate-limit header fields: draft-11, or draft-06 for older clients")
 	fl.IntVar(&opts.MaxIdentity, "max-identity", httpgw.DefaultMaxIdentity, "longest identity accepted, in bytes (longer ones get a 400)")
 	fl.DurationVar(&opts.Drain, "drain-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight get to finish")
 	_ = serve.MarkFlagRequired("limit")
@@ -181,7 +209,10 @@ func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 	}
 	defer set.Close()
 	o := httpgw.Options{Decider: set, Limit: opts.Limit, IdentityHeader: opts.Header, IdentityQuery: opts.Query,
-		MaxIdentity: opts.MaxIdentity}
+		MaxIdentity: opts.MaxIdentity, Fields: opts.Fields, Policies: opts.Policies}
+	if err := o.Check(); err != nil {
+		return usageError("%v", err)
+	}
 
 	host, port, _ := net.SplitHostPort(opts.Listen)
 	base, _ := strconv.Atoi(port)

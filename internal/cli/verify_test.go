@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,6 +65,20 @@ func TestVerifyFamilyArgvToOptions(t *testing.T) {
 		if got.Algorithm != "leasing" || got.Limit.Count != 20 || got.Gateways != 3 || got.OnError != "open" {
 			t.Fatalf("%+v", got)
 		}
+		if got.Fields != "draft-11" || !slices.Equal(got.Endpoints, []string{"default"}) || !slices.Equal(got.Policies, []string{""}) {
+			t.Fatalf("default header fields: %+v", got)
+		}
+	})
+	t.Run("gateway serve fields and policies", func(t *testing.T) {
+		var got *gatewayServeOptions
+		cmd := newCmdGateway(f, func(o *gatewayServeOptions) error { got = o; return nil })
+		cmd.SetArgs([]string{"serve", "--limit", "20/s", "--endpoint", "login=auth,feed", "--ratelimit-fields", "draft-06"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got.Fields != "draft-06" || !slices.Equal(got.Endpoints, []string{"login", "feed"}) || !slices.Equal(got.Policies, []string{"auth", ""}) {
+			t.Fatalf("%+v", got)
+		}
 	})
 
 	bad := []struct {
@@ -87,6 +102,12 @@ func TestVerifyFamilyArgvToOptions(t *testing.T) {
 			return newCmdGateway(f, func(*gatewayServeOptions) error { return nil })
 		}},
 		{"gateway bad listen", []string{"serve", "--limit", "5/s", "--listen", "nowhere"}, func() *cobra.Command {
+			return newCmdGateway(f, func(*gatewayServeOptions) error { return nil })
+		}},
+		{"gateway unknown header fields", []string{"serve", "--limit", "5/s", "--ratelimit-fields", "draft-99"}, func() *cobra.Command {
+			return newCmdGateway(f, func(*gatewayServeOptions) error { return nil })
+		}},
+		{"gateway policy name not ASCII", []string{"serve", "--limit", "5/s", "--endpoint", "login=caf\u00e9"}, func() *cobra.Command {
 			return newCmdGateway(f, func(*gatewayServeOptions) error { return nil })
 		}},
 	}

@@ -21,7 +21,7 @@ import (
 // The file format, all integers little-endian:
 //
 //	magic    "RLCTLHST"
-//	version  uint16 (FileVersion), flags uint16 (0)
+//	version  uint16 (FileVersion), flags uint16 (0, or flagRetries)
 //	meta     uint32 length, then that many bytes of JSON (fileMeta)
 //	count    uint64 number of records n
 //	columns  intended int64×n; sent, received, decided, retry-after int32×n
@@ -29,10 +29,15 @@ import (
 //	         conversion); identity uint32×n; round int32×n; gateway
 //	         uint16×n; endpoint, outcome, by uint8×n
 //	big      for each of the 4 packed columns: uint32 count, int64×count
+//	retries  only with flagRetries: attempt uint8×n; told, waited int32×n
+//	         (packed); then for each of those 2: uint32 count, int64×count
 //	crc      uint32 CRC-32 (Castagnoli) of every byte before it
 //
-// A new layout gets a new version; Read refuses versions it does not know
-// rather than guess.
+// A history without retries is written exactly as before the retry
+// columns existed, so every rlctl reads it; one with retries sets
+// flagRetries, which an rlctl that predates them refuses (unknown flags)
+// rather than misreads. A new layout gets a new version; Read refuses
+// versions and flags it does not know rather than guess.
 const (
 	fileMagic = "RLCTLHST"
 	// FileVersion is the history file format version this package writes.
@@ -41,6 +46,8 @@ const (
 	// readChunk bounds how much Read allocates ahead of the data actually
 	// present, so a corrupt count cannot ask for terabytes.
 	readChunk = 1 << 16
+	// flagRetries marks a file that carries the retry columns.
+	flagRetries = 1
 )
 
 // ErrFormat is wrapped by every error Read returns for input that is not a
@@ -64,6 +71,8 @@ type fileMeta struct {
 	Faults       []fileFault `json:"faults,omitempty"`
 	Rounds       int         `json:"rounds,omitempty"`
 	Workers      int         `json:"workers,omitempty"`
+	HeaderForms  []string    `json:"header_forms,omitempty"`
+	Retry        string      `json:"retry,omitempty"`
 }
 
 type fileFault struct {
@@ -77,6 +86,7 @@ func toFileMeta(m Meta) fileMeta {
 		Scenario: m.Scenario, LimitCount: m.Limit.Count, LimitWindow: int64(m.Limit.Window),
 		Identities: m.Identities, Gateways: m.Gateways, Endpoints: m.Endpoints,
 		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds, Workers: m.Workers,
+		HeaderForms: m.HeaderForms, Retry: m.Retry,
 	}
 	if !m.Start.IsZero() {
 		fm.StartNanos = m.Start.UnixNano()
@@ -95,6 +105,7 @@ func (fm fileMeta) meta() Meta {
 		Scenario: fm.Scenario, Limit: rate.Limit{Count: fm.LimitCount, Window: time.Duration(fm.LimitWindow)},
 		Identities: fm.Identities, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
 		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds, Workers: fm.Workers,
+		HeaderForms: fm.HeaderForms, Retry: fm.Retry,
 	}
 	if fm.StartNanos != 0 {
 		m.Start = time.Unix(0, fm.StartNanos).UTC()
@@ -139,7 +150,11 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 	var hdr []byte
 	hdr = append(hdr, fileMagic...)
 	hdr = binary.LittleEndian.AppendUint16(hdr, FileVersion)
-	hdr = binary.LittleEndian.AppendUint16(hdr, 0)
+	var flags uint16
+	if h.attempt != nil {
+		flags |= flagRetries
+	}
+	hdr = binary.LittleEndian.AppendUint16(hdr, flags)
 	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(meta)))
 	hdr = append(hdr, meta...)
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(h.Len()))
@@ -155,9 +170,20 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 	writeColumn(cw, h.endpoint)
 	writeColumn(cw, h.outcome)
 	writeColumn(cw, h.by)
-	for _, b := range h.big {
-		cw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(b))))
-		writeColumn(cw, b)
+	writeBig := func(cols []time.Duration) {
+		cw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(cols))))
+		writeColumn(cw, cols)
+	}
+	for _, b := range h.big[:numPacked] {
+		writeBig(b)
+	}
+	if flags&flagRetries != 0 {
+		writeColumn(cw, h.attempt)
+		writeRows(cw, h.retry, 4, func(r *retryTimes) uint64 { return uint64(r.told) })
+		writeRows(cw, h.retry, 4, func(r *retryTimes) uint64 { return uint64(r.waited) })
+		for _, b := range h.big[numPacked:] {
+			writeBig(b)
+		}
 	}
 	if cw.err == nil {
 		crc := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
@@ -194,7 +220,7 @@ func writeColumn[T fixed](w io.Writer, s []T) {
 }
 
 // writeRows writes one field of every row as a column of size-byte values.
-func writeRows(w io.Writer, rows []times, size int, get func(*times) uint64) {
+func writeRows[R any](w io.Writer, rows []R, size int, get func(*R) uint64) {
 	var buf [4096]byte
 	for len(rows) > 0 {
 		k := min(len(rows), len(buf)/size)
@@ -207,7 +233,7 @@ func writeRows(w io.Writer, rows []times, size int, get func(*times) uint64) {
 }
 
 // readRows reads a column of 4-byte values into one field of every row.
-func readRows(r io.Reader, rows []times, set func(*times, int32)) error {
+func readRows[R any](r io.Reader, rows []R, set func(*R, int32)) error {
 	var buf [4096]byte
 	for len(rows) > 0 {
 		k := min(len(rows), len(buf)/4)
@@ -277,8 +303,9 @@ func Read(r io.Reader) (*History, error) {
 	if v := binary.LittleEndian.Uint16(hdr[8:]); v != FileVersion {
 		return nil, fmt.Errorf("%w: version %d, this rlctl reads version %d", ErrFormat, v, FileVersion)
 	}
-	if f := binary.LittleEndian.Uint16(hdr[10:]); f != 0 {
-		return nil, fmt.Errorf("%w: unknown flags %#x", ErrFormat, f)
+	flags := binary.LittleEndian.Uint16(hdr[10:])
+	if flags&^flagRetries != 0 {
+		return nil, fmt.Errorf("%w: unknown flags %#x", ErrFormat, flags)
 	}
 	metaLen := binary.LittleEndian.Uint32(hdr[12:])
 	if metaLen > maxMetaLen {
@@ -335,17 +362,40 @@ func Read(r io.Reader) (*History, error) {
 			return nil, formatErr(s.name+" column", err)
 		}
 	}
-	for col := range h.big {
+	readBig := func(col int) error {
 		var c [4]byte
 		if _, err := io.ReadFull(cr, c[:]); err != nil {
-			return nil, formatErr("large values", err)
+			return formatErr("large values", err)
 		}
 		k := int(binary.LittleEndian.Uint32(c[:]))
 		if k > payloadMax {
-			return nil, fmt.Errorf("%w: %d large values", ErrFormat, k)
+			return fmt.Errorf("%w: %d large values", ErrFormat, k)
 		}
 		if h.big[col], err = readColumn[time.Duration](cr, k); err != nil {
-			return nil, formatErr("large values", err)
+			return formatErr("large values", err)
+		}
+		return nil
+	}
+	for col := range numPacked {
+		if err := readBig(col); err != nil {
+			return nil, err
+		}
+	}
+	if flags&flagRetries != 0 {
+		if h.attempt, err = readColumn[uint8](cr, n); err != nil {
+			return nil, formatErr("attempt column", err)
+		}
+		h.retry = make([]retryTimes, n)
+		if err := readRows(cr, h.retry, func(r *retryTimes, v int32) { r.told = v }); err != nil {
+			return nil, formatErr("told column", err)
+		}
+		if err := readRows(cr, h.retry, func(r *retryTimes, v int32) { r.waited = v }); err != nil {
+			return nil, formatErr("waited column", err)
+		}
+		for col := numPacked; col < numCols; col++ {
+			if err := readBig(col); err != nil {
+				return nil, err
+			}
 		}
 	}
 	want := cr.crc.Sum32()
@@ -368,6 +418,16 @@ func (h *History) validate() error {
 	for i := range h.t {
 		t := &h.t[i]
 		for c, p := range [numPacked]int32{t.sent, t.received, t.decided, t.retryAfter} {
+			if p&3 == tagSpecial {
+				if k := int(p >> 2); k < 0 || k > len(h.big[c]) {
+					return fmt.Errorf("%w: record %d refers to large value %d of %d", ErrFormat, i, k, len(h.big[c]))
+				}
+			}
+		}
+	}
+	for i, rt := range h.retry {
+		for j, p := range [2]int32{rt.told, rt.waited} {
+			c := numPacked + j
 			if p&3 == tagSpecial {
 				if k := int(p >> 2); k < 0 || k > len(h.big[c]) {
 					return fmt.Errorf("%w: record %d refers to large value %d of %d", ErrFormat, i, k, len(h.big[c]))

@@ -35,6 +35,16 @@ type Record struct {
 	Endpoint   uint8         // index into Meta.Endpoints
 	Outcome    decision.Outcome
 	By         decision.By
+	// Attempt is 0 for a request a client sent for the first time, k for
+	// its k-th retry after a denial (the retry traffic option).
+	Attempt uint8
+	// Told is, for a retry, the wait the previous answer asked for and the
+	// client's policy honoured (its Retry-After, or its reset), or NoTime
+	// when it asked for none or the client honoured none. Waited is how
+	// long the client waited from receiving that answer to sending this
+	// retry. Both are kept to the same precision as RetryAfter, and only
+	// for retries: a first attempt reads back zero for both.
+	Told, Waited time.Duration
 }
 
 // Fault is a fault the run injected, for the after-fault measures.
@@ -62,4 +72,12 @@ type Meta struct {
 	// Workers is the open model's worker pool: the most requests that
 	// could be in flight at once (0: closed model, or not recorded).
 	Workers int
+	// HeaderForms names the rate-limit header families the target's
+	// answers carried (http targets: "retry-after", "draft-11", "draft-07",
+	// "draft-06", "x-ratelimit"), nil when none or not an http target.
+	HeaderForms []string
+	// Retry describes the clients' retry policy when they retried denied
+	// requests ("honor retry-after, exponential backoff from 100ms, full
+	// jitter, at most 4 attempts"), "" when they did not.
+	Retry string
 }

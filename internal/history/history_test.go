@@ -73,6 +73,17 @@ func wantStored(r Record) Record {
 	if r.RetryAfter != NoTime {
 		w.RetryAfter = packedWant(r.RetryAfter)
 	}
+	// Told and Waited belong to retries; a first attempt reads back zero.
+	w.Told, w.Waited = 0, 0
+	if r.Attempt > 0 {
+		w.Told, w.Waited = NoTime, NoTime
+		if r.Told != NoTime {
+			w.Told = packedWant(r.Told)
+		}
+		if r.Waited != NoTime {
+			w.Waited = packedWant(r.Waited)
+		}
+	}
 	return w
 }
 
@@ -252,6 +263,10 @@ func FuzzRead(f *testing.F) {
 		f.Add(buf.Bytes())
 	}
 	f.Add([]byte(fileMagic))
+	var retries bytes.Buffer
+	rh, _ := withRetries(rand.New(rand.NewPCG(9, 9)), 6)
+	rh.WriteTo(&retries)
+	f.Add(retries.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := Read(bytes.NewReader(b))
 		if err != nil {

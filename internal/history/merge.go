@@ -19,6 +19,7 @@ import (
 //     wall-clock instant exactly (to the nanosecond);
 //   - boundaries and faults are re-based too and de-duplicated; Rounds is the
 //     largest, since round k on every machine is the same scheduled instant;
+//     the header forms seen are the union;
 //   - records are sorted by Intended (stable, so ties keep input order).
 //
 // The inputs are not modified.
@@ -79,6 +80,14 @@ func Merge(hs ...*History) (*History, error) {
 		out.Meta.BoundarySpan = max(out.Meta.BoundarySpan, h.Meta.BoundarySpan)
 		out.Meta.Rounds = max(out.Meta.Rounds, h.Meta.Rounds)
 		out.Meta.Workers += h.Meta.Workers // each machine had its own pool
+		for _, f := range h.Meta.HeaderForms {
+			if !slices.Contains(out.Meta.HeaderForms, f) {
+				out.Meta.HeaderForms = append(out.Meta.HeaderForms, f)
+			}
+		}
+		if out.Meta.Retry == "" {
+			out.Meta.Retry = h.Meta.Retry // every machine ran the same scenario
+		}
 		srcs[i] = s
 	}
 	out.Meta.Identities, out.Meta.Gateways, out.Meta.Endpoints = ids.list, gws.list, eps.list

@@ -37,9 +37,20 @@ type History struct {
 	endpoint []uint8
 	outcome  []decision.Outcome
 	by       []decision.By
-	// big holds, per packed column (colSent..colRetry), the values too
+	// big holds, per packed column (colSent..colWaited), the values too
 	// large for the packed form; a packed value refers to it by index.
-	big [numPacked][]time.Duration
+	big [numCols][]time.Duration
+
+	// attempt and retry hold Record.Attempt, Told and Waited. They stay nil
+	// until the first retry is appended (then earlier records are filled in
+	// as first attempts), so a run without retries pays nothing for them.
+	attempt []uint8
+	retry   []retryTimes
+}
+
+// retryTimes is one record's Told and Waited, packed like RetryAfter.
+type retryTimes struct {
+	told, waited int32
 }
 
 // times is one record's times: Intended exactly; Sent, Received and
@@ -54,7 +65,12 @@ const (
 	colReceived
 	colDecided
 	colRetry
+	// numPacked is the number of packed columns every history has; the
+	// retry columns after it exist only in histories with retries.
 	numPacked
+	colTold = iota - 1
+	colWaited
+	numCols
 )
 
 // BytesPerRecord is the in-memory size of one record in a History.
@@ -80,6 +96,10 @@ func (h *History) Grow(n int) {
 	h.endpoint = grow(h.endpoint, n)
 	h.outcome = grow(h.outcome, n)
 	h.by = grow(h.by, n)
+	if h.attempt != nil {
+		h.attempt = grow(h.attempt, n)
+		h.retry = grow(h.retry, n)
+	}
 }
 
 func grow[T any](s []T, n int) []T {
@@ -106,7 +126,25 @@ func (h *History) Append(r Record) {
 	h.endpoint = append(h.endpoint, r.Endpoint)
 	h.outcome = append(h.outcome, r.Outcome)
 	h.by = append(h.by, r.By)
+	if r.Attempt == 0 && h.attempt == nil {
+		return
+	}
+	if h.attempt == nil {
+		// The first retry: the records before it were first attempts.
+		k := len(h.outcome) - 1
+		h.attempt = make([]uint8, k, cap(h.outcome))
+		h.retry = make([]retryTimes, k, cap(h.outcome))
+	}
+	var rt retryTimes // a first attempt: zero, as it came
+	if r.Attempt > 0 {
+		rt = retryTimes{h.pack(colTold, r.Told), h.pack(colWaited, r.Waited)}
+	}
+	h.attempt = append(h.attempt, r.Attempt)
+	h.retry = append(h.retry, rt)
 }
+
+// HasRetries reports whether any record is a retry.
+func (h *History) HasRetries() bool { return h.attempt != nil }
 
 // Len is the number of records.
 func (h *History) Len() int { return len(h.outcome) }
@@ -123,6 +161,7 @@ func (h *History) At(i int) Record {
 		RetryAfter: h.unpack(colRetry, t.retryAfter),
 		Identity:   h.identity[i], Round: h.round[i], Gateway: h.gateway[i],
 		Endpoint: h.endpoint[i], Outcome: h.outcome[i], By: h.by[i],
+		Attempt: h.Attempt(i), Told: h.Told(i), Waited: h.Waited(i),
 	}
 }
 
@@ -171,6 +210,32 @@ func (h *History) Outcome(i int) decision.Outcome { return h.outcome[i] }
 // By returns what decided record i.
 func (h *History) By(i int) decision.By { return h.by[i] }
 
+// Attempt returns record i's attempt: 0 for a first try, k for a k-th retry.
+func (h *History) Attempt(i int) uint8 {
+	if h.attempt == nil {
+		return 0
+	}
+	return h.attempt[i]
+}
+
+// Told returns, for a retry, the wait its previous answer asked for and
+// the client honoured (NoTime when none); 0 for a first attempt.
+func (h *History) Told(i int) time.Duration {
+	if h.retry == nil {
+		return 0
+	}
+	return h.unpack(colTold, h.retry[i].told)
+}
+
+// Waited returns, for a retry, how long its client waited after the
+// previous answer; 0 for a first attempt.
+func (h *History) Waited(i int) time.Duration {
+	if h.retry == nil {
+		return 0
+	}
+	return h.unpack(colWaited, h.retry[i].waited)
+}
+
 // Packed 32-bit durations. The low two bits say the unit of the rest:
 //
 //	00  nanoseconds   (value fits in 30 signed bits: ±0.53 s)
@@ -204,7 +269,7 @@ func (h *History) unpackOffset(col int, base time.Duration, p int32) time.Durati
 }
 
 func (h *History) pack(col int, d time.Duration) int32 {
-	if d == NoTime && col == colRetry {
+	if d == NoTime && col >= colRetry {
 		return packedNone
 	}
 	if d >= payloadMin && d <= payloadMax {
@@ -254,7 +319,8 @@ func floorDiv(a, b int64) int64 {
 func (h *History) MemoryBytes() int64 {
 	n := int64(cap(h.t))*int64(unsafe.Sizeof(times{})) +
 		int64(cap(h.identity))*4 + int64(cap(h.round))*4 + int64(cap(h.gateway))*2 +
-		int64(cap(h.endpoint)+cap(h.outcome)+cap(h.by))
+		int64(cap(h.endpoint)+cap(h.outcome)+cap(h.by)) +
+		int64(cap(h.attempt)) + int64(cap(h.retry))*int64(unsafe.Sizeof(retryTimes{}))
 	for _, b := range h.big {
 		n += int64(cap(b)) * 8
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dunglas/httpsfv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -38,6 +39,128 @@ type Options struct {
 	MaxIdentity int
 	// Registry receives the metrics; nil makes a new one.
 	Registry *prometheus.Registry
+	// Fields is the shape of the rate-limit header fields: FieldsDraft11
+	// (the default) or FieldsDraft06 for older clients.
+	Fields string
+	// Policies names each endpoint's quota policy in the draft-11 fields,
+	// by endpoint index; a missing or empty name is the endpoint's own.
+	Policies []string
+}
+
+// The shapes of the rate-limit header fields a gateway can answer with.
+const (
+	// FieldsDraft11 is draft-ietf-httpapi-ratelimit-headers-11: Structured
+	// Field lists naming the endpoint's policy,
+	// RateLimit-Policy: "default";q=20;w=1 and RateLimit: "default";r=0;t=1.
+	FieldsDraft11 = "draft-11"
+	// FieldsDraft06 is the older shape many clients still read:
+	// RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset and
+	// RateLimit-Policy: 20;w=1.
+	FieldsDraft06 = "draft-06"
+)
+
+// Check reports what makes o unusable: an unknown Fields shape, or a
+// policy name a Structured Field String cannot carry (printable ASCII
+// only).
+func (o Options) Check() error {
+	switch o.Fields {
+	case "", FieldsDraft11, FieldsDraft06:
+	default:
+		return fmt.Errorf("rate-limit fields %q: want %s or %s", o.Fields, FieldsDraft11, FieldsDraft06)
+	}
+	for i, e := range o.Decider.Endpoints() {
+		if err := CheckPolicyName(o.policy(i, e)); err != nil {
+			return fmt.Errorf("endpoint %q: %w", e, err)
+		}
+	}
+	return nil
+}
+
+// CheckPolicyName reports why name cannot name a draft-11 policy: a
+// Structured Field String holds printable ASCII only.
+func CheckPolicyName(name string) error {
+	if _, err := policyItem(name); err != nil {
+		return fmt.Errorf("policy name %q: want printable ASCII (a Structured Field String): %w", name, err)
+	}
+	return nil
+}
+
+// policy is endpoint i's policy name.
+func (o Options) policy(i int, endpoint string) string {
+	if i < len(o.Policies) && o.Policies[i] != "" {
+		return o.Policies[i]
+	}
+	return endpoint
+}
+
+// policyItem serializes a policy name as a Structured Field String item.
+func policyItem(name string) (string, error) {
+	return httpsfv.Marshal(httpsfv.NewItem(name))
+}
+
+// limitFields are one endpoint's precomputed rate-limit header values.
+type limitFields struct {
+	draft11 bool
+	policy  string // RateLimit-Policy, either shape
+	name    string // draft 11: the policy name as a serialized String
+	limit   string // draft 06: RateLimit-Limit
+}
+
+func newLimitFields(o Options, i int, endpoint string) limitFields {
+	f := limitFields{draft11: o.Fields != FieldsDraft06, limit: strconv.FormatInt(o.Limit.Count, 10)}
+	secs := int64(math.Ceil(o.Limit.Window.Seconds()))
+	if !f.draft11 {
+		f.policy = fmt.Sprintf("%d;w=%d", o.Limit.Count, secs)
+		return f
+	}
+	f.name, _ = policyItem(o.policy(i, endpoint)) // Check refused what fails
+	f.policy = f.name + ";q=" + f.limit
+	// w is whole seconds ("sub-second precision is not supported"): a
+	// window that is not is left out rather than misstated.
+	if w := o.Limit.Window; w > 0 && w%time.Second == 0 {
+		f.policy += ";w=" + strconv.FormatInt(secs, 10)
+	}
+	return f
+}
+
+// set writes the fields of decision d: draft 11's RateLimit carries the
+// available quota r and the effective window t (seconds, rounded up: on a
+// denial the time until the next request can pass, which Retry-After then
+// equals; otherwise until the whole quota is back); draft 06 the limit,
+// remaining and reset.
+func (f *limitFields) set(h http.Header, d limiter.Decision) {
+	h.Set("RateLimit-Policy", f.policy)
+	if !f.draft11 {
+		h.Set("RateLimit-Limit", f.limit)
+		if d.Remaining >= 0 {
+			h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+		}
+		if d.Reset > 0 {
+			h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+		}
+		return
+	}
+	if d.Remaining < 0 {
+		return // r is required: a design that cannot say sends no RateLimit
+	}
+	v := f.name + ";r=" + strconv.FormatInt(d.Remaining, 10)
+	t := d.Reset
+	if !d.Allowed {
+		t = d.RetryAfter
+	}
+	if t > 0 || !d.Allowed {
+		v += ";t=" + strconv.FormatInt(retrySeconds(d, t), 10)
+	}
+	h.Set("RateLimit", v)
+}
+
+// retrySeconds rounds t up to whole seconds; a denial says at least 1, as
+// Retry-After does, so a client that obeys it is never early.
+func retrySeconds(d limiter.Decision, t time.Duration) int64 {
+	if d.Allowed {
+		return ceilSeconds(t)
+	}
+	return max(ceilSeconds(t), 1)
 }
 
 // DefaultMaxIdentity is the longest identity a gateway accepts unless told
@@ -134,7 +257,10 @@ func Handler(o Options, m *Metrics, gw int) http.Handler {
 		missing = "missing identity: send the " + o.IdentityQuery + " query parameter or the " + header + " header"
 	}
 	gwName := strconv.Itoa(gw)
-	policy := fmt.Sprintf("%d;w=%d", o.Limit.Count, int64(math.Ceil(o.Limit.Window.Seconds())))
+	fields := make([]limitFields, len(eps))
+	for i, e := range eps {
+		fields[i] = newLimitFields(o, i, e)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := ""
 		if o.IdentityQuery != "" {
@@ -164,14 +290,7 @@ func Handler(o Options, m *Metrics, gw int) http.Handler {
 			return
 		}
 		h := w.Header()
-		h.Set("RateLimit-Policy", policy)
-		h.Set("RateLimit-Limit", strconv.FormatInt(o.Limit.Count, 10))
-		if d.Remaining >= 0 {
-			h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-		}
-		if d.Reset > 0 {
-			h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
-		}
+		fields[ep].set(h, d)
 		if by := d.By.String(); by != "" {
 			h.Set(decision.DecidedByHeader, by)
 		}
@@ -187,7 +306,7 @@ func Handler(o Options, m *Metrics, gw int) http.Handler {
 			outcome, status = decision.Denied, http.StatusTooManyRequests
 			// Retry-After is whole seconds (RFC 9110); round up so a client
 			// that obeys it is never early.
-			h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(d.RetryAfter), 1), 10))
+			h.Set("Retry-After", strconv.FormatInt(retrySeconds(d, d.RetryAfter), 10))
 		}
 		m.requests.WithLabelValues(gwName, eps[ep], outcome.String(), d.By.String()).Inc()
 		w.WriteHeader(status)

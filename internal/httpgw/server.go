@@ -23,6 +23,9 @@ type Server struct {
 // its handlers: /metrics, and every other path a rate limited request.
 // Nothing is served until Serve.
 func Listen(o Options, m *Metrics, addrs []string) (*Server, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	s := &Server{}
 	for i, addr := range addrs {
 		ln, err := net.Listen("tcp", addr)

@@ -80,8 +80,10 @@ func TestFixedWindowsAdmitExactlyL(t *testing.T) {
 					}
 				}
 				for _, d := range ds[L:] {
-					if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second || d.Remaining != 0 {
-						t.Fatalf("window %d: denial %+v, want retry-after in (0, 1s] and remaining 0", window, d)
+					// Up to 1 ms past W: Redis's clock counts whole
+					// milliseconds, so a key outlives its PTTL by up to one.
+					if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second+time.Millisecond || d.Remaining != 0 {
+						t.Fatalf("window %d: denial %+v, want retry-after in (0, 1s+1ms] and remaining 0", window, d)
 					}
 				}
 				// a silent second: even the refresh bug's key expires
@@ -108,6 +110,34 @@ func TestFixedWindowRollsOnRealServer(t *testing.T) {
 	time.Sleep(ttl + 50*time.Millisecond)
 	if got := allowed(run(t, l, "bob", 6)); got != 4 {
 		t.Fatalf("second window allowed %d, want 4", got)
+	}
+}
+
+// A fixed window's Retry-After is never early on a real server: PTTL
+// truncates to the millisecond, so a client that waited exactly what a
+// denial said, to the nanosecond, would otherwise find the key still alive
+// up to a millisecond. Waiting longer (a slow machine) only helps, so the
+// test does not depend on the machine's speed.
+func TestFixedWindowRetryAfterNeverEarly(t *testing.T) {
+	t.Parallel()
+	b := realBackend(t)
+	l := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 2, Window: 150 * time.Millisecond}, Prefix: "exact:"}, b.client, nil)
+	ctx := context.Background()
+	for round := range 8 {
+		var d Decision
+		for d.RetryAfter == 0 {
+			var err error
+			if d, err = l.Allow(ctx, "erin", 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d.Allowed || d.RetryAfter > 151*time.Millisecond {
+			t.Fatalf("round %d: denial %+v, want Retry-After within the window", round, d)
+		}
+		time.Sleep(d.RetryAfter)
+		if again, err := l.Allow(ctx, "erin", 1); err != nil || !again.Allowed {
+			t.Fatalf("round %d: waited the %v Retry-After said and got %+v (%v): the hint was early", round, d.RetryAfter, again, err)
+		}
 	}
 }
 

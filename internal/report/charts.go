@@ -143,6 +143,9 @@ func scenarioCharts(sc Scenario) []chart {
 			Caption: fmt.Sprintf("Allowed requests per gateway (%s).", count(len(res.PerGateway), "gateway")),
 			SVG:     gatewayChart(res.PerGateway)})
 	}
+	if c := arrivalsChart(sc); c != nil {
+		out = append(out, *c)
+	}
 	return out
 }
 

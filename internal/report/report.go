@@ -72,6 +72,10 @@ type Scenario struct {
 	// DurationMs is how long the scenario's traffic ran (JUnit's time), 0
 	// if unknown.
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// HeaderForms names the rate-limit header families an http target's
+	// answers carried: "retry-after", "draft-11", "draft-07", "draft-06",
+	// "x-ratelimit".
+	HeaderForms []string `json:"header_forms,omitempty"`
 	// Outages are the stretches in which the limiter did not decide
 	// (errors, fail-open, fail-closed, fallback) outside the planned
 	// faults.

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // maxNodes bounds the nodes one document may expand to. Aliases let a tiny
@@ -467,6 +468,8 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 		"clock":      d.enum(&t.Clock, "clock", clocks),
 		"prefix":     d.str(&t.Prefix),
 		"capacity":   d.count64(&t.Capacity),
+		"key":        d.enum(&t.Key, "limit key", keys),
+		"sources":    d.count(&t.Sources, math.MaxInt32),
 		"lease": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"size":         d.count64(&t.Lease.Size),
@@ -545,5 +548,18 @@ func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {
 		"concurrency":  d.count(&t.Concurrency, math.MaxInt32),
 		"workers":      d.count(&t.Workers, math.MaxInt32),
 		"burst_size":   d.count(&t.BurstSize, math.MaxInt32),
+		"think":        d.duration(&t.Think),
+		"retry": func(n *yaml.Node, p string) {
+			r := &traffic.RetryPolicy{}
+			d.fields(n, p, map[string]func(*yaml.Node, string){
+				"honor":        d.enum(&r.Honor, "retry honor", honors),
+				"backoff":      d.enum(&r.Backoff, "retry backoff", backoffs),
+				"jitter":       d.enum(&r.Jitter, "retry jitter", jitters),
+				"delay":        d.duration(&r.Delay),
+				"max_delay":    d.duration(&r.MaxDelay),
+				"max_attempts": d.count(&r.MaxAttempts, math.MaxUint8),
+			})
+			t.Retry = r
+		},
 	})
 }

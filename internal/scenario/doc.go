@@ -37,6 +37,8 @@
 //	target.identity           {header: X-API-Key} (http, unless {id} is in urls, headers or body;
 //	                          source: a prefix giving each identity its own client address)
 //	target.denied_status      [429] (http)
+//	target.key                identity (simulated, redis-script; source: the client's address)
+//	target.sources            identities: one address each (key: source only)
 //	traffic.pattern           constant
 //	traffic.model             open
 //	traffic.duration          5s
@@ -47,6 +49,10 @@
 //	traffic.align             auto (boundary only)
 //	traffic.burst_size        the limit's count (burst only)
 //	traffic.concurrency       gateways × identities (closed model only)
+//	traffic.think             0 (closed model only)
+//	traffic.retry             none; given, its honor retry-after, backoff exponential,
+//	                          jitter none, delay 100ms, max_delay 10s (at least delay),
+//	                          max_attempts 5 (closed model only)
 //
 // traffic.workers 0 means the traffic engine's own default.
 //
@@ -56,8 +62,9 @@
 // operand is a metric name (analysis.Names), "limit" (the published count),
 // a number, a duration ("5ms"), or a product of those with at most one name
 // ("2*limit", "limit * 1.1"). The latency aliases p50, p90, p99, p999, max,
-// recover and send_lag_p99 stand for p50_ms ... max_ms, recover_ms and
-// send_lag_p99_ms and compare with durations: "p99 < 5ms" compares p99_ms
+// recover, send_lag_p99 and retry_wait_excess stand for p50_ms ... max_ms,
+// recover_ms, send_lag_p99_ms and retry_wait_excess_ms and compare with
+// durations: "p99 < 5ms" compares p99_ms
 // with 5. Mixing a latency alias with a plain number, or a count with a
 // duration, is an error at load time, as is an unknown name. A metric the
 // run did not measure makes the threshold fail with an error when

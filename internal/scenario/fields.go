@@ -106,6 +106,8 @@ var fieldDocs = []struct{ path, doc string }{
 	{"target.clock", "Whose clock a design reads: gateway (each gateway's own, possibly skewed, passed to the script) or redis (TIME inside the script: one clock for all). Default: redis for redis-gcra and leasing, gateway for the others."},
 	{"target.pause", "redis-get-incr only: the gap between its GET and its INCR, the window the race lives in. Default 0s."},
 	{"target.prefix", "The prefix of every limiter key (simulated only). Default rl:."},
+	{"target.key", "simulated only: what the gateways key the limit on. Default identity."},
+	{"target.sources", "with key: source, how many client addresses the identities send from (identity i from address i mod sources): 1 puts every user behind one address, as an office behind NAT."},
 	{"target.capacity", "A token bucket's or GCRA's capacity (its burst). Default: the limit's count."},
 	{"target.lease", "Leasing only: how gateways lease slices of the global budget."},
 	{"target.lease.size", "The slice a gateway leases per top-up. Default: the design's own, from the limit."},
@@ -151,6 +153,14 @@ var fieldDocs = []struct{ path, doc string }{
 	{"traffic.concurrency", "closed model only: how many requests are kept in flight. Default gateways × identities."},
 	{"traffic.workers", "open model only: the most requests in flight at once. Default 0: the engine's own (256, or the largest burst)."},
 	{"traffic.burst_size", "burst only: requests each identity fires at once, every window of the limit. Default: the limit's count."},
+	{"traffic.think", "closed model only: how long each client pauses after an answer before its next request. Default 0."},
+	{"traffic.retry", "closed model only: clients that, after a denial, wait as a client library would and send the same request again; retries are recorded with what they were told and how long they waited."},
+	{"traffic.retry.honor", "What a client waits for before retrying. Default retry-after."},
+	{"traffic.retry.backoff", "How the backoff B grows with each retry of one request. Default exponential."},
+	{"traffic.retry.jitter", "How a client randomises its backoff; with a hint, none comes back exactly when told. Default none."},
+	{"traffic.retry.delay", "The backoff of the first retry. Default 100ms."},
+	{"traffic.retry.max_delay", "The most an exponential backoff grows to. Default 10s."},
+	{"traffic.retry.max_attempts", "Attempts of one request in all, the first included, before the client gives it up. Default 5."},
 	{"faults", "Faults injected during the run, each from at (an offset from the start) for for, on the Redis the simulated gateways use (see FAULTS below)."},
 	{"faults[].at", "When the fault starts, an offset from the run's start like 2s; before the end of the run. Required."},
 	{"faults[].for", "How long it lasts. Default 0s: until the end of the run (failover and redis-reset happen at one instant)."},
@@ -162,6 +172,24 @@ var fieldDocs = []struct{ path, doc string }{
 
 // valueDocs says what each value of an enumeration does.
 var valueDocs = map[string]map[string]string{
+	"target.key": {
+		KeyIdentity: "the limit is per identity: an API key, a user id",
+		KeySource:   "the limit is per client address, as nginx limit_req keys it by default",
+	},
+	"traffic.retry.honor": {
+		HonorRetryAfter: "wait at least the Retry-After (or RateLimit t) the denial carried",
+		HonorReset:      "wait at least until the reset the answer announced",
+		HonorFixed:      "ignore the answer and wait the backoff alone",
+	},
+	"traffic.retry.backoff": {
+		BackoffExponential: "delay·2^(k−1) for the k-th retry, at most max_delay",
+		BackoffConstant:    "delay every time",
+	},
+	"traffic.retry.jitter": {
+		JitterNone:  "the backoff exactly",
+		JitterFull:  "uniform in [0, B)",
+		JitterEqual: "B/2 plus uniform in [0, B/2)",
+	},
 	"shows": {
 		ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",
 		ShowsFlaw:  "a pass means the flaw was demonstrated: the design is not safe as configured",

@@ -40,7 +40,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					Limit: rate.Limit{Count: 20, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: 0.05,
 					Target: Target{
 						Kind: KindSimulated, Algorithm: "redis-fixed-window", Gateways: 50,
-						Redis: RedisEmbedded, Timeout: 50 * time.Millisecond, Prefix: "rl:",
+						Redis: RedisEmbedded, Timeout: 50 * time.Millisecond, Prefix: "rl:", Key: KeyIdentity,
 						Endpoints: []Endpoint{
 							{Name: "login", Share: 0.2, OnError: OnErrorClosed, OnFailover: OnFailoverDeny, Timeout: 50 * time.Millisecond},
 							{Name: "feed", Share: 0.8, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: 50 * time.Millisecond},
@@ -68,7 +68,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 			want: func(t *testing.T) []*Scenario {
 				defaults := Target{
 					Kind: KindSimulated, Gateways: 1, Redis: RedisEmbedded, Timeout: DefaultTimeout, Prefix: "rl:",
-					Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+					Key: KeyIdentity, Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
 				}
 				first, second := defaults, defaults
 				first.Algorithm = "local-fixed-window"
@@ -108,7 +108,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					Name: "my-script", File: "testdata/script.yaml", Line: 1,
 					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 					Target: Target{
-						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout,
+						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout, Key: KeyIdentity,
 						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
 						Script:    filepath.Join("testdata", "scripts", "limit.lua"), ScriptSource: string(src),
 						Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_s}", "{now_ms}"}, Allowed: "== 1",

@@ -80,6 +80,27 @@ const (
 	ShowsHolds = "holds"
 )
 
+// What a simulated gateway keys its limit on (target.key).
+const (
+	// KeyIdentity keys the limit on the identity: an API key, a user id.
+	KeyIdentity = "identity"
+	// KeySource keys it on the client's source address; traffic.sources
+	// says how many addresses the identities send from.
+	KeySource = "source"
+)
+
+// Retry policies of traffic.retry: the traffic engine's names.
+const (
+	HonorRetryAfter    = traffic.HonorRetryAfter
+	HonorReset         = traffic.HonorReset
+	HonorFixed         = traffic.HonorFixed
+	BackoffExponential = traffic.BackoffExponential
+	BackoffConstant    = traffic.BackoffConstant
+	JitterNone         = traffic.JitterNone
+	JitterFull         = traffic.JitterFull
+	JitterEqual        = traffic.JitterEqual
+)
+
 // Clocks a limiter can read.
 const (
 	ClockGateway = limiter.ClockGateway
@@ -97,6 +118,10 @@ var (
 	actions     = []string{FaultFailover, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
 	clocks      = []string{ClockGateway, ClockRedis}
 	showsValues = []string{ShowsFlaw, ShowsHolds}
+	keys        = []string{KeyIdentity, KeySource}
+	honors      = []string{HonorRetryAfter, HonorReset, HonorFixed}
+	backoffs    = []string{BackoffExponential, BackoffConstant}
+	jitters     = []string{JitterNone, JitterFull, JitterEqual}
 )
 
 // Scenario is one decoded, defaulted and validated scenario.
@@ -146,7 +171,15 @@ type Target struct {
 	// Prefix starts every limiter key.
 	Prefix string
 	// Capacity is a token bucket's or GCRA's burst; 0 means the limit count.
-	Capacity  int64
+	Capacity int64
+	// Key is what the gateways key the limit on: KeyIdentity (default) or
+	// KeySource, the address the identity sends from (simulated and
+	// redis-script targets).
+	Key string
+	// Sources is how many source addresses the identities send from
+	// (identity i from address i mod Sources) when the limit is keyed on
+	// the address; it defaults to one per identity.
+	Sources   int
 	Lease     Lease
 	Endpoints []Endpoint
 
@@ -232,6 +265,12 @@ type Traffic struct {
 	Workers int
 	// BurstSize is how many requests each burst fires (burst only).
 	BurstSize int
+	// Retry makes the closed model's users clients that retry a denied
+	// request as the policy says; nil: no retries.
+	Retry *traffic.RetryPolicy
+	// Think is how long a closed-model client pauses after an answered
+	// request.
+	Think time.Duration
 }
 
 // Fault is one fault injected during the run.

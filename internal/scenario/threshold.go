@@ -28,6 +28,8 @@ var latencyAliases = map[string]string{
 	"recover": analysis.RecoverMs,
 	// send_lag_p99 is rlctl's own delay in sending (see analysis.Analyze).
 	"send_lag_p99": analysis.SendLagP99,
+	// retry_wait_excess is how much later than needed retries came back.
+	"retry_wait_excess": analysis.RetryWaitExcess,
 }
 
 // Op is a comparison operator.

@@ -67,7 +67,7 @@ func TestParseThresholdErrors(t *testing.T) {
 		{"1 < 2", "compares no measured metric"},
 		{"p99 < 5", "p99 is a latency: compare it with a duration like 5ms, not a plain number"},
 		{"p99 < limit", "p99 is a latency: compare it with a duration like 5ms, not limit"},
-		{"ceiling < 5ms", "a duration compares only with a latency (max, p50, p90, p99, p999, recover, send_lag_p99), not ceiling"},
+		{"ceiling < 5ms", "a duration compares only with a latency (max, p50, p90, p99, p999, recover, retry_wait_excess, send_lag_p99), not ceiling"},
 		{"send_lag_p99 < 1", "send_lag_p99 is a latency"},
 		{"ceiling * burst < 5", "at most one name per side"},
 		{"p99 < 5ms * 2ms", "a duration times a duration"},

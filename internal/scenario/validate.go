@@ -133,6 +133,18 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if tr.Model == ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
 		tr.Concurrency = max(1, t.Gateways*tr.Identities)
 	}
+	if t.Kind != KindHTTP && t.Key == "" {
+		t.Key = KeyIdentity
+	}
+	if t.Key == KeySource && t.Sources == 0 && lines["target.sources"] == 0 {
+		t.Sources = tr.Identities // one address per identity unless told
+	}
+	if tr.Retry != nil {
+		// Checked in validate; a bad policy keeps its values for the message.
+		if r, err := tr.Retry.Normalize(); err == nil {
+			tr.Retry = &r
+		}
+	}
 }
 
 // validate checks the rules that span fields. It runs after applyDefaults,
@@ -338,6 +350,30 @@ func (d *decoder) validate(sc *Scenario) {
 	if set("traffic.concurrency") && tr.Model != ModelClosed {
 		bad("traffic.concurrency", "applies to the closed model only")
 	}
+	for _, f := range []string{"traffic.retry", "traffic.think"} {
+		if set(f) && tr.Model != ModelClosed {
+			bad(f, "applies to the closed model only: clients that wait for their answers (model: closed)")
+		}
+	}
+	if tr.Retry != nil {
+		if _, err := tr.Retry.Normalize(); err != nil {
+			bad("traffic.retry", "%v", strings.TrimPrefix(err.Error(), traffic.ErrInvalidPlan.Error()+": "))
+		}
+	}
+	if (tr.Retry != nil || tr.Think > 0) && tr.Model == ModelClosed && tr.Concurrency < tr.Identities {
+		bad("traffic.concurrency", "%d clients for %d identities: client c speaks for identity c mod identities, so each identity needs one", tr.Concurrency, tr.Identities)
+	}
+	if set("target.key") && t.Kind == KindHTTP {
+		bad("target.key", "an http target's gateways key their limit themselves (send the address with identity.source)")
+	}
+	if set("target.sources") {
+		switch {
+		case t.Key != KeySource:
+			bad("target.sources", "applies with key: source only (a limit keyed on the client's address)")
+		case t.Sources < 1 || t.Sources > tr.Identities:
+			bad("target.sources", "want 1 to %d (the identities), got %d", tr.Identities, t.Sources)
+		}
+	}
 	if tr.Model == ModelClosed && tr.Concurrency < 1 {
 		bad("traffic.concurrency", "must be at least 1")
 	}
@@ -440,6 +476,9 @@ func (t Target) String() string {
 	}
 	if t.ClockSkew > 0 {
 		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
+	}
+	if t.Key == KeySource {
+		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)
 	}
 	return s
 }

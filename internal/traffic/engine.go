@@ -64,6 +64,10 @@ type engine struct {
 	side    sync.WaitGroup // pattern goroutines outside the pool (race, probes)
 
 	sent, allowed, denied, errors, dropped atomic.Uint64
+	// forms gathers the rate-limit header families the answers carried.
+	forms atomic.Uint32
+	// retry is the closed-model clients' policy (runClients).
+	retry RetryPolicy
 
 	// Filled by the patterns, read after the producer is done.
 	boundaries []time.Duration
@@ -220,9 +224,17 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		}()
 	}
 
-	if p.Model == ModelClosed {
+	switch {
+	case p.Model == ModelClosed && (p.Retry != nil || p.Think > 0):
+		e.retry = RetryPolicy{MaxAttempts: 1} // think time alone: no retries
+		if p.Retry != nil {
+			e.retry = *p.Retry
+			h.Meta.Retry = e.retry.String()
+		}
+		e.runClients()
+	case p.Model == ModelClosed:
 		e.runClosed()
-	} else {
+	default:
 		e.startWorkers(p.Workers)
 		e.sleeper = newSleeper()
 		switch p.Pattern {
@@ -270,6 +282,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	h.Meta.Boundaries = e.boundaries
 	h.Meta.BoundarySpan = e.span
 	h.Meta.Rounds = e.rounds
+	h.Meta.HeaderForms = Form(e.forms.Load()).Names()
 	if err := ctx.Err(); err != nil {
 		return h, fmt.Errorf("traffic run stopped after %s of %s: %w",
 			time.Since(e.start).Round(time.Millisecond), p.Duration, err)
@@ -466,6 +479,9 @@ func (e *engine) exec(j job) (history.Record, Response) {
 	}
 	if !resp.Decided.IsZero() {
 		r.Decided = resp.Decided.Sub(e.start)
+	}
+	if f := uint32(resp.Form); f != 0 && e.forms.Load()&f != f {
+		e.forms.Or(f)
 	}
 	if resp.RetryAfter >= 0 && resp.Outcome == decision.Denied {
 		r.RetryAfter = resp.RetryAfter

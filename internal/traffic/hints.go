@@ -6,67 +6,151 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
+// Form is a set of the rate-limit header families an answer carried, so a
+// report can say which one the target spoke.
+type Form uint8
+
+// The header families ParseHints reads.
+const (
+	// FormRetryAfter is Retry-After (RFC 9110), seconds or an HTTP date.
+	FormRetryAfter Form = 1 << iota
+	// FormDraft11 is RateLimit and RateLimit-Policy as Structured Field
+	// lists of named policies, `"default";r=50;t=30` and
+	// `"default";q=100;w=60` (draft-ietf-httpapi-ratelimit-headers-08 to 11).
+	FormDraft11
+	// FormDraft07 is the single RateLimit dictionary
+	// `limit=100, remaining=50, reset=5` (draft 07).
+	FormDraft07
+	// FormDraft06 is RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset, with RateLimit-Policy `100;w=60` (drafts 03 to 06).
+	FormDraft06
+	// FormXRateLimit is the legacy X-RateLimit-* (or X-Rate-Limit-*)
+	// family.
+	FormXRateLimit
+)
+
+var formNames = [...]string{"retry-after", "draft-11", "draft-07", "draft-06", "x-ratelimit"}
+
+// Names lists the families in f, most current first, as report.json and
+// history files spell them: retry-after, draft-11, draft-07, draft-06,
+// x-ratelimit.
+func (f Form) Names() []string {
+	var out []string
+	for i, n := range formNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ParseForms is the inverse of Form.Names; unknown names are ignored, so a
+// history written by a later rlctl still reads.
+func ParseForms(names []string) Form {
+	var f Form
+	for _, n := range names {
+		for i, k := range formNames {
+			if n == k {
+				f |= 1 << i
+			}
+		}
+	}
+	return f
+}
+
 // Hints are what an HTTP answer said about its rate limit. Unknown fields
-// are -1.
+// are -1 (Policy "").
 type Hints struct {
 	Limit, Remaining int64
-	// Reset is how long until the window resets (the quota is back).
+	// Reset is how long until the quota is back: the effective window t of
+	// draft 11, RateLimit-Reset of older drafts, X-RateLimit-Reset.
 	Reset time.Duration
 	// RetryAfter is the Retry-After header: seconds or an HTTP date.
 	RetryAfter time.Duration
+	// Window is the policy's window (w), when the answer published one.
+	Window time.Duration
+	// Policy names the draft-11 policy the figures come from.
+	Policy string
+	// Form says which header families the answer carried.
+	Form Form
 }
 
 // ParseHints reads Retry-After and the rate-limit header fields an answer
 // may carry, at time now (for HTTP dates and epoch timestamps):
 //
-//   - the IETF draft fields RateLimit-Limit, RateLimit-Remaining and
-//     RateLimit-Reset (drafts 03 to 06; the limit may carry a policy, as in
-//     "100, 100;w=60");
-//   - the structured RateLimit field of later drafts ("default";r=50;t=30)
-//     with RateLimit-Policy ("default";q=100;w=60) for the limit;
-//   - the combined form RateLimit: limit=100, remaining=50, reset=5;
+//   - draft-ietf-httpapi-ratelimit-headers-11: RateLimit and
+//     RateLimit-Policy, Structured Field lists parsed by RFC 9651
+//     (`"default";r=50;t=30`, `"default";q=100;w=60`); with several
+//     policies the one with the least available quota wins, and its quota
+//     comes from the policy of the same name. Malformed lists are ignored,
+//     as the draft requires;
+//   - draft 07's dictionary RateLimit: limit=100, remaining=50, reset=5;
+//   - drafts 03 to 06: RateLimit-Limit, RateLimit-Remaining and
+//     RateLimit-Reset (the limit may carry a policy, as in "100, 100;w=60")
+//     and RateLimit-Policy "100;w=60";
 //   - the legacy X-RateLimit-Limit, -Remaining and -Reset, where Reset is
 //     seconds from now or a Unix timestamp (seconds or milliseconds, told
 //     apart by size), and X-RateLimit-Reset-After (seconds); the same
 //     spelled X-Rate-Limit-* (Twitter's API and others).
 //
-// A count with decimals ("599.0", as Reddit sends) counts its whole part.
-//
-// Standard fields win over legacy ones. Malformed values are ignored.
+// A legacy count with decimals ("599.0", as Reddit sends) counts its whole
+// part. Newer forms win over older ones, standard over legacy. Hints.Form
+// records every family present, used or not.
 func ParseHints(h http.Header, now time.Time) Hints {
-	out := Hints{Limit: -1, Remaining: -1, Reset: -1, RetryAfter: -1}
+	out := Hints{Limit: -1, Remaining: -1, Reset: -1, RetryAfter: -1, Window: -1}
 	if v := h.Get("Retry-After"); v != "" {
+		out.Form |= FormRetryAfter
 		out.RetryAfter = parseRetryAfter(v, now)
 	}
+	policy := h.Values("Ratelimit-Policy")
 	if v := h.Values("Ratelimit"); len(v) > 0 {
-		parseRateLimitField(strings.Join(v, ","), h.Get("Ratelimit-Policy"), &out)
+		parseRateLimitField(v, policy, &out)
+	} else if len(policy) > 0 {
+		// A policy without a RateLimit field still publishes the quota.
+		if q, w, form := policyQuota(policy, ""); form != 0 {
+			out.Limit, out.Window, out.Form = q, w, out.Form|form
+		}
 	}
-	if out.Limit < 0 {
-		out.Limit = firstInt(h.Get("Ratelimit-Limit"))
+	if v := h.Get("Ratelimit-Limit"); v != "" {
+		out.Form |= FormDraft06
+		if out.Limit < 0 {
+			out.Limit = firstInt(v)
+		}
 	}
-	if out.Limit < 0 {
-		out.Limit = policyQuota(h.Get("Ratelimit-Policy"), "")
+	if v := h.Get("Ratelimit-Remaining"); v != "" {
+		out.Form |= FormDraft06
+		if out.Remaining < 0 {
+			out.Remaining = firstInt(v)
+		}
 	}
-	if out.Remaining < 0 {
-		out.Remaining = firstInt(h.Get("Ratelimit-Remaining"))
-	}
-	if out.Reset < 0 {
-		out.Reset = seconds(h.Get("Ratelimit-Reset"))
+	if v := h.Get("Ratelimit-Reset"); v != "" {
+		out.Form |= FormDraft06
+		if out.Reset < 0 {
+			out.Reset = seconds(v)
+		}
 	}
 	for _, p := range [...]string{"X-Ratelimit-", "X-Rate-Limit-"} {
+		limit, remaining := h.Get(p+"Limit"), h.Get(p+"Remaining")
+		after, reset := h.Get(p+"Reset-After"), h.Get(p+"Reset")
+		if limit == "" && remaining == "" && after == "" && reset == "" {
+			continue
+		}
+		out.Form |= FormXRateLimit
 		if out.Limit < 0 {
-			out.Limit = firstInt(h.Get(p + "Limit"))
+			out.Limit = firstInt(limit)
 		}
 		if out.Remaining < 0 {
-			out.Remaining = firstInt(h.Get(p + "Remaining"))
+			out.Remaining = firstInt(remaining)
 		}
 		if out.Reset < 0 {
-			out.Reset = seconds(h.Get(p + "Reset-After"))
+			out.Reset = seconds(after)
 		}
 		if out.Reset < 0 {
-			out.Reset = legacyReset(h.Get(p+"Reset"), now)
+			out.Reset = legacyReset(reset, now)
 		}
 	}
 	return out
@@ -137,111 +221,138 @@ func legacyReset(v string, now time.Time) time.Duration {
 	return time.Duration(f * float64(time.Second))
 }
 
-// sfItem is one item of a structured field list: a bare value and its
-// parameters.
-type sfItem struct {
-	value  string
-	params map[string]string
-}
-
-// sfList splits a structured field list ("a";r=1;t=2, "b";r=3) loosely:
-// rlctl reads what gateways send, not only what the RFC allows.
-func sfList(v string) []sfItem {
-	var items []sfItem
-	for _, part := range splitOutsideQuotes(v, ',') {
-		fields := splitOutsideQuotes(part, ';')
-		it := sfItem{value: unquote(strings.TrimSpace(fields[0])), params: map[string]string{}}
-		for _, p := range fields[1:] {
-			k, val, _ := strings.Cut(strings.TrimSpace(p), "=")
-			it.params[strings.ToLower(strings.TrimSpace(k))] = unquote(strings.TrimSpace(val))
-		}
-		items = append(items, it)
-	}
-	return items
-}
-
-func splitOutsideQuotes(s string, sep byte) []string {
-	var out []string
-	quoted, from := false, 0
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '"':
-			quoted = !quoted
-		case s[i] == sep && !quoted:
-			out = append(out, s[from:i])
-			from = i + 1
-		}
-	}
-	return append(out, s[from:])
-}
-
-func unquote(s string) string {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
-// parseRateLimitField reads the RateLimit field, in either the combined
-// form (limit=100, remaining=50, reset=5) or the structured one
-// ("name";r=50;t=30, several policies: the most restrictive wins).
-func parseRateLimitField(v, policy string, out *Hints) {
-	items := sfList(v)
-	if len(items) == 0 {
-		return
-	}
-	if strings.Contains(items[0].value, "=") {
-		for _, it := range items {
-			k, val, _ := strings.Cut(it.value, "=")
-			switch strings.ToLower(strings.TrimSpace(k)) {
-			case "limit":
-				out.Limit = firstInt(val)
-			case "remaining":
-				out.Remaining = firstInt(val)
-			case "reset":
-				out.Reset = seconds(val)
-			}
-		}
-		return
-	}
-	best := -1
-	var bestR int64 = math.MaxInt64
-	for i, it := range items {
-		r := firstInt(it.params["r"])
-		if r < 0 {
-			continue
-		}
-		if r < bestR {
-			best, bestR = i, r
-		}
-	}
-	if best < 0 {
-		return
-	}
-	it := items[best]
-	out.Remaining = bestR
-	out.Reset = seconds(it.params["t"])
-	out.Limit = policyQuota(policy, it.value)
-}
-
-// policyQuota is the quota (q) of the named policy in RateLimit-Policy, or
-// of its first policy when name is empty or absent; older drafts write the
-// quota as the leading number ("100;w=60").
-func policyQuota(policy, name string) int64 {
-	if strings.TrimSpace(policy) == "" {
+// sfInt is a Structured Field parameter that must be a non-negative
+// Integer (r, t, q, w), or -1.
+func sfInt(p *httpsfv.Params, name string) int64 {
+	if p == nil {
 		return -1
 	}
-	items := sfList(policy)
-	pick := func(it sfItem) int64 {
-		if q, ok := it.params["q"]; ok {
-			return firstInt(q)
-		}
-		return firstInt(it.value)
+	v, ok := p.Get(name)
+	if !ok {
+		return -1
 	}
-	for _, it := range items {
-		if name != "" && it.value == name {
-			return pick(it)
+	n, ok := v.(int64)
+	if !ok || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// sfName is an item's policy name: a String (draft 11) or a Token (drafts
+// 08 and 09 wrote them bare), else "" and false.
+func sfName(v any) (string, bool) {
+	switch n := v.(type) {
+	case string:
+		return n, true
+	case httpsfv.Token:
+		return string(n), true
+	}
+	return "", false
+}
+
+// secondsOf turns a whole number of seconds into a duration, -1 staying -1.
+func secondsOf(n int64) time.Duration {
+	if n < 0 || n > 1e9 {
+		return -1
+	}
+	return time.Duration(n) * time.Second
+}
+
+// parseRateLimitField reads the RateLimit field: draft 11's list of
+// service limit items (the one with the least available quota r wins) or,
+// failing that, draft 07's dictionary.
+func parseRateLimitField(v, policy []string, out *Hints) {
+	if l, err := httpsfv.UnmarshalList(v); err == nil {
+		best, bestR := -1, int64(math.MaxInt64)
+		var names []string
+		for i, m := range l {
+			it, ok := m.(httpsfv.Item)
+			if !ok {
+				names = append(names, "")
+				continue
+			}
+			name, _ := sfName(it.Value)
+			names = append(names, name)
+			if r := sfInt(it.Params, "r"); r >= 0 && r < bestR {
+				best, bestR = i, r
+			}
+		}
+		if best < 0 {
+			return // no item carries the required r: malformed, ignored
+		}
+		it := l[best].(httpsfv.Item)
+		out.Form |= FormDraft11
+		out.Remaining = bestR
+		out.Reset = secondsOf(sfInt(it.Params, "t"))
+		out.Policy = names[best]
+		if q, w, form := policyQuota(policy, out.Policy); form != 0 {
+			out.Limit, out.Window, out.Form = q, w, out.Form|form
+		}
+		return
+	}
+	d, err := httpsfv.UnmarshalDictionary(v)
+	if err != nil {
+		return
+	}
+	get := func(k string) int64 {
+		m, ok := d.Get(k)
+		if !ok {
+			return -1
+		}
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			return -1
+		}
+		if n, ok := it.Value.(int64); ok && n >= 0 {
+			return n
+		}
+		return -1
+	}
+	limit, remaining, reset := get("limit"), get("remaining"), get("reset")
+	if limit < 0 && remaining < 0 && reset < 0 {
+		return
+	}
+	out.Form |= FormDraft07
+	out.Limit, out.Remaining, out.Reset = limit, remaining, secondsOf(reset)
+}
+
+// policyQuota is the quota q and window w of the named policy in
+// RateLimit-Policy (draft 11), or of its first policy when name is empty
+// or absent; drafts 03 to 06 wrote the quota as the item itself
+// ("100;w=60"). The form says which shape it was, 0 when none fits.
+func policyQuota(policy []string, name string) (int64, time.Duration, Form) {
+	if len(policy) == 0 {
+		return -1, -1, 0
+	}
+	l, err := httpsfv.UnmarshalList(policy)
+	if err != nil || len(l) == 0 {
+		return -1, -1, 0
+	}
+	var first *httpsfv.Item
+	for _, m := range l {
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			continue
+		}
+		if first == nil {
+			first = &it
+		}
+		if n, ok := sfName(it.Value); ok && name != "" && n == name {
+			first = &it
+			break
 		}
 	}
-	return pick(items[0])
+	if first == nil {
+		return -1, -1, 0
+	}
+	w := secondsOf(sfInt(first.Params, "w"))
+	if n, ok := first.Value.(int64); ok && n >= 0 {
+		return n, w, FormDraft06
+	}
+	if _, ok := sfName(first.Value); ok {
+		if q := sfInt(first.Params, "q"); q >= 0 {
+			return q, w, FormDraft11
+		}
+	}
+	return -1, -1, 0
 }

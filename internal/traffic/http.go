@@ -409,7 +409,7 @@ func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) Response 
 	out := Response{RetryAfter: -1, Remaining: -1, Reset: -1}
 	if h != nil {
 		hints := ParseHints(h, time.Now())
-		out.RetryAfter, out.Remaining, out.Reset = hints.RetryAfter, hints.Remaining, hints.Reset
+		out.RetryAfter, out.Remaining, out.Reset, out.Form = hints.RetryAfter, hints.Remaining, hints.Reset, hints.Form
 		// rlctl's own gateway (and any that copies it) says which path
 		// decided, so fail-open and fallback decisions show through HTTP.
 		if v := h.Get(decision.DecidedByHeader); v != "" {

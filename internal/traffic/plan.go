@@ -94,6 +94,14 @@ type Plan struct {
 	// EndpointShares weights the target's endpoints (index i gets share i);
 	// nil spreads evenly.
 	EndpointShares []float64
+	// Retry, in the closed model, makes each of the Concurrency looping
+	// users a client that obeys its answers: client c speaks for identity
+	// c mod Identities and retries a denied request as the policy says
+	// (see RetryPolicy). Nil: no retries.
+	Retry *RetryPolicy
+	// Think is how long a closed-model client pauses after an answered
+	// request before its next one (with Retry or on its own).
+	Think time.Duration
 }
 
 // Hook is an action run at an offset of the run's clock (fault injection:
@@ -208,12 +216,25 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 	}
 	switch p.Model {
 	case ModelOpen:
+		if p.Retry != nil || p.Think != 0 {
+			return p, planErr("retries and think time need the closed model: clients that wait for their answers")
+		}
 	case ModelClosed:
 		if p.Pattern != PatternConstant {
 			return p, planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
 		}
 		if p.Concurrency <= 0 {
 			p.Concurrency = DefaultConcurrency
+		}
+		if p.Think < 0 {
+			return p, planErr("negative think time")
+		}
+		if p.Retry != nil {
+			r, err := p.Retry.Normalize()
+			if err != nil {
+				return p, err
+			}
+			p.Retry = &r
 		}
 		return p, nil
 	default:

@@ -27,7 +27,10 @@ type Response struct {
 	Reset time.Duration
 	// Decided is the target's own decision time (e.g. Redis TIME), or zero.
 	Decided time.Time
-	Err     error
+	// Form says which rate-limit header families the answer carried (http
+	// targets only).
+	Form Form
+	Err  error
 }
 
 // Target makes requests. Do is called from many goroutines at once and must

@@ -368,6 +368,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		e.keyBySource(sc)
 		ok = true
 		return e, nil
 	}
@@ -415,6 +416,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	e.set = set
 	e.closers = append(e.closers, set.Close)
 	e.target = traffic.NewSimulated(set)
+	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
 			gw := f.Gateway
@@ -423,6 +425,21 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	}
 	ok = true
 	return e, nil
+}
+
+// keyBySource makes the target key its limit on the identities' source
+// addresses when the scenario says so (target.key: source), and says so.
+func (e *env) keyBySource(sc *scenario.Scenario) {
+	if sc.Target.Key != scenario.KeySource {
+		return
+	}
+	n := sc.Target.Sources
+	e.target = traffic.KeyedBySource(e.target, n)
+	who := fmt.Sprintf("%d identities from %d source addresses", sc.Traffic.Identities, n)
+	if n == 1 {
+		who = fmt.Sprintf("all %d identities from one source address", sc.Traffic.Identities)
+	}
+	e.notes = append(e.notes, fmt.Sprintf("the limit is keyed on the client's address, not the identity: %s, identity i from address i mod %d, so identities sharing an address share one limit", who, n))
 }
 
 // httpTLS builds an http target's TLS settings from the PEM the scenario
@@ -587,7 +604,7 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 		Model: tr.Model, Pattern: tr.Pattern, Rate: tr.Rate, Duration: tr.Duration,
 		MaxRequests: int64(tr.MaxRequests), Workers: tr.Workers, Concurrency: tr.Concurrency,
 		Identities: tr.Identities, Spread: tr.Spread, Limit: sc.Limit, BurstSize: tr.BurstSize,
-		Align: tr.Align, Rounds: tr.Rounds,
+		Align: tr.Align, Rounds: tr.Rounds, Retry: tr.Retry, Think: tr.Think,
 	}
 	if len(sc.Target.Endpoints) > 1 {
 		for _, ep := range sc.Target.Endpoints {
@@ -667,10 +684,60 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	if m[analysis.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
+	if forms := h.Meta.HeaderForms; len(forms) > 0 {
+		out = append(out, formsNote(forms))
+	}
+	if h.Meta.Retry != "" {
+		out = append(out, retryNote(h.Meta.Retry, m, L))
+	}
 	if lag, p99 := m[analysis.SendLagP99], m[analysis.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
 		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %sms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %sms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", textfmt.Num(lag), textfmt.Num(p99)))
 	}
 	return out
+}
+
+// formNames says what each rate-limit header family is, for notes.
+var formNames = map[string]string{
+	"retry-after": "Retry-After",
+	"draft-11":    "the draft-11 RateLimit and RateLimit-Policy Structured Fields",
+	"draft-07":    "draft 07's RateLimit dictionary",
+	"draft-06":    "the draft-06 RateLimit-Limit/-Remaining/-Reset fields",
+	"x-ratelimit": "the legacy X-RateLimit-* fields",
+}
+
+// formsNote says which rate-limit header fields the target answered with.
+func formsNote(forms []string) string {
+	var names []string
+	for _, f := range forms {
+		if n, ok := formNames[f]; ok {
+			names = append(names, n)
+		} else {
+			names = append(names, f)
+		}
+	}
+	return "the target's answers carried " + strings.Join(names, ", ")
+}
+
+// retryNote says how the retrying clients fared, in the retry figures'
+// own words.
+func retryNote(policy string, m analysis.Metrics, limit float64) string {
+	var parts []string
+	if v, ok := m[analysis.HerdPeak]; ok {
+		parts = append(parts, fmt.Sprintf("the most requests of one identity within %s after a reset was %g (%.2g× the limit)", analysis.HerdSpan, v, v/limit))
+	}
+	if v, ok := m[analysis.Relimited]; ok {
+		parts = append(parts, fmt.Sprintf("%.0f%% of retries were denied again", 100*v))
+	}
+	if v, ok := m[analysis.RetryWaitExcess]; ok {
+		parts = append(parts, fmt.Sprintf("an admitted retry came back on average %.3gms after the quota was seen back", v))
+	}
+	if v, ok := m[analysis.RetryAfterEarly]; ok {
+		parts = append(parts, fmt.Sprintf("%.0f%% of the retries that waited exactly what they were told were denied with nothing admitted meanwhile (an early hint)", 100*v))
+	}
+	if len(parts) == 0 {
+		return "clients retried denied requests (" + policy + "); no retry was answered"
+	}
+	return "clients retried denied requests (" + policy + "): " + strings.Join(parts, "; ")
 }
 
 // bucketNote says what a bucket's figures mean: within its envelope

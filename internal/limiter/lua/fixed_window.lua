@@ -19,7 +19,10 @@ if n + cost > limit then
   end
   local left = limit - n
   if left < 0 then left = 0 end
-  return {0, left, ttl, ttl, -1}
+  -- Redis expires a key once its millisecond clock passes the expiry, so
+  -- the key lives up to 1 ms longer than PTTL says: Retry-After adds it,
+  -- never early (as the other designs round up), at most 1 ms late.
+  return {0, left, ttl + 1, ttl, -1}
 end
 n = redis.call('INCRBY', key, cost)
 if ttl < 0 then
