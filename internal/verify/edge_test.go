@@ -62,6 +62,8 @@ func TestHTTPTargetThatNeverAnswersIsUnreachable(t *testing.T) {
 	notHTTP := listen(t)
 	serveConns(notHTTP, func(c net.Conn) {
 		defer c.Close()
+		// As a Redis would: read the request, answer in its own protocol.
+		c.Read(make([]byte, 4096))
 		c.Write([]byte("-ERR unknown command\r\n"))
 		time.Sleep(time.Second)
 	})
