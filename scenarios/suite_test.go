@@ -42,7 +42,8 @@ func TestSuiteLoads(t *testing.T) {
 	// A pass of these means the flaw was demonstrated, never that the
 	// design is fine; every other built-in scenario proves a design holds.
 	flaws := []string{"local-counters-leak", "get-incr-race", "fixed-window-boundary",
-		"ttl-refresh-lockout", "clock-skew-gateway-clocks", "failover-trust"}
+		"ttl-refresh-lockout", "clock-skew-gateway-clocks", "failover-trust", "herd-no-jitter",
+		"retry-after-token-bucket", "retry-after-gcra", "retry-after-sliding-log", "office-behind-one-address"}
 	for _, s := range scs {
 		if want := slices.Contains(flaws, s.Name); (s.Shows == scenario.ShowsFlaw) != want {
 			t.Errorf("%s: shows %s, want flaw=%v", s.Name, s.Shows, want)
