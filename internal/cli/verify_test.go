@@ -3,8 +3,8 @@ package cli
 import (
 	"errors"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
