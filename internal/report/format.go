@@ -52,7 +52,7 @@ func errorsCell(m map[string]float64) string {
 		return "–"
 	}
 	if sent := m[analysis.Requests] - m[analysis.Dropped]; e > 0 && sent > 0 {
-		return fmt.Sprintf("%s (%.2g%%)", num(e), 100*e/sent)
+		return fmt.Sprintf("%s (%s)", num(e), textfmt.Percent(e/sent))
 	}
 	return num(e)
 }

@@ -31,6 +31,17 @@ func Num(v float64) string {
 // Ratio prints a multiple of a published figure: "15.05×".
 func Ratio(v float64) string { return Num(v) + "×" }
 
+// Percent prints a share (0 to 1) as a percentage to three significant
+// figures: 0.01 is "1%", 0.604 "60.4%", 1 "100%", 0.000123 "0.012%".
+func Percent(share float64) string {
+	v := 100 * share
+	if v != 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		p := math.Pow(10, 3-math.Ceil(math.Log10(math.Abs(v))))
+		v = math.Round(v*p) / p
+	}
+	return Num(v) + "%"
+}
+
 // Count prints n with its noun in the right number: "1 key", "3 keys",
 // "1 identity", "2 identities".
 func Count[T int | int64 | uint64 | float64](n T, noun string) string {

@@ -68,3 +68,13 @@ func TestWrap(t *testing.T) {
 		t.Errorf("long word: %q", got)
 	}
 }
+
+func TestPercent(t *testing.T) {
+	for share, want := range map[float64]string{
+		0: "0%", 0.01: "1%", 0.2: "20%", 0.604: "60.4%", 1: "100%", 0.33333: "33.3%", 0.0001234: "0.012%",
+	} {
+		if got := Percent(share); got != want {
+			t.Errorf("Percent(%v) = %q, want %q", share, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 // faultGrace is how long after a planned fault ends its effects may still
@@ -100,17 +101,17 @@ func judge(h *history.History, s Saved, m analysis.Metrics) verdict {
 	share := float64(undecided) / float64(sent)
 	what := describeOutages(v.outages, who)
 	if share <= bound {
-		v.note = fmt.Sprintf("%s (%.2g%% of requests, within max_error_rate %.3g%%)", what, 100*share, 100*bound)
+		v.note = fmt.Sprintf("%s (%s of requests, within max_error_rate %s)", what, textfmt.Percent(share), textfmt.Percent(bound))
 		return v
 	}
 	if policy > 0 || s.Kind != scenario.KindHTTP {
 		// The gateways answered, but their failure policy did, not the
 		// limiter: Redis could not be reached (or not in time).
-		v.err = fmt.Sprintf("%s, outside any planned fault: %.3g%% of requests went undecided, above max_error_rate %.3g%%; the run measured the outage, not the design%s", what, 100*share, 100*bound, firstErrs)
+		v.err = fmt.Sprintf("%s, outside any planned fault: %s of requests went undecided, above max_error_rate %s; the run measured the outage, not the design%s", what, textfmt.Percent(share), textfmt.Percent(bound), firstErrs)
 		v.code = exitcode.Unreachable
 		return v
 	}
-	v.err = fmt.Sprintf("%d of %d requests (%.3g%%) got no deciding answer, above max_error_rate %.3g%%: the figures do not measure the limiter%s", errs, sent, 100*share, 100*bound, firstErrs)
+	v.err = fmt.Sprintf("%d of %d requests (%s) got no deciding answer, above max_error_rate %s: the figures do not measure the limiter%s", errs, sent, textfmt.Percent(share), textfmt.Percent(bound), firstErrs)
 	v.code = exitcode.Failed
 	return v
 }
