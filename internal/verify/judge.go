@@ -67,7 +67,7 @@ func judge(h *history.History, s Saved, m analysis.Metrics) verdict {
 	sent := total - dropped
 	answered := int64(m[analysis.Allowed] + m[analysis.Denied])
 	who := "Redis"
-	if s.Kind == scenario.KindHTTP {
+	if s.kind() == scenario.KindHTTP {
 		who = "the target"
 	}
 	firstErrs := ""
@@ -104,7 +104,7 @@ func judge(h *history.History, s Saved, m analysis.Metrics) verdict {
 		v.note = fmt.Sprintf("%s (%s of requests, within max_error_rate %s)", what, textfmt.Percent(share), textfmt.Percent(bound))
 		return v
 	}
-	if policy > 0 || s.Kind != scenario.KindHTTP {
+	if policy > 0 || s.kind() != scenario.KindHTTP {
 		// The gateways answered, but their failure policy did, not the
 		// limiter: Redis could not be reached (or not in time).
 		v.err = fmt.Sprintf("%s, outside any planned fault: %s of requests went undecided, above max_error_rate %s; the run measured the outage, not the design%s", what, textfmt.Percent(share), textfmt.Percent(bound), firstErrs)

@@ -25,7 +25,6 @@ type Saved struct {
 	Shows       string           `json:"shows,omitempty"`
 	Target      string           `json:"target"`
 	Design      *report.Design   `json:"design,omitempty"`
-	Kind        string           `json:"kind,omitempty"`
 	Algorithm   string           `json:"algorithm,omitempty"`
 	Limit       rate.Limit       `json:"limit"`
 	Thresholds  []string         `json:"thresholds"`
@@ -43,6 +42,15 @@ type Saved struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// kind is the target kind the scenario drove ("" for runs saved before
+// reports described their design).
+func (s Saved) kind() string {
+	if s.Design == nil {
+		return ""
+	}
+	return s.Design.Kind
+}
+
 func (s Saved) maxErrorRate() float64 {
 	if s.MaxErrorRate == nil {
 		return scenario.DefaultMaxErrorRate
@@ -53,7 +61,7 @@ func (s Saved) maxErrorRate() float64 {
 // SavedOf describes sc for re-scoring.
 func SavedOf(sc *scenario.Scenario) Saved {
 	s := Saved{Name: sc.Name, Description: sc.Description, Shows: sc.Shows, Target: sc.Target.String(),
-		Design: designOf(sc), Kind: sc.Target.Kind, Limit: sc.Limit, Analysis: analysisOptions(sc)}
+		Design: designOf(sc), Limit: sc.Limit, Analysis: analysisOptions(sc)}
 	rate := sc.MaxErrorRate
 	s.MaxErrorRate = &rate
 	if sc.Target.Kind == scenario.KindSimulated {
@@ -92,9 +100,6 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 	if r.Shows == "" {
 		// Saved before scenarios said what they show.
 		r.Shows = scenario.ShowsHolds
-	}
-	if r.Design == nil && s.Kind != "" {
-		r.Design = &report.Design{Kind: s.Kind, Algorithm: s.Algorithm}
 	}
 	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
 	r.Status = report.StatusPass

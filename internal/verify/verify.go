@@ -115,7 +115,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		// the whole: the figures stay, the verdict does not.
 		out.Report.Status = report.StatusError
 		out.Report.Error = fmt.Sprintf("interrupted after %s of %s: the figures cover only what ran, and its thresholds were not judged",
-			ran(h).Round(10*time.Millisecond), sc.Traffic.Duration)
+			(time.Duration(r.DurationMs) * time.Millisecond).Round(10*time.Millisecond), sc.Traffic.Duration)
 		out.Report.ExitCode = int(exitcode.Interrupted)
 		return out, exitcode.With(fmt.Errorf("%s: %s", sc.Name, out.Report.Error), exitcode.Interrupted)
 	}
