@@ -222,14 +222,8 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		timeout = 5 * time.Second
 	}
 	t.tlsConf, t.timeout, t.probeSrc, t.redact = o.TLS, timeout, o.ProbeSource, o.Redact
-	if a := o.ProbeSource; a.IsValid() {
-		// An address the machine does not have: probe from its default.
-		probe, err := net.ListenUDP("udp", &net.UDPAddr{IP: a.AsSlice(), Zone: a.Zone()})
-		if err != nil {
-			t.probeSrc = netip.Addr{}
-		} else {
-			probe.Close()
-		}
+	if a := o.ProbeSource; a.IsValid() && machineAddr(a) != nil {
+		t.probeSrc = netip.Addr{} // not this machine's: probe from its default
 	}
 	conns := o.MaxConns
 	if conns <= 0 {
@@ -242,15 +236,12 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		t.sources = len(o.Sources)
 		locals = locals[:0]
 		for _, a := range o.Sources {
-			local := &net.TCPAddr{IP: a.AsSlice(), Zone: a.Zone()}
 			// An address this machine does not have would fail every
 			// request of its identity: say so now instead.
-			probe, err := net.ListenUDP("udp", &net.UDPAddr{IP: local.IP, Zone: local.Zone})
-			if err != nil {
+			if err := machineAddr(a); err != nil {
 				return nil, fmt.Errorf("http target: source address %s is not this machine's: %w", a, err)
 			}
-			probe.Close()
-			locals = append(locals, local)
+			locals = append(locals, &net.TCPAddr{IP: a.AsSlice(), Zone: a.Zone()})
 		}
 		// Identities share the workers: each needs only its share of
 		// idle connections kept.
@@ -277,6 +268,16 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 		t.raw = append(t.raw, pools)
 	}
 	return t, nil
+}
+
+// machineAddr checks that connections can leave from a: nil when the
+// machine has it (binding a UDP socket to it succeeds).
+func machineAddr(a netip.Addr) error {
+	probe, err := net.ListenUDP("udp", &net.UDPAddr{IP: a.AsSlice(), Zone: a.Zone()})
+	if err != nil {
+		return err
+	}
+	return probe.Close()
 }
 
 // source is the index of the connections r leaves on: its identity's
