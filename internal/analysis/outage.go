@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -66,7 +67,7 @@ func Outages(h *history.History, planned []Span, gap time.Duration) []Outage {
 	if len(idx) == 0 {
 		return nil
 	}
-	slices.SortFunc(idx, func(a, b int) int { return compareDur(h.Sent(a), h.Sent(b)) })
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(h.Sent(a), h.Sent(b)) })
 	var out []Outage
 	cur := -1
 	for _, i := range idx {
@@ -98,16 +99,6 @@ func overlapsAny(spans []Span, from, to time.Duration) bool {
 		}
 	}
 	return false
-}
-
-func compareDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Drops explains a run's dropped requests: whether the workers were all
@@ -168,7 +159,7 @@ func ExplainDrops(h *history.History) Drops {
 	// At equal times answers come first, then drops, then sends: a worker
 	// freed at t serves a request due at t.
 	slices.SortFunc(ev, func(a, b event) int {
-		if c := compareDur(a.at, b.at); c != 0 {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return a.delta - b.delta
