@@ -321,7 +321,9 @@ traffic: {rate: 400/s, duration: 600ms, identities: 1, segment: requests}
 	}
 
 	out := filepath.Join(t.TempDir(), "merged")
-	if b, err := exec.Command("rlctl", "report", "merge", dirs[0], dirs[1], "--out", out, "--format", "json").CombinedOutput(); err != nil {
+	// Each --report-dir holds its one run, as each pod of the Kubernetes
+	// example writes: report merge reads it from there.
+	if b, err := exec.Command("rlctl", "report", "merge", filepath.Dir(dirs[0]), filepath.Dir(dirs[1]), "--out", out, "--format", "json").CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	m := metrics(t, out)
