@@ -174,12 +174,15 @@ func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8, 
 	at = e.elapsed() // written before close(gate), which orders it before every read
 	close(gate)
 	if !e.wait(&done) {
-		// The run is ending; record the answers when they come.
+		// The run is ending; record the answers when they come, unmarked:
+		// the round is not counted in Meta.Rounds, nor was it checked for
+		// straddling a boundary.
 		e.side.Add(1)
 		go func() {
 			defer e.side.Done()
 			done.Wait()
 			for _, r := range recs {
+				r.Round = history.NoRound
 				e.results <- r
 			}
 		}()
