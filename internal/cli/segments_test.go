@@ -188,13 +188,24 @@ func metrics(t *testing.T, dir string) analysis.Metrics {
 	return rd.Report.Scenarios[0].Metrics
 }
 
-func writeScenario(t *testing.T, body string) string {
+// writeScenario writes a scenario of the limit 10/200ms against the
+// gateways at urls, with the given traffic, and returns its path.
+func writeScenario(t *testing.T, name string, urls []string, traffic string) string {
 	t.Helper()
+	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\n", name, urls[0], urls[1], traffic)
 	p := filepath.Join(t.TempDir(), "scenario.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// bracket fails unless a run's ceiling bounds contain truth.
+func bracket(t *testing.T, what string, m analysis.Metrics, truth int) {
+	t.Helper()
+	if lo, hi := m[analysis.Ceiling], m[analysis.CeilingUpper]; float64(truth) < lo || float64(truth) > hi {
+		t.Fatalf("%s ceiling [%v, %v] does not contain the gateways' own %d", what, lo, hi, truth)
+	}
 }
 
 // Three processes, each sending its third of the identities from one
@@ -205,14 +216,7 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	t.Parallel()
 	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
 	urls, log, srv := startGateways(t, limiter.RedisClockWindow, lim, true)
-	sc := writeScenario(t, fmt.Sprintf(`name: segments
-limit: 10/200ms
-target:
-  kind: http
-  urls: [%q, %q]
-  timeout: 2s
-traffic: {rate: 600/s, duration: 1s, identities: 6}
-`, urls[0], urls[1]))
+	sc := writeScenario(t, "segments", urls, "{rate: 600/s, duration: 1s, identities: 6}")
 
 	one, err := rlctl(context.Background(), t, t.TempDir(), "verify", sc)
 	if err != nil {
@@ -261,15 +265,11 @@ traffic: {rate: 600/s, duration: 1s, identities: 6}
 	if merged[analysis.Requests] != whole[analysis.Requests] || merged[analysis.Requests] != 600 {
 		t.Fatalf("merged segments sent %v requests, the single process %v; want 600 both", merged[analysis.Requests], whole[analysis.Requests])
 	}
-	if lo, hi := merged[analysis.Ceiling], merged[analysis.CeilingUpper]; float64(truth) < lo || float64(truth) > hi {
-		t.Fatalf("merged ceiling [%v, %v] does not contain the gateways' own %d", lo, hi, truth)
-	}
+	bracket(t, "merged", merged, truth)
 	// A fixed window's sliding maximum depends on where the run met the
 	// windows (L to 2L), so each run is held to what the gateways admitted
 	// during it.
-	if lo, hi := whole[analysis.Ceiling], whole[analysis.CeilingUpper]; float64(wholeTruth) < lo || float64(wholeTruth) > hi {
-		t.Fatalf("single process ceiling [%v, %v] does not contain the gateways' own %d", lo, hi, wholeTruth)
-	}
+	bracket(t, "single process", whole, wholeTruth)
 	t.Logf("merged [%v, %v], %v requests, the gateways' own %d; single process [%v, %v], %v requests, the gateways' own %d",
 		merged[analysis.Ceiling], merged[analysis.CeilingUpper], merged[analysis.Requests], truth,
 		whole[analysis.Ceiling], whole[analysis.CeilingUpper], whole[analysis.Requests], wholeTruth)
@@ -286,14 +286,7 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	const skew = -time.Second
 	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
 	urls, log, srv := startGateways(t, limiter.RedisSlidingLog, lim, false)
-	sc := writeScenario(t, fmt.Sprintf(`name: skewed
-limit: 10/200ms
-target:
-  kind: http
-  urls: [%q, %q]
-  timeout: 2s
-traffic: {rate: 400/s, duration: 600ms, identities: 1, segment: requests}
-`, urls[0], urls[1]))
+	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
 	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}
 	dirs := runSegments(t, sc, [][]string{
@@ -327,9 +320,7 @@ traffic: {rate: 400/s, duration: 600ms, identities: 1, segment: requests}
 		t.Fatalf("%v\n%s", err, b)
 	}
 	m := metrics(t, out)
-	if lo, hi := m[analysis.Ceiling], m[analysis.CeilingUpper]; float64(truth) < lo || float64(truth) > hi {
-		t.Fatalf("merged ceiling [%v, %v] does not contain the gateways' own %d", lo, hi, truth)
-	}
+	bracket(t, "merged", m, truth)
 
 	for _, h := range hs {
 		h.Meta.Clock = history.Clock{}
