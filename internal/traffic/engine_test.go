@@ -19,7 +19,7 @@ func TestRunConstantRecordsEveryRequest(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(5, time.Hour, 3)
 	plan := Plan{Rate: perSecond(200), Duration: 300 * time.Millisecond, MaxRequests: 1000, Identities: 2}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Meta: history.Meta{Scenario: "s"}})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Meta: history.Meta{Scenario: "s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRunClosedDuration(t *testing.T) {
 	lim.delay = time.Millisecond
 	plan := Plan{Model: ModelClosed, Concurrency: 3, Duration: 150 * time.Millisecond, MaxRequests: 1 << 40}
 	began := time.Now()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestClosedRunOutlastingGraceHasNoErrors(t *testing.T) {
 	lim := newWindowLimiter(1<<30, time.Hour, 2)
 	lim.delay = 2 * time.Millisecond
 	plan := Plan{Model: ModelClosed, Concurrency: 4, Duration: 600 * time.Millisecond, MaxRequests: 1 << 30}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 100 * time.Millisecond})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestOpenModelKeepsScheduleWhenTargetSlows(t *testing.T) {
 	// so most scheduled requests find it busy.
 	plan := Plan{Rate: perSecond(100), Duration: 500 * time.Millisecond, MaxRequests: 1000, Workers: 1}
 	began := time.Now()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 2 * time.Second})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestRunCancelReturnsPartialHistory(t *testing.T) {
 		hooked.Store(true)
 		cancel()
 	}}}}
-	h, err := Run(ctx, NewSimulated(lim), plan, o)
+	h, err := Run(ctx, lim, plan, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v; want it to wrap context.Canceled", err)
 	}
@@ -213,7 +213,7 @@ func TestGraceCancelsStuckRequests(t *testing.T) {
 	lim.delay = time.Hour // never answers unless cancelled
 	plan := Plan{Rate: perSecond(50), Duration: 100 * time.Millisecond, MaxRequests: 100}
 	began := time.Now()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 100 * time.Millisecond})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

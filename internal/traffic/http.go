@@ -306,7 +306,7 @@ func allPlainHTTP(urls []*url.URL) bool {
 func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	src, err := t.source(r)
 	if err != nil {
-		return errResponse(err)
+		return ErrResponse(err)
 	}
 	if t.raw != nil {
 		return t.doRaw(ctx, r, t.raw[src][r.Gateway])
@@ -314,7 +314,7 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	g := &t.gws[r.Gateway]
 	req, err := t.netRequest(ctx, g, r.ID)
 	if err != nil {
-		return errResponse(err)
+		return ErrResponse(err)
 	}
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
@@ -456,16 +456,12 @@ func drain(b io.ReadCloser) {
 // sent (any failure but the dial's, in either client), the limiter may
 // have admitted and counted it.
 func lostResponse(err error) Response {
-	out := errResponse(err)
+	out := ErrResponse(err)
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "dial" {
 		out.By = decision.ByUnanswered
 	}
 	return out
-}
-
-func errResponse(err error) Response {
-	return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1, Err: err}
 }
 
 // Warm opens conns connections to every gateway at once, as wrk connects

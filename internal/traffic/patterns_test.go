@@ -72,7 +72,7 @@ func TestRaceCorrectLimiterAdmitsOnePerRound(t *testing.T) {
 	lim := newWindowLimiter(5, time.Hour, 6)
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 10, Identities: 2,
 		Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 	lim.checkThenSet, lim.pause = true, 2*time.Millisecond
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 5,
 		Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestRaceVoidsRoundsWithoutAFullPrefill(t *testing.T) {
 	lim := newWindowLimiter(2, time.Hour, 4)
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 6,
 		Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
 	lim.delay = time.Millisecond // rounds take a few ms, so 200 of them cross boundaries
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 4, Window: w}, Rounds: 200,
 		Duration: 1200 * time.Millisecond, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRaceVoidsRoundsThatStraddleABoundary(t *testing.T) {
 	lim.epoch, lim.delay = true, 30*time.Millisecond
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: w}, Rounds: 4,
 		Duration: 2 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestBoundary(t *testing.T) {
 				lim.epoch, lim.noHints = tt.epoch, tt.noHints
 				plan := Plan{Pattern: PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
 					Duration: 2500 * time.Millisecond, MaxRequests: 100000}
-				h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+				h, err := Run(context.Background(), lim, plan, RunOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -347,7 +347,7 @@ func TestPatternsBoundedWhenTargetHangs(t *testing.T) {
 			p := tt.plan
 			p.Limit, p.Duration, p.MaxRequests = lim, 600*time.Millisecond, 10000
 			began := time.Now()
-			h, err := Run(context.Background(), NewSimulated(hang), p, RunOptions{Grace: 100 * time.Millisecond})
+			h, err := Run(context.Background(), hang, p, RunOptions{Grace: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

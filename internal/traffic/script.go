@@ -129,11 +129,11 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 	}
 	reply, err := t.run(ctx, r.Gateway, keys, args)
 	if err != nil {
-		return errResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
+		return ErrResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
 	}
 	ok, err := t.rule.Match(reply)
 	if err != nil {
-		return errResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
+		return ErrResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
 	}
 	out := Response{Outcome: decision.Denied, By: decision.ByRedis, RetryAfter: -1, Remaining: -1, Reset: -1}
 	if ok {
@@ -141,7 +141,7 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 	} else if t.retry.Unit > 0 {
 		d, err := t.retry.Read(reply)
 		if err != nil {
-			return errResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
+			return ErrResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
 		}
 		out.RetryAfter = d
 	}

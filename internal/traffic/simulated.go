@@ -5,29 +5,20 @@ import (
 	"fmt"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/limiter"
 )
 
-// Decider is what the simulated target needs from a set of in-process
-// gateways (gateway.Set satisfies it): decide for one identity at one
-// gateway and endpoint.
-type Decider interface {
-	Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error)
-	Names() []string
-	Endpoints() []string
-}
-
 // NewSimulated returns a target that asks d directly, in-process. Closing
 // the target closes d when d has a Close method.
-func NewSimulated(d Decider) Target { return simulated{d: d} }
+func NewSimulated(d gateway.Decider) Target { return simulated{d: d} }
 
-type simulated struct{ d Decider }
+type simulated struct{ d gateway.Decider }
 
 func (s simulated) Do(ctx context.Context, r Request) Response {
 	dec, err := s.d.Decide(ctx, r.Gateway, r.Endpoint, r.ID)
 	if err != nil {
-		return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1,
-			Err: fmt.Errorf("gateway %d: %w", r.Gateway, err)}
+		return ErrResponse(fmt.Errorf("gateway %d: %w", r.Gateway, err))
 	}
 	return FromDecision(dec)
 }

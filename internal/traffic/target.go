@@ -33,6 +33,12 @@ type Response struct {
 	Err  error
 }
 
+// ErrResponse is the Response of a request that got no answer: err says
+// why, and no hint (retry-after, remaining, reset) came back.
+func ErrResponse(err error) Response {
+	return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1, Err: err}
+}
+
 // Target makes requests. Do is called from many goroutines at once and must
 // return by the context's deadline.
 type Target interface {
