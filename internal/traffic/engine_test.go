@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 func perSecond(n int64) rate.Limit { return rate.Limit{Count: n, Window: time.Second} }
@@ -27,7 +28,7 @@ func TestRunConstantRecordsEveryRequest(t *testing.T) {
 	if h.Len() != 60 {
 		t.Fatalf("%d records; want 60", h.Len())
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	if c[decision.Allowed] != 10 || c[decision.Denied] != 50 {
 		t.Fatalf("outcomes %v; want 10 allowed (5 per identity), 50 denied", c)
 	}
@@ -132,7 +133,7 @@ func TestClosedRunOutlastingGraceHasNoErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(h); c[decision.Error] != 0 || c[decision.Allowed] == 0 {
+	if c := traffictest.Counts(h); c[decision.Error] != 0 || c[decision.Allowed] == 0 {
 		t.Fatalf("outcomes %v; want only allowed", c)
 	}
 	var last time.Duration
@@ -160,7 +161,7 @@ func TestOpenModelKeepsScheduleWhenTargetSlows(t *testing.T) {
 	if h.Len() != 50 {
 		t.Fatalf("%d records; want all 50 scheduled requests", h.Len())
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	if c[decision.Dropped] == 0 || c[decision.Allowed] == 0 || c[decision.Dropped]+c[decision.Allowed] != 50 {
 		t.Fatalf("outcomes %v; want some dropped, the rest allowed", c)
 	}
@@ -202,7 +203,7 @@ func TestRunCancelReturnsPartialHistory(t *testing.T) {
 		t.Fatalf("no partial history (hook ran %v)", hooked.Load())
 	}
 	// In-flight requests were drained, not cut: none is an error.
-	if c := counts(h); c[decision.Error] != 0 {
+	if c := traffictest.Counts(h); c[decision.Error] != 0 {
 		t.Fatalf("outcomes %v; in-flight requests should finish within the grace", c)
 	}
 }
@@ -217,7 +218,7 @@ func TestGraceCancelsStuckRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(h); c[decision.Error] != 5 {
+	if c := traffictest.Counts(h); c[decision.Error] != 5 {
 		t.Fatalf("outcomes %v; want the 5 stuck requests as errors", c)
 	}
 	if took := time.Since(began); took > 10*time.Second {

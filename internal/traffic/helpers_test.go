@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/history"
 )
 
 // windowLimiter is a real in-process fixed-window limiter behind a set of
@@ -130,39 +129,4 @@ func newInstant(gateways int) instant {
 		g[i] = fmt.Sprintf("gw-%d", i)
 	}
 	return instant{gws: g, eps: []string{"default"}}
-}
-
-// counts tallies a history's outcomes.
-func counts(h *history.History) map[decision.Outcome]int {
-	c := map[decision.Outcome]int{}
-	for i := range h.Len() {
-		c[h.At(i).Outcome]++
-	}
-	return c
-}
-
-// errorsSeen wraps a target and keeps the first few error messages, so a
-// failing test can say what went wrong.
-type errorsSeen struct {
-	Target
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (e *errorsSeen) Do(ctx context.Context, r Request) Response {
-	resp := e.Target.Do(ctx, r)
-	if resp.Err != nil {
-		e.mu.Lock()
-		if len(e.msgs) < 5 {
-			e.msgs = append(e.msgs, resp.Err.Error())
-		}
-		e.mu.Unlock()
-	}
-	return resp
-}
-
-func (e *errorsSeen) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return fmt.Sprint(e.msgs)
 }

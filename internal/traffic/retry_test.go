@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 func TestRetryPolicyWait(t *testing.T) {
@@ -125,7 +126,7 @@ func TestThinkTimeAndOpenModelRefusal(t *testing.T) {
 	if n := h.Len(); n == 0 || n > 8 {
 		t.Fatalf("%d requests from 2 clients thinking 50ms for 200ms", n)
 	}
-	if c := counts(h); c[decision.Denied] == 0 {
+	if c := traffictest.Counts(h); c[decision.Denied] == 0 {
 		t.Fatalf("outcomes %v: the second request of the one-per-hour identity should be denied", c)
 	}
 	open := Plan{Rate: rate.Limit{Count: 10, Window: time.Second}, Duration: time.Second, MaxRequests: 10, Retry: &RetryPolicy{}}
@@ -154,7 +155,7 @@ func TestKeyedBySourceSharesTheLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := counts(h); c[decision.Allowed] != tt.allowed || h.Len() != 2 {
+			if c := traffictest.Counts(h); c[decision.Allowed] != tt.allowed || h.Len() != 2 {
 				t.Fatalf("outcomes %v, want %d allowed of 2", c, tt.allowed)
 			}
 			if h.Meta.Identities[0] != "user-0" || h.Meta.Identities[1] != "user-1" {
