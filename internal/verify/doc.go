@@ -3,6 +3,8 @@
 // gateways; the user's own Lua script), schedules the scenario's faults on
 // the run's clock, fires the traffic, analyses the history and checks the
 // thresholds, returning a report.Scenario and the raw history.
+// OpenGateways builds the same simulated gateways for serving over HTTP
+// (rlctl gateway serve), so a run and a served gateway get them one way.
 //
 // Data flows one way: scenario → verify → (gateway → limiter) via traffic →
 // history → analysis → report. verify knows nothing of the command line.

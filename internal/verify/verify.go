@@ -399,20 +399,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			}
 		}
 	}
-	eps := make([]gateway.Endpoint, len(sc.Target.Endpoints))
-	for i, ep := range sc.Target.Endpoints {
-		timeout := ep.Timeout
-		if timeout <= 0 {
-			timeout = sc.Target.Timeout
-		}
-		eps[i] = gateway.Endpoint{Name: ep.Name, Share: ep.Share, Policy: limiter.Policy{
-			OnError: ep.OnError, Timeout: timeout, Local: ep.Local, OnFailover: ep.OnFailover,
-		}}
-	}
-	set, err := gateway.New(ctx, gateway.Options{
-		N: sc.Target.Gateways, Limiter: lc, Endpoints: eps, NewClient: newClient,
-		ClockSkew: sc.Target.ClockSkew,
-	})
+	set, err := newGateways(ctx, sc, lc, newClient)
 	if err != nil {
 		return nil, fmt.Errorf("%s: gateways: %w", sc.Name, err)
 	}
