@@ -2,8 +2,8 @@
 // default, closed as an option), the patterns of DESIGN.md (constant, burst,
 // ramp, boundary, race), identities and their spread over gateways. Requests
 // go to a Target; the targets themselves (simulated gateways, HTTP gateways,
-// the user's own Lua script) live in the packages under internal/target, so
-// the engine knows none of their clients. Every run is bounded in time and
+// the user's own Lua script) live in the packages under internal/target,
+// which the engine does not import. Every run is bounded in time and
 // requests and stops by itself; every request becomes a history.Record.
 //
 // The shape of a run (Run): one producer goroutine follows the pattern's
