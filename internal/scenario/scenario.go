@@ -214,10 +214,10 @@ type Target struct {
 	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
 	Keys, Args []string
 	// Allowed is the rule on the script's reply that means allowed, e.g.
-	// "== 1"; see traffic.ParseRule.
+	// "== 1"; see scripttarget.ParseRule.
 	Allowed string
 	// RetryAfter says where a denied reply carries its retry-after, e.g.
-	// "[2] ms"; see traffic.ParseRetryRule. Empty: nowhere.
+	// "[2] ms"; see scripttarget.ParseRetryRule. Empty: nowhere.
 	RetryAfter string
 }
 

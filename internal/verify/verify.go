@@ -25,6 +25,9 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
@@ -350,16 +353,16 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		var sources []netip.Addr
 		var probeSrc netip.Addr
 		if src := sc.Target.Identity.Source; src != "" {
-			if sources, err = traffic.SourceAddrs(src, sc.Traffic.Identities); err != nil {
+			if sources, err = httptarget.SourceAddrs(src, sc.Traffic.Identities); err != nil {
 				return nil, exitcode.With(fmt.Errorf("%s: http target: identity source: %w", sc.Name, err), exitcode.Usage)
 			}
 			// The probe leaves from the prefix's next address when there is
 			// one: the machine's default could be an identity's.
-			if more, err := traffic.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
+			if more, err := httptarget.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
 				probeSrc = more[len(more)-1]
 			}
 		}
-		t, err := traffic.NewHTTP(traffic.HTTPOptions{
+		t, err := httptarget.New(httptarget.Options{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
@@ -389,7 +392,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				}
 				return nil, exitcode.With(fmt.Errorf("%s: http target unreachable before the run: %w", sc.Name, err), exitcode.Unreachable)
 			}
-			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", traffic.ProbeID))
+			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", httptarget.ProbeID))
 		}
 		ok = true
 		return e, nil
@@ -413,7 +416,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				return nil, err
 			}
 		}
-		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
+		t, err := scripttarget.New(ctx, scripttarget.Options{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
 			NewClient: newClient, Keys: templates, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
@@ -452,26 +455,13 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			}
 		}
 	}
-	eps := make([]gateway.Endpoint, len(sc.Target.Endpoints))
-	for i, ep := range sc.Target.Endpoints {
-		timeout := ep.Timeout
-		if timeout <= 0 {
-			timeout = sc.Target.Timeout
-		}
-		eps[i] = gateway.Endpoint{Name: ep.Name, Share: ep.Share, Policy: limiter.Policy{
-			OnError: ep.OnError, Timeout: timeout, Local: ep.Local, OnFailover: ep.OnFailover,
-		}}
-	}
-	set, err := gateway.New(ctx, gateway.Options{
-		N: sc.Target.Gateways, Limiter: lc, Endpoints: eps, NewClient: newClient,
-		ClockSkew: sc.Target.ClockSkew,
-	})
+	set, err := newGateways(ctx, sc, lc, newClient)
 	if err != nil {
 		return nil, fmt.Errorf("%s: gateways: %w", sc.Name, err)
 	}
 	e.set = set
 	e.closers = append(e.closers, set.Close)
-	e.target = traffic.NewSimulated(set)
+	e.target = simtarget.New(set)
 	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
@@ -670,7 +660,7 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 	if sc.Target.Kind == scenario.KindHTTP && sc.Target.Identity.Source != "" {
 		// Identities are their source addresses, the names a gateway's own
 		// log gives them. The scenario checked the prefix at load.
-		addrs, _ := traffic.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
+		addrs, _ := httptarget.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
 		for _, a := range addrs {
 			p.IdentityNames = append(p.IdentityNames, a.String())
 		}
