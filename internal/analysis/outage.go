@@ -36,7 +36,7 @@ func undecided(h *history.History, i int) bool {
 		return true
 	}
 	switch h.By(i) {
-	case decision.ByFailOpen, decision.ByFailClosed, decision.ByFallback:
+	case decision.ByFailOpen, decision.ByFailClosed, decision.ByFallback, decision.ByFailoverDeny:
 		return true
 	}
 	return false

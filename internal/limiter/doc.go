@@ -46,7 +46,7 @@
 // (rl:marker) in the background, at most every CheckEvery and only while
 // requests arrive; a marker that vanished or changed means the server is
 // not the one the gateway started with, and the gateway denies for one
-// window (By=fallback).
+// window (By=failover-deny).
 //
 // # Leasing
 //
