@@ -35,7 +35,7 @@ const electionGap = time.Second
 
 // election is what one failover did to the decisions.
 type election struct {
-	errors, failOpen, failClosed int64
+	Tally
 	// last is the send time of the election's last undecided request, and
 	// end its answer; both the fault's start when there was none.
 	last, end int64
@@ -79,14 +79,7 @@ func (a *analyzer) elections() map[int]election {
 			}
 			_, r := a.decidedBetween(i)
 			e.last, e.end = s, max(e.end, r)
-			switch {
-			case h.Outcome(i) == decision.Error:
-				e.errors++
-			case h.By(i) == decision.ByFailOpen:
-				e.failOpen++
-			case h.By(i) == decision.ByFailClosed:
-				e.failClosed++
-			}
+			e.add(h, i)
 		}
 		out[k] = e
 	}
@@ -103,9 +96,9 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 	els := a.elections()
 	var errs, open, closed, longest int64
 	for k, e := range els {
-		errs += e.errors
-		open += e.failOpen
-		closed += e.failClosed
+		errs += e.Errors
+		open += e.FailOpen
+		closed += e.FailClosed
 		longest = max(longest, e.end-int64(a.faults[k].At))
 	}
 	res.Metrics[ElectionErrors] = float64(errs)
