@@ -171,8 +171,12 @@ func (e *env) replicatedFailover(ctx context.Context, sc *scenario.Scenario, spe
 		e.closers = append(e.closers, after.Close)
 		addr := rcfg.Target().Addrs[0]
 		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(ctx context.Context) {
+			// No admission may land between the copy and the switch: a
+			// replica that acknowledged every admission has them all.
+			proxy.SetDown(true)
 			_ = keys.copy(ctx, admin, after)
 			proxy.SetUpstream(addr)
+			proxy.SetDown(false)
 		})})
 		e.notes = append(e.notes, "failover: the gateways' Redis was replaced by a stand-in for a replica that acknowledged every admission: a copy of the run's keys, TTLs included, taken at the failover")
 	}
