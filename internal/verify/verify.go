@@ -698,6 +698,7 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	if v := m[analysis.FailClosed]; v > 0 {
 		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
 	}
+	out = append(out, failoverNotes(s, m)...)
 	if m[analysis.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
