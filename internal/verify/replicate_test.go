@@ -18,7 +18,7 @@ target:
   algorithm: redis-sliding-log
   gateways: 2
   redis: %s
-  timeout: 200ms
+  timeout: 1s
   endpoints: [{name: api, share: 1, on_error: closed}]%s
 traffic: {rate: 100/s, duration: 2s, identities: 2}
 faults: [{at: 1200ms, action: failover}]
@@ -46,7 +46,7 @@ func heldAtFailover(h *history.History) float64 {
 // logged, not judged (it depends on the machine).
 func TestReplicateHoldsAcrossRealPromotion(t *testing.T) {
 	t.Parallel()
-	with := run(t, parse(t, fmt.Sprintf(replicateDoc, "spawn", "\n  replicate: 1")))
+	with := run(t, parse(t, fmt.Sprintf(replicateDoc, "spawn", "\n  replicate: 1\n  replicate_timeout: 500ms")))
 	without := run(t, parse(t, fmt.Sprintf(replicateDoc, "spawn", "")))
 	t.Logf("p99 %gms with replicate: 1, %gms without; after_fault_ceiling %g vs %g; counts_lost %g vs %g; notes %q",
 		metric(t, with, analysis.P99), metric(t, without, analysis.P99),
