@@ -57,7 +57,8 @@ var Descriptions = map[string]Description{
 	FailoverDetectMs: {"ms", "Runs whose gateways detected a failover: from its start to the first request refused for it."},
 	FailoverDenyMs:   {"ms", "Runs whose gateways detected a failover: from the first to the last request refused for it, about one W per gateway."},
 	CountsLost: {"requests", "Runs with a failover rlctl staged: the design's counters just before it minus what the new primary held right after, " +
-		"summed over the run's keys (counter designs: fixed windows, get-incr, clock and sliding windows, the sliding log), read from Redis."},
+		"summed over the run's keys (counter designs: fixed windows, get-incr, clock and sliding windows, the sliding log), read from Redis. " +
+		"With replicate, a count lost this way belongs to a request refused when its WAIT failed."},
 	StrandedLease:     {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
 	RetryAfterMissing: {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
 	P50:               {"ms", "Median latency from each request's scheduled send time to its answer."},
