@@ -113,3 +113,25 @@ func TestReplicateWaitsForReplica(t *testing.T) {
 		})
 	}
 }
+
+// On a Cluster the script and its WAIT go in one pipeline to the primary
+// that owns the identity's slot: whatever the slot, the count lands there
+// (no MOVED) and WAIT answers, here 0 of the 1 replica asked for, since
+// the Cluster has none: ErrNotReplicated.
+func TestReplicateOnClusterWaitsOnTheSlotsPrimary(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	cfg := Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 5, Window: time.Minute}, Replicate: 1, ReplicateTimeout: 5 * time.Millisecond}
+	l := mustNew(t, cfg, c, nil)
+	ctx := context.Background()
+	for _, id := range []string{"ann", "bob", "cy", "dee", "eve", "fay"} {
+		if _, err := l.Allow(ctx, id, 1); !errors.Is(err, ErrNotReplicated) {
+			t.Errorf("%s: %v, want ErrNotReplicated from its slot's primary", id, err)
+		}
+		if n, err := c.Get(ctx, Keys(cfg, id, time.Now())[0]).Int(); err != nil || n != 1 {
+			t.Errorf("%s: its primary counted %d (%v), want 1", id, n, err)
+		}
+	}
+}
