@@ -44,7 +44,8 @@ Reports go to --report-dir/<UTC time>-<suite>/: report.json, report.md,
 junit.xml, report.html and the raw histories (for report render/merge).
 An interrupted run still writes its report, marked incomplete.
 
---redis replaces every scenario's redis: (embedded, spawn or a URL). Only the
+--redis replaces every scenario's redis: (embedded, spawn, spawn-sentinel,
+spawn-cluster or a URL). Only the
 flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
 never redirect a scenario's load.
 

@@ -49,6 +49,8 @@ type Config struct {
 	// label replaces the URL in String for servers rlctl runs itself
 	// ("embedded"), whose random port means nothing to the user.
 	label string
+	// spawned is the deployment Open started for this config, if any.
+	spawned *Deployment
 }
 
 // Parse validates opts.URL and the TLS settings. When the URL carries no

@@ -98,7 +98,7 @@ func TestLoadMistakes(t *testing.T) {
 		{"redis latency needs latency", base + "faults:\n  - {at: 1s, action: redis-latency}\n", []string{`bad.yaml:8: faults[0].latency: redis-latency needs latency`}},
 		{"fault after the end", base + "faults:\n  - {at: 9s, action: redis-down}\n", []string{`bad.yaml:8: faults[0].at: 9s is not before the end of the run (5s)`}},
 		{"gateway-down index", base + "faults:\n  - {at: 1s, action: gateway-down, gateway: 3}\n", []string{`bad.yaml:8: faults[0].gateway: gateway 3 does not exist (gateways 0 to 0)`}},
-		{"password redacted", strings.Replace(base, "target:\n", "target:\n  redis: 'http://user:hunter2@host:1'\n", 1), []string{`bad.yaml:4: target.redis: want embedded, spawn or a redis:// URL, got "http://user:xxxxx@host:1"`}},
+		{"password redacted", strings.Replace(base, "target:\n", "target:\n  redis: 'http://user:hunter2@host:1'\n", 1), []string{`bad.yaml:4: target.redis: want embedded, spawn, spawn-sentinel, spawn-cluster or a redis:// URL, got "http://user:xxxxx@host:1"`}},
 		{"not a mapping", "- just\n- a list\n", []string{`bad.yaml:1: want a mapping, got a list`}},
 		{"yaml syntax", "name: [unclosed\n", []string{`bad.yaml:`, `YAML:`}},
 		{"merge key", "base: &b {a: 1}\n<<: *b\n", []string{`bad.yaml:2: merge keys (<<) are not supported`}},

@@ -17,8 +17,10 @@ const (
 
 // Redis modes of target.redis besides a URL.
 const (
-	RedisEmbedded = "embedded"
-	RedisSpawn    = "spawn"
+	RedisEmbedded      = "embedded"
+	RedisSpawn         = "spawn"
+	RedisSpawnSentinel = "spawn-sentinel"
+	RedisSpawnCluster  = "spawn-cluster"
 )
 
 // The names scenario files use are the traffic engine's and the limiter's
@@ -157,7 +159,8 @@ type Target struct {
 	// Gateways is how many gateways share the limit. For http it is the
 	// number of URLs.
 	Gateways int
-	// Redis is embedded, spawn or a redis:// URL (simulated, redis-script).
+	// Redis is embedded, spawn, spawn-sentinel, spawn-cluster or a redis://
+	// URL (simulated, redis-script).
 	Redis string
 	// Timeout bounds each Redis call; an endpoint may override it.
 	Timeout time.Duration

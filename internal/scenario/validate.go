@@ -252,9 +252,9 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Kind == KindHTTP && set("target.redis") {
 		bad("target.redis", "an http target reaches its own Redis; redis does not apply")
 	}
-	if t.Redis != "" && t.Redis != RedisEmbedded && t.Redis != RedisSpawn {
+	if t.Redis != "" && !slices.Contains([]string{RedisEmbedded, RedisSpawn, RedisSpawnSentinel, RedisSpawnCluster}, t.Redis) {
 		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis-sentinel", "redis-cluster", "unix"}, u.Scheme) {
-			bad("target.redis", "want embedded, spawn or a redis:// URL, got %q", redact.URL(t.Redis))
+			bad("target.redis", "want embedded, spawn, spawn-sentinel, spawn-cluster or a redis:// URL, got %q", redact.URL(t.Redis))
 		}
 	}
 	if t.Kind == KindSimulated && t.Prefix == "" {
