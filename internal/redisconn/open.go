@@ -53,20 +53,7 @@ func Open(ctx context.Context, spec string, opts Options) (*Config, func() error
 		return c, e.Close, nil
 	case SpecSpawn, SpecSpawnSentinel, SpecSpawnCluster:
 		spec = strings.TrimSpace(spec)
-		d, err := Spawn(ctx, spawnSpecs[spec])
-		if err != nil {
-			// No Redis to talk to: the same outcome as one that is down.
-			return nil, nil, exitcode.With(err, exitcode.Unreachable)
-		}
-		opts.URL = d.URL()
-		c, err := Parse(opts)
-		if err != nil {
-			d.Close()
-			return nil, nil, err
-		}
-		c.label = spec + " (" + d.Servers[0].Addr + ")"
-		c.spawned = d
-		return c, d.Close, nil
+		return OpenSpawn(ctx, spec, spawnSpecs[spec], opts)
 	default:
 		opts.URL = spec
 		c, err := Parse(opts)
@@ -75,6 +62,25 @@ func Open(ctx context.Context, spec string, opts Options) (*Config, func() error
 		}
 		return c, noop, nil
 	}
+}
+
+// OpenSpawn starts the deployment so describes and returns a Config for
+// its URL, labelled name in messages, and the function that stops it.
+func OpenSpawn(ctx context.Context, name string, so SpawnOptions, opts Options) (*Config, func() error, error) {
+	d, err := Spawn(ctx, so)
+	if err != nil {
+		// No Redis to talk to: the same outcome as one that is down.
+		return nil, nil, exitcode.With(err, exitcode.Unreachable)
+	}
+	opts.URL = d.URL()
+	c, err := Parse(opts)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	c.label = name + " (" + d.Servers[0].Addr + ")"
+	c.spawned = d
+	return c, d.Close, nil
 }
 
 // Deployment is the deployment Open spawned for c (spawn, spawn-sentinel,

@@ -2,7 +2,9 @@ package redisconn
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -138,12 +140,14 @@ type Deployment struct {
 	// MasterName is the Sentinel master name (with Sentinels).
 	MasterName string
 
-	opts    SpawnOptions
-	tls     *tls.Config
-	mu      sync.Mutex
-	primary int
-	closed  bool
-	stop    context.CancelFunc
+	opts SpawnOptions
+	tls  *tls.Config
+	// replPass is ReplUser's password, random per deployment.
+	replPass string
+	mu       sync.Mutex
+	primary  int
+	closed   bool
+	stop     context.CancelFunc
 }
 
 // Spawn starts the deployment opts describes on free loopback ports and
@@ -182,7 +186,7 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spawn: make directory: %w", err)
 	}
-	d := &Deployment{Dir: dir, opts: opts}
+	d := &Deployment{Dir: dir, opts: opts, replPass: randomHex(16)}
 	if opts.Sentinels > 0 {
 		d.MasterName = opts.MasterName
 	}
@@ -341,18 +345,24 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 	return append(args, o.Args...)
 }
 
+// ReplUser is the user every spawned data node's replicas authenticate
+// as, apart from the clients' user, so replication alone can be held back
+// (HoldReplication) while clients go on.
+const ReplUser = "rlctl-repl"
+
 // writeAuthConf writes the credential directives of a data node into
-// dir/auth.conf and returns its path.
+// dir/auth.conf and returns its path: the clients' credentials, if any,
+// and the replication user with the deployment's own random password.
 func (d *Deployment) writeAuthConf(dir string) (string, error) {
 	o := d.opts
 	var b strings.Builder
 	if o.Username != "" && o.Username != "default" {
-		fmt.Fprintf(&b, "user %s on %s ~* &* +@all\nuser default off\nmasteruser %s\n",
-			confQuote(o.Username), confQuote(">"+o.Password), confQuote(o.Username))
-	} else {
+		fmt.Fprintf(&b, "user %s on %s ~* &* +@all\nuser default off\n", confQuote(o.Username), confQuote(">"+o.Password))
+	} else if o.Password != "" {
 		fmt.Fprintf(&b, "requirepass %s\n", confQuote(o.Password))
 	}
-	fmt.Fprintf(&b, "masterauth %s\n", confQuote(o.Password))
+	fmt.Fprintf(&b, "user %s on %s +@all\nmasteruser %s\nmasterauth %s\n",
+		ReplUser, confQuote(">"+d.replPass), ReplUser, confQuote(d.replPass))
 	path := filepath.Join(dir, "auth.conf")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
@@ -400,15 +410,13 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 		p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port))
 		os.Remove(p.LogFile())
 		args := d.serverArgs(p, replicaOf)
-		if d.opts.Password != "" {
-			// Credentials go in a 0600 file, not on the command line where
-			// ps would show them.
-			conf, err := d.writeAuthConf(pdir)
-			if err != nil {
-				return nil, err
-			}
-			args = append([]string{conf}, args...)
+		// Credentials go in a 0600 file, not on the command line where ps
+		// would show them.
+		conf, err := d.writeAuthConf(pdir)
+		if err != nil {
+			return nil, err
 		}
+		args = append([]string{conf}, args...)
 		if err := d.run(p, d.opts.Binary, args...); err != nil {
 			return nil, err
 		}
@@ -852,6 +860,52 @@ func (d *Deployment) Kill(i int) error {
 	return nil
 }
 
+// KillAddr stops the data node listening on addr at once with SIGKILL, as
+// a crash would. Only nodes of this deployment can be killed.
+func (d *Deployment) KillAddr(addr string) error {
+	p, err := d.serverAt(addr)
+	if err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	p.kill()
+	return nil
+}
+
+// serverAt is the data node listening on addr.
+func (d *Deployment) serverAt(addr string) (*Process, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.Servers {
+		if p.Addr == addr {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is no data node rlctl started", addr)
+}
+
+// HoldReplication cuts the replicas of the data node at addr off from it
+// and keeps them off: its replication user is disabled and its replicas'
+// connections killed, so they miss every write from then on while clients
+// go on writing. Nothing undoes it; the hold is meant to end with a
+// failover (the node's own replicas, promoted, take writes again).
+// Pausing a replica's process instead would lose nothing: what the primary
+// sent waits in the kernel's socket buffers and arrives when it resumes.
+func (d *Deployment) HoldReplication(ctx context.Context, addr string) error {
+	p, err := d.serverAt(addr)
+	if err != nil {
+		return fmt.Errorf("hold replication: %w", err)
+	}
+	c := d.client(p)
+	defer c.Close()
+	if err := c.Do(ctx, "ACL", "SETUSER", ReplUser, "off").Err(); err != nil {
+		return fmt.Errorf("hold replication on %s: %w", addr, err)
+	}
+	if err := c.Do(ctx, "CLIENT", "KILL", "USER", ReplUser).Err(); err != nil && !strings.Contains(err.Error(), "No such") {
+		return fmt.Errorf("hold replication on %s: %w", addr, err)
+	}
+	return nil
+}
+
 // Pids lists the process ids of every process started, running or not.
 func (d *Deployment) Pids() []int {
 	d.mu.Lock()
@@ -919,6 +973,13 @@ func startOnStarterThread(cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	starterReq <- starterJob{cmd: cmd, errc: errc}
 	return <-errc
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -98,3 +98,32 @@ func TestOpenSpawnTopologies(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldReplication: once held, a replica misses every later write to its
+// primary while clients go on writing to it.
+func TestHoldReplication(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 1, Password: "pw"})
+	p := redis.NewClient(&redis.Options{Addr: d.Servers[0].Addr, Password: "pw"})
+	defer p.Close()
+	r := redis.NewClient(&redis.Options{Addr: d.Servers[1].Addr, Password: "pw"})
+	defer r.Close()
+	if err := p.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replica gets the write before the hold", func() bool { return r.Get(ctx, "before").Val() == "1" })
+	if err := d.HoldReplication(ctx, d.Servers[0].Addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(ctx, "after", "1", 0).Err(); err != nil {
+		t.Fatalf("a client's write during the hold: %v", err)
+	}
+	waitFor(t, "replica's link down", func() bool {
+		return redisconn.InfoField(r.Info(ctx, "replication").Val(), "master_link_status") == "down"
+	})
+	time.Sleep(1500 * time.Millisecond) // the replica retries its link every second
+	if r.Exists(ctx, "after").Val() != 0 {
+		t.Error("the replica got a write made during the hold")
+	}
+}

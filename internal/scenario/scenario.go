@@ -71,7 +71,14 @@ const (
 	FaultRedisLatency = "redis-latency"
 	FaultRedisReset   = "redis-reset"
 	FaultGatewayDown  = "gateway-down"
+	FaultKillPrimary  = "kill-primary"
 )
+
+// MaxReplicaLag bounds faults[].replica_lag well below what makes a replica
+// unfit for promotion: Sentinel skips a replica whose link has been down
+// for ten times down-after-milliseconds (8s on spawn-sentinel), a Cluster
+// one after ten node timeouts (10s on spawn-cluster).
+const MaxReplicaLag = 2 * time.Second
 
 // What a scenario shows (its shows field): a flaw the design has, or that
 // the design holds. A pass means "flaw demonstrated" for the first and
@@ -117,7 +124,7 @@ var (
 	models      = []string{ModelOpen, ModelClosed}
 	onErrors    = []string{OnErrorOpen, OnErrorClosed, OnErrorLocal}
 	onFailovers = []string{OnFailoverTrust, OnFailoverDeny}
-	actions     = []string{FaultFailover, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
+	actions     = []string{FaultFailover, FaultKillPrimary, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
 	clocks      = []string{ClockGateway, ClockRedis}
 	showsValues = []string{ShowsFlaw, ShowsHolds}
 	keys        = []string{KeyIdentity, KeySource}
@@ -280,12 +287,16 @@ type Traffic struct {
 type Fault struct {
 	At  time.Duration // offset from the run start
 	For time.Duration // 0 means until the end (or instantaneous actions)
-	// Action is failover, redis-down, redis-latency, redis-reset or
-	// gateway-down.
+	// Action is failover, kill-primary, redis-down, redis-latency,
+	// redis-reset or gateway-down.
 	Action  string
 	Latency time.Duration // redis-latency only
 	Gateway int           // gateway-down only: index of the gateway
-	Line    int
+	// ReplicaLag (failover and kill-primary only) holds replication back
+	// for that long before the fault, so the promoted replica misses the
+	// last ReplicaLag of counts.
+	ReplicaLag time.Duration
+	Line       int
 }
 
 // TLSFiles are an http target's TLS settings. CA, Cert and Key are paths,

@@ -401,6 +401,16 @@ func (d *decoder) validate(sc *Scenario) {
 		if f.Action != FaultRedisLatency && set(p+".latency") {
 			bad(p+".latency", "applies to redis-latency only")
 		}
+		if set(p + ".replica_lag") {
+			switch {
+			case f.Action != FaultFailover && f.Action != FaultKillPrimary:
+				bad(p+".replica_lag", "applies to failover and kill-primary only")
+			case f.ReplicaLag <= 0 || f.ReplicaLag > MaxReplicaLag:
+				bad(p+".replica_lag", "want a duration above 0s and at most %s, got %s", MaxReplicaLag, f.ReplicaLag)
+			case f.ReplicaLag > f.At:
+				bad(p+".replica_lag", "%s starts before the run: at most at (%s)", f.ReplicaLag, f.At)
+			}
+		}
 		if f.Action == FaultGatewayDown {
 			if f.Gateway < 0 {
 				bad(p+".gateway", "gateway-down needs gateway, the index of the gateway to stop")
