@@ -27,6 +27,9 @@ type verifyOptions struct {
 	Run       string
 	ReportDir string
 	Formats   []string
+	// AllowFailover lets failover faults act on the user's own Sentinel
+	// or Cluster.
+	AllowFailover bool
 }
 
 func newCmdVerify(f *Factory, runF func(*verifyOptions) error) *cobra.Command {
@@ -45,7 +48,10 @@ junit.xml, report.html and the raw histories (for report render/merge).
 An interrupted run still writes its report, marked incomplete.
 
 --redis replaces every scenario's redis: (embedded, spawn, spawn-sentinel,
-spawn-cluster or a URL). Only the
+spawn-cluster or a URL). On spawn, spawn-sentinel and spawn-cluster the
+failover and kill-primary faults are real; on the embedded Redis failover is
+an emulation (an empty Redis swapped in). They act on your own Sentinel or
+Cluster only with --allow-failover, and kill-primary never does. Only the
 flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
 never redirect a scenario's load.
 
@@ -80,6 +86,7 @@ each figure means and in what unit.
 	fl.StringVar(&opts.Run, "run", "", "run only scenarios whose name matches this regular expression")
 	fl.StringVar(&opts.ReportDir, "report-dir", "reports", "where run reports are written")
 	fl.StringSliceVar(&opts.Formats, "format", report.AllFormats, "report formats: json, md, junit, html")
+	fl.BoolVar(&opts.AllowFailover, "allow-failover", false, "let failover faults promote a replica of your own Sentinel or Cluster (--redis redis+sentinel:// or redis+cluster://); without it such scenarios are refused")
 	return cmd
 }
 
@@ -135,7 +142,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 		return usageError("--report-dir: %v", err)
 	}
 	so := verify.SuiteOptions{
-		Options: verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL},
+		Options: verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, AllowFailover: opts.AllowFailover},
 		Suite:   suite, Dir: dir, Now: f.Now,
 		Warn: func(err error) { fmt.Fprintf(f.IO.ErrOut, "rlctl: %v\n", err) },
 	}
