@@ -361,7 +361,9 @@ func refuseFaults(sc *scenario.Scenario, spec string, o Options) error {
 			return refuse("%s needs rlctl's fault proxy in front of one Redis, and gateways find a %s's nodes themselves: run it on --redis spawn or embedded", f.Action, mode)
 		case f.Action == scenario.FaultKillPrimary && !replicated:
 			return refuse("kill-primary needs a primary with a replica that rlctl started and may kill (--redis spawn, spawn-sentinel or spawn-cluster), not %s", redisconn.Redact(spec))
-		case f.ReplicaLag > 0 && !own:
+		case f.ReplicaLag > 0 && !own && mode != redisconn.ModeStandalone:
+			// On a given standalone Redis the failover is staged (every
+			// count lost), so a lag changes nothing there.
 			return refuse("replica_lag cuts a replica off, and rlctl never reconfigures a server it did not start: use --redis spawn, spawn-sentinel or spawn-cluster")
 		case isFailover(f.Action) && !own && mode != redisconn.ModeStandalone && !o.AllowFailover:
 			return refuse("a failover fault would promote a replica of your own %s: pass --allow-failover to allow it", mode)
