@@ -45,6 +45,21 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Decider is a set of gateways as the code that sends them requests sees
+// it: the simulated target and the HTTP gateway. Set satisfies it.
+type Decider interface {
+	// Decide asks gateway, under endpoint's policy, whether id may make
+	// one request now.
+	Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error)
+	// Names are the gateways' names, Endpoints the endpoints', in order.
+	Names() []string
+	Endpoints() []string
+	// Stats are counters over the set's life.
+	Stats() Stats
+}
+
+var _ Decider = (*Set)(nil)
+
 // ErrGatewayDown is what a killed gateway answers.
 var ErrGatewayDown = errors.New("gateway down")
 

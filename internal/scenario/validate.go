@@ -11,6 +11,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/redact"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -186,7 +188,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.urls", "an http target needs urls")
 		}
 		for i, u := range t.URLs {
-			if err := traffic.CheckURL(u); err != nil {
+			if err := httptarget.CheckURL(u); err != nil {
 				bad(index("target.urls", i), "%v", err)
 			}
 		}
@@ -196,7 +198,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
 		}
 		if t.Identity.Source != "" {
-			if _, err := traffic.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
+			if _, err := httptarget.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
 				bad("target.identity", "source: %v", err)
 			}
 		}
@@ -215,17 +217,17 @@ func (d *decoder) validate(sc *Scenario) {
 			list  []string
 		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
 			for _, tp := range f.list {
-				if err := traffic.CheckTemplate(tp); err != nil {
+				if err := scripttarget.CheckTemplate(tp); err != nil {
 					bad(f.field, "%q: %v", tp, err)
 				}
 			}
 		}
 		if !set("target.allowed") {
 			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if _, err := traffic.ParseRule(t.Allowed); err != nil {
+		} else if _, err := scripttarget.ParseRule(t.Allowed); err != nil {
 			bad("target.allowed", "%v", err)
 		}
-		if _, err := traffic.ParseRetryRule(t.RetryAfter); err != nil {
+		if _, err := scripttarget.ParseRetryRule(t.RetryAfter); err != nil {
 			bad("target.retry_after", "%v", err)
 		}
 	}
@@ -497,14 +499,14 @@ func (t Target) String() string {
 // the identity as {id}: then it needs no identity header or parameter.
 func (t *Target) carriesID() bool {
 	for _, u := range t.URLs {
-		if traffic.CarriesID(u) {
+		if httptarget.CarriesID(u) {
 			return true
 		}
 	}
 	for _, v := range t.Headers {
-		if traffic.CarriesID(v) {
+		if httptarget.CarriesID(v) {
 			return true
 		}
 	}
-	return traffic.CarriesID(t.Body)
+	return httptarget.CarriesID(t.Body)
 }

@@ -25,6 +25,9 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
@@ -46,7 +49,22 @@ type Options struct {
 	// is over and before rlctl stops what it started, to read back what
 	// Redis itself recorded.
 	AfterRun func(ctx context.Context, redis *redisconn.Config)
+	// Segment is this process's share of the scenario when several
+	// processes run it at once (verify --segment); the zero Segment is
+	// the whole.
+	Segment traffic.Segment
+	// StartAt, when set, is the wall-clock instant the scenario's traffic
+	// starts, the same on every machine of a shared run (verify
+	// --start-at).
+	StartAt time.Time
+	// Now is the wall clock (time.Now when nil); tests skew it to play a
+	// machine whose clock is off.
+	Now func() time.Time
 }
+
+// shared reports whether the run is one of several to be merged: then each
+// measures its clock against the shared reference.
+func (o Options) shared() bool { return !o.Segment.IsWhole() || !o.StartAt.IsZero() }
 
 // Outcome is one scenario's result.
 type Outcome struct {
@@ -79,6 +97,20 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	out.Saved.Notes = env.notes
 
 	plan := planOf(sc)
+	plan.Segment, plan.SegmentBy = o.Segment, sc.Traffic.Segment
+	if !o.Segment.IsWhole() && plan.SegmentBy == traffic.SegmentByRequests && sc.Target.Kind != scenario.KindHTTP {
+		// Each machine's simulated gateways would keep limits of their own.
+		return fail(exitcode.With(fmt.Errorf("%s:%d: traffic.segment: requests needs an http target: the gateways rlctl simulates on each machine would not share one limit", sc.File, sc.Line), exitcode.Usage))
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	var atStart clockReading
+	clockErr := errors.New("no reference clock to read: the target has no Redis and is not http")
+	if o.shared() && env.clock != nil {
+		atStart, clockErr = readClock(ctx, env.clock, now)
+	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
 	for _, f := range sc.Faults {
 		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Action: f.Action})
@@ -86,12 +118,25 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	var errs errorSample
 	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
 		Meta: meta, Hooks: env.hooks, Progress: o.Progress, OnError: errs.add,
+		StartAt: o.StartAt, Now: o.Now,
 	})
 	if runErr != nil && h == nil {
 		if errors.Is(runErr, traffic.ErrInvalidPlan) {
 			runErr = exitcode.With(fmt.Errorf("%s:%d: traffic: %w", sc.File, sc.Line, runErr), exitcode.Usage)
 		}
+		if errors.Is(runErr, traffic.ErrLate) {
+			runErr = exitcode.With(fmt.Errorf("%s: %w", sc.Name, runErr), exitcode.Failed)
+		}
 		return fail(runErr)
+	}
+	if o.shared() {
+		if clockErr == nil {
+			var atEnd clockReading
+			if atEnd, clockErr = readClock(ctx, env.clock, now); clockErr == nil {
+				h.Meta.Clock = combineClock(env.clock.name, atStart, atEnd)
+			}
+		}
+		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
 	}
 	out.History = h
 	out.Saved.Notes = append(out.Saved.Notes, env.recordElections(h)...)
@@ -265,6 +310,7 @@ type env struct {
 	set     *gateway.Set
 	redis   *redisconn.Config // the simulated gateways' Redis (nil: none)
 	lc      limiter.Config    // the simulated gateways' design, namespaced
+	clock   *clockRef         // the reference a shared run's clocks are read against
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
@@ -328,16 +374,16 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		var sources []netip.Addr
 		var probeSrc netip.Addr
 		if src := sc.Target.Identity.Source; src != "" {
-			if sources, err = traffic.SourceAddrs(src, sc.Traffic.Identities); err != nil {
+			if sources, err = httptarget.SourceAddrs(src, sc.Traffic.Identities); err != nil {
 				return nil, exitcode.With(fmt.Errorf("%s: http target: identity source: %w", sc.Name, err), exitcode.Usage)
 			}
 			// The probe leaves from the prefix's next address when there is
 			// one: the machine's default could be an identity's.
-			if more, err := traffic.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
+			if more, err := httptarget.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
 				probeSrc = more[len(more)-1]
 			}
 		}
-		t, err := traffic.NewHTTP(traffic.HTTPOptions{
+		t, err := httptarget.New(httptarget.Options{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
@@ -349,6 +395,17 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		e.clock = httpClock(sc.Target, tlsConf)
+		if o.shared() && spec != "" && sharedRedis(spec) {
+			// The gateways' Redis, when named, is the better reference:
+			// TIME to the microsecond, read without writing anything.
+			cfg, stop, err := openRedis(ctx, spec, o, false)
+			if err != nil {
+				return nil, err
+			}
+			e.closers = append(e.closers, stop)
+			e.clock = redisClock(cfg)
+		}
 		if p, isProber := t.(traffic.Prober); isProber {
 			if err := p.Probe(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -356,7 +413,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				}
 				return nil, exitcode.With(fmt.Errorf("%s: http target unreachable before the run: %w", sc.Name, err), exitcode.Unreachable)
 			}
-			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", traffic.ProbeID))
+			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", httptarget.ProbeID))
 		}
 		ok = true
 		return e, nil
@@ -366,6 +423,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
 		templates, keys, err := scriptKeys(sc.Target.Keys, ns)
 		if err != nil {
@@ -379,7 +437,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				return nil, err
 			}
 		}
-		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
+		t, err := scripttarget.New(ctx, scripttarget.Options{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
 			NewClient: newClient, Keys: templates, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
@@ -404,6 +462,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.closers = append(e.closers, stop)
 		e.redis = cfg
+		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
 		lc.Prefix += ns
 		keys := prefixKeys(lc.Prefix)
@@ -417,26 +476,13 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			}
 		}
 	}
-	eps := make([]gateway.Endpoint, len(sc.Target.Endpoints))
-	for i, ep := range sc.Target.Endpoints {
-		timeout := ep.Timeout
-		if timeout <= 0 {
-			timeout = sc.Target.Timeout
-		}
-		eps[i] = gateway.Endpoint{Name: ep.Name, Share: ep.Share, Policy: limiter.Policy{
-			OnError: ep.OnError, Timeout: timeout, Local: ep.Local, OnFailover: ep.OnFailover,
-		}}
-	}
-	set, err := gateway.New(ctx, gateway.Options{
-		N: sc.Target.Gateways, Limiter: lc, Endpoints: eps, NewClient: newClient,
-		ClockSkew: sc.Target.ClockSkew,
-	})
+	set, err := newGateways(ctx, sc, lc, newClient)
 	if err != nil {
 		return nil, fmt.Errorf("%s: gateways: %w", sc.Name, err)
 	}
 	e.set = set
 	e.closers = append(e.closers, set.Close)
-	e.target = traffic.NewSimulated(set)
+	e.target = simtarget.New(set)
 	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
@@ -674,7 +720,7 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 	if sc.Target.Kind == scenario.KindHTTP && sc.Target.Identity.Source != "" {
 		// Identities are their source addresses, the names a gateway's own
 		// log gives them. The scenario checked the prefix at load.
-		addrs, _ := traffic.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
+		addrs, _ := httptarget.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
 		for _, a := range addrs {
 			p.IdentityNames = append(p.IdentityNames, a.String())
 		}
