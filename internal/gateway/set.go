@@ -69,7 +69,7 @@ type Set struct {
 	names   []string
 	epNames []string
 	eps     []Endpoint
-	byPath  [8]atomic.Int64
+	byPath  [16]atomic.Int64
 	errors  atomic.Int64
 	redis   bool
 	closed  atomic.Bool
@@ -288,7 +288,8 @@ func (s *Set) Kill(gateway int) {
 // Stats are counters over a Set's life.
 type Stats struct {
 	// ByPath counts decisions by the path that decided ("redis",
-	// "local", "fail-open", "fail-closed", "fallback", "lease").
+	// "local", "fail-open", "fail-closed", "fallback", "lease",
+	// "failover-deny").
 	ByPath map[string]int64
 	// Errors counts Decide calls that reached no decision.
 	Errors int64

@@ -162,6 +162,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
+	out.Saved.Extra = env.extra.into(out.Saved.Extra)
 	r, err := Score(h, out.Saved)
 	if err != nil {
 		return fail(err)
@@ -320,6 +321,10 @@ type env struct {
 	// elections hold, by index in the scenario's faults, what each real
 	// failover's hook saw (nil for other faults).
 	elections []*election
+	repl      replication
+	// extra are figures fault hooks measure in Redis (counts_lost).
+	extra      figures
+	countsNote sync.Once
 }
 
 // namespace returns a key namespace of the run's own on a shared Redis,
@@ -456,11 +461,14 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	lc := limiterConfig(sc)
 	var newClient func() redis.UniversalClient
 	if !limiter.IsLocal(lc.Algorithm) {
-		cfg, stop, err := openRedis(ctx, spec, o, needsReplica(sc))
+		cfg, stop, err := e.openSimulated(ctx, sc, spec, o)
 		if err != nil {
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		if err := e.replicate(ctx, cfg, &lc); err != nil {
+			return nil, err
+		}
 		e.redis = cfg
 		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
@@ -631,6 +639,12 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 			if real {
 				continue
 			}
+			if sc.Target.Replicate > 0 {
+				if err := e.replicatedFailover(ctx, sc, spec, o, keys, proxy, admin, f); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			// The promoted replica had not caught up: it starts with empty
 			// counters (and without the failover marker), which is what a
 			// failover does to in-flight counts under async replication.
@@ -639,10 +653,10 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				// own for it. The failover is staged on that Redis itself —
 				// every connection cut, and the run's own keys (marker
 				// included) gone, as on a replica that never received them.
-				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(ctx context.Context) {
 					_, _ = keys.delete(ctx, admin)
 					proxy.SetUpstream(proxy.Upstream())
-				}})
+				})})
 				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
 				continue
 			}
@@ -651,10 +665,12 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)
 			}
 			e.closers = append(e.closers, stop)
+			after := rcfg.NewClient()
+			e.closers = append(e.closers, after.Close)
 			addr := rcfg.Target().Addrs[0]
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) {
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(context.Context) {
 				proxy.SetUpstream(addr)
-			}})
+			})})
 			e.notes = append(e.notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
 		}
 	}
@@ -700,6 +716,7 @@ func limiterConfig(sc *scenario.Scenario) limiter.Config {
 	return limiter.Config{
 		Algorithm: sc.Target.Algorithm, Limit: sc.Limit, Capacity: sc.Target.Capacity,
 		Prefix: prefix, Clock: sc.Target.Clock, Pause: sc.Target.Pause,
+		Replicate: sc.Target.Replicate, ReplicateTimeout: sc.Target.ReplicateTimeout,
 		Lease: limiter.LeaseConfig{Size: sc.Target.Lease.Size, RefillBelow: sc.Target.Lease.RefillBelow, Adaptive: sc.Target.Lease.Adaptive},
 	}
 }
@@ -787,6 +804,7 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	if v := m[analysis.FailClosed]; v > 0 {
 		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
 	}
+	out = append(out, failoverNotes(s, m)...)
 	if m[analysis.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
