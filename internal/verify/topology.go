@@ -235,7 +235,17 @@ func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topo
 			}})
 		}
 		action := f.Action
-		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: action, Fn: func(ctx context.Context) {
+		// counts_lost: the design's counters as the gateways reach them,
+		// just before the failover and once the election is over.
+		reach := func() (redis.UniversalClient, func() error) {
+			if tp.cfg.Mode() == redisconn.ModeStandalone {
+				c := tp.cfg.NodeClient(e.proxy.Addr(), false)
+				return c, c.Close
+			}
+			c := tp.cfg.NewClient()
+			return c, c.Close
+		}
+		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: action, Fn: e.countLostVia(reach, reach, func(ctx context.Context) {
 			sh, err := tp.shard(ctx)
 			if err != nil {
 				el.set(time.Time{}, time.Time{}, err)
@@ -251,7 +261,7 @@ func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topo
 			}
 			w := tp.watch(ctx, sh)
 			el.set(w.Stopped, w.Answered, nil)
-		}})
+		})})
 	}
 	what := map[bool]string{true: "rlctl's own " + kind, false: "your " + kind + " (--allow-failover)"}[own]
 	e.notes = append(e.notes, fmt.Sprintf("failover faults were real, on %s: the election is the span from the old primary's first refused write to the first write the gateways' client got through again", what))
