@@ -63,6 +63,10 @@ func TestWatchElectionSeesEachSide(t *testing.T) {
 	defer cancel2()
 	switched.Store(false)
 	oldDown.Store(false)
+	promoted.Store(false)
+	mu.Lock()
+	clear(onNew) // the tokens start again from 0
+	mu.Unlock()
 	e = WatchElection(short, w, 5*time.Millisecond)
 	if !e.Stopped.IsZero() || !e.Answered.IsZero() {
 		t.Errorf("nothing changed, yet the watch saw %+v", e)
