@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 func helpTopic(t *testing.T, topic string) string {
@@ -40,17 +41,17 @@ func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 // latencies, the name thresholds use.
 func TestHelpMetricsCoversEveryMetric(t *testing.T) {
 	help := helpTopic(t, "metrics")
-	for _, n := range analysis.Names {
+	for _, n := range metric.Names {
 		e := entry(t, help, n)
-		d := analysis.Descriptions[n]
+		d := metric.Descriptions[n]
 		if !strings.Contains(e, "["+d.Unit+"]") || !strings.Contains(words(e), words(d.Text)) {
 			t.Errorf("%s: entry lacks its unit %q or description:\n%s", n, d.Unit, e)
 		}
-		if alias := scenario.ThresholdName(n); alias != n && !strings.Contains(e, "(threshold: "+alias+")") {
+		if alias := threshold.Alias(n); alias != n && !strings.Contains(e, "(threshold: "+alias+")") {
 			t.Errorf("%s: entry does not name its threshold alias %s", n, alias)
 		}
 	}
-	for _, name := range scenario.MetricNames() {
+	for _, name := range threshold.Names() {
 		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(help) {
 			t.Errorf("threshold name %s does not appear in rlctl help metrics", name)
 		}

@@ -17,12 +17,3 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
-
-func BenchmarkParseThreshold(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseThreshold("ceiling <= 1.1 * limit"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -9,7 +9,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/threshold"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -434,13 +436,13 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 			})
 		},
 		"thresholds": func(n *yaml.Node, p string) {
-			sc.Thresholds = []Threshold{}
+			sc.Thresholds = []threshold.Threshold{}
 			d.seq(n, p, func(_ int, item *yaml.Node, p string) {
 				s := d.scalar(item, p, "a threshold like \"ceiling <= limit\"")
 				if s == nil {
 					return
 				}
-				th, err := ParseThreshold(s.Value)
+				th, err := threshold.Parse(s.Value)
 				if err != nil {
 					d.errorf(s.Line, p, "%v", err)
 					return
@@ -459,7 +461,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 	d.fields(n, path, map[string]func(*yaml.Node, string){
 		"kind":       d.enum(&t.Kind, "target kind", kinds),
-		"algorithm":  d.enum(&t.Algorithm, "algorithm", algorithms()),
+		"algorithm":  d.enum(&t.Algorithm, "algorithm", design.Algorithms),
 		"gateways":   d.count(&t.Gateways, math.MaxUint16),
 		"redis":      d.str(&t.Redis),
 		"timeout":    d.duration(&t.Timeout),

@@ -58,17 +58,9 @@
 //
 // # Thresholds
 //
-// A threshold is "OPERAND OP OPERAND" with OP one of < <= > >= == !=. An
-// operand is a metric name (analysis.Names), "limit" (the published count),
-// a number, a duration ("5ms"), or a product of those with at most one name
-// ("2*limit", "limit * 1.1"). The latency aliases p50, p90, p99, p999, max,
-// recover, send_lag_p99 and retry_wait_excess stand for p50_ms ... max_ms,
-// recover_ms, send_lag_p99_ms and retry_wait_excess_ms and compare with
-// durations: "p99 < 5ms" compares p99_ms
-// with 5. Mixing a latency alias with a plain number, or a count with a
-// duration, is an error at load time, as is an unknown name. A metric the
-// run did not measure makes the threshold fail with an error when
-// evaluated, never pass silently.
+// Each threshold, like "ceiling <= limit" or "p99 < 5ms", is parsed at
+// load time (package threshold has the grammar), so a bad one is an error
+// naming its file and line; the parsed form is what verify evaluates.
 //
 // # redis-script templates
 //

@@ -12,13 +12,14 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
-func mustThreshold(t *testing.T, expr string, line int) Threshold {
+func mustThreshold(t *testing.T, expr string, line int) threshold.Threshold {
 	t.Helper()
-	th, err := ParseThreshold(expr)
+	th, err := threshold.Parse(expr)
 	if err != nil {
-		t.Fatalf("ParseThreshold(%q): %v", expr, err)
+		t.Fatalf("threshold.Parse(%q): %v", expr, err)
 	}
 	th.Line = line
 	return th
@@ -55,7 +56,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 						{At: 2 * time.Second, Action: FaultFailover, Gateway: -1, Line: 22},
 						{At: 3 * time.Second, For: time.Second, Action: FaultRedisLatency, Latency: 90 * time.Millisecond, Gateway: -1, Line: 23},
 					},
-					Thresholds: []Threshold{
+					Thresholds: []threshold.Threshold{
 						mustThreshold(t, "ceiling <= limit", 25),
 						mustThreshold(t, "race_excess == 0", 26),
 						mustThreshold(t, "p99 < 5ms", 27),
@@ -83,7 +84,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 							Duration: DefaultDuration, MaxRequests: DefaultMaxRequests, Identities: 1,
 							Spread: SpreadRoundRobin, Model: ModelOpen,
 						},
-						Thresholds: []Threshold{mustThreshold(t, "ceiling <= limit", 8)},
+						Thresholds: []threshold.Threshold{mustThreshold(t, "ceiling <= limit", 8)},
 					},
 					{
 						Name: "race", File: "testdata/minimal.yaml", Line: 10,
@@ -140,7 +141,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 						Duration: 3 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
 						Spread: SpreadRoundRobin, Align: AlignAuto, Model: ModelOpen,
 					},
-					Thresholds: []Threshold{
+					Thresholds: []threshold.Threshold{
 						mustThreshold(t, "boundary_allowed <= 2 * limit", 16),
 						mustThreshold(t, "p99 < 20ms", 17),
 					},

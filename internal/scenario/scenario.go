@@ -3,8 +3,10 @@ package scenario
 import (
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/threshold"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -55,29 +57,26 @@ const (
 
 // Endpoint failure policies.
 const (
-	OnErrorOpen     = limiter.OnErrorOpen
-	OnErrorClosed   = limiter.OnErrorClosed
-	OnErrorLocal    = limiter.OnErrorLocal
-	OnFailoverTrust = limiter.OnFailoverTrust
-	OnFailoverDeny  = limiter.OnFailoverDeny
+	OnErrorOpen     = design.OnErrorOpen
+	OnErrorClosed   = design.OnErrorClosed
+	OnErrorLocal    = design.OnErrorLocal
+	OnFailoverTrust = design.OnFailoverTrust
+	OnFailoverDeny  = design.OnFailoverDeny
 )
 
-// Fault actions.
+// Fault actions: package fault's names.
 const (
-	FaultFailover     = "failover"
-	FaultRedisDown    = "redis-down"
-	FaultRedisLatency = "redis-latency"
-	FaultRedisReset   = "redis-reset"
-	FaultGatewayDown  = "gateway-down"
+	FaultFailover     = fault.Failover
+	FaultRedisDown    = fault.RedisDown
+	FaultRedisLatency = fault.RedisLatency
+	FaultRedisReset   = fault.RedisReset
+	FaultGatewayDown  = fault.GatewayDown
 )
 
-// What a scenario shows (its shows field): a flaw the design has, or that
-// the design holds. A pass means "flaw demonstrated" for the first and
-// "design holds" for the second, so reports never present a leak they
-// proved as a design that is fine.
+// What a scenario shows (its shows field; see package design).
 const (
-	ShowsFlaw  = "flaw"
-	ShowsHolds = "holds"
+	ShowsFlaw  = design.ShowsFlaw
+	ShowsHolds = design.ShowsHolds
 )
 
 // What a simulated gateway keys its limit on (target.key).
@@ -103,8 +102,8 @@ const (
 
 // Clocks a limiter can read.
 const (
-	ClockGateway = limiter.ClockGateway
-	ClockRedis   = limiter.ClockRedis
+	ClockGateway = design.ClockGateway
+	ClockRedis   = design.ClockRedis
 )
 
 var (
@@ -136,11 +135,12 @@ type Scenario struct {
 	File string
 	Line int
 	// Limit is the published limit per identity.
-	Limit      rate.Limit
-	Target     Target
-	Traffic    Traffic
-	Faults     []Fault
-	Thresholds []Threshold
+	Limit   rate.Limit
+	Target  Target
+	Traffic Traffic
+	Faults  []Fault
+	// Thresholds are parsed at load; verify evaluates them as they are.
+	Thresholds []threshold.Threshold
 	// MaxErrorRate is the largest share of sent requests (0 to 1) that may
 	// go without a deciding answer from the limiter (errors, and failure
 	// policy decisions outside the planned faults) before the run counts as
@@ -152,7 +152,7 @@ type Scenario struct {
 // Target says what the traffic is fired at.
 type Target struct {
 	Kind string // simulated | http | redis-script
-	// Algorithm is a limiter.Algorithms name (simulated only).
+	// Algorithm is a design.Algorithms name (simulated only).
 	Algorithm string
 	// Gateways is how many gateways share the limit. For http it is the
 	// number of URLs.

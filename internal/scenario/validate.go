@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
@@ -37,8 +37,6 @@ const (
 	MaxBatch = 100_000
 )
 
-func algorithms() []string { return limiter.Algorithms }
-
 // nameRE is what a scenario name may look like: safe as a file name and in
 // a JUnit class name on every platform.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
@@ -65,7 +63,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if t.Prefix == "" && t.Kind == KindSimulated && lines["target.prefix"] == 0 {
 		t.Prefix = DefaultPrefix
 	}
-	if t.Algorithm == limiter.Leasing && lines["target.lease.refill_below"] == 0 {
+	if t.Algorithm == design.Leasing && lines["target.lease.refill_below"] == 0 {
 		t.Lease.RefillBelow = DefaultRefillBelow
 	}
 	if lines["target.endpoints"] == 0 {
@@ -179,7 +177,7 @@ func (d *decoder) validate(sc *Scenario) {
 	switch t.Kind {
 	case KindSimulated:
 		if !set("target.algorithm") {
-			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(limiter.Algorithms, ", "))
+			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Algorithms, ", "))
 		}
 	case KindHTTP:
 		if len(t.URLs) == 0 {
@@ -264,13 +262,13 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Gateways < 1 {
 		bad("target.gateways", "need at least one gateway")
 	}
-	if set("target.lease") && t.Algorithm != limiter.Leasing {
+	if set("target.lease") && t.Algorithm != design.Leasing {
 		bad("target.lease", "applies to the leasing algorithm only")
 	}
 	if rb := t.Lease.RefillBelow; rb < 0 || rb >= 1 {
 		bad("target.lease.refill_below", "want a fraction from 0 to below 1, got %v", rb)
 	}
-	if set("target.pause") && t.Algorithm != limiter.RedisGetIncr {
+	if set("target.pause") && t.Algorithm != design.RedisGetIncr {
 		bad("target.pause", "applies to redis-get-incr only")
 	}
 	if t.Timeout <= 0 {
