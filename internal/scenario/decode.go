@@ -12,7 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/threshold"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // maxNodes bounds the nodes one document may expand to. Aliases let a tiny
@@ -31,6 +31,8 @@ type decoder struct {
 	// instead of decoding: every handler is called once on a probe node
 	// and records its path and type (see Fields).
 	schema *schema
+	// checks are the targets' rules validate applies.
+	checks Checks
 }
 
 // schema collects the fields a decoder accepts, in the order met.
@@ -552,7 +554,7 @@ func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {
 		"burst_size":   d.count(&t.BurstSize, math.MaxInt32),
 		"think":        d.duration(&t.Think),
 		"retry": func(n *yaml.Node, p string) {
-			r := &traffic.RetryPolicy{}
+			r := &workload.RetryPolicy{}
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"honor":        d.enum(&r.Honor, "retry honor", honors),
 				"backoff":      d.enum(&r.Backoff, "retry backoff", backoffs),

@@ -152,7 +152,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
 			t.Parallel()
-			got, err := LoadFile(tt.file)
+			got, err := LoadFile(tt.file, checks)
 			if err != nil {
 				t.Fatalf("LoadFile: %v", err)
 			}
@@ -180,7 +180,7 @@ func TestLoadDirectoryAndUniqueness(t *testing.T) {
 	write("a.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
 	write("notes.txt", "not a scenario")
 
-	scs, err := Load([]string{dir})
+	scs, err := Load([]string{dir}, checks)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestLoadDirectoryAndUniqueness(t *testing.T) {
 	}
 
 	write("c.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
-	_, err = Load([]string{dir})
+	_, err = Load([]string{dir}, checks)
 	if err == nil || !strings.Contains(err.Error(), "c.yaml:1: name: scenario name \"alpha\" is already used at "+filepath.Join(dir, "a.yaml")+":1") {
 		t.Fatalf("duplicate name: err = %v", err)
 	}
@@ -207,7 +207,7 @@ func TestLoadFS(t *testing.T) {
 		"suite/README.md":  {Data: []byte("# not yaml")},
 		"suite/sub/x.yaml": {Data: []byte("not: loaded")},
 	}
-	scs, err := LoadFS(fsys, "suite")
+	scs, err := LoadFS(fsys, "suite", checks)
 	if err != nil {
 		t.Fatalf("LoadFS: %v", err)
 	}
@@ -220,14 +220,14 @@ func TestLoadFS(t *testing.T) {
 	if l := scs[1].Target.Lease; l.Size != 4 || l.RefillBelow != DefaultRefillBelow {
 		t.Errorf("lease = %+v, want size 4 and default refill_below", l)
 	}
-	if _, err := LoadFS(fsys, "missing"); err == nil {
+	if _, err := LoadFS(fsys, "missing", checks); err == nil {
 		t.Error("LoadFS of a missing path: want an error")
 	}
 }
 
 func TestErrorsUnwrap(t *testing.T) {
 	t.Parallel()
-	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml")
+	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml", checks)
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("errors.As(*Error) failed for %v", err)
@@ -259,7 +259,7 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 		"urls: [http://gw.example/]":                                              {Header: DefaultIDHeader},
 		"urls:\n    - http://gw.example/{id}\n  identity: {query: key}":           {Query: "key"},
 	} {
-		scs, err := Parse([]byte("name: h\nlimit: 1/s\ntarget:\n  kind: http\n  "+doc+"\ntraffic: {rate: 1/s}\n"), "h.yaml")
+		scs, err := Parse([]byte("name: h\nlimit: 1/s\ntarget:\n  kind: http\n  "+doc+"\ntraffic: {rate: 1/s}\n"), "h.yaml", checks)
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
@@ -274,7 +274,7 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 func TestShows(t *testing.T) {
 	t.Parallel()
 	for doc, want := range map[string]string{"": ShowsHolds, "shows: holds\n": ShowsHolds, "shows: flaw\n": ShowsFlaw} {
-		scs, err := Parse([]byte(base+doc), "s.yaml")
+		scs, err := Parse([]byte(base+doc), "s.yaml", checks)
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/threshold"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Target kinds.
@@ -23,36 +23,37 @@ const (
 	RedisSpawn    = "spawn"
 )
 
-// The names scenario files use are the traffic engine's and the limiter's
-// own, so a name means one thing everywhere.
+// The names scenario files use are those of packages workload, design and
+// fault, which the traffic engine and the limiter use too, so a name means
+// one thing everywhere.
 
 // Traffic patterns.
 const (
-	PatternConstant = traffic.PatternConstant
-	PatternBurst    = traffic.PatternBurst
-	PatternRamp     = traffic.PatternRamp
-	PatternBoundary = traffic.PatternBoundary
-	PatternRace     = traffic.PatternRace
+	PatternConstant = workload.PatternConstant
+	PatternBurst    = workload.PatternBurst
+	PatternRamp     = workload.PatternRamp
+	PatternBoundary = workload.PatternBoundary
+	PatternRace     = workload.PatternRace
 )
 
 // Load-balancer spreads of one identity over gateways.
 const (
-	SpreadRoundRobin = traffic.SpreadRoundRobin
-	SpreadRandom     = traffic.SpreadRandom
-	SpreadSticky     = traffic.SpreadSticky
+	SpreadRoundRobin = workload.SpreadRoundRobin
+	SpreadRandom     = workload.SpreadRandom
+	SpreadSticky     = workload.SpreadSticky
 )
 
 // Boundary alignments: where window boundaries are assumed to fall.
 const (
-	AlignEpoch        = traffic.AlignEpoch
-	AlignFirstRequest = traffic.AlignFirstRequest
-	AlignAuto         = traffic.AlignAuto
+	AlignEpoch        = workload.AlignEpoch
+	AlignFirstRequest = workload.AlignFirstRequest
+	AlignAuto         = workload.AlignAuto
 )
 
 // Traffic models.
 const (
-	ModelOpen   = traffic.ModelOpen
-	ModelClosed = traffic.ModelClosed
+	ModelOpen   = workload.ModelOpen
+	ModelClosed = workload.ModelClosed
 )
 
 // Endpoint failure policies.
@@ -83,21 +84,21 @@ const (
 const (
 	// KeyIdentity keys the limit on the identity: an API key, a user id.
 	KeyIdentity = "identity"
-	// KeySource keys it on the client's source address; traffic.sources
+	// KeySource keys it on the client's source address; target.sources
 	// says how many addresses the identities send from.
 	KeySource = "source"
 )
 
-// Retry policies of traffic.retry: the traffic engine's names.
+// Retry policies of traffic.retry.
 const (
-	HonorRetryAfter    = traffic.HonorRetryAfter
-	HonorReset         = traffic.HonorReset
-	HonorFixed         = traffic.HonorFixed
-	BackoffExponential = traffic.BackoffExponential
-	BackoffConstant    = traffic.BackoffConstant
-	JitterNone         = traffic.JitterNone
-	JitterFull         = traffic.JitterFull
-	JitterEqual        = traffic.JitterEqual
+	HonorRetryAfter    = workload.HonorRetryAfter
+	HonorReset         = workload.HonorReset
+	HonorFixed         = workload.HonorFixed
+	BackoffExponential = workload.BackoffExponential
+	BackoffConstant    = workload.BackoffConstant
+	JitterNone         = workload.JitterNone
+	JitterFull         = workload.JitterFull
+	JitterEqual        = workload.JitterEqual
 )
 
 // Clocks a limiter can read.
@@ -207,10 +208,11 @@ type Target struct {
 	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
 	Keys, Args []string
 	// Allowed is the rule on the script's reply that means allowed, e.g.
-	// "== 1"; see traffic.ParseRule.
+	// "== 1"; the target's own parser checks it (see Checks).
 	Allowed string
 	// RetryAfter says where a denied reply carries its retry-after, e.g.
-	// "[2] ms"; see traffic.ParseRetryRule. Empty: nowhere.
+	// "[2] ms"; the target's own parser checks it (see Checks). Empty:
+	// nowhere.
 	RetryAfter string
 }
 
@@ -267,7 +269,7 @@ type Traffic struct {
 	BurstSize int
 	// Retry makes the closed model's users clients that retry a denied
 	// request as the policy says; nil: no retries.
-	Retry *traffic.RetryPolicy
+	Retry *workload.RetryPolicy
 	// Think is how long a closed-model client pauses after an answered
 	// request.
 	Think time.Duration

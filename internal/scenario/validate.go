@@ -11,7 +11,6 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
-	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // Default values; see the package documentation for the full table.
@@ -184,7 +183,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.urls", "an http target needs urls")
 		}
 		for i, u := range t.URLs {
-			if err := traffic.CheckURL(u); err != nil {
+			if err := check1(d.checks.URL, u); err != nil {
 				bad(index("target.urls", i), "%v", err)
 			}
 		}
@@ -193,8 +192,8 @@ func (d *decoder) validate(sc *Scenario) {
 		} else if t.Identity == (Identity{}) && !t.carriesID() {
 			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
 		}
-		if t.Identity.Source != "" {
-			if _, err := traffic.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
+		if c := d.checks.Source; c != nil && t.Identity.Source != "" {
+			if err := c(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
 				bad("target.identity", "source: %v", err)
 			}
 		}
@@ -213,17 +212,17 @@ func (d *decoder) validate(sc *Scenario) {
 			list  []string
 		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
 			for _, tp := range f.list {
-				if err := traffic.CheckTemplate(tp); err != nil {
+				if err := check1(d.checks.Template, tp); err != nil {
 					bad(f.field, "%q: %v", tp, err)
 				}
 			}
 		}
 		if !set("target.allowed") {
 			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if _, err := traffic.ParseRule(t.Allowed); err != nil {
+		} else if err := check1(d.checks.Allowed, t.Allowed); err != nil {
 			bad("target.allowed", "%v", err)
 		}
-		if _, err := traffic.ParseRetryRule(t.RetryAfter); err != nil {
+		if err := check1(d.checks.RetryAfter, t.RetryAfter); err != nil {
 			bad("target.retry_after", "%v", err)
 		}
 	}
@@ -355,7 +354,7 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	if tr.Retry != nil {
 		if _, err := tr.Retry.Normalize(); err != nil {
-			bad("traffic.retry", "%v", strings.TrimPrefix(err.Error(), traffic.ErrInvalidPlan.Error()+": "))
+			bad("traffic.retry", "%v", err)
 		}
 	}
 	if (tr.Retry != nil || tr.Think > 0) && tr.Model == ModelClosed && tr.Concurrency < tr.Identities {
@@ -481,18 +480,10 @@ func (t Target) String() string {
 	return s
 }
 
-// carriesID reports whether an http target's URLs, headers or body carry
-// the identity as {id}: then it needs no identity header or parameter.
-func (t *Target) carriesID() bool {
-	for _, u := range t.URLs {
-		if traffic.CarriesID(u) {
-			return true
-		}
+// check1 applies a check of Checks, nil when there is none.
+func check1(check func(string) error, v string) error {
+	if check == nil {
+		return nil
 	}
-	for _, v := range t.Headers {
-		if traffic.CarriesID(v) {
-			return true
-		}
-	}
-	return traffic.CarriesID(t.Body)
+	return check(v)
 }

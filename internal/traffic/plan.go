@@ -8,42 +8,25 @@ import (
 
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
-// Load models.
+// Load models, patterns, alignments and spreads: package workload's
+// names, which scenario files use.
 const (
-	// ModelOpen schedules requests from absolute offsets whatever the target
-	// does; a request that finds no free worker is recorded as dropped.
-	ModelOpen = "open"
-	// ModelClosed keeps Plan.Concurrency requests in flight, no pacing.
-	ModelClosed = "closed"
-)
-
-// Traffic patterns (a contract: scenario files use these names).
-const (
-	PatternConstant = "constant"
-	PatternBurst    = "burst"
-	PatternRamp     = "ramp"
-	PatternBoundary = "boundary"
-	PatternRace     = "race"
-)
-
-// Window alignments the boundary pattern understands.
-const (
-	// AlignEpoch: windows start at multiples of W since the Unix epoch.
-	AlignEpoch = "epoch"
-	// AlignFirstRequest: an identity's first allowed request opens its window.
-	AlignFirstRequest = "first-request"
-	// AlignAuto learns the boundary from RateLimit-Reset / Retry-After, else
-	// from the first denial after a series of allowed requests, else epoch.
-	AlignAuto = "auto"
-)
-
-// Spreads of one identity's requests over gateways.
-const (
-	SpreadRoundRobin = "round-robin"
-	SpreadRandom     = "random"
-	SpreadSticky     = "sticky"
+	ModelOpen         = workload.ModelOpen
+	ModelClosed       = workload.ModelClosed
+	PatternConstant   = workload.PatternConstant
+	PatternBurst      = workload.PatternBurst
+	PatternRamp       = workload.PatternRamp
+	PatternBoundary   = workload.PatternBoundary
+	PatternRace       = workload.PatternRace
+	AlignEpoch        = workload.AlignEpoch
+	AlignFirstRequest = workload.AlignFirstRequest
+	AlignAuto         = workload.AlignAuto
+	SpreadRoundRobin  = workload.SpreadRoundRobin
+	SpreadRandom      = workload.SpreadRandom
+	SpreadSticky      = workload.SpreadSticky
 )
 
 // Defaults for the zero values of Plan.
@@ -232,7 +215,7 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 		if p.Retry != nil {
 			r, err := p.Retry.Normalize()
 			if err != nil {
-				return p, err
+				return p, fmt.Errorf("%w: %w", ErrInvalidPlan, err)
 			}
 			p.Retry = &r
 		}

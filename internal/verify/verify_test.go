@@ -30,7 +30,7 @@ import (
 
 func parse(t *testing.T, doc string) *scenario.Scenario {
 	t.Helper()
-	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml")
+	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml", Checks)
 	if err != nil {
 		t.Fatalf("scenario: %v\n%s", err, doc)
 	}
@@ -389,7 +389,7 @@ thresholds:
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.LoadFile(file)
+	scs, err := scenario.LoadFile(file, Checks)
 	if err != nil {
 		t.Fatal(err)
 	}

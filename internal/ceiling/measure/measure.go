@@ -168,7 +168,7 @@ func (pl Plan) scenario(pattern string) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	scs, err := scenario.Parse(b, "ceiling --measure")
+	scs, err := scenario.Parse(b, "ceiling --measure", verify.Checks)
 	if err != nil {
 		return nil, exitcode.With(err, exitcode.Usage)
 	}

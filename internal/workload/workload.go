@@ -1,0 +1,37 @@
+package workload
+
+// Load models.
+const (
+	// ModelOpen schedules requests from absolute offsets whatever the target
+	// does; a request that finds no free worker is recorded as dropped.
+	ModelOpen = "open"
+	// ModelClosed keeps a fixed number of requests in flight, no pacing.
+	ModelClosed = "closed"
+)
+
+// Traffic patterns.
+const (
+	PatternConstant = "constant"
+	PatternBurst    = "burst"
+	PatternRamp     = "ramp"
+	PatternBoundary = "boundary"
+	PatternRace     = "race"
+)
+
+// Window alignments the boundary pattern understands.
+const (
+	// AlignEpoch: windows start at multiples of W since the Unix epoch.
+	AlignEpoch = "epoch"
+	// AlignFirstRequest: an identity's first allowed request opens its window.
+	AlignFirstRequest = "first-request"
+	// AlignAuto learns the boundary from RateLimit-Reset / Retry-After, else
+	// from the first denial after a series of allowed requests, else epoch.
+	AlignAuto = "auto"
+)
+
+// Spreads of one identity's requests over gateways.
+const (
+	SpreadRoundRobin = "round-robin"
+	SpreadRandom     = "random"
+	SpreadSticky     = "sticky"
+)
