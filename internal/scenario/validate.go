@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Default values; see the package documentation for the full table.
@@ -22,7 +23,7 @@ const (
 	DefaultDuration    = 5 * time.Second
 	DefaultMaxRequests = 100000
 	DefaultIdentities  = 1
-	DefaultRounds      = 50
+	DefaultRounds      = workload.DefaultRounds
 	DefaultMethod      = "GET"
 	DefaultIDHeader    = "X-API-Key"
 	DefaultEndpoint    = "default"
@@ -128,7 +129,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		tr.BurstSize = int(min(sc.Limit.Count, math.MaxInt32))
 	}
 	if tr.Model == ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
-		tr.Concurrency = max(1, t.Gateways*tr.Identities)
+		tr.Concurrency = workload.DefaultConcurrency(t.Gateways, tr.Identities)
 	}
 	if t.Kind != KindHTTP && t.Key == "" {
 		t.Key = KeyIdentity

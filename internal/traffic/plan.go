@@ -31,10 +31,9 @@ const (
 
 // Defaults for the zero values of Plan.
 const (
-	DefaultWorkers     = 256
-	DefaultConcurrency = 16
-	DefaultRounds      = 50
-	DefaultGrace       = time.Second
+	DefaultWorkers = 256
+	DefaultRounds  = workload.DefaultRounds
+	DefaultGrace   = time.Second
 )
 
 // Plan says what traffic to send. Duration and MaxRequests are both required:
@@ -52,7 +51,8 @@ type Plan struct {
 	// Workers bounds requests in flight in the open model (default 256,
 	// raised to the largest batch a burst or boundary fires at once).
 	Workers int
-	// Concurrency is the closed model's number of looping workers.
+	// Concurrency is the closed model's number of looping workers
+	// (default workload.DefaultConcurrency).
 	Concurrency int
 	// Identities is how many identities share the load (default 1), named
 	// IdentityNames when given, else "user-0".."user-N-1".
@@ -207,7 +207,7 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 			return p, planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
 		}
 		if p.Concurrency <= 0 {
-			p.Concurrency = DefaultConcurrency
+			p.Concurrency = workload.DefaultConcurrency(gateways, p.Identities)
 		}
 		if p.Think < 0 {
 			return p, planErr("negative think time")

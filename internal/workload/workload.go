@@ -35,3 +35,11 @@ const (
 	SpreadRandom     = "random"
 	SpreadSticky     = "sticky"
 )
+
+// DefaultRounds is how many rounds the race pattern fires when not told.
+const DefaultRounds = 50
+
+// DefaultConcurrency is how many requests the closed model keeps in flight
+// when not told: one per gateway and identity, so every identity can have
+// a request at every gateway at once.
+func DefaultConcurrency(gateways, identities int) int { return max(1, gateways*identities) }
