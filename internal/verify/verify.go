@@ -621,34 +621,17 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 }
 
 // analysisOptions sets the envelope a correct limiter of the scenario's own
-// design obeys, so `slipped` counts what the design should never allow and
-// not what it allows by design (a fixed window's 2L at a boundary, a token
-// bucket's capacity plus refill).
+// design obeys (ceiling.Envelope), so `slipped` counts what the design
+// should never allow and not what it allows by design.
 func analysisOptions(sc *scenario.Scenario) analysis.Options {
-	L := float64(sc.Limit.Count)
-	r := sc.Limit.PerSecond()
-	c := float64(sc.Target.Capacity)
-	if c <= 0 {
-		c = L
-	}
-	burst := 2 * L // the most generous correct L-per-W design: a fixed window
+	design := ""
 	if sc.Target.Kind == scenario.KindSimulated {
-		switch sc.Target.Algorithm {
-		case limiter.RedisSlidingLog:
-			burst = L
-		case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
-			burst = c
-		case limiter.Leasing:
-			// Leasing knowingly buys latency with an overage of one slice per
-			// holder; only what exceeds that counts as slipped.
-			size := sc.Target.Lease.Size
-			if size <= 0 {
-				size = ceiling.DefaultLease(sc.Limit)
-			}
-			burst = 2*L + float64(size*int64(sc.Target.Gateways))
-		}
+		design = sc.Target.Algorithm
 	}
-	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: r}
+	burst, perSecond := ceiling.Envelope(design, ceiling.Params{
+		Limit: sc.Limit, Gateways: sc.Target.Gateways, Lease: sc.Target.Lease.Size, Capacity: sc.Target.Capacity,
+	})
+	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: perSecond}
 }
 
 // notes turn figures into the plain-language findings a reader needs. Each
