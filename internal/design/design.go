@@ -1,5 +1,7 @@
 package design
 
+import "time"
+
 // Algorithm names, in the order of DESIGN.md.
 const (
 	LocalFixedWindow        = "local-fixed-window"
@@ -48,4 +50,16 @@ const (
 const (
 	ShowsFlaw  = "flaw"
 	ShowsHolds = "holds"
+)
+
+// Defaults of a design's settings, shared by the scenario files that
+// leave them out and the limiter that runs them.
+const (
+	// DefaultPrefix starts every key rlctl's own designs write.
+	DefaultPrefix = "rl:"
+	// DefaultTimeout bounds one Redis call of a gateway's failure policy.
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultRefillBelow is the share of a lease slice below which a
+	// leasing gateway tops up.
+	DefaultRefillBelow = 0.2
 )

@@ -21,7 +21,7 @@ const (
 	OnErrorLocal      = design.OnErrorLocal
 	OnFailoverTrust   = design.OnFailoverTrust
 	OnFailoverDeny    = design.OnFailoverDeny
-	DefaultTimeout    = 50 * time.Millisecond
+	DefaultTimeout    = design.DefaultTimeout
 	DefaultCheckEvery = 50 * time.Millisecond
 )
 

@@ -17,9 +17,9 @@ import (
 // Default values; see the package documentation for the full table.
 const (
 	DefaultGateways    = 1
-	DefaultTimeout     = 50 * time.Millisecond
-	DefaultPrefix      = "rl:"
-	DefaultRefillBelow = 0.2
+	DefaultTimeout     = design.DefaultTimeout
+	DefaultPrefix      = design.DefaultPrefix
+	DefaultRefillBelow = design.DefaultRefillBelow
 	DefaultDuration    = 5 * time.Second
 	DefaultMaxRequests = 100000
 	DefaultIdentities  = 1
