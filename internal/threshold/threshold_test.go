@@ -41,7 +41,7 @@ func TestParse(t *testing.T) {
 			t.Parallel()
 			th, err := Parse(tt.expr)
 			if err != nil {
-				t.Fatalf("ParseThreshold: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
 			if th.Left != tt.left || th.Right != tt.right || th.Op != tt.op {
 				t.Errorf("got %+v %s %+v, want %+v %s %+v", th.Left, th.Op, th.Right, tt.left, tt.op, tt.right)
