@@ -16,6 +16,12 @@
 // all of them. LoadFS does the same over an fs.FS, for the suite embedded
 // in the binary.
 //
+// The package is the file format alone: it imports no engine, limiter or
+// analysis package. The names it accepts come from leaf packages (design,
+// workload, fault, metric through threshold), and the syntax of a target's
+// own fields (URLs, templates, reply rules) is checked by the targets'
+// parsers, which the caller passes in as Checks.
+//
 // # Defaults
 //
 // Defaults are applied in one place (applyDefaults), after decoding and
