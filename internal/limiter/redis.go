@@ -260,7 +260,8 @@ func (g *getIncr) Allow(ctx context.Context, id string, cost int64) (Decision, e
 		ttl = g.window
 	}
 	if n+cost > g.limit {
-		return Decision{Remaining: max(0, g.limit-n), RetryAfter: ttl, Reset: ttl, By: decision.ByRedis}, nil
+		// The key outlives its PTTL by up to 1 ms: Retry-After is never early.
+		return Decision{Remaining: max(0, g.limit-n), RetryAfter: ttl + time.Millisecond, Reset: ttl, By: decision.ByRedis}, nil
 	}
 	if g.pause > 0 {
 		t := time.NewTimer(g.pause)

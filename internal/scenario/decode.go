@@ -546,6 +546,7 @@ func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {
 		"max_requests": d.count(&t.MaxRequests, math.MaxInt32),
 		"identities":   d.count(&t.Identities, math.MaxInt32),
 		"spread":       d.enum(&t.Spread, "spread", spreads),
+		"segment":      d.enum(&t.Segment, "segment share", segmentBys),
 		"rounds":       d.count(&t.Rounds, math.MaxInt32),
 		"align":        d.enum(&t.Align, "align", aligns),
 		"model":        d.enum(&t.Model, "traffic model", models),

@@ -147,6 +147,7 @@ var fieldDocs = []struct{ path, doc string }{
 	{"traffic.max_requests", "A hard cap on requests: every run is bounded. Default 100000."},
 	{"traffic.identities", "How many identities (users, API keys) share the traffic; limits are per identity. Default 1."},
 	{"traffic.spread", "How the load balancer spreads one identity's requests over the gateways. Default round-robin."},
+	{"traffic.segment", "What each process of a run split with verify --segment takes its share of. Default identities."},
 	{"traffic.rounds", "race only: how many rounds to fire. Default 50."},
 	{"traffic.align", "boundary only: where window boundaries are assumed to fall. Default auto."},
 	{"traffic.model", "open (the default): requests leave at their scheduled times whatever the target does, and one that finds no free worker is counted as dropped; closed: concurrency users each wait for an answer before sending again."},
@@ -236,6 +237,10 @@ var valueDocs = map[string]map[string]string{
 		SpreadRoundRobin: "one identity's requests go to each gateway in turn",
 		SpreadRandom:     "each request goes to a gateway at random",
 		SpreadSticky:     "each identity always reaches the same gateway",
+	},
+	"traffic.segment": {
+		SegmentByIdentities: "each segment sends every request of its block of whole identities (race: of each round's fresh identities; closed model: the clients that speak for them), so no identity's limit is loaded from two machines",
+		SegmentByRequests:   "each segment sends its stripe of every identity's requests (closed model: its block of the clients), so one identity (a limit shared by everyone) is loaded from every machine at once; needs an http target, and not race or boundary",
 	},
 	"traffic.align": {
 		AlignEpoch:        "windows start at multiples of W since the Unix epoch",

@@ -43,6 +43,12 @@ const (
 	SpreadSticky     = workload.SpreadSticky
 )
 
+// What a segment of a scenario takes its share of (traffic.segment).
+const (
+	SegmentByIdentities = workload.SegmentByIdentities
+	SegmentByRequests   = workload.SegmentByRequests
+)
+
 // Boundary alignments: where window boundaries are assumed to fall.
 const (
 	AlignEpoch        = workload.AlignEpoch
@@ -111,6 +117,7 @@ var (
 	kinds       = []string{KindSimulated, KindHTTP, KindRedisScript}
 	patterns    = []string{PatternConstant, PatternBurst, PatternRamp, PatternBoundary, PatternRace}
 	spreads     = []string{SpreadRoundRobin, SpreadRandom, SpreadSticky}
+	segmentBys  = []string{SegmentByIdentities, SegmentByRequests}
 	aligns      = []string{AlignEpoch, AlignFirstRequest, AlignAuto}
 	models      = []string{ModelOpen, ModelClosed}
 	onErrors    = []string{OnErrorOpen, OnErrorClosed, OnErrorLocal}
@@ -254,6 +261,10 @@ type Traffic struct {
 	MaxRequests int
 	Identities  int
 	Spread      string
+	// Segment is what a process running one segment of the scenario
+	// (verify --segment) takes its share of: identities (default) or
+	// requests.
+	Segment string
 	// Rounds is how many race rounds to fire (race only).
 	Rounds int
 	// Align says where window boundaries fall (boundary only).

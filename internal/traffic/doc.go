@@ -25,4 +25,10 @@
 // one request through every gateway at once; rounds that straddle an
 // epoch-aligned boundary are void, so a fresh window's quota never passes
 // for a race.
+//
+// A plan can be split over processes (Plan.Segment, k6's execution
+// segments): each walks the whole schedule and sends only its share, whole
+// identities by default or a stripe of every identity's requests, so the
+// segments together send the plan once; RunOptions.StartAt starts them at
+// one wall-clock instant (see segment.go).
 package traffic

@@ -85,7 +85,23 @@ type Plan struct {
 	// Think is how long a closed-model client pauses after an answered
 	// request before its next one (with Retry or on its own).
 	Think time.Duration
+	// Segment, unless it is the whole (the zero value), makes this process
+	// run only its share of the plan, so that processes running the
+	// segments that tile [0, 1) together send the whole plan once (see
+	// SegmentBy for what is shared out).
+	Segment Segment
+	// SegmentBy is what a segment takes its share of: whole identities
+	// (SegmentByIdentities, the default) or the requests of every identity
+	// (SegmentByRequests).
+	SegmentBy string
 }
+
+// What a segment takes its share of (Plan.SegmentBy): package workload's
+// names.
+const (
+	SegmentByIdentities = workload.SegmentByIdentities
+	SegmentByRequests   = workload.SegmentByRequests
+)
 
 // Hook is an action run at an offset of the run's clock (fault injection:
 // failover, redis-down, ...). Fn runs on its own goroutine; its context is
@@ -129,7 +145,22 @@ type RunOptions struct {
 	// OnError, when set, hears every request's error, from many
 	// goroutines at once, so the caller can say what went wrong.
 	OnError func(error)
+	// StartAt, when set, is the wall-clock instant the run's clock starts
+	// (the same for every process running a segment of one plan): Run
+	// connects first, then waits for it. A run that gets there late starts
+	// at once and records how late in Meta.Late, unless it is late by the
+	// plan's whole duration (it would share no instant with the others):
+	// then it returns an error wrapping ErrLate and sends nothing.
+	StartAt time.Time
+	// Now is the wall clock (time.Now when nil) that StartAt, Meta.Start
+	// and the target's decision times are read against; tests skew it to
+	// play a machine whose clock is off.
+	Now func() time.Time
 }
+
+// ErrLate is wrapped by the error of a run that reached RunOptions.StartAt
+// too late to share any of its duration with the others.
+var ErrLate = errors.New("too late for the common start")
 
 // ErrInvalidPlan is wrapped by every Plan validation error.
 var ErrInvalidPlan = errors.New("invalid traffic plan")
@@ -155,6 +186,16 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 	}
 	if p.Spread == "" {
 		p.Spread = SpreadRoundRobin
+	}
+	switch p.SegmentBy {
+	case "":
+		p.SegmentBy = SegmentByIdentities
+	case SegmentByIdentities, SegmentByRequests:
+	default:
+		return p, planErr("unknown segment share %q (want identities or requests)", p.SegmentBy)
+	}
+	if p.SegmentBy == SegmentByRequests && !p.Segment.IsWhole() && (p.Pattern == PatternRace || p.Pattern == PatternBoundary) {
+		return p, planErr("pattern %s splits by identities only: its batches must leave one machine", p.Pattern)
 	}
 	if p.Align == "" {
 		p.Align = AlignAuto

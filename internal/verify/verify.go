@@ -39,7 +39,22 @@ type Options struct {
 	RedisOptions redisconn.Options
 	// Progress is called with live traffic statistics.
 	Progress func(traffic.Stats)
+	// Segment is this process's share of the scenario when several
+	// processes run it at once (verify --segment); the zero Segment is
+	// the whole.
+	Segment traffic.Segment
+	// StartAt, when set, is the wall-clock instant the scenario's traffic
+	// starts, the same on every machine of a shared run (verify
+	// --start-at).
+	StartAt time.Time
+	// Now is the wall clock (time.Now when nil); tests skew it to play a
+	// machine whose clock is off.
+	Now func() time.Time
 }
+
+// shared reports whether the run is one of several to be merged: then each
+// measures its clock against the shared reference.
+func (o Options) shared() bool { return !o.Segment.IsWhole() || !o.StartAt.IsZero() }
 
 // Outcome is one scenario's result.
 type Outcome struct {
@@ -72,6 +87,20 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	out.Saved.Notes = env.notes
 
 	plan := planOf(sc)
+	plan.Segment, plan.SegmentBy = o.Segment, sc.Traffic.Segment
+	if !o.Segment.IsWhole() && plan.SegmentBy == traffic.SegmentByRequests && sc.Target.Kind != scenario.KindHTTP {
+		// Each machine's simulated gateways would keep limits of their own.
+		return fail(exitcode.With(fmt.Errorf("%s:%d: traffic.segment: requests needs an http target: the gateways rlctl simulates on each machine would not share one limit", sc.File, sc.Line), exitcode.Usage))
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	var atStart clockReading
+	clockErr := errors.New("no reference clock to read: the target has no Redis and is not http")
+	if o.shared() && env.clock != nil {
+		atStart, clockErr = readClock(ctx, env.clock, now)
+	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
 	for _, f := range sc.Faults {
 		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Action: f.Action})
@@ -79,12 +108,25 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	var errs errorSample
 	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
 		Meta: meta, Hooks: env.hooks, Progress: o.Progress, OnError: errs.add,
+		StartAt: o.StartAt, Now: o.Now,
 	})
 	if runErr != nil && h == nil {
 		if errors.Is(runErr, traffic.ErrInvalidPlan) {
 			runErr = exitcode.With(fmt.Errorf("%s:%d: traffic: %w", sc.File, sc.Line, runErr), exitcode.Usage)
 		}
+		if errors.Is(runErr, traffic.ErrLate) {
+			runErr = exitcode.With(fmt.Errorf("%s: %w", sc.Name, runErr), exitcode.Failed)
+		}
 		return fail(runErr)
+	}
+	if o.shared() {
+		if clockErr == nil {
+			var atEnd clockReading
+			if atEnd, clockErr = readClock(ctx, env.clock, now); clockErr == nil {
+				h.Meta.Clock = combineClock(env.clock.name, atStart, atEnd)
+			}
+		}
+		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
 	}
 	out.History = h
 	if runErr != nil {
@@ -251,6 +293,7 @@ type env struct {
 	set     *gateway.Set
 	redis   *redisconn.Config // the simulated gateways' Redis (nil: none)
 	lc      limiter.Config    // the simulated gateways' design, namespaced
+	clock   *clockRef         // the reference a shared run's clocks are read against
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
@@ -326,6 +369,17 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		e.clock = httpClock(sc.Target, tlsConf)
+		if o.shared() && spec != "" && sharedRedis(spec) {
+			// The gateways' Redis, when named, is the better reference:
+			// TIME to the microsecond, read without writing anything.
+			cfg, stop, err := openRedis(ctx, spec, o)
+			if err != nil {
+				return nil, err
+			}
+			e.closers = append(e.closers, stop)
+			e.clock = redisClock(cfg)
+		}
 		if p, isProber := t.(traffic.Prober); isProber {
 			if err := p.Probe(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -343,6 +397,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
 		templates, keys, err := scriptKeys(sc.Target.Keys, ns)
 		if err != nil {
@@ -381,6 +436,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.closers = append(e.closers, stop)
 		e.redis = cfg
+		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
 		lc.Prefix += ns
 		keys := prefixKeys(lc.Prefix)
