@@ -20,6 +20,9 @@ type Checks struct {
 	Allowed func(rule string) error
 	// RetryAfter checks target.retry_after.
 	RetryAfter func(rule string) error
+	// Replicates says whether a simulated design can wait for replicas
+	// (target.replicate).
+	Replicates func(algorithm string) bool
 }
 
 // idPlaceholder stands for the identity in an http target's urls, headers

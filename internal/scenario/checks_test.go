@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // checks stand in for the targets' parsers (verify.Checks, tested there):
@@ -14,6 +16,8 @@ var checks = Checks{
 	Template:   refuseBad,
 	Allowed:    refuseBad,
 	RetryAfter: refuseBad,
+	// The Lua designs replicate: one script, one write per decision.
+	Replicates: func(a string) bool { return strings.HasPrefix(a, "redis-") && a != design.RedisGetIncr },
 }
 
 func refuseBad(s string) error {

@@ -462,18 +462,20 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 	d.fields(n, path, map[string]func(*yaml.Node, string){
-		"kind":       d.enum(&t.Kind, "target kind", kinds),
-		"algorithm":  d.enum(&t.Algorithm, "algorithm", design.Algorithms),
-		"gateways":   d.count(&t.Gateways, math.MaxUint16),
-		"redis":      d.str(&t.Redis),
-		"timeout":    d.duration(&t.Timeout),
-		"clock_skew": d.duration(&t.ClockSkew),
-		"pause":      d.duration(&t.Pause),
-		"clock":      d.enum(&t.Clock, "clock", clocks),
-		"prefix":     d.str(&t.Prefix),
-		"capacity":   d.count64(&t.Capacity),
-		"key":        d.enum(&t.Key, "limit key", keys),
-		"sources":    d.count(&t.Sources, math.MaxInt32),
+		"kind":              d.enum(&t.Kind, "target kind", kinds),
+		"algorithm":         d.enum(&t.Algorithm, "algorithm", design.Algorithms),
+		"gateways":          d.count(&t.Gateways, math.MaxUint16),
+		"redis":             d.str(&t.Redis),
+		"timeout":           d.duration(&t.Timeout),
+		"clock_skew":        d.duration(&t.ClockSkew),
+		"pause":             d.duration(&t.Pause),
+		"replicate":         d.count(&t.Replicate, MaxReplicate),
+		"replicate_timeout": d.duration(&t.ReplicateTimeout),
+		"clock":             d.enum(&t.Clock, "clock", clocks),
+		"prefix":            d.str(&t.Prefix),
+		"capacity":          d.count64(&t.Capacity),
+		"key":               d.enum(&t.Key, "limit key", keys),
+		"sources":           d.count(&t.Sources, math.MaxInt32),
 		"lease": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"size":         d.count64(&t.Lease.Size),

@@ -174,6 +174,11 @@ type Target struct {
 	ClockSkew time.Duration
 	// Pause is redis-get-incr's gap between read and write.
 	Pause time.Duration
+	// Replicate, when > 0, makes each admission of a Lua design wait for
+	// that many replicas to acknowledge its write (WAIT), within
+	// ReplicateTimeout; see limiter.Config.Replicate.
+	Replicate        int
+	ReplicateTimeout time.Duration
 	// Clock is gateway, redis or empty (the design's natural default).
 	Clock string
 	// Prefix starts every limiter key.

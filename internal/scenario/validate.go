@@ -81,6 +81,9 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 			e.Timeout = t.Timeout
 		}
 	}
+	if t.Replicate > 0 && t.ReplicateTimeout == 0 {
+		t.ReplicateTimeout = defaultReplicateTimeout(t.Endpoints)
+	}
 	if t.Kind == KindHTTP {
 		if t.Method == "" {
 			t.Method = DefaultMethod
@@ -274,6 +277,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
 	}
+	checkReplicate(t, d.checks.Replicates, set, bad)
 
 	if len(t.Endpoints) == 0 {
 		bad("target.endpoints", "need at least one endpoint")
@@ -474,6 +478,9 @@ func (t Target) String() string {
 	}
 	if t.ClockSkew > 0 {
 		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
+	}
+	if t.Replicate > 0 {
+		s += fmt.Sprintf(", replicate %d", t.Replicate)
 	}
 	if t.Key == KeySource {
 		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)

@@ -68,7 +68,7 @@ func TestParseErrors(t *testing.T) {
 		{"1 < 2", "compares no measured metric"},
 		{"p99 < 5", "p99 is a latency: compare it with a duration like 5ms, not a plain number"},
 		{"p99 < limit", "p99 is a latency: compare it with a duration like 5ms, not limit"},
-		{"ceiling < 5ms", "a duration compares only with a latency (max, p50, p90, p99, p999, recover, retry_wait_excess, send_lag_p99), not ceiling"},
+		{"ceiling < 5ms", "a duration compares only with a latency (election, failover_deny, failover_detect, max, p50, p90, p99, p999, recover, retry_wait_excess, send_lag_p99), not ceiling"},
 		{"send_lag_p99 < 1", "send_lag_p99 is a latency"},
 		{"ceiling * burst < 5", "at most one name per side"},
 		{"p99 < 5ms * 2ms", "a duration times a duration"},
@@ -239,6 +239,7 @@ func TestLatencyAliases(t *testing.T) {
 	want := map[string]string{
 		"p50": metric.P50, "p90": metric.P90, "p99": metric.P99, "p999": metric.P999, "max": metric.Max,
 		"recover": metric.RecoverMs, "send_lag_p99": metric.SendLagP99, "retry_wait_excess": metric.RetryWaitExcess,
+		"election": metric.ElectionMs, "failover_detect": metric.FailoverDetectMs, "failover_deny": metric.FailoverDenyMs,
 	}
 	for short, name := range want {
 		if latencyAliases[short] != name || Alias(name) != short {

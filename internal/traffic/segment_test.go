@@ -197,7 +197,7 @@ func TestSegmentsSendTheWholePlanOnce(t *testing.T) {
 			run := func(seg Segment) *history.History {
 				p := tc.plan
 				p.Segment = seg
-				h, err := Run(context.Background(), NewSimulated(newWindowLimiter(1000, time.Hour, 3)), p, RunOptions{})
+				h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 3), p, RunOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -245,7 +245,7 @@ func TestSegmentShares(t *testing.T) {
 	t.Run("race", func(t *testing.T) {
 		t.Parallel()
 		p := Plan{Pattern: PatternRace, Limit: perSecond(3), Rounds: 4, Identities: 2, Duration: 2 * time.Second, MaxRequests: 1000, Segment: seg("1/2")}
-		h, err := Run(context.Background(), NewSimulated(newWindowLimiter(3, time.Hour, 2)), p, RunOptions{})
+		h, err := Run(context.Background(), newWindowLimiter(3, time.Hour, 2), p, RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestSegmentShares(t *testing.T) {
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
 		p := Plan{Model: ModelClosed, Concurrency: 4, Identities: 4, Duration: 100 * time.Millisecond, MaxRequests: 200, Segment: seg("1/2")}
-		h, err := Run(context.Background(), NewSimulated(newWindowLimiter(1000, time.Hour, 1)), p, RunOptions{})
+		h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), p, RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func TestSegmentShares(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.plan.Duration, tc.plan.MaxRequests = time.Second, 100
-			_, err := Run(context.Background(), NewSimulated(newWindowLimiter(1, time.Hour, 1)), tc.plan, RunOptions{})
+			_, err := Run(context.Background(), newWindowLimiter(1, time.Hour, 1), tc.plan, RunOptions{})
 			if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v; want an invalid plan saying %q", err, tc.want)
 			}
@@ -306,7 +306,7 @@ func TestStartAt(t *testing.T) {
 		now := func() time.Time { return time.Now().Add(skew) }
 		at := now().Add(150 * time.Millisecond)
 		before := time.Now()
-		h, err := Run(context.Background(), NewSimulated(newWindowLimiter(1000, time.Hour, 1)), plan, RunOptions{StartAt: at, Now: now})
+		h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), plan, RunOptions{StartAt: at, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestStartAt(t *testing.T) {
 	})
 	t.Run("late", func(t *testing.T) {
 		t.Parallel()
-		h, err := Run(context.Background(), NewSimulated(newWindowLimiter(1000, time.Hour, 1)), plan, RunOptions{StartAt: time.Now().Add(-30 * time.Millisecond)})
+		h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), plan, RunOptions{StartAt: time.Now().Add(-30 * time.Millisecond)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestStartAt(t *testing.T) {
 	})
 	t.Run("too late", func(t *testing.T) {
 		t.Parallel()
-		h, err := Run(context.Background(), NewSimulated(newWindowLimiter(1000, time.Hour, 1)), plan, RunOptions{StartAt: time.Now().Add(-time.Second)})
+		h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), plan, RunOptions{StartAt: time.Now().Add(-time.Second)})
 		if !errors.Is(err, ErrLate) || h != nil {
 			t.Fatalf("Run = %v, %v; want no history and ErrLate", h, err)
 		}

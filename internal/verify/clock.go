@@ -14,7 +14,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
 )
 
 // clockRef is a clock every machine of a shared run can read: the target's
@@ -38,7 +38,7 @@ func redisClock(cfg *redisconn.Config) *clockRef {
 	}}
 }
 
-// httpClock sends one request as identity traffic.ProbeID (as the probe
+// httpClock sends one request as identity httptarget.ProbeID (as the probe
 // before the run does) to the target's first URL, and reads the gateway's
 // decision time (X-RateLimit-Decided-At, to the microsecond), else its
 // Date header (to the second).
@@ -46,14 +46,14 @@ func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
 	c := &http.Client{Timeout: max(t.Timeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
 	ref := &clockRef{name: "http Decided-At"}
 	ref.read = func(ctx context.Context) (time.Time, time.Duration, error) {
-		fill := func(s string) string { return strings.ReplaceAll(s, "{id}", traffic.ProbeID) }
+		fill := func(s string) string { return strings.ReplaceAll(s, "{id}", httptarget.ProbeID) }
 		u, err := url.Parse(fill(t.URLs[0]))
 		if err != nil {
 			return time.Time{}, 0, err
 		}
 		if t.Identity.Query != "" {
 			q := u.Query()
-			q.Set(t.Identity.Query, traffic.ProbeID)
+			q.Set(t.Identity.Query, httptarget.ProbeID)
 			u.RawQuery = q.Encode()
 		}
 		method := t.Method
@@ -72,7 +72,7 @@ func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
 			req.Header.Set(k, fill(v))
 		}
 		if t.Identity.Header != "" {
-			req.Header.Set(t.Identity.Header, traffic.ProbeID)
+			req.Header.Set(t.Identity.Header, httptarget.ProbeID)
 		}
 		resp, err := c.Do(req)
 		if err != nil {

@@ -6,6 +6,8 @@
 // is one segment of several (Options.Segment, Options.StartAt) also reads
 // its clock against a reference every machine shares (clock.go), so the
 // merge of the machines' runs can put them on one time line.
+// OpenGateways builds the same simulated gateways for serving over HTTP
+// (rlctl gateway serve), so a run and a served gateway get them one way.
 //
 // Data flows one way: scenario → verify → (gateway → limiter) via traffic →
 // history → analysis → report. verify knows nothing of the command line.

@@ -26,6 +26,9 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
@@ -148,6 +151,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
+	out.Saved.Extra = env.extra.into(out.Saved.Extra)
 	r := Score(h, out.Saved)
 	out.Report = r
 	if out.Interrupted {
@@ -297,6 +301,10 @@ type env struct {
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
+	repl    replication
+	// extra are figures fault hooks measure in Redis (counts_lost).
+	extra      figures
+	countsNote sync.Once
 }
 
 // namespace returns a key namespace of the run's own on a shared Redis,
@@ -348,16 +356,16 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		var sources []netip.Addr
 		var probeSrc netip.Addr
 		if src := sc.Target.Identity.Source; src != "" {
-			if sources, err = traffic.SourceAddrs(src, sc.Traffic.Identities); err != nil {
+			if sources, err = httptarget.SourceAddrs(src, sc.Traffic.Identities); err != nil {
 				return nil, exitcode.With(fmt.Errorf("%s: http target: identity source: %w", sc.Name, err), exitcode.Usage)
 			}
 			// The probe leaves from the prefix's next address when there is
 			// one: the machine's default could be an identity's.
-			if more, err := traffic.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
+			if more, err := httptarget.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
 				probeSrc = more[len(more)-1]
 			}
 		}
-		t, err := traffic.NewHTTP(traffic.HTTPOptions{
+		t, err := httptarget.New(httptarget.Options{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
@@ -387,7 +395,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				}
 				return nil, exitcode.With(fmt.Errorf("%s: http target unreachable before the run: %w", sc.Name, err), exitcode.Unreachable)
 			}
-			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", traffic.ProbeID))
+			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", httptarget.ProbeID))
 		}
 		ok = true
 		return e, nil
@@ -411,7 +419,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				return nil, err
 			}
 		}
-		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
+		t, err := scripttarget.New(ctx, scripttarget.Options{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
 			NewClient: newClient, Keys: templates, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
@@ -430,11 +438,14 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	lc := limiterConfig(sc)
 	var newClient func() redis.UniversalClient
 	if !limiter.IsLocal(lc.Algorithm) {
-		cfg, stop, err := openRedis(ctx, spec, o)
+		cfg, stop, err := e.openSimulated(ctx, sc, spec, o)
 		if err != nil {
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		if err := e.replicate(ctx, cfg, &lc); err != nil {
+			return nil, err
+		}
 		e.redis = cfg
 		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
@@ -450,26 +461,13 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			}
 		}
 	}
-	eps := make([]gateway.Endpoint, len(sc.Target.Endpoints))
-	for i, ep := range sc.Target.Endpoints {
-		timeout := ep.Timeout
-		if timeout <= 0 {
-			timeout = sc.Target.Timeout
-		}
-		eps[i] = gateway.Endpoint{Name: ep.Name, Share: ep.Share, Policy: limiter.Policy{
-			OnError: ep.OnError, Timeout: timeout, Local: ep.Local, OnFailover: ep.OnFailover,
-		}}
-	}
-	set, err := gateway.New(ctx, gateway.Options{
-		N: sc.Target.Gateways, Limiter: lc, Endpoints: eps, NewClient: newClient,
-		ClockSkew: sc.Target.ClockSkew,
-	})
+	set, err := newGateways(ctx, sc, lc, newClient)
 	if err != nil {
 		return nil, fmt.Errorf("%s: gateways: %w", sc.Name, err)
 	}
 	e.set = set
 	e.closers = append(e.closers, set.Close)
-	e.target = traffic.NewSimulated(set)
+	e.target = simtarget.New(set)
 	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
@@ -579,6 +577,12 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				_, _ = keys.delete(ctx, admin)
 			}})
 		case scenario.FaultFailover:
+			if sc.Target.Replicate > 0 {
+				if err := e.replicatedFailover(ctx, sc, spec, o, keys, proxy, admin, f); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			// The promoted replica had not caught up: it starts with empty
 			// counters (and without the failover marker), which is what a
 			// failover does to in-flight counts under async replication.
@@ -587,10 +591,10 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				// own for it. The failover is staged on that Redis itself —
 				// every connection cut, and the run's own keys (marker
 				// included) gone, as on a replica that never received them.
-				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(ctx context.Context) {
 					_, _ = keys.delete(ctx, admin)
 					proxy.SetUpstream(proxy.Upstream())
-				}})
+				})})
 				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
 				continue
 			}
@@ -599,10 +603,12 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)
 			}
 			e.closers = append(e.closers, stop)
+			after := rcfg.NewClient()
+			e.closers = append(e.closers, after.Close)
 			addr := rcfg.Target().Addrs[0]
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) {
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(context.Context) {
 				proxy.SetUpstream(addr)
-			}})
+			})})
 			e.notes = append(e.notes, "failover: the gateways' Redis was replaced by a promoted replica that had not caught up (empty counters, no marker)")
 		}
 	}
@@ -648,6 +654,7 @@ func limiterConfig(sc *scenario.Scenario) limiter.Config {
 	return limiter.Config{
 		Algorithm: sc.Target.Algorithm, Limit: sc.Limit, Capacity: sc.Target.Capacity,
 		Prefix: prefix, Clock: sc.Target.Clock, Pause: sc.Target.Pause,
+		Replicate: sc.Target.Replicate, ReplicateTimeout: sc.Target.ReplicateTimeout,
 		Lease: limiter.LeaseConfig{Size: sc.Target.Lease.Size, RefillBelow: sc.Target.Lease.RefillBelow, Adaptive: sc.Target.Lease.Adaptive},
 	}
 }
@@ -668,7 +675,7 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 	if sc.Target.Kind == scenario.KindHTTP && sc.Target.Identity.Source != "" {
 		// Identities are their source addresses, the names a gateway's own
 		// log gives them. The scenario checked the prefix at load.
-		addrs, _ := traffic.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
+		addrs, _ := httptarget.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
 		for _, a := range addrs {
 			p.IdentityNames = append(p.IdentityNames, a.String())
 		}
@@ -718,6 +725,7 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	if v := m[metric.FailClosed]; v > 0 {
 		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
 	}
+	out = append(out, failoverNotes(s, m)...)
 	if m[metric.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
