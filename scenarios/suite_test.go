@@ -13,13 +13,14 @@ import (
 	"github.com/rlctl/rlctl/internal/cli"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/verify"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
 // The suite embedded in the binary loads cleanly and covers every point of
 // the design write-ups it is meant to show.
 func TestSuiteLoads(t *testing.T) {
-	scs, err := scenario.LoadFS(scenarios.FS, ".")
+	scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // Options carries what a history cannot know about the design under test.
@@ -78,8 +79,8 @@ const (
 )
 
 var figureNames = [numFigures]string{
-	Requests, Allowed, Denied, Errors, Dropped, FailOpen, FailClosed, Ceiling, CeilingUpper,
-	CeilingRatio, Burst, SustainedRate, Slipped, BoundaryAllowed, RaceExcess, AfterFaultCeiling,
+	metric.Requests, metric.Allowed, metric.Denied, metric.Errors, metric.Dropped, metric.FailOpen, metric.FailClosed, metric.Ceiling, metric.CeilingUpper,
+	metric.CeilingRatio, metric.Burst, metric.SustainedRate, metric.Slipped, metric.BoundaryAllowed, metric.RaceExcess, metric.AfterFaultCeiling,
 }
 
 // worstFigures and sumFigures say how each per-identity figure becomes the
@@ -968,17 +969,17 @@ func (a *analyzer) result() Result {
 	}
 	res.PerIdentityOmitted = len(a.idState) - len(res.PerIdentity)
 	if a.w > 0 && len(a.idState) == 0 {
-		res.Metrics[Ceiling], res.Metrics[CeilingUpper], res.Metrics[CeilingRatio] = 0, 0, 0
+		res.Metrics[metric.Ceiling], res.Metrics[metric.CeilingUpper], res.Metrics[metric.CeilingRatio] = 0, 0, 0
 	}
 	if a.deniedTotal > 0 {
-		res.Metrics[RetryAfterMissing] = float64(a.missingRetry) / float64(a.deniedTotal)
+		res.Metrics[metric.RetryAfterMissing] = float64(a.missingRetry) / float64(a.deniedTotal)
 	}
 	if len(a.faults) > 0 {
-		if _, ok := res.Metrics[FailOpen]; !ok {
-			res.Metrics[FailOpen], res.Metrics[FailClosed] = 0, 0
+		if _, ok := res.Metrics[metric.FailOpen]; !ok {
+			res.Metrics[metric.FailOpen], res.Metrics[metric.FailClosed] = 0, 0
 		}
 		if v, ok := a.recover(a.failoverFigures(&res)); ok {
-			res.Metrics[RecoverMs] = v
+			res.Metrics[metric.RecoverMs] = v
 		}
 	}
 
@@ -992,7 +993,7 @@ func (a *analyzer) result() Result {
 		}
 		if gs.hist != nil && gs.hist.TotalCount() > 0 {
 			lm := LatencyMetrics(gs.hist)
-			gr.P50Millis, gr.P90Millis, gr.P99Millis, gr.P999Millis, gr.MaxMillis = lm[P50], lm[P90], lm[P99], lm[P999], lm[Max]
+			gr.P50Millis, gr.P90Millis, gr.P99Millis, gr.P999Millis, gr.MaxMillis = lm[metric.P50], lm[metric.P90], lm[metric.P99], lm[metric.P999], lm[metric.Max]
 			gr.Histogram, _ = EncodeHistogram(gs.hist)
 			overall.Merge(gs.hist)
 		}
@@ -1007,7 +1008,7 @@ func (a *analyzer) result() Result {
 		res.Percentiles = curve
 	}
 	if a.lag != nil && a.lag.TotalCount() > 0 {
-		res.Metrics[SendLagP99] = ms(a.lag.ValueAtPercentile(99))
+		res.Metrics[metric.SendLagP99] = ms(a.lag.ValueAtPercentile(99))
 	}
 
 	a.retryFigures(&res)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -24,15 +25,15 @@ func TestBoundaryBatchesAreNotRaceRounds(t *testing.T) {
 			RetryAfter: history.NoTime, Round: 0, Outcome: decision.Allowed, By: decision.ByRedis})
 	}
 	m := Analyze(h, Options{}).Metrics
-	if _, ok := m[RaceExcess]; ok {
-		t.Errorf("race_excess %g reported for boundary batches", m[RaceExcess])
+	if _, ok := m[metric.RaceExcess]; ok {
+		t.Errorf("race_excess %g reported for boundary batches", m[metric.RaceExcess])
 	}
-	if m[BoundaryAllowed] != 10 {
-		t.Errorf("boundary_allowed %g, want 10", m[BoundaryAllowed])
+	if m[metric.BoundaryAllowed] != 10 {
+		t.Errorf("boundary_allowed %g, want 10", m[metric.BoundaryAllowed])
 	}
 	// The same records as a race (Meta.Rounds set) do count.
 	h.Meta.Boundaries, h.Meta.Rounds = nil, 1
-	if got := Analyze(h, Options{}).Metrics[RaceExcess]; got != 9 {
+	if got := Analyze(h, Options{}).Metrics[metric.RaceExcess]; got != 9 {
 		t.Errorf("as a race round: race_excess %g, want 9", got)
 	}
 }

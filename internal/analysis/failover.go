@@ -8,20 +8,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
-)
-
-// The failover figures (see failoverFigures). counts_lost is read from
-// Redis by the runner, not from the history, and reaches the report beside
-// these.
-const (
-	ElectionErrors     = "election_errors"
-	ElectionFailOpen   = "election_fail_open"
-	ElectionFailClosed = "election_fail_closed"
-	ElectionMs         = "election_ms"
-	FailoverDenied     = "failover_denied"
-	FailoverDetectMs   = "failover_detect_ms"
-	FailoverDenyMs     = "failover_deny_ms"
-	CountsLost         = "counts_lost"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // FailoverActions are the fault actions that change which server is the
@@ -101,10 +88,10 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 		closed += e.FailClosed
 		longest = max(longest, e.end-int64(a.faults[k].At))
 	}
-	res.Metrics[ElectionErrors] = float64(errs)
-	res.Metrics[ElectionFailOpen] = float64(open)
-	res.Metrics[ElectionFailClosed] = float64(closed)
-	res.Metrics[ElectionMs] = float64(longest) / 1e6
+	res.Metrics[metric.ElectionErrors] = float64(errs)
+	res.Metrics[metric.ElectionFailOpen] = float64(open)
+	res.Metrics[metric.ElectionFailClosed] = float64(closed)
+	res.Metrics[metric.ElectionMs] = float64(longest) / 1e6
 
 	// Failover detection: every answer a gateway gave because it noticed
 	// the failover, from the first to the last.
@@ -118,11 +105,11 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 		s, r := a.decidedBetween(i)
 		first, firstAns, last = min(first, s), min(firstAns, r), max(last, r)
 	}
-	res.Metrics[FailoverDenied] = float64(denied)
+	res.Metrics[metric.FailoverDenied] = float64(denied)
 	if denied == 0 {
 		return els
 	}
-	res.Metrics[FailoverDenyMs] = float64(last-first) / 1e6
+	res.Metrics[metric.FailoverDenyMs] = float64(last-first) / 1e6
 	// Detection is timed from the latest failover that began before the
 	// first denial.
 	from := int64(math.MinInt64)
@@ -132,7 +119,7 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 		}
 	}
 	if from != math.MinInt64 {
-		res.Metrics[FailoverDetectMs] = float64(firstAns-from) / 1e6
+		res.Metrics[metric.FailoverDetectMs] = float64(firstAns-from) / 1e6
 	}
 	return els
 }

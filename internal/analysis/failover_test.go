@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -60,8 +61,8 @@ func TestElectionFigures(t *testing.T) {
 	h.Append(by(3000*msec, 3001*msec, decision.Error, decision.ByUnknown))
 
 	wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{
-		ElectionErrors: 4, ElectionFailOpen: 2, ElectionFailClosed: 1, ElectionMs: 250,
-		RecoverMs: 212, FailoverDenied: 3, FailoverDenyMs: 991, FailoverDetectMs: 301,
+		metric.ElectionErrors: 4, metric.ElectionFailOpen: 2, metric.ElectionFailClosed: 1, metric.ElectionMs: 250,
+		metric.RecoverMs: 212, metric.FailoverDenied: 3, metric.FailoverDenyMs: 991, metric.FailoverDetectMs: 301,
 	})
 }
 
@@ -77,8 +78,8 @@ func TestFailoverWithoutElection(t *testing.T) {
 	h.Append(rec(900*msec, 0, 0, decision.Allowed))
 	h.Append(by(1003*msec, 1004*msec, decision.Allowed, decision.ByRedis))
 	m := Analyze(h, Options{}).Metrics
-	wantMetrics(t, m, Metrics{ElectionErrors: 0, ElectionFailOpen: 0, ElectionFailClosed: 0, ElectionMs: 0, RecoverMs: 4, FailoverDenied: 0})
-	for _, name := range []string{FailoverDenyMs, FailoverDetectMs} {
+	wantMetrics(t, m, Metrics{metric.ElectionErrors: 0, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 0, metric.RecoverMs: 4, metric.FailoverDenied: 0})
+	for _, name := range []string{metric.FailoverDenyMs, metric.FailoverDetectMs} {
 		if v, ok := m[name]; ok {
 			t.Errorf("%s = %v with no detection, want absent", name, v)
 		}
@@ -88,7 +89,7 @@ func TestFailoverWithoutElection(t *testing.T) {
 	h2 := history.New(meta, 0)
 	h2.Append(rec(900*msec, 0, 0, decision.Allowed))
 	m = Analyze(h2, Options{}).Metrics
-	for _, name := range []string{ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs, FailoverDenied, CountsLost} {
+	for _, name := range []string{metric.ElectionErrors, metric.ElectionFailOpen, metric.ElectionFailClosed, metric.ElectionMs, metric.FailoverDenied, metric.CountsLost} {
 		if v, ok := m[name]; ok {
 			t.Errorf("%s = %v without a failover, want absent", name, v)
 		}
@@ -127,7 +128,7 @@ func TestAfterFaultCeilingAcrossPromotion(t *testing.T) {
 				}
 				h.Append(rec(at, 0, 0, outcome(ok)))
 			}
-			wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{AfterFaultCeiling: tc.wantC})
+			wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{metric.AfterFaultCeiling: tc.wantC})
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -39,11 +40,11 @@ func FuzzAnalyze(f *testing.F) {
 		}
 		res := Analyze(h, Options{})
 		m := res.Metrics
-		if m[Ceiling] > m[CeilingUpper] {
-			t.Fatalf("ceiling %v > ceiling_upper %v", m[Ceiling], m[CeilingUpper])
+		if m[metric.Ceiling] > m[metric.CeilingUpper] {
+			t.Fatalf("ceiling %v > ceiling_upper %v", m[metric.Ceiling], m[metric.CeilingUpper])
 		}
-		if m[Requests] != float64(h.Len()) {
-			t.Fatalf("requests %v, want %d", m[Requests], h.Len())
+		if m[metric.Requests] != float64(h.Len()) {
+			t.Fatalf("requests %v, want %d", m[metric.Requests], h.Len())
 		}
 		if len(res.Timeline) > maxTimeline+1 || len(res.Sliding) > maxTimeline+2 {
 			t.Fatalf("series too long: %d, %d", len(res.Timeline), len(res.Sliding))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -43,18 +44,18 @@ func TestTokenBucketEnvelope(t *testing.T) {
 		h.Append(rec(at, 0, 0, outcome(ok)))
 	}
 	m := Analyze(h, Options{}).Metrics
-	if b := m[Burst]; math.Abs(b-capacity) > 1 {
+	if b := m[metric.Burst]; math.Abs(b-capacity) > 1 {
 		t.Errorf("burst = %v, want about the capacity %v", b, capacity)
 	}
-	if r := m[SustainedRate]; math.Abs(r-refill)/refill > 0.05 {
+	if r := m[metric.SustainedRate]; math.Abs(r-refill)/refill > 0.05 {
 		t.Errorf("sustained_rate = %v, want about the refill %v/s", r, refill)
 	}
 	// The bucket's envelope allows more than L in one sliding window (up
 	// to 2L-1); a correct bucket slips nothing against its own envelope.
-	if c := m[Ceiling]; c <= 10 || c > 19 {
+	if c := m[metric.Ceiling]; c <= 10 || c > 19 {
 		t.Errorf("ceiling = %v, want in (L, 2L-1] = (10, 19]", c)
 	}
-	if s := m[Slipped]; s != 0 {
+	if s := m[metric.Slipped]; s != 0 {
 		t.Errorf("slipped = %v against the bucket's own envelope, want 0", s)
 	}
 }
@@ -76,14 +77,14 @@ func TestIndependentLocalCounters(t *testing.T) {
 		h.Append(rec(at, 0, uint16(gw), outcome(ok)))
 	}
 	m := Analyze(h, Options{}).Metrics
-	if m[CeilingRatio] != gateways {
-		t.Errorf("ceiling_ratio = %v, want %d (one full quota per gateway)", m[CeilingRatio], gateways)
+	if m[metric.CeilingRatio] != gateways {
+		t.Errorf("ceiling_ratio = %v, want %d (one full quota per gateway)", m[metric.CeilingRatio], gateways)
 	}
-	if m[Ceiling] != m[CeilingUpper] {
-		t.Errorf("ceiling bounds [%v, %v] differ although every decision time is known", m[Ceiling], m[CeilingUpper])
+	if m[metric.Ceiling] != m[metric.CeilingUpper] {
+		t.Errorf("ceiling bounds [%v, %v] differ although every decision time is known", m[metric.Ceiling], m[metric.CeilingUpper])
 	}
-	if m[Slipped] < (gateways-1)*limit*4 {
-		t.Errorf("slipped = %v, want at least %d", m[Slipped], (gateways-1)*limit*4)
+	if m[metric.Slipped] < (gateways-1)*limit*4 {
+		t.Errorf("slipped = %v, want at least %d", m[metric.Slipped], (gateways-1)*limit*4)
 	}
 }
 
@@ -109,11 +110,11 @@ func TestFixedWindowBoundaryBurst(t *testing.T) {
 		}
 	}
 	m := Analyze(h, Options{}).Metrics
-	if m[BoundaryAllowed] != 2*limit {
-		t.Errorf("boundary_allowed = %v, want 2L = %d", m[BoundaryAllowed], 2*limit)
+	if m[metric.BoundaryAllowed] != 2*limit {
+		t.Errorf("boundary_allowed = %v, want 2L = %d", m[metric.BoundaryAllowed], 2*limit)
 	}
-	if m[Ceiling] != 2*limit {
-		t.Errorf("ceiling = %v, want 2L = %d", m[Ceiling], 2*limit)
+	if m[metric.Ceiling] != 2*limit {
+		t.Errorf("ceiling = %v, want 2L = %d", m[metric.Ceiling], 2*limit)
 	}
 }
 
@@ -132,13 +133,13 @@ func TestRaceExcess(t *testing.T) {
 		}
 	}
 	res := Analyze(h, Options{})
-	if got := res.PerIdentity[0].Metrics[RaceExcess]; got != 0+1+2 {
+	if got := res.PerIdentity[0].Metrics[metric.RaceExcess]; got != 0+1+2 {
 		t.Errorf("identity a race_excess = %v, want 3", got)
 	}
-	if got := res.PerIdentity[1].Metrics[RaceExcess]; got != 0 {
+	if got := res.PerIdentity[1].Metrics[metric.RaceExcess]; got != 0 {
 		t.Errorf("identity b race_excess = %v, want 0", got)
 	}
-	if got := res.Metrics[RaceExcess]; got != 3 {
+	if got := res.Metrics[metric.RaceExcess]; got != 3 {
 		t.Errorf("race_excess = %v, want 3", got)
 	}
 }
@@ -178,7 +179,7 @@ func TestFaultFigures(t *testing.T) {
 	h.Append(first)
 
 	m := Analyze(h, Options{}).Metrics
-	want := Metrics{FailOpen: 12, FailClosed: 3, AfterFaultCeiling: 12, RecoverMs: 12}
+	want := Metrics{metric.FailOpen: 12, metric.FailClosed: 3, metric.AfterFaultCeiling: 12, metric.RecoverMs: 12}
 	for name, v := range want {
 		if got, ok := m[name]; !ok || math.Abs(got-v) > 1e-9 {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, v)
@@ -193,11 +194,11 @@ func TestRecoverAbsentWhenRedisNeverAnswers(t *testing.T) {
 	r := rec(3*time.Second, 0, 0, decision.Error)
 	h.Append(r)
 	m := Analyze(h, Options{}).Metrics
-	if _, ok := m[RecoverMs]; ok {
-		t.Errorf("recover_ms = %v, want absent", m[RecoverMs])
+	if _, ok := m[metric.RecoverMs]; ok {
+		t.Errorf("recover_ms = %v, want absent", m[metric.RecoverMs])
 	}
-	if m[FailOpen] != 0 || m[FailClosed] != 0 {
-		t.Errorf("fail_open/fail_closed = %v/%v, want present and 0", m[FailOpen], m[FailClosed])
+	if m[metric.FailOpen] != 0 || m[metric.FailClosed] != 0 {
+		t.Errorf("fail_open/fail_closed = %v/%v, want present and 0", m[metric.FailOpen], m[metric.FailClosed])
 	}
 }
 
@@ -219,7 +220,7 @@ func TestLatency(t *testing.T) {
 	h.Append(drop)
 
 	res := Analyze(h, Options{})
-	want := Metrics{P50: 50, P90: 90, P99: 99, P999: 100, Max: 100, SendLagP99: 0.99}
+	want := Metrics{metric.P50: 50, metric.P90: 90, metric.P99: 99, metric.P999: 100, metric.Max: 100, metric.SendLagP99: 0.99}
 	for name, v := range want {
 		if got := res.Metrics[name]; math.Abs(got-v)/v > 0.001 {
 			t.Errorf("%s = %v, want %v within 0.1%%", name, got, v)
@@ -258,8 +259,8 @@ func TestAbsentFigures(t *testing.T) {
 		{
 			name:    "empty run",
 			h:       history.New(history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}}, 0),
-			absent:  []string{P50, Max, RetryAfterMissing, BoundaryAllowed, RaceExcess, FailOpen, AfterFaultCeiling, RecoverMs},
-			present: []string{Requests, Allowed, Denied, Errors, Dropped, Ceiling},
+			absent:  []string{metric.P50, metric.Max, metric.RetryAfterMissing, metric.BoundaryAllowed, metric.RaceExcess, metric.FailOpen, metric.AfterFaultCeiling, metric.RecoverMs},
+			present: []string{metric.Requests, metric.Allowed, metric.Denied, metric.Errors, metric.Dropped, metric.Ceiling},
 		},
 		{
 			name: "plain run",
@@ -268,8 +269,8 @@ func TestAbsentFigures(t *testing.T) {
 				h.Append(rec(0, 0, 0, decision.Allowed))
 				return h
 			}(),
-			absent:  []string{RetryAfterMissing, BoundaryAllowed, RaceExcess, FailOpen, FailClosed, AfterFaultCeiling, RecoverMs},
-			present: []string{Requests, Ceiling, CeilingUpper, CeilingRatio, Burst, SustainedRate, Slipped, P50, P90, P99, P999, Max},
+			absent:  []string{metric.RetryAfterMissing, metric.BoundaryAllowed, metric.RaceExcess, metric.FailOpen, metric.FailClosed, metric.AfterFaultCeiling, metric.RecoverMs},
+			present: []string{metric.Requests, metric.Ceiling, metric.CeilingUpper, metric.CeilingRatio, metric.Burst, metric.SustainedRate, metric.Slipped, metric.P50, metric.P90, metric.P99, metric.P999, metric.Max},
 		},
 		{
 			name: "no limit",
@@ -278,8 +279,8 @@ func TestAbsentFigures(t *testing.T) {
 				h.Append(rec(0, 0, 0, decision.Allowed))
 				return h
 			}(),
-			absent:  []string{Ceiling, CeilingRatio, Burst, Slipped},
-			present: []string{Requests, Allowed, P50},
+			absent:  []string{metric.Ceiling, metric.CeilingRatio, metric.Burst, metric.Slipped},
+			present: []string{metric.Requests, metric.Allowed, metric.P50},
 		},
 	}
 	for _, tt := range tests {
@@ -367,15 +368,15 @@ func TestMergeAnalysisEqualsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, want := Analyze(merged, Options{}), Analyze(whole, Options{})
-	for _, name := range []string{Requests, Allowed, Denied, Errors, Ceiling, CeilingUpper, Burst, SustainedRate, Slipped, P50, P90, P99, P999, Max} {
+	for _, name := range []string{metric.Requests, metric.Allowed, metric.Denied, metric.Errors, metric.Ceiling, metric.CeilingUpper, metric.Burst, metric.SustainedRate, metric.Slipped, metric.P50, metric.P90, metric.P99, metric.P999, metric.Max} {
 		if !near(got.Metrics[name], want.Metrics[name]) {
 			t.Errorf("%s: merged %v, whole %v", name, got.Metrics[name], want.Metrics[name])
 		}
 	}
 	for _, ir := range want.PerIdentity {
 		for _, gr := range got.PerIdentity {
-			if gr.Identity == ir.Identity && gr.Metrics[Ceiling] != ir.Metrics[Ceiling] {
-				t.Errorf("identity %s ceiling: merged %v, whole %v", ir.Identity, gr.Metrics[Ceiling], ir.Metrics[Ceiling])
+			if gr.Identity == ir.Identity && gr.Metrics[metric.Ceiling] != ir.Metrics[metric.Ceiling] {
+				t.Errorf("identity %s ceiling: merged %v, whole %v", ir.Identity, gr.Metrics[metric.Ceiling], ir.Metrics[metric.Ceiling])
 			}
 		}
 	}
@@ -395,7 +396,7 @@ func ExampleAnalyze() {
 			RetryAfter: time.Second, Gateway: uint16(k % 3), Outcome: o, By: decision.ByLocal})
 	}
 	m := Analyze(h, Options{}).Metrics
-	fmt.Println("allowed:", m[Allowed], "ceiling:", m[Ceiling], "ratio:", m[CeilingRatio], "slipped:", m[Slipped])
+	fmt.Println("allowed:", m[metric.Allowed], "ceiling:", m[metric.Ceiling], "ratio:", m[metric.CeilingRatio], "slipped:", m[metric.Slipped])
 	// Output: allowed: 6 ceiling: 6 ratio: 3 slipped: 4
 }
 
@@ -417,14 +418,14 @@ func ExampleMergeHistograms() {
 		return
 	}
 	m := LatencyMetrics(all)
-	fmt.Printf("p50 %.0fms p99 %.0fms\n", m[P50], m[P99])
+	fmt.Printf("p50 %.0fms p99 %.0fms\n", m[metric.P50], m[metric.P99])
 	// Output: p50 500ms p99 990ms
 }
 
 func TestAnalyzeNil(t *testing.T) {
 	t.Parallel()
 	res := Analyze(nil, Options{})
-	if res.Metrics[Requests] != 0 || len(res.Timeline) != 0 {
+	if res.Metrics[metric.Requests] != 0 || len(res.Timeline) != 0 {
 		t.Fatalf("Analyze(nil) = %+v, want an empty result", res)
 	}
 }
@@ -448,22 +449,22 @@ func TestPerIdentityCap(t *testing.T) {
 		t.Fatalf("listed %d identities, omitted %d; want %d and 50", len(res.PerIdentity), res.PerIdentityOmitted, maxPerIdentity)
 	}
 	last := res.PerIdentity[len(res.PerIdentity)-1]
-	if last.Identity != fmt.Sprintf("u%d", ids-1) || last.Metrics[Ceiling] != 4 {
-		t.Errorf("last listed = %s with ceiling %v, want the worst identity u%d with 4", last.Identity, last.Metrics[Ceiling], ids-1)
+	if last.Identity != fmt.Sprintf("u%d", ids-1) || last.Metrics[metric.Ceiling] != 4 {
+		t.Errorf("last listed = %s with ceiling %v, want the worst identity u%d with 4", last.Identity, last.Metrics[metric.Ceiling], ids-1)
 	}
 	// Every identity that had anything allowed (the even ones and the
 	// last) outranks those that had nothing, so all of them are listed.
 	withAllowed := 0
 	for _, ir := range res.PerIdentity {
-		if ir.Metrics[Allowed] > 0 {
+		if ir.Metrics[metric.Allowed] > 0 {
 			withAllowed++
 		}
 	}
 	if want := ids/2 + 1; withAllowed != want {
 		t.Errorf("listed %d identities with allowed requests, want all %d", withAllowed, want)
 	}
-	if res.Metrics[Requests] != ids+4 || res.Metrics[Ceiling] != 4 {
-		t.Errorf("scenario requests %v ceiling %v, want %d and 4", res.Metrics[Requests], res.Metrics[Ceiling], ids+4)
+	if res.Metrics[metric.Requests] != ids+4 || res.Metrics[metric.Ceiling] != 4 {
+		t.Errorf("scenario requests %v ceiling %v, want %d and 4", res.Metrics[metric.Requests], res.Metrics[metric.Ceiling], ids+4)
 	}
 }
 
@@ -489,11 +490,11 @@ func TestUnansweredErrorsRaiseOnlyTheUpperBound(t *testing.T) {
 		return Analyze(h, Options{}).Metrics
 	}
 	sent := build(decision.ByUnanswered)
-	if sent[Ceiling] != 5 || sent[CeilingUpper] != 8 || sent[Errors] != 4 {
-		t.Errorf("unanswered: ceiling [%g, %g], errors %g; want [5, 8], 4", sent[Ceiling], sent[CeilingUpper], sent[Errors])
+	if sent[metric.Ceiling] != 5 || sent[metric.CeilingUpper] != 8 || sent[metric.Errors] != 4 {
+		t.Errorf("unanswered: ceiling [%g, %g], errors %g; want [5, 8], 4", sent[metric.Ceiling], sent[metric.CeilingUpper], sent[metric.Errors])
 	}
 	never := build(decision.ByUnknown)
-	if never[Ceiling] != 5 || never[CeilingUpper] != 5 {
-		t.Errorf("never sent: ceiling [%g, %g]; want [5, 5]", never[Ceiling], never[CeilingUpper])
+	if never[metric.Ceiling] != 5 || never[metric.CeilingUpper] != 5 {
+		t.Errorf("never sent: ceiling [%g, %g]; want [5, 5]", never[metric.Ceiling], never[metric.CeilingUpper])
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // Latency histograms count microseconds from 1 µs to one hour with three
@@ -89,7 +91,7 @@ func latency(h *hdrhistogram.Histogram, curve bool) (Metrics, []PercentilePoint)
 		ps = append(slices.Clone(ps), curvePercentiles...)
 	}
 	vs := h.ValueAtPercentilesSlice(ps)
-	m[P50], m[P90], m[P99], m[P999], m[Max] = ms(vs[0]), ms(vs[1]), ms(vs[2]), ms(vs[3]), ms(vs[4])
+	m[metric.P50], m[metric.P90], m[metric.P99], m[metric.P999], m[metric.Max] = ms(vs[0]), ms(vs[1]), ms(vs[2]), ms(vs[3]), ms(vs[4])
 	var out []PercentilePoint
 	for i, p := range ps[len(metricPercentiles):] {
 		out = append(out, PercentilePoint{Percentile: p, Millis: ms(vs[len(metricPercentiles)+i])})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -256,16 +257,16 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			idx := allowedOf(h, k)
 			ivs := intervalsOf(h, idx)
 			lower, upper := bruteCeiling(ivs, w, math.MinInt64/4, math.MaxInt64/4)
-			if m[Ceiling] != float64(lower) || m[CeilingUpper] != float64(upper) {
-				fail(k, "ceiling = [%v, %v], brute force [%d, %d]", m[Ceiling], m[CeilingUpper], lower, upper)
+			if m[metric.Ceiling] != float64(lower) || m[metric.CeilingUpper] != float64(upper) {
+				fail(k, "ceiling = [%v, %v], brute force [%d, %d]", m[metric.Ceiling], m[metric.CeilingUpper], lower, upper)
 			}
-			if truth := trueSliding(tr.d, idx, w); float64(truth) < m[Ceiling] || float64(truth) > m[CeilingUpper] {
-				fail(k, "true sliding max %d outside [%v, %v]", truth, m[Ceiling], m[CeilingUpper])
+			if truth := trueSliding(tr.d, idx, w); float64(truth) < m[metric.Ceiling] || float64(truth) > m[metric.CeilingUpper] {
+				fail(k, "true sliding max %d outside [%v, %v]", truth, m[metric.Ceiling], m[metric.CeilingUpper])
 			}
-			if !near(m[CeilingRatio], float64(lower)/l) {
-				fail(k, "ceiling_ratio %v, want %v", m[CeilingRatio], float64(lower)/l)
+			if !near(m[metric.CeilingRatio], float64(lower)/l) {
+				fail(k, "ceiling_ratio %v, want %v", m[metric.CeilingRatio], float64(lower)/l)
 			}
-			worstCeiling = max(worstCeiling, m[Ceiling])
+			worstCeiling = max(worstCeiling, m[metric.Ceiling])
 
 			ts := bruteDecisionTimes(h, idx)
 			var rate float64
@@ -282,11 +283,11 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 				}
 				rate = float64(c) / (float64(end-start-w) / 1e9)
 			}
-			if !near(m[SustainedRate], rate) {
-				fail(k, "sustained_rate %v, want %v", m[SustainedRate], rate)
+			if !near(m[metric.SustainedRate], rate) {
+				fail(k, "sustained_rate %v, want %v", m[metric.SustainedRate], rate)
 			}
-			if want := bruteBurst(ts, rate); !near(m[Burst], want) {
-				fail(k, "burst %v, want %v", m[Burst], want)
+			if want := bruteBurst(ts, rate); !near(m[metric.Burst], want) {
+				fail(k, "burst %v, want %v", m[metric.Burst], want)
 			}
 			eb, er := opts.EnvelopeBurst, opts.EnvelopeRate
 			if eb == 0 && er == 0 {
@@ -300,10 +301,10 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 				widest = max(widest, r-s)
 			}
 			eb += er * float64(widest) / 1e9
-			if want := bruteSlipped(ts, eb, er); m[Slipped] != float64(want) {
-				fail(k, "slipped %v, want %d (envelope %v, %v/s)", m[Slipped], want, eb, er)
+			if want := bruteSlipped(ts, eb, er); m[metric.Slipped] != float64(want) {
+				fail(k, "slipped %v, want %d (envelope %v, %v/s)", m[metric.Slipped], want, eb, er)
 			}
-			totalSlipped += m[Slipped]
+			totalSlipped += m[metric.Slipped]
 
 			if len(h.Meta.Boundaries) > 0 {
 				best := 0
@@ -317,10 +318,10 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 					}
 					best = max(best, c)
 				}
-				if m[BoundaryAllowed] != float64(best) {
-					fail(k, "boundary_allowed %v, want %d", m[BoundaryAllowed], best)
+				if m[metric.BoundaryAllowed] != float64(best) {
+					fail(k, "boundary_allowed %v, want %d", m[metric.BoundaryAllowed], best)
 				}
-			} else if _, ok := m[BoundaryAllowed]; ok {
+			} else if _, ok := m[metric.BoundaryAllowed]; ok {
 				fail(k, "boundary_allowed present without boundaries")
 			}
 
@@ -334,8 +335,8 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			for _, c := range rounds {
 				excess += max(0, c-1)
 			}
-			if h.Meta.Rounds > 0 && m[RaceExcess] != float64(excess) {
-				fail(k, "race_excess %v, want %d", m[RaceExcess], excess)
+			if h.Meta.Rounds > 0 && m[metric.RaceExcess] != float64(excess) {
+				fail(k, "race_excess %v, want %d", m[metric.RaceExcess], excess)
 			}
 			totalRace += float64(excess)
 
@@ -345,8 +346,8 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 					c, _ := bruteCeiling(ivs, w, int64(f.At)-w, int64(f.At+f.For)+w)
 					best = max(best, c)
 				}
-				if m[AfterFaultCeiling] != float64(best) {
-					fail(k, "after_fault_ceiling %v, want %d", m[AfterFaultCeiling], best)
+				if m[metric.AfterFaultCeiling] != float64(best) {
+					fail(k, "after_fault_ceiling %v, want %d", m[metric.AfterFaultCeiling], best)
 				}
 			}
 		}
@@ -354,7 +355,7 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 		// one window.
 		worstID := -1
 		for k := range h.Meta.Identities {
-			if worstID < 0 || res.PerIdentity[k].Metrics[Ceiling] > res.PerIdentity[worstID].Metrics[Ceiling] {
+			if worstID < 0 || res.PerIdentity[k].Metrics[metric.Ceiling] > res.PerIdentity[worstID].Metrics[metric.Ceiling] {
 				worstID = k
 			}
 		}
@@ -372,14 +373,14 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 				t.Fatalf("iteration %d: sliding peak %v, want %d", iter, peak, want)
 			}
 		}
-		if res.Metrics[Ceiling] != worstCeiling {
-			t.Fatalf("iteration %d: scenario ceiling %v, worst identity %v", iter, res.Metrics[Ceiling], worstCeiling)
+		if res.Metrics[metric.Ceiling] != worstCeiling {
+			t.Fatalf("iteration %d: scenario ceiling %v, worst identity %v", iter, res.Metrics[metric.Ceiling], worstCeiling)
 		}
-		if res.Metrics[Slipped] != totalSlipped {
-			t.Fatalf("iteration %d: scenario slipped %v, sum %v", iter, res.Metrics[Slipped], totalSlipped)
+		if res.Metrics[metric.Slipped] != totalSlipped {
+			t.Fatalf("iteration %d: scenario slipped %v, sum %v", iter, res.Metrics[metric.Slipped], totalSlipped)
 		}
-		if h.Meta.Rounds > 0 && res.Metrics[RaceExcess] != totalRace {
-			t.Fatalf("iteration %d: scenario race_excess %v, sum %v", iter, res.Metrics[RaceExcess], totalRace)
+		if h.Meta.Rounds > 0 && res.Metrics[metric.RaceExcess] != totalRace {
+			t.Fatalf("iteration %d: scenario race_excess %v, sum %v", iter, res.Metrics[metric.RaceExcess], totalRace)
 		}
 		checkCounts(t, h, res)
 		checkLatency(t, h, res)
@@ -418,10 +419,10 @@ func checkLatency(t *testing.T, h *history.History, res Result) {
 			t.Fatalf("%s = %v ms (present %v), want %d µs (+0.1%%) from %v", name, got, ok, want, vs)
 		}
 	}
-	for name, p := range map[string]float64{P50: 50, P90: 90, P99: 99, P999: 99.9, Max: 100} {
+	for name, p := range map[string]float64{metric.P50: 50, metric.P90: 90, metric.P99: 99, metric.P999: 99.9, metric.Max: 100} {
 		check(name, lat, p)
 	}
-	check(SendLagP99, lag, 99)
+	check(metric.SendLagP99, lag, 99)
 }
 
 // checkCounts checks the count, fault and Retry-After figures by direct
@@ -440,23 +441,23 @@ func checkCounts(t *testing.T, h *history.History, res Result) {
 			missing += b2f(r.RetryAfter == history.NoTime)
 		}
 	}
-	want := Metrics{Requests: float64(h.Len()), Allowed: byOutcome[decision.Allowed], Denied: byOutcome[decision.Denied],
-		Errors: byOutcome[decision.Error], Dropped: byOutcome[decision.Dropped]}
+	want := Metrics{metric.Requests: float64(h.Len()), metric.Allowed: byOutcome[decision.Allowed], metric.Denied: byOutcome[decision.Denied],
+		metric.Errors: byOutcome[decision.Error], metric.Dropped: byOutcome[decision.Dropped]}
 	if open+closed > 0 || len(h.Meta.Faults) > 0 {
-		want[FailOpen], want[FailClosed] = open, closed
+		want[metric.FailOpen], want[metric.FailClosed] = open, closed
 	}
 	if denied > 0 {
-		want[RetryAfterMissing] = missing / denied
+		want[metric.RetryAfterMissing] = missing / denied
 	}
 	for name, v := range want {
 		if got, ok := res.Metrics[name]; !ok || !near(got, v) {
 			t.Fatalf("%s = %v (present %v), want %v", name, got, ok, v)
 		}
 	}
-	if _, ok := res.Metrics[RetryAfterMissing]; ok && denied == 0 {
+	if _, ok := res.Metrics[metric.RetryAfterMissing]; ok && denied == 0 {
 		t.Fatal("retry_after_missing present without denials")
 	}
-	if _, ok := res.Metrics[FailOpen]; ok && open+closed == 0 && len(h.Meta.Faults) == 0 {
+	if _, ok := res.Metrics[metric.FailOpen]; ok && open+closed == 0 && len(h.Meta.Faults) == 0 {
 		t.Fatal("fail_open present without faults or fail-open records")
 	}
 }
@@ -524,7 +525,7 @@ func TestClockShiftKeepsDecisionsInTheirIntervals(t *testing.T) {
 				ivs = append(ivs, [2]int64{int64(r.Sent), int64(r.Received)})
 			}
 			lower, upper := bruteCeiling(ivs, w, math.MinInt64/4, math.MaxInt64/4)
-			if c := res.PerIdentity[k].Metrics[Ceiling]; c < float64(lower) || c > float64(upper) {
+			if c := res.PerIdentity[k].Metrics[metric.Ceiling]; c < float64(lower) || c > float64(upper) {
 				t.Fatalf("iteration %d, identity %d: ceiling %v outside [%d, %d] with offsets %v\nrecords %v", iter, k, c, lower, upper, offs, records(shifted))
 			}
 		}

@@ -2,52 +2,6 @@ package analysis
 
 import "time"
 
-// Metric names are a contract: scenario thresholds and report.json use them.
-const (
-	Requests          = "requests"
-	Allowed           = "allowed"
-	Denied            = "denied"
-	Errors            = "errors"
-	Dropped           = "dropped"
-	Ceiling           = "ceiling"
-	CeilingUpper      = "ceiling_upper"
-	CeilingRatio      = "ceiling_ratio"
-	Burst             = "burst"
-	SustainedRate     = "sustained_rate"
-	BoundaryAllowed   = "boundary_allowed"
-	RaceExcess        = "race_excess"
-	Slipped           = "slipped"
-	FailOpen          = "fail_open"
-	FailClosed        = "fail_closed"
-	AfterFaultCeiling = "after_fault_ceiling"
-	RecoverMs         = "recover_ms"
-	StrandedLease     = "stranded_lease"
-	RetryAfterMissing = "retry_after_missing"
-	P50               = "p50_ms"
-	P90               = "p90_ms"
-	P99               = "p99_ms"
-	P999              = "p999_ms"
-	Max               = "max_ms"
-	SendLagP99        = "send_lag_p99_ms"
-	// The retry figures, measured when clients retried denied requests
-	// (see Analyze).
-	HerdPeak        = "herd_peak"
-	Relimited       = "relimited"
-	RetryWaitExcess = "retry_wait_excess_ms"
-	RetryAfterEarly = "retry_after_early"
-)
-
-// Names lists every metric name, in report order.
-var Names = []string{
-	Requests, Allowed, Denied, Errors, Dropped, Ceiling, CeilingUpper,
-	CeilingRatio, Burst, SustainedRate, BoundaryAllowed, RaceExcess, Slipped,
-	FailOpen, FailClosed, AfterFaultCeiling, RecoverMs, StrandedLease,
-	RetryAfterMissing, P50, P90, P99, P999, Max, SendLagP99,
-	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
-	ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs,
-	FailoverDenied, FailoverDetectMs, FailoverDenyMs, CountsLost,
-}
-
 // Metrics maps a metric name to its value. A metric that does not apply to
 // a run is absent, not zero.
 type Metrics map[string]float64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // HerdSpan is the span after a reset in which herd_peak counts arrivals:
@@ -208,19 +209,19 @@ func (a *analyzer) retryFigures(res *Result) {
 		}
 	}
 	if herdPeak >= 0 {
-		res.Metrics[HerdPeak] = float64(herdPeak)
+		res.Metrics[metric.HerdPeak] = float64(herdPeak)
 		res.HerdAt = time.Duration(herdAt)
 		res.Arrivals = binArrivals(arrivalsSent, herdAt)
 		res.RetryArrivals = binArrivals(retrySet, herdAt)
 	}
 	if retries > 0 {
-		res.Metrics[Relimited] = float64(relimited) / float64(retries)
+		res.Metrics[metric.Relimited] = float64(relimited) / float64(retries)
 	}
 	if excessN > 0 {
-		res.Metrics[RetryWaitExcess] = excessSum / float64(excessN) / 1e6
+		res.Metrics[metric.RetryWaitExcess] = excessSum / float64(excessN) / 1e6
 	}
 	if exact > 0 {
-		res.Metrics[RetryAfterEarly] = float64(lied) / float64(exact)
+		res.Metrics[metric.RetryAfterEarly] = float64(lied) / float64(exact)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -77,7 +78,7 @@ func TestHerdPeakKnownAnswer(t *testing.T) {
 		reqs = append(reqs, req{id: 1, sent: at, outcome: ok})
 	}
 	res := Analyze(retryHistory(reqs...), Options{})
-	if got := res.Metrics[HerdPeak]; got != 5 {
+	if got := res.Metrics[metric.HerdPeak]; got != 5 {
 		t.Fatalf("herd_peak = %v, want 5", got)
 	}
 	if res.HerdAt != time.Second {
@@ -112,7 +113,7 @@ func TestRelimitedKnownAnswer(t *testing.T) {
 		req{id: 3, sent: 0.8, outcome: ok},
 		req{id: 3, sent: 0.9, outcome: no},
 	), Options{})
-	if got := res.Metrics[Relimited]; got != 0.75 {
+	if got := res.Metrics[metric.Relimited]; got != 0.75 {
 		t.Fatalf("relimited = %v, want 0.75", got)
 	}
 }
@@ -130,7 +131,7 @@ func TestRetryWaitExcessKnownAnswer(t *testing.T) {
 		req{id: 1, sent: 2.798, outcome: no, retryAfter: 0.2},
 		req{id: 1, sent: 3.000, outcome: ok, attempt: 1, told: 0.2, waited: 0.2},
 	), Options{})
-	got := res.Metrics[RetryWaitExcess]
+	got := res.Metrics[metric.RetryWaitExcess]
 	if math.Abs(got-199) > 1e-6 {
 		t.Fatalf("retry_wait_excess_ms = %v, want 199", got)
 	}
@@ -157,7 +158,7 @@ func TestRetryAfterEarlyKnownAnswer(t *testing.T) {
 		// d: told 0.5 s, came back 300 ms late and was denied: not exact.
 		req{id: 3, sent: 1.800, outcome: no, attempt: 1, told: 0.5, waited: 0.8},
 	), Options{})
-	if got := res.Metrics[RetryAfterEarly]; math.Abs(got-1.0/3) > 1e-9 {
+	if got := res.Metrics[metric.RetryAfterEarly]; math.Abs(got-1.0/3) > 1e-9 {
 		t.Fatalf("retry_after_early = %v, want 1/3", got)
 	}
 }
@@ -166,7 +167,7 @@ func TestRetryAfterEarlyKnownAnswer(t *testing.T) {
 func TestRetryFiguresAbsentWithoutRetries(t *testing.T) {
 	t.Parallel()
 	res := Analyze(retryHistory(req{id: 0, sent: 0.1, outcome: no, retryAfter: 1}, req{id: 0, sent: 0.2, outcome: ok}), Options{})
-	for _, m := range []string{HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly} {
+	for _, m := range []string{metric.HerdPeak, metric.Relimited, metric.RetryWaitExcess, metric.RetryAfterEarly} {
 		if v, ok := res.Metrics[m]; ok {
 			t.Errorf("%s = %v in a run without retries", m, v)
 		}

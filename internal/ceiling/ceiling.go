@@ -67,6 +67,45 @@ type Theory struct {
 // given: the leasing design's own default.
 func DefaultLease(l rate.Limit) int64 { return limiter.DefaultLeaseSize(l.Count) }
 
+// capacity is a bucket's burst C: Capacity, or the limit's count L.
+func (p Params) capacity() float64 {
+	if p.Capacity > 0 {
+		return float64(p.Capacity)
+	}
+	return float64(p.Limit.Count)
+}
+
+// lease is leasing's slice S: Lease, or the design's default.
+func (p Params) lease() float64 {
+	if p.Lease > 0 {
+		return float64(p.Lease)
+	}
+	return float64(DefaultLease(p.Limit))
+}
+
+// Envelope is the token-bucket envelope a correct limiter of design obeys
+// for one identity, as burst (requests) and refill rate (per second), for
+// analysis.Options: what it admits outside counts as slipped, what the
+// design should never allow, and not what it allows by design (a fixed
+// window's 2L at a boundary, a bucket's capacity plus refill). An unknown
+// design ("" for an http target or a user's script) gets the most
+// generous correct L-per-W design's: a fixed window's 2L.
+func Envelope(design string, p Params) (burst, perSecond float64) {
+	L := float64(p.Limit.Count)
+	burst = 2 * L
+	switch design {
+	case limiter.RedisSlidingLog:
+		burst = L
+	case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
+		burst = p.capacity()
+	case limiter.Leasing:
+		// Leasing knowingly buys latency with an overage of one slice per
+		// holder; only what exceeds that counts as slipped.
+		burst = 2*L + p.lease()*float64(max(p.Gateways, 1))
+	}
+	return burst, p.Limit.PerSecond()
+}
+
 // Of returns the theory for one design. An unknown design or invalid
 // Params (see Validate) is an error.
 func Of(design string, p Params) (Theory, error) {
@@ -75,10 +114,7 @@ func Of(design string, p Params) (Theory, error) {
 	}
 	L := float64(p.Limit.Count)
 	N := float64(max(p.Gateways, 1))
-	C := float64(p.Capacity)
-	if C <= 0 {
-		C = L
-	}
+	C := p.capacity()
 	skewRefill := 0.0
 	if p.Limit.Window > 0 {
 		skewRefill = 2 * p.Skew.Seconds() * p.Limit.PerSecond()
@@ -150,10 +186,7 @@ func Of(design string, p Params) (Theory, error) {
 		t.Atomic = "yes: one Lua script"
 		t.Clock = "Redis TIME inside the script"
 	case limiter.Leasing:
-		S := float64(p.Lease)
-		if S <= 0 {
-			S = float64(DefaultLease(p.Limit))
-		}
+		S := p.lease()
 		t.Aligned = L + S*N
 		t.Ceiling = 2*L + S*N
 		t.Why = fmt.Sprintf("the budget L is handed out in slices of %g; every one of %d holders can still spend a slice it took before the window closed: L + %g×%d per window, and a fixed budget window doubles at its boundary", S, int(N), S, int(N))
@@ -204,10 +237,7 @@ func SpanCeiling(design string, p Params, span time.Duration) (float64, error) {
 		return t.Ceiling, nil
 	}
 	L := float64(p.Limit.Count)
-	C := float64(p.Capacity)
-	if C <= 0 {
-		C = L
-	}
+	C := p.capacity()
 	// Whole tokens (or emissions) that arrive within the span after a full
 	// bucket: the window's L−1 scaled down.
 	refill := math.Ceil(L*span.Seconds()/W.Seconds()) - 1

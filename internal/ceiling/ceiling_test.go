@@ -134,3 +134,32 @@ func TestSpanCeiling(t *testing.T) {
 		t.Error("a zero span accepted")
 	}
 }
+
+// TestEnvelope: the envelope slipped is measured against is the design's
+// own burst (a bucket's capacity, the log's L, leasing's overage of one
+// slice per gateway), 2L when the design is unknown, always refilled at
+// L per W.
+func TestEnvelope(t *testing.T) {
+	t.Parallel()
+	lim := rate.Limit{Count: 100, Window: 10 * time.Second}
+	for _, tt := range []struct {
+		design string
+		p      Params
+		burst  float64
+	}{
+		{"", Params{Limit: lim, Gateways: 5}, 200},
+		{limiter.LocalFixedWindow, Params{Limit: lim, Gateways: 5}, 200},
+		{limiter.RedisFixedWindow, Params{Limit: lim, Gateways: 5}, 200},
+		{limiter.RedisSlidingLog, Params{Limit: lim, Gateways: 5}, 100},
+		{limiter.RedisTokenBucket, Params{Limit: lim, Gateways: 5}, 100},
+		{limiter.LocalTokenBucket, Params{Limit: lim, Gateways: 5, Capacity: 30}, 30},
+		{limiter.RedisGCRA, Params{Limit: lim, Gateways: 5, Capacity: 40}, 40},
+		{limiter.Leasing, Params{Limit: lim, Gateways: 5, Lease: 20}, 200 + 20*5},
+		{limiter.Leasing, Params{Limit: lim, Gateways: 5}, 200 + float64(DefaultLease(lim))*5},
+	} {
+		burst, perSecond := Envelope(tt.design, tt.p)
+		if burst != tt.burst || perSecond != 10 {
+			t.Errorf("%q %+v: envelope (%g, %g/s), want (%g, 10/s)", tt.design, tt.p, burst, perSecond, tt.burst)
+		}
+	}
+}

@@ -6,9 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 // helpTopicAnnotation marks a help topic: a command that only carries text
@@ -20,7 +21,7 @@ const helpWidth = 78
 
 // newHelpTopics returns the help topics: the scenario file format and the
 // metrics, both generated from the tables the code validates with
-// (scenario.Fields, analysis.Names and analysis.Descriptions), so they
+// (scenario.Fields, metric.Names and metric.Descriptions), so they
 // cannot drift from what rlctl accepts.
 func newHelpTopics() []*cobra.Command {
 	return []*cobra.Command{
@@ -146,10 +147,10 @@ func metricsHelp() string {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n")
-	for _, n := range analysis.Names {
-		d := analysis.Descriptions[n]
+	for _, n := range metric.Names {
+		d := metric.Descriptions[n]
 		head := n
-		if alias := scenario.ThresholdName(n); alias != n {
+		if alias := threshold.Alias(n); alias != n {
 			head += " (threshold: " + alias + ")"
 		}
 		fmt.Fprintf(&b, "%s  [%s]\n", head, d.Unit)

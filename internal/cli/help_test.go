@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/threshold"
+	"github.com/rlctl/rlctl/internal/verify"
 )
 
 func helpTopic(t *testing.T, topic string) string {
@@ -40,17 +42,17 @@ func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 // latencies, the name thresholds use.
 func TestHelpMetricsCoversEveryMetric(t *testing.T) {
 	help := helpTopic(t, "metrics")
-	for _, n := range analysis.Names {
+	for _, n := range metric.Names {
 		e := entry(t, help, n)
-		d := analysis.Descriptions[n]
+		d := metric.Descriptions[n]
 		if !strings.Contains(e, "["+d.Unit+"]") || !strings.Contains(words(e), words(d.Text)) {
 			t.Errorf("%s: entry lacks its unit %q or description:\n%s", n, d.Unit, e)
 		}
-		if alias := scenario.ThresholdName(n); alias != n && !strings.Contains(e, "(threshold: "+alias+")") {
+		if alias := threshold.Alias(n); alias != n && !strings.Contains(e, "(threshold: "+alias+")") {
 			t.Errorf("%s: entry does not name its threshold alias %s", n, alias)
 		}
 	}
-	for _, name := range scenario.MetricNames() {
+	for _, name := range threshold.Names() {
 		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(help) {
 			t.Errorf("threshold name %s does not appear in rlctl help metrics", name)
 		}
@@ -96,14 +98,14 @@ func TestHelpScenariosCoversEveryField(t *testing.T) {
 
 // The examples in the help load as scenarios: a newcomer can copy them.
 func TestHelpExamplesLoad(t *testing.T) {
-	if _, err := scenario.Parse([]byte(exampleScenario), "example.yaml"); err != nil {
+	if _, err := scenario.Parse([]byte(exampleScenario), "example.yaml", verify.Checks); err != nil {
 		t.Errorf("the example scenario does not load: %v", err)
 	}
 	base := "name: x\nlimit: 20/1s\ntraffic: {rate: 100/s, duration: 4s}\n"
-	if _, err := scenario.Parse([]byte(base+"target: {algorithm: redis-fixed-window, gateways: 2}\n"+exampleFaults), "faults.yaml"); err != nil {
+	if _, err := scenario.Parse([]byte(base+"target: {algorithm: redis-fixed-window, gateways: 2}\n"+exampleFaults), "faults.yaml", verify.Checks); err != nil {
 		t.Errorf("the fault examples do not load: %v", err)
 	}
-	if _, err := scenario.Parse([]byte(base+strings.Replace(exampleLocalFallback, "target:\n", "target:\n  algorithm: redis-fixed-window\n", 1)), "local.yaml"); err != nil {
+	if _, err := scenario.Parse([]byte(base+strings.Replace(exampleLocalFallback, "target:\n", "target:\n  algorithm: redis-fixed-window\n", 1)), "local.yaml", verify.Checks); err != nil {
 		t.Errorf("the on_error: local example does not load: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/verify"
 )
 
 // k8sJobFile is the Kubernetes example README documents.
@@ -227,7 +228,7 @@ func TestKubernetesIndexedJobExample(t *testing.T) {
 		if err := os.WriteFile(sc, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := scenario.Load([]string{sc}); err != nil {
+		if _, err := scenario.Load([]string{sc}, verify.Checks); err != nil {
 			t.Fatalf("pod %d's scenario %s (%s): %v", i, pos[0], cm, err)
 		}
 	}

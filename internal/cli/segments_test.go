@@ -22,6 +22,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/verify"
@@ -203,7 +204,7 @@ func writeScenario(t *testing.T, name string, urls []string, traffic string) str
 // bracket fails unless a run's ceiling bounds contain truth.
 func bracket(t *testing.T, what string, m analysis.Metrics, truth int) {
 	t.Helper()
-	if lo, hi := m[analysis.Ceiling], m[analysis.CeilingUpper]; float64(truth) < lo || float64(truth) > hi {
+	if lo, hi := m[metric.Ceiling], m[metric.CeilingUpper]; float64(truth) < lo || float64(truth) > hi {
 		t.Fatalf("%s ceiling [%v, %v] does not contain the gateways' own %d", what, lo, hi, truth)
 	}
 }
@@ -262,8 +263,8 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	merged := metrics(t, out)
-	if merged[analysis.Requests] != whole[analysis.Requests] || merged[analysis.Requests] != 600 {
-		t.Fatalf("merged segments sent %v requests, the single process %v; want 600 both", merged[analysis.Requests], whole[analysis.Requests])
+	if merged[metric.Requests] != whole[metric.Requests] || merged[metric.Requests] != 600 {
+		t.Fatalf("merged segments sent %v requests, the single process %v; want 600 both", merged[metric.Requests], whole[metric.Requests])
 	}
 	bracket(t, "merged", merged, truth)
 	// A fixed window's sliding maximum depends on where the run met the
@@ -271,8 +272,8 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	// during it.
 	bracket(t, "single process", whole, wholeTruth)
 	t.Logf("merged [%v, %v], %v requests, the gateways' own %d; single process [%v, %v], %v requests, the gateways' own %d",
-		merged[analysis.Ceiling], merged[analysis.CeilingUpper], merged[analysis.Requests], truth,
-		whole[analysis.Ceiling], whole[analysis.CeilingUpper], whole[analysis.Requests], wholeTruth)
+		merged[metric.Ceiling], merged[metric.CeilingUpper], merged[metric.Requests], truth,
+		whole[metric.Ceiling], whole[metric.CeilingUpper], whole[metric.Requests], wholeTruth)
 }
 
 // One of two processes sharing a single identity's requests has a clock a
@@ -329,12 +330,9 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := verify.Score(naive, saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("gateways' own ceiling %d; merged [%v, %v]; merged without the correction from %v", truth, m[analysis.Ceiling], m[analysis.CeilingUpper], r.Metrics[analysis.Ceiling])
-	if lo := r.Metrics[analysis.Ceiling]; lo <= float64(truth) {
+	r := verify.Score(naive, saved)
+	t.Logf("gateways' own ceiling %d; merged [%v, %v]; merged without the correction from %v", truth, m[metric.Ceiling], m[metric.CeilingUpper], r.Metrics[metric.Ceiling])
+	if lo := r.Metrics[metric.Ceiling]; lo <= float64(truth) {
 		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one)", lo, truth)
 	}
 }

@@ -145,14 +145,14 @@ func loadSuite(paths []string) ([]*scenario.Scenario, string, error) {
 		if st, err := os.Stat("scenarios"); err == nil && st.IsDir() {
 			paths = []string{"scenarios"}
 		} else {
-			scs, err := scenario.LoadFS(scenarios.FS, ".")
+			scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
 			if err != nil {
 				return nil, "", exitcode.With(err, exitcode.Usage)
 			}
 			return scs, "builtin", nil
 		}
 	}
-	scs, err := scenario.Load(paths)
+	scs, err := scenario.Load(paths, verify.Checks)
 	if err != nil {
 		return nil, "", exitcode.With(err, exitcode.Usage)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultPrefix starts rlctl's own keys.
-const DefaultPrefix = "rl:"
+const DefaultPrefix = limiter.DefaultPrefix
 
 // Schema names of other libraries' layouts.
 const (

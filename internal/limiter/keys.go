@@ -3,10 +3,12 @@ package limiter
 import (
 	"strconv"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // DefaultPrefix starts every key rlctl's own designs write.
-const DefaultPrefix = "rl:"
+const DefaultPrefix = design.DefaultPrefix
 
 // MarkerKey is the failover marker's key (after the prefix): a string the
 // gateways write at start. A promoted replica that never received it, or an

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/resp"
 )
 
@@ -106,7 +107,7 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 		l.size = DefaultLeaseSize(cfg.Limit.Count)
 	}
 	if l.refillBelow == 0 {
-		l.refillBelow = 0.2
+		l.refillBelow = design.DefaultRefillBelow
 	}
 	if l.timeout <= 0 {
 		l.timeout = time.Second

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -47,27 +48,24 @@ type Warmer interface {
 // Clock is a gateway's notion of now. Skewed gateways have skewed clocks.
 type Clock func() time.Time
 
-// Algorithm names are a contract: scenario files use them.
+// Algorithm names are a contract scenario files use; package design holds
+// them, and these are its names.
 const (
-	LocalFixedWindow        = "local-fixed-window"
-	LocalTokenBucket        = "local-token-bucket"
-	RedisGetIncr            = "redis-get-incr"
-	RedisFixedWindow        = "redis-fixed-window"
-	RedisFixedWindowRefresh = "redis-fixed-window-refresh"
-	RedisClockWindow        = "redis-clock-window"
-	RedisTokenBucket        = "redis-token-bucket"
-	RedisSlidingWindow      = "redis-sliding-window"
-	RedisSlidingLog         = "redis-sliding-log"
-	RedisGCRA               = "redis-gcra"
-	Leasing                 = "leasing"
+	LocalFixedWindow        = design.LocalFixedWindow
+	LocalTokenBucket        = design.LocalTokenBucket
+	RedisGetIncr            = design.RedisGetIncr
+	RedisFixedWindow        = design.RedisFixedWindow
+	RedisFixedWindowRefresh = design.RedisFixedWindowRefresh
+	RedisClockWindow        = design.RedisClockWindow
+	RedisTokenBucket        = design.RedisTokenBucket
+	RedisSlidingWindow      = design.RedisSlidingWindow
+	RedisSlidingLog         = design.RedisSlidingLog
+	RedisGCRA               = design.RedisGCRA
+	Leasing                 = design.Leasing
 )
 
 // Algorithms lists every algorithm name, in the order of DESIGN.md.
-var Algorithms = []string{
-	LocalFixedWindow, LocalTokenBucket, RedisGetIncr, RedisFixedWindow,
-	RedisFixedWindowRefresh, RedisClockWindow, RedisTokenBucket,
-	RedisSlidingWindow, RedisSlidingLog, RedisGCRA, Leasing,
-}
+var Algorithms = design.Algorithms
 
 // Config selects and parameterises one algorithm.
 type Config struct {

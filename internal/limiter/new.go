@@ -9,15 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 )
 
-// Clock sources for Config.Clock.
+// Clock sources for Config.Clock (see package design).
 const (
-	// ClockGateway: the gateway's own clock (possibly skewed) is passed to
-	// the script as ARGV.
-	ClockGateway = "gateway"
-	// ClockRedis: the script reads Redis TIME, one clock for everyone.
-	ClockRedis = "redis"
+	ClockGateway = design.ClockGateway
+	ClockRedis   = design.ClockRedis
 )
 
 // ErrUnknownAlgorithm is returned by New for a name not in Algorithms.

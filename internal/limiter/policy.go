@@ -10,17 +10,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
-// Failure policy names, as scenario files write them.
+// Failure policy names, as scenario files write them (see package design).
 const (
-	OnErrorOpen       = "open"   // admit, By=fail-open
-	OnErrorClosed     = "closed" // deny, By=fail-closed
-	OnErrorLocal      = "local"  // a smaller per-gateway allowance, By=fallback
-	OnFailoverTrust   = "trust"  // carry on with whatever the new primary holds
-	OnFailoverDeny    = "deny"   // deny for one window after a detected failover
-	DefaultTimeout    = 50 * time.Millisecond
+	OnErrorOpen       = design.OnErrorOpen
+	OnErrorClosed     = design.OnErrorClosed
+	OnErrorLocal      = design.OnErrorLocal
+	OnFailoverTrust   = design.OnFailoverTrust
+	OnFailoverDeny    = design.OnFailoverDeny
+	DefaultTimeout    = design.DefaultTimeout
 	DefaultCheckEvery = 50 * time.Millisecond
 )
 

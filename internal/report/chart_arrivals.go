@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // ChartArrivals is the data-chart attribute of the arrivals-around-a-reset
@@ -55,8 +56,8 @@ func arrivalsChart(sc Scenario) *chart {
 	items = append(items, legendItem{kind: "line", color: hex(limitColor), label: "reset", dashed: true})
 	c.legend(items)
 	caption := fmt.Sprintf("Requests of one identity arriving per %s around the reset at t=%.3fs, where the most arrived within %s (herd_peak %s against a limit of %s).",
-		analysis.ArrivalBin, res.HerdAt.Seconds(), analysis.HerdSpan, num(sc.Metrics[analysis.HerdPeak]), sc.Limit)
-	if v, ok := sc.Metrics[analysis.Relimited]; ok {
+		analysis.ArrivalBin, res.HerdAt.Seconds(), analysis.HerdSpan, num(sc.Metrics[metric.HerdPeak]), sc.Limit)
+	if v, ok := sc.Metrics[metric.Relimited]; ok {
 		caption += fmt.Sprintf(" %.0f%% of retries were denied again.", 100*v)
 	}
 	return &chart{Kind: ChartArrivals, ID: "chart-" + anchor(sc.Name) + "-" + ChartArrivals, Title: title, Caption: caption, SVG: c.svg()}

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // herdScenario is a scenario whose clients retried: 40 requests arrived
 // in the 10 ms after the reset at t=2s, a few before and after.
 func herdScenario(arrivals bool) Scenario {
-	res := &analysis.Result{Metrics: analysis.Metrics{analysis.HerdPeak: 40, analysis.Relimited: 0.75}}
+	res := &analysis.Result{Metrics: analysis.Metrics{metric.HerdPeak: 40, metric.Relimited: 0.75}}
 	if arrivals {
 		res.HerdAt = 2 * time.Second
 		for b := range int((analysis.ArrivalBefore + analysis.ArrivalAfter) / analysis.ArrivalBin) {

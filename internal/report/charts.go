@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // Chart kinds, also the data-chart attribute of each <figure>.
@@ -143,7 +144,7 @@ func scenarioCharts(sc Scenario) []chart {
 	}
 	if svg := latencyChart(res.Percentiles); svg != "" {
 		caption := "Latency from the intended send time, by percentile (tail stretched: each step right is one more nine), all gateways."
-		if v, ok := sc.Metrics[analysis.P99]; ok {
+		if v, ok := sc.Metrics[metric.P99]; ok {
 			caption += fmt.Sprintf(" p99 = %sms.", num(v))
 		}
 		out = append(out, chart{Kind: ChartLatency, ID: id(ChartLatency), Title: "latency by percentile", Caption: caption, SVG: svg})

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -44,11 +46,11 @@ func fixture() *Report {
 				Faults:     []Fault{{Action: "redis-latency", FromMs: 1000, ForMs: 1000}, {Action: "failover", FromMs: 3000}},
 				Outages:    []Outage{{FromMs: 3000, ToMs: 3250, FailOpen: 12, FailClosed: 3}},
 				Metrics: map[string]float64{
-					analysis.Requests: 2000, analysis.Allowed: 100, analysis.Denied: 1900,
-					analysis.Errors: 0, analysis.Dropped: 0,
-					analysis.Ceiling: 20, analysis.CeilingUpper: 20, analysis.CeilingRatio: 1,
-					analysis.Burst: 20, analysis.SustainedRate: 19.5, analysis.FailOpen: 12, analysis.FailClosed: 3,
-					analysis.AfterFaultCeiling: 20, analysis.P50: 0.42, analysis.P99: 1.875,
+					metric.Requests: 2000, metric.Allowed: 100, metric.Denied: 1900,
+					metric.Errors: 0, metric.Dropped: 0,
+					metric.Ceiling: 20, metric.CeilingUpper: 20, metric.CeilingRatio: 1,
+					metric.Burst: 20, metric.SustainedRate: 19.5, metric.FailOpen: 12, metric.FailClosed: 3,
+					metric.AfterFaultCeiling: 20, metric.P50: 0.42, metric.P99: 1.875,
 				},
 				Thresholds: []Threshold{
 					{Expr: "ceiling <= limit", Status: StatusPass, Observed: f64(20), Bound: f64(20)},
@@ -67,8 +69,8 @@ func fixture() *Report {
 				Target:      "simulated local-fixed-window ×50",
 				Design:      &Design{Kind: "simulated", Algorithm: "local-fixed-window", Gateways: 50, Clock: "gateway"},
 				Metrics: map[string]float64{
-					analysis.Requests: 2000, analysis.Allowed: 1000, analysis.Ceiling: 980,
-					analysis.CeilingUpper: 1000, analysis.CeilingRatio: 49, analysis.RaceExcess: 3,
+					metric.Requests: 2000, metric.Allowed: 1000, metric.Ceiling: 980,
+					metric.CeilingUpper: 1000, metric.CeilingRatio: 49, metric.RaceExcess: 3,
 				},
 				Thresholds: []Threshold{
 					{Expr: "ceiling <= limit", Status: StatusFail, Observed: f64(980), Bound: f64(20)},
@@ -97,8 +99,8 @@ func fixture() *Report {
 				Target:      "simulated redis-get-incr ×10",
 				Design:      &Design{Kind: "simulated", Algorithm: "redis-get-incr", Gateways: 10, Clock: "redis"},
 				Metrics: map[string]float64{
-					analysis.Requests: 1000, analysis.Allowed: 300, analysis.Errors: 0,
-					analysis.Ceiling: 27, analysis.CeilingUpper: 27, analysis.CeilingRatio: 1.35, analysis.RaceExcess: 140,
+					metric.Requests: 1000, metric.Allowed: 300, metric.Errors: 0,
+					metric.Ceiling: 27, metric.CeilingUpper: 27, metric.CeilingRatio: 1.35, metric.RaceExcess: 140,
 				},
 				Thresholds: []Threshold{
 					{Expr: "race_excess > 0", Status: StatusPass, Observed: f64(140), Bound: f64(0)},
@@ -112,8 +114,8 @@ func fixture() *Report {
 				Target: "simulated redis-token-bucket ×4, clock gateway, skew ±300ms",
 				Design: &Design{Kind: "simulated", Algorithm: "redis-token-bucket", Gateways: 4, Clock: "gateway", ClockSkewMs: 300},
 				Metrics: map[string]float64{
-					analysis.Requests: 400, analysis.Allowed: 380, analysis.Errors: 0, analysis.Ceiling: 101,
-					analysis.CeilingRatio: 5.05, analysis.Burst: 1.4034, analysis.SustainedRate: 100, analysis.Slipped: 301,
+					metric.Requests: 400, metric.Allowed: 380, metric.Errors: 0, metric.Ceiling: 101,
+					metric.CeilingRatio: 5.05, metric.Burst: 1.4034, metric.SustainedRate: 100, metric.Slipped: 301,
 				},
 				Thresholds: []Threshold{
 					{Expr: "sustained_rate > 2*limit", Status: StatusPass, Observed: f64(100), Bound: f64(40)},
@@ -128,13 +130,24 @@ func fixture() *Report {
 				Target:      "simulated redis-fixed-window-refresh ×4",
 				Design:      &Design{Kind: "simulated", Algorithm: "redis-fixed-window-refresh", Gateways: 4, Clock: "redis"},
 				Metrics: map[string]float64{
-					analysis.Requests: 400, analysis.Allowed: 45, analysis.Errors: 1, analysis.Ceiling: 20, analysis.CeilingRatio: 1,
+					metric.Requests: 400, metric.Allowed: 45, metric.Errors: 1, metric.Ceiling: 20, metric.CeilingRatio: 1,
 				},
 				Thresholds: []Threshold{
 					{Expr: "allowed <= limit", Status: StatusFail, Observed: f64(45), Bound: f64(20)},
 				},
 			},
 		},
+	}
+	for i := range r.Scenarios {
+		for j := range r.Scenarios[i].Thresholds {
+			t := &r.Scenarios[i].Thresholds[j]
+			th, err := threshold.Parse(t.Expr)
+			if err != nil {
+				panic(err)
+			}
+			// What Thresholds takes from the parsed form.
+			t.Unit, t.BoundWritten = th.Unit(), th.BoundWritten()
+		}
 	}
 	r.Finish()
 	return r

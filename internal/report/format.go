@@ -5,22 +5,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/analysis"
-	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 // keyMetrics are the figures the summary tables show, when measured.
 var keyMetrics = []string{
-	analysis.Burst, analysis.RaceExcess, analysis.BoundaryAllowed, analysis.P99,
+	metric.Burst, metric.RaceExcess, metric.BoundaryAllowed, metric.P99,
 }
 
 // num prints a figure as every report and note does (textfmt.Num).
 func num(v float64) string { return textfmt.Num(v) }
 
-// metric prints a scenario's metric, "–" when it was not measured, with a
+// metricCell prints a scenario's metric, "–" when it was not measured, with a
 // unit for latencies.
-func metric(m map[string]float64, name string) string {
+func metricCell(m map[string]float64, name string) string {
 	v, ok := m[name]
 	if !ok {
 		return "–"
@@ -33,11 +32,11 @@ func metric(m map[string]float64, name string) string {
 
 // ceilingCell is "ceiling (..upper)" or just the ceiling when the bounds meet.
 func ceilingCell(m map[string]float64) string {
-	c, ok := m[analysis.Ceiling]
+	c, ok := m[metric.Ceiling]
 	if !ok {
 		return "–"
 	}
-	u, ok := m[analysis.CeilingUpper]
+	u, ok := m[metric.CeilingUpper]
 	if !ok || u == c {
 		return num(c)
 	}
@@ -47,18 +46,18 @@ func ceilingCell(m map[string]float64) string {
 // errorsCell is the requests that got no deciding answer, with their share
 // of those sent: "12 (0.4%)".
 func errorsCell(m map[string]float64) string {
-	e, ok := m[analysis.Errors]
+	e, ok := m[metric.Errors]
 	if !ok {
 		return "–"
 	}
-	if sent := m[analysis.Requests] - m[analysis.Dropped]; e > 0 && sent > 0 {
+	if sent := m[metric.Requests] - m[metric.Dropped]; e > 0 && sent > 0 {
 		return fmt.Sprintf("%s (%s)", num(e), textfmt.Percent(e/sent))
 	}
 	return num(e)
 }
 
 func ratioCell(m map[string]float64) string {
-	v, ok := m[analysis.CeilingRatio]
+	v, ok := m[metric.CeilingRatio]
 	if !ok {
 		return "–"
 	}
@@ -71,7 +70,7 @@ func observedCell(t Threshold) string {
 	if t.Observed == nil {
 		return "–"
 	}
-	return num(*t.Observed) + thresholdUnit(t)
+	return num(*t.Observed) + t.Unit
 }
 
 // boundCell prints the value a threshold held its metric to, "" when
@@ -80,21 +79,7 @@ func boundCell(t Threshold) string {
 	if t.Bound == nil {
 		return ""
 	}
-	return num(*t.Bound) + thresholdUnit(t)
-}
-
-// thresholdUnit is "ms" when the threshold reads a latency.
-func thresholdUnit(t Threshold) string {
-	if th, err := scenario.ParseThreshold(t.Expr); err == nil {
-		side := th.Left
-		if !side.IsMetric() {
-			side = th.Right
-		}
-		if strings.HasSuffix(side.Name, "_ms") {
-			return "ms"
-		}
-	}
-	return ""
+	return num(*t.Bound) + t.Unit
 }
 
 // figures is "observed 78, bound 30": what a threshold saw and what it
@@ -105,21 +90,6 @@ func figures(t Threshold) string {
 		s += ", bound " + b
 	}
 	return s
-}
-
-// boundIsPlain reports whether a threshold's bound is written out in its
-// expression ("race_excess > 0", "p99 < 5ms"), so a reader needs only the
-// observed value beside it.
-func boundIsPlain(t Threshold) bool {
-	th, err := scenario.ParseThreshold(t.Expr)
-	if err != nil {
-		return false
-	}
-	side, other := th.Left, th.Right
-	if !side.IsMetric() {
-		side, other = th.Right, th.Left
-	}
-	return other.Name == "" && side.Factor == 1
 }
 
 func thresholdCounts(sc Scenario) (pass, total int) {
@@ -142,7 +112,7 @@ func durationMs(ms int64) string {
 func orderedMetrics(m map[string]float64) []string {
 	var out []string
 	known := map[string]bool{}
-	for _, n := range analysis.Names {
+	for _, n := range metric.Names {
 		known[n] = true
 		if _, ok := m[n]; ok {
 			out = append(out, n)

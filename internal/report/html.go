@@ -16,7 +16,7 @@ var htmlSource string
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"upper":    upper,
 	"num":      num,
-	"metric":   metric,
+	"metric":   metricCell,
 	"ceiling":  ceilingCell,
 	"ratio":    ratioCell,
 	"errors":   errorsCell,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 // JSON writes r as report.json: indented, metrics keyed by analysis names,
@@ -60,11 +60,11 @@ func finiteMetrics(m map[string]float64) map[string]float64 {
 // Thresholds evaluates a scenario's thresholds against measured metrics,
 // in order. A threshold whose metric was not measured fails with its error
 // and no observed value: never a silent pass.
-func Thresholds(ths []scenario.Threshold, m analysis.Metrics, limit rate.Limit) []Threshold {
+func Thresholds(ths []threshold.Threshold, m analysis.Metrics, limit rate.Limit) []Threshold {
 	out := make([]Threshold, 0, len(ths))
 	for _, th := range ths {
 		observed, pass, err := th.Eval(m, limit)
-		t := Threshold{Expr: th.Expr, Status: StatusFail}
+		t := Threshold{Expr: th.Expr, Status: StatusFail, Unit: th.Unit(), BoundWritten: th.BoundWritten()}
 		switch {
 		case err != nil:
 			t.Error = err.Error()
@@ -74,39 +74,11 @@ func Thresholds(ths []scenario.Threshold, m analysis.Metrics, limit rate.Limit) 
 			if pass {
 				t.Status = StatusPass
 			}
-			if b, ok := bound(th, m, limit); ok {
+			if b, ok := th.Bound(m, limit); ok {
 				t.Bound = &b
 			}
 		}
 		out = append(out, t)
 	}
 	return out
-}
-
-// bound is the value th holds its metric to, in the metric's own terms:
-// the other side divided by the metric side's factor, so "ceiling <=
-// 1.5*limit" with a limit of 20 gives 30 and "2*ceiling < 30" gives 15. ok
-// is false when there is no such value (a metric side scaled by zero or
-// less, or another metric that was not measured).
-func bound(th scenario.Threshold, m analysis.Metrics, limit rate.Limit) (float64, bool) {
-	side, other := th.Left, th.Right
-	if !side.IsMetric() {
-		side, other = th.Right, th.Left
-	}
-	if side.Factor <= 0 {
-		return 0, false
-	}
-	v := other.Factor
-	switch other.Name {
-	case "":
-	case scenario.LimitName:
-		v *= float64(limit.Count)
-	default:
-		mv, ok := m[other.Name]
-		if !ok {
-			return 0, false
-		}
-		v *= mv
-	}
-	return v / side.Factor, true
 }

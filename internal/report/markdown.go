@@ -36,8 +36,8 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, "| [%s](#%s) | %s | %s · %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
 			mdCell(sc.Name), anchor(sc.Name), mdCell(sc.Design.LongLabel()), upper(sc.Status), sc.Verdict(),
 			sc.Limit, ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
-			metric(sc.Metrics, keyMetrics[0]), metric(sc.Metrics, keyMetrics[1]),
-			metric(sc.Metrics, keyMetrics[2]), metric(sc.Metrics, keyMetrics[3]), p, n)
+			metricCell(sc.Metrics, keyMetrics[0]), metricCell(sc.Metrics, keyMetrics[1]),
+			metricCell(sc.Metrics, keyMetrics[2]), metricCell(sc.Metrics, keyMetrics[3]), p, n)
 	}
 	fmt.Fprintln(b)
 	if flaws {
@@ -112,7 +112,7 @@ func Markdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(b, "| metric | value |")
 			fmt.Fprintln(b, "|---|---:|")
 			for _, n := range names {
-				fmt.Fprintf(b, "| %s | %s |\n", n, metric(sc.Metrics, n))
+				fmt.Fprintf(b, "| %s | %s |\n", n, metricCell(sc.Metrics, n))
 			}
 			fmt.Fprintln(b)
 		}

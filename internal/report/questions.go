@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rlctl/rlctl/internal/analysis"
-	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
@@ -79,7 +79,7 @@ func atomicQuestion(scs []Scenario) Question {
 	var ev []Evidence
 	var bad, good []string
 	for _, sc := range scs {
-		v, ok := sc.Metrics[analysis.RaceExcess]
+		v, ok := sc.Metrics[metric.RaceExcess]
 		if !ok {
 			continue
 		}
@@ -124,7 +124,7 @@ func clockQuestion(scs []Scenario) Question {
 			continue
 		}
 		who := d.ClockLabel()
-		if s, ok := sc.Metrics[analysis.Slipped]; ok && s > 0 {
+		if s, ok := sc.Metrics[metric.Slipped]; ok && s > 0 {
 			bad++
 			ev = append(ev, Evidence{Scenario: sc.Name, Bad: true,
 				Text: fmt.Sprintf("%s, %s: %s slipped beyond what the design allows", d.Label(), who, textfmt.Count(s, "request"))})
@@ -161,16 +161,16 @@ func failureQuestion(scs []Scenario) Question {
 	var ev []Evidence
 	var open, closed float64
 	for _, sc := range scs {
-		fo := sc.Metrics[analysis.FailOpen]
-		fc := sc.Metrics[analysis.FailClosed]
-		afc, hasAfter := sc.Metrics[analysis.AfterFaultCeiling]
+		fo := sc.Metrics[metric.FailOpen]
+		fc := sc.Metrics[metric.FailClosed]
+		afc, hasAfter := sc.Metrics[metric.AfterFaultCeiling]
 		var faults []string
 		failover, down := false, false
 		for _, f := range sc.Faults {
 			switch f.Action {
-			case scenario.FaultGatewayDown:
+			case fault.GatewayDown:
 				continue
-			case scenario.FaultFailover:
+			case fault.Failover:
 				failover = true
 			default:
 				down = true
@@ -234,26 +234,26 @@ func ceilingQuestion(scs []Scenario) Question {
 	q := Question{ID: "ceiling", Ask: "What is your actual ceiling?"}
 	var with []Scenario
 	for _, sc := range scs {
-		if _, ok := sc.Metrics[analysis.CeilingRatio]; ok {
+		if _, ok := sc.Metrics[metric.CeilingRatio]; ok {
 			with = append(with, sc)
 		}
 	}
 	slices.SortStableFunc(with, func(a, b Scenario) int {
-		return cmp.Compare(b.Metrics[analysis.CeilingRatio], a.Metrics[analysis.CeilingRatio])
+		return cmp.Compare(b.Metrics[metric.CeilingRatio], a.Metrics[metric.CeilingRatio])
 	})
 	held := 0
 	var slipped []string
 	var ev []Evidence
 	for _, sc := range with {
-		ratio := sc.Metrics[analysis.CeilingRatio]
+		ratio := sc.Metrics[metric.CeilingRatio]
 		if ratio <= 1 {
 			held++
 		}
-		if sc.Metrics[analysis.Slipped] > 0 {
+		if sc.Metrics[metric.Slipped] > 0 {
 			slipped = append(slipped, sc.Name)
 		}
 		ev = append(ev, Evidence{Scenario: sc.Name, Bad: ratio > 1,
-			Text: fmt.Sprintf("%s: %s, up to %s per %s against %d", designName(sc), textfmt.Ratio(ratio), num(sc.Metrics[analysis.Ceiling]),
+			Text: fmt.Sprintf("%s: %s, up to %s per %s against %d", designName(sc), textfmt.Ratio(ratio), num(sc.Metrics[metric.Ceiling]),
 				durationMs(sc.Limit.WindowMs), sc.Limit.Count)})
 	}
 	switch {
@@ -264,8 +264,8 @@ func ceilingQuestion(scs []Scenario) Question {
 	default:
 		w := with[0]
 		q.Answer = fmt.Sprintf("The published limit held in %d of %s; the worst, %s (%s), admitted up to %s in one window: %s the published %d.",
-			held, textfmt.Count(len(with), "scenario"), w.Name, designName(w), num(w.Metrics[analysis.Ceiling]),
-			textfmt.Ratio(w.Metrics[analysis.CeilingRatio]), w.Limit.Count)
+			held, textfmt.Count(len(with), "scenario"), w.Name, designName(w), num(w.Metrics[metric.Ceiling]),
+			textfmt.Ratio(w.Metrics[metric.CeilingRatio]), w.Limit.Count)
 		if len(slipped) > 0 {
 			q.Answer += fmt.Sprintf(" Beyond what their design allows (slipped): %s.", strings.Join(slipped, ", "))
 		} else {

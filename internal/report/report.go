@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 // Schema is the version of report.json's layout.
@@ -179,7 +179,7 @@ type Fault struct {
 // Instant reports whether the fault happens at one moment (a failover, a
 // kill, a reset) rather than lasting.
 func (f Fault) Instant() bool {
-	return f.ForMs == 0 && (f.Action == scenario.FaultFailover || f.Action == scenario.FaultKillPrimary || f.Action == scenario.FaultRedisReset)
+	return f.ForMs == 0 && fault.Instant(f.Action)
 }
 
 // Describe is the fault in words: "redis-down at 1s for 1s", "failover at
@@ -225,29 +225,42 @@ type Threshold struct {
 	// it could not be computed.
 	Bound *float64 `json:"bound,omitempty"`
 	Error string   `json:"error,omitempty"`
+	// Unit is "ms" when the threshold reads a latency: the unit of
+	// Observed and Bound. It is not part of report.json.
+	Unit string `json:"-"`
+	// BoundWritten says the bound is written out in Expr ("race_excess >
+	// 0", "p99 < 5ms"), so a reader needs only Observed beside it. It is
+	// not part of report.json.
+	BoundWritten bool `json:"-"`
 }
 
-// Finish computes each scenario's status from its thresholds (unless it is
-// an error) and the report's overall status: incomplete when interrupted,
-// else fail when any scenario failed or erred, else pass. It also sets
-// Schema.
+// Settle sets sc's status from its thresholds, the one place a scenario's
+// status is decided: pass when every threshold passed, else fail; a
+// skipped scenario stays skipped, and one with an error is an error.
+func (sc *Scenario) Settle() {
+	switch {
+	case sc.Status == StatusSkipped:
+	case sc.Status != StatusError && sc.Error == "":
+		sc.Status = StatusPass
+		for _, t := range sc.Thresholds {
+			if t.Status != StatusPass {
+				sc.Status = StatusFail
+			}
+		}
+	default:
+		sc.Status = StatusError
+	}
+}
+
+// Finish settles each scenario's status (see Settle) and computes the
+// report's overall status: incomplete when interrupted, else fail when any
+// scenario failed or erred, else pass. It also sets Schema.
 func (r *Report) Finish() {
 	r.Schema = Schema
 	overall := StatusPass
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
-		switch {
-		case sc.Status == StatusSkipped:
-		case sc.Status != StatusError && sc.Error == "":
-			sc.Status = StatusPass
-			for _, t := range sc.Thresholds {
-				if t.Status != StatusPass {
-					sc.Status = StatusFail
-				}
-			}
-		default:
-			sc.Status = StatusError
-		}
+		sc.Settle()
 		if sc.Status != StatusPass {
 			overall = StatusFail
 		}

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
-	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 func TestFinish(t *testing.T) {
@@ -87,39 +84,5 @@ func TestTimelineLimitCountsIdentities(t *testing.T) {
 	want := "the published limit for all 3 identities scaled to the interval (20/s per identity = 6 per 100ms)"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("timeline caption lacks %q", want)
-	}
-}
-
-// TestThresholdBound: a threshold reports the value it held its metric
-// to, in the metric's own terms, so "ceiling <= 1.5*limit (observed 78)"
-// also says "bound 30".
-func TestThresholdBound(t *testing.T) {
-	t.Parallel()
-	m := analysis.Metrics{analysis.Ceiling: 78, analysis.CeilingUpper: 80, analysis.P99: 6}
-	limit := rate.Limit{Count: 20, Window: time.Second}
-	for _, tc := range []struct {
-		expr  string
-		bound float64
-		none  bool
-	}{
-		{"ceiling <= 1.5*limit", 30, false},
-		{"ceiling <= limit", 20, false},
-		{"limit >= ceiling", 20, false},
-		{"2*ceiling < 30", 15, false},
-		{"ceiling <= ceiling_upper", 80, false},
-		{"p99 < 5ms", 5, false},
-		{"0*ceiling < 1", 0, true},
-	} {
-		th, err := scenario.ParseThreshold(tc.expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := Thresholds([]scenario.Threshold{th}, m, limit)[0]
-		switch {
-		case tc.none && got.Bound != nil:
-			t.Errorf("%s: bound %v, want none", tc.expr, *got.Bound)
-		case !tc.none && (got.Bound == nil || *got.Bound != tc.bound):
-			t.Errorf("%s: bound %v, want %v", tc.expr, got.Bound, tc.bound)
-		}
 	}
 }

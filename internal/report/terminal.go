@@ -70,7 +70,7 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 			case th.Error != "":
 				res += ": not measured"
 			case th.Observed == nil:
-			case boundIsPlain(th) || th.Bound == nil:
+			case th.BoundWritten || th.Bound == nil:
 				res += ": " + observedCell(th)
 			default:
 				res += ": " + observedCell(th) + " (bound " + boundCell(th) + ")"
@@ -78,7 +78,7 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 		}
 		if err := t.Append([]string{
 			name, sc.Limit.String(), ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
-			metric(sc.Metrics, keyMetrics[3]), res,
+			metricCell(sc.Metrics, keyMetrics[3]), res,
 		}); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}

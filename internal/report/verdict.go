@@ -1,6 +1,6 @@
 package report
 
-import "github.com/rlctl/rlctl/internal/scenario"
+import "github.com/rlctl/rlctl/internal/design"
 
 // Verdicts in words: what a scenario's status means for the design it ran.
 const (
@@ -14,7 +14,7 @@ const (
 
 // Flaw reports whether sc demonstrates a flaw rather than proving a design
 // holds.
-func (sc Scenario) Flaw() bool { return sc.Shows == scenario.ShowsFlaw }
+func (sc Scenario) Flaw() bool { return sc.Shows == design.ShowsFlaw }
 
 // Verdict says in words what sc's status means: a scenario that shows a
 // flaw passes when the flaw appears, so its pass reads "flaw

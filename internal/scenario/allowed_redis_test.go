@@ -19,7 +19,7 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	scs, err := LoadFile("testdata/script.yaml")
+	scs, err := LoadFile("testdata/script.yaml", checks)
 	if err != nil {
 		t.Fatal(err)
 	}

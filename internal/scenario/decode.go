@@ -9,8 +9,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/threshold"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // maxNodes bounds the nodes one document may expand to. Aliases let a tiny
@@ -29,6 +31,8 @@ type decoder struct {
 	// instead of decoding: every handler is called once on a probe node
 	// and records its path and type (see Fields).
 	schema *schema
+	// checks are the targets' rules validate applies.
+	checks Checks
 }
 
 // schema collects the fields a decoder accepts, in the order met.
@@ -435,13 +439,13 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 			})
 		},
 		"thresholds": func(n *yaml.Node, p string) {
-			sc.Thresholds = []Threshold{}
+			sc.Thresholds = []threshold.Threshold{}
 			d.seq(n, p, func(_ int, item *yaml.Node, p string) {
 				s := d.scalar(item, p, "a threshold like \"ceiling <= limit\"")
 				if s == nil {
 					return
 				}
-				th, err := ParseThreshold(s.Value)
+				th, err := threshold.Parse(s.Value)
 				if err != nil {
 					d.errorf(s.Line, p, "%v", err)
 					return
@@ -460,7 +464,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 	d.fields(n, path, map[string]func(*yaml.Node, string){
 		"kind":              d.enum(&t.Kind, "target kind", kinds),
-		"algorithm":         d.enum(&t.Algorithm, "algorithm", algorithms()),
+		"algorithm":         d.enum(&t.Algorithm, "algorithm", design.Algorithms),
 		"gateways":          d.count(&t.Gateways, math.MaxUint16),
 		"redis":             d.str(&t.Redis),
 		"timeout":           d.duration(&t.Timeout),
@@ -554,7 +558,7 @@ func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {
 		"burst_size":   d.count(&t.BurstSize, math.MaxInt32),
 		"think":        d.duration(&t.Think),
 		"retry": func(n *yaml.Node, p string) {
-			r := &traffic.RetryPolicy{}
+			r := &workload.RetryPolicy{}
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"honor":        d.enum(&r.Honor, "retry honor", honors),
 				"backoff":      d.enum(&r.Backoff, "retry backoff", backoffs),

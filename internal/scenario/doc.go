@@ -16,6 +16,12 @@
 // all of them. LoadFS does the same over an fs.FS, for the suite embedded
 // in the binary.
 //
+// The package is the file format alone: it imports no engine, limiter or
+// analysis package. The names it accepts come from leaf packages (design,
+// workload, fault, metric through threshold), and the syntax of a target's
+// own fields (URLs, templates, reply rules) is checked by the targets'
+// parsers, which the caller passes in as Checks.
+//
 // # Defaults
 //
 // Defaults are applied in one place (applyDefaults), after decoding and
@@ -59,17 +65,9 @@
 //
 // # Thresholds
 //
-// A threshold is "OPERAND OP OPERAND" with OP one of < <= > >= == !=. An
-// operand is a metric name (analysis.Names), "limit" (the published count),
-// a number, a duration ("5ms"), or a product of those with at most one name
-// ("2*limit", "limit * 1.1"). The latency aliases p50, p90, p99, p999, max,
-// recover, send_lag_p99 and retry_wait_excess stand for p50_ms ... max_ms,
-// recover_ms, send_lag_p99_ms and retry_wait_excess_ms and compare with
-// durations: "p99 < 5ms" compares p99_ms
-// with 5. Mixing a latency alias with a plain number, or a count with a
-// duration, is an error at load time, as is an unknown name. A metric the
-// run did not measure makes the threshold fail with an error when
-// evaluated, never pass silently.
+// Each threshold, like "ceiling <= limit" or "p99 < 5ms", is parsed at
+// load time (package threshold has the grammar), so a bad one is an error
+// naming its file and line; the parsed form is what verify evaluates.
 //
 // # redis-script templates
 //

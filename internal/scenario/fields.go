@@ -263,7 +263,3 @@ var valueDocs = map[string]map[string]string{
 		FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
 	},
 }
-
-// ThresholdName is the name a threshold uses for metric: its latency alias
-// (p99 for p99_ms), compared with durations, else the metric's own name.
-func ThresholdName(metric string) string { return aliasOf(metric) }

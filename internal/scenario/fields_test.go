@@ -67,7 +67,7 @@ func TestFieldsAreWhatTheDecoderAccepts(t *testing.T) {
 	wantRE := regexp.MustCompile(`unknown field \(want one of ([^)]*)\)`)
 	for parent, names := range children {
 		doc := nest(parent, "zz_unknown: 1")
-		_, err := Parse([]byte(doc), "f.yaml")
+		_, err := Parse([]byte(doc), "f.yaml", checks)
 		m := wantRE.FindStringSubmatch(errString(err))
 		if m == nil {
 			t.Errorf("%q: no unknown-field error for\n%s\ngot: %v", parent, doc, err)

@@ -88,18 +88,18 @@ func fsSource(fsys fs.FS) source {
 	}
 }
 
-// LoadFile reads every scenario in one file (one per YAML document). The
-// error lists every mistake found, each naming file:line and field, and
-// carries exitcode.Usage.
-func LoadFile(name string) ([]*Scenario, error) {
-	scs, errs := loadFile(osSource, name)
+// LoadFile reads every scenario in one file (one per YAML document),
+// checking the targets' fields with checks. The error lists every mistake
+// found, each naming file:line and field, and carries exitcode.Usage.
+func LoadFile(name string, checks Checks) ([]*Scenario, error) {
+	scs, errs := loadFile(osSource, name, checks)
 	errs = append(errs, checkUnique(scs)...)
 	return scs, asError(errs)
 }
 
 // LoadFS reads a file or every *.yaml and *.yml in a directory of fsys,
 // for the suite embedded in the binary. Names must be unique.
-func LoadFS(fsys fs.FS, name string) ([]*Scenario, error) {
+func LoadFS(fsys fs.FS, name string, checks Checks) ([]*Scenario, error) {
 	src := fsSource(fsys)
 	files, err := expandFS(fsys, name)
 	if err != nil {
@@ -108,7 +108,7 @@ func LoadFS(fsys fs.FS, name string) ([]*Scenario, error) {
 	var scs []*Scenario
 	var errs Errors
 	for _, f := range files {
-		s, e := loadFile(src, f)
+		s, e := loadFile(src, f, checks)
 		scs, errs = append(scs, s...), append(errs, e...)
 	}
 	errs = append(errs, checkUnique(scs)...)
@@ -117,7 +117,7 @@ func LoadFS(fsys fs.FS, name string) ([]*Scenario, error) {
 
 // Load reads files and directories (every *.yaml and *.yml directly in a
 // directory, sorted by name). Names must be unique across all of them.
-func Load(paths []string) ([]*Scenario, error) {
+func Load(paths []string, checks Checks) ([]*Scenario, error) {
 	var scs []*Scenario
 	var errs Errors
 	for _, p := range paths {
@@ -127,7 +127,7 @@ func Load(paths []string) ([]*Scenario, error) {
 			continue
 		}
 		for _, f := range files {
-			s, e := loadFile(osSource, f)
+			s, e := loadFile(osSource, f, checks)
 			scs, errs = append(scs, s...), append(errs, e...)
 		}
 	}
@@ -197,24 +197,24 @@ func expandFS(fsys fs.FS, name string) ([]string, error) {
 	return out, nil
 }
 
-func loadFile(src source, name string) ([]*Scenario, Errors) {
+func loadFile(src source, name string, checks Checks) ([]*Scenario, Errors) {
 	data, err := src.read(name)
 	if err != nil {
 		return nil, Errors{{File: name, Msg: fmt.Sprintf("read scenario file: %v", err)}}
 	}
-	return parse(data, name, src)
+	return parse(data, name, src, checks)
 }
 
 // Parse decodes scenarios from data as if read from file name. Scripts a
 // redis-script target names are read from the file system relative to
 // name. It is LoadFile without the file.
-func Parse(data []byte, name string) ([]*Scenario, error) {
-	scs, errs := parse(data, name, osSource)
+func Parse(data []byte, name string, checks Checks) ([]*Scenario, error) {
+	scs, errs := parse(data, name, osSource, checks)
 	errs = append(errs, checkUnique(scs)...)
 	return scs, asError(errs)
 }
 
-func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
+func parse(data []byte, name string, src source, checks Checks) ([]*Scenario, Errors) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*Scenario
 	var errs Errors
@@ -232,6 +232,7 @@ func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
 			continue // an empty document, e.g. after a trailing "---"
 		}
 		d := newDecoder(name)
+		d.checks = checks
 		sc := d.document(doc.Content[0])
 		if sc != nil && !d.spent {
 			applyDefaults(sc, d.lines)

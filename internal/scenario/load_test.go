@@ -12,13 +12,14 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
-func mustThreshold(t *testing.T, expr string, line int) Threshold {
+func mustThreshold(t *testing.T, expr string, line int) threshold.Threshold {
 	t.Helper()
-	th, err := ParseThreshold(expr)
+	th, err := threshold.Parse(expr)
 	if err != nil {
-		t.Fatalf("ParseThreshold(%q): %v", expr, err)
+		t.Fatalf("threshold.Parse(%q): %v", expr, err)
 	}
 	th.Line = line
 	return th
@@ -55,7 +56,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 						{At: 2 * time.Second, Action: FaultFailover, Gateway: -1, Line: 22},
 						{At: 3 * time.Second, For: time.Second, Action: FaultRedisLatency, Latency: 90 * time.Millisecond, Gateway: -1, Line: 23},
 					},
-					Thresholds: []Threshold{
+					Thresholds: []threshold.Threshold{
 						mustThreshold(t, "ceiling <= limit", 25),
 						mustThreshold(t, "race_excess == 0", 26),
 						mustThreshold(t, "p99 < 5ms", 27),
@@ -83,7 +84,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 							Duration: DefaultDuration, MaxRequests: DefaultMaxRequests, Identities: 1,
 							Spread: SpreadRoundRobin, Model: ModelOpen,
 						},
-						Thresholds: []Threshold{mustThreshold(t, "ceiling <= limit", 8)},
+						Thresholds: []threshold.Threshold{mustThreshold(t, "ceiling <= limit", 8)},
 					},
 					{
 						Name: "race", File: "testdata/minimal.yaml", Line: 10,
@@ -140,7 +141,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 						Duration: 3 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
 						Spread: SpreadRoundRobin, Align: AlignAuto, Model: ModelOpen,
 					},
-					Thresholds: []Threshold{
+					Thresholds: []threshold.Threshold{
 						mustThreshold(t, "boundary_allowed <= 2 * limit", 16),
 						mustThreshold(t, "p99 < 20ms", 17),
 					},
@@ -151,7 +152,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
 			t.Parallel()
-			got, err := LoadFile(tt.file)
+			got, err := LoadFile(tt.file, checks)
 			if err != nil {
 				t.Fatalf("LoadFile: %v", err)
 			}
@@ -179,7 +180,7 @@ func TestLoadDirectoryAndUniqueness(t *testing.T) {
 	write("a.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
 	write("notes.txt", "not a scenario")
 
-	scs, err := Load([]string{dir})
+	scs, err := Load([]string{dir}, checks)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -188,7 +189,7 @@ func TestLoadDirectoryAndUniqueness(t *testing.T) {
 	}
 
 	write("c.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
-	_, err = Load([]string{dir})
+	_, err = Load([]string{dir}, checks)
 	if err == nil || !strings.Contains(err.Error(), "c.yaml:1: name: scenario name \"alpha\" is already used at "+filepath.Join(dir, "a.yaml")+":1") {
 		t.Fatalf("duplicate name: err = %v", err)
 	}
@@ -206,7 +207,7 @@ func TestLoadFS(t *testing.T) {
 		"suite/README.md":  {Data: []byte("# not yaml")},
 		"suite/sub/x.yaml": {Data: []byte("not: loaded")},
 	}
-	scs, err := LoadFS(fsys, "suite")
+	scs, err := LoadFS(fsys, "suite", checks)
 	if err != nil {
 		t.Fatalf("LoadFS: %v", err)
 	}
@@ -219,14 +220,14 @@ func TestLoadFS(t *testing.T) {
 	if l := scs[1].Target.Lease; l.Size != 4 || l.RefillBelow != DefaultRefillBelow {
 		t.Errorf("lease = %+v, want size 4 and default refill_below", l)
 	}
-	if _, err := LoadFS(fsys, "missing"); err == nil {
+	if _, err := LoadFS(fsys, "missing", checks); err == nil {
 		t.Error("LoadFS of a missing path: want an error")
 	}
 }
 
 func TestErrorsUnwrap(t *testing.T) {
 	t.Parallel()
-	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml")
+	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml", checks)
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("errors.As(*Error) failed for %v", err)
@@ -258,7 +259,7 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 		"urls: [http://gw.example/]":                                              {Header: DefaultIDHeader},
 		"urls:\n    - http://gw.example/{id}\n  identity: {query: key}":           {Query: "key"},
 	} {
-		scs, err := Parse([]byte("name: h\nlimit: 1/s\ntarget:\n  kind: http\n  "+doc+"\ntraffic: {rate: 1/s}\n"), "h.yaml")
+		scs, err := Parse([]byte("name: h\nlimit: 1/s\ntarget:\n  kind: http\n  "+doc+"\ntraffic: {rate: 1/s}\n"), "h.yaml", checks)
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
@@ -273,7 +274,7 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 func TestShows(t *testing.T) {
 	t.Parallel()
 	for doc, want := range map[string]string{"": ShowsHolds, "shows: holds\n": ShowsHolds, "shows: flaw\n": ShowsFlaw} {
-		scs, err := Parse([]byte(base+doc), "s.yaml")
+		scs, err := Parse([]byte(base+doc), "s.yaml", checks)
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
 		}

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
-// A retry policy left partly unset gets the traffic engine's defaults; a
+// A retry policy left partly unset gets its defaults (package workload); a
 // limit keyed on the source address gives each identity its own address
 // unless traffic.sources says otherwise; without target.key the limit is
 // keyed on the identity.
@@ -22,20 +22,20 @@ traffic:
   concurrency: 6
   think: 250ms
   retry: {jitter: full, delay: 200ms}
-`), "r.yaml")
+`), "r.yaml", checks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := scs[0].Traffic
-	want := traffic.RetryPolicy{Honor: traffic.HonorRetryAfter, Backoff: traffic.BackoffExponential, Jitter: traffic.JitterFull,
-		Delay: 200 * time.Millisecond, MaxDelay: traffic.DefaultRetryMaxDelay, MaxAttempts: traffic.DefaultMaxAttempts}
+	want := workload.RetryPolicy{Honor: workload.HonorRetryAfter, Backoff: workload.BackoffExponential, Jitter: workload.JitterFull,
+		Delay: 200 * time.Millisecond, MaxDelay: workload.DefaultRetryMaxDelay, MaxAttempts: workload.DefaultMaxAttempts}
 	if tr.Retry == nil || *tr.Retry != want {
 		t.Errorf("retry %+v, want %+v", tr.Retry, want)
 	}
 	if tr.Think != 250*time.Millisecond || scs[0].Target.Sources != 3 || scs[0].Target.Key != KeySource {
 		t.Errorf("think %v sources %d key %q", tr.Think, scs[0].Target.Sources, scs[0].Target.Key)
 	}
-	scs, err = Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml")
+	scs, err = Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml", checks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package scenario
 import (
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/threshold"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Target kinds.
@@ -23,61 +25,62 @@ const (
 	RedisSpawnCluster  = "spawn-cluster"
 )
 
-// The names scenario files use are the traffic engine's and the limiter's
-// own, so a name means one thing everywhere.
+// The names scenario files use are those of packages workload, design and
+// fault, which the traffic engine and the limiter use too, so a name means
+// one thing everywhere.
 
 // Traffic patterns.
 const (
-	PatternConstant = traffic.PatternConstant
-	PatternBurst    = traffic.PatternBurst
-	PatternRamp     = traffic.PatternRamp
-	PatternBoundary = traffic.PatternBoundary
-	PatternRace     = traffic.PatternRace
+	PatternConstant = workload.PatternConstant
+	PatternBurst    = workload.PatternBurst
+	PatternRamp     = workload.PatternRamp
+	PatternBoundary = workload.PatternBoundary
+	PatternRace     = workload.PatternRace
 )
 
 // Load-balancer spreads of one identity over gateways.
 const (
-	SpreadRoundRobin = traffic.SpreadRoundRobin
-	SpreadRandom     = traffic.SpreadRandom
-	SpreadSticky     = traffic.SpreadSticky
+	SpreadRoundRobin = workload.SpreadRoundRobin
+	SpreadRandom     = workload.SpreadRandom
+	SpreadSticky     = workload.SpreadSticky
 )
 
 // What a segment of a scenario takes its share of (traffic.segment).
 const (
-	SegmentByIdentities = traffic.SegmentByIdentities
-	SegmentByRequests   = traffic.SegmentByRequests
+	SegmentByIdentities = workload.SegmentByIdentities
+	SegmentByRequests   = workload.SegmentByRequests
 )
 
 // Boundary alignments: where window boundaries are assumed to fall.
 const (
-	AlignEpoch        = traffic.AlignEpoch
-	AlignFirstRequest = traffic.AlignFirstRequest
-	AlignAuto         = traffic.AlignAuto
+	AlignEpoch        = workload.AlignEpoch
+	AlignFirstRequest = workload.AlignFirstRequest
+	AlignAuto         = workload.AlignAuto
 )
 
 // Traffic models.
 const (
-	ModelOpen   = traffic.ModelOpen
-	ModelClosed = traffic.ModelClosed
+	ModelOpen   = workload.ModelOpen
+	ModelClosed = workload.ModelClosed
 )
 
 // Endpoint failure policies.
 const (
-	OnErrorOpen     = limiter.OnErrorOpen
-	OnErrorClosed   = limiter.OnErrorClosed
-	OnErrorLocal    = limiter.OnErrorLocal
-	OnFailoverTrust = limiter.OnFailoverTrust
-	OnFailoverDeny  = limiter.OnFailoverDeny
+	OnErrorOpen     = design.OnErrorOpen
+	OnErrorClosed   = design.OnErrorClosed
+	OnErrorLocal    = design.OnErrorLocal
+	OnFailoverTrust = design.OnFailoverTrust
+	OnFailoverDeny  = design.OnFailoverDeny
 )
 
-// Fault actions.
+// Fault actions: package fault's names.
 const (
-	FaultFailover     = "failover"
-	FaultRedisDown    = "redis-down"
-	FaultRedisLatency = "redis-latency"
-	FaultRedisReset   = "redis-reset"
-	FaultGatewayDown  = "gateway-down"
-	FaultKillPrimary  = "kill-primary"
+	FaultFailover     = fault.Failover
+	FaultRedisDown    = fault.RedisDown
+	FaultRedisLatency = fault.RedisLatency
+	FaultRedisReset   = fault.RedisReset
+	FaultGatewayDown  = fault.GatewayDown
+	FaultKillPrimary  = fault.KillPrimary
 )
 
 // MaxReplicaLag bounds faults[].replica_lag well below what makes a replica
@@ -86,40 +89,37 @@ const (
 // one after ten node timeouts (10s on spawn-cluster).
 const MaxReplicaLag = 2 * time.Second
 
-// What a scenario shows (its shows field): a flaw the design has, or that
-// the design holds. A pass means "flaw demonstrated" for the first and
-// "design holds" for the second, so reports never present a leak they
-// proved as a design that is fine.
+// What a scenario shows (its shows field; see package design).
 const (
-	ShowsFlaw  = "flaw"
-	ShowsHolds = "holds"
+	ShowsFlaw  = design.ShowsFlaw
+	ShowsHolds = design.ShowsHolds
 )
 
 // What a simulated gateway keys its limit on (target.key).
 const (
 	// KeyIdentity keys the limit on the identity: an API key, a user id.
 	KeyIdentity = "identity"
-	// KeySource keys it on the client's source address; traffic.sources
+	// KeySource keys it on the client's source address; target.sources
 	// says how many addresses the identities send from.
 	KeySource = "source"
 )
 
-// Retry policies of traffic.retry: the traffic engine's names.
+// Retry policies of traffic.retry.
 const (
-	HonorRetryAfter    = traffic.HonorRetryAfter
-	HonorReset         = traffic.HonorReset
-	HonorFixed         = traffic.HonorFixed
-	BackoffExponential = traffic.BackoffExponential
-	BackoffConstant    = traffic.BackoffConstant
-	JitterNone         = traffic.JitterNone
-	JitterFull         = traffic.JitterFull
-	JitterEqual        = traffic.JitterEqual
+	HonorRetryAfter    = workload.HonorRetryAfter
+	HonorReset         = workload.HonorReset
+	HonorFixed         = workload.HonorFixed
+	BackoffExponential = workload.BackoffExponential
+	BackoffConstant    = workload.BackoffConstant
+	JitterNone         = workload.JitterNone
+	JitterFull         = workload.JitterFull
+	JitterEqual        = workload.JitterEqual
 )
 
 // Clocks a limiter can read.
 const (
-	ClockGateway = limiter.ClockGateway
-	ClockRedis   = limiter.ClockRedis
+	ClockGateway = design.ClockGateway
+	ClockRedis   = design.ClockRedis
 )
 
 var (
@@ -152,11 +152,12 @@ type Scenario struct {
 	File string
 	Line int
 	// Limit is the published limit per identity.
-	Limit      rate.Limit
-	Target     Target
-	Traffic    Traffic
-	Faults     []Fault
-	Thresholds []Threshold
+	Limit   rate.Limit
+	Target  Target
+	Traffic Traffic
+	Faults  []Fault
+	// Thresholds are parsed at load; verify evaluates them as they are.
+	Thresholds []threshold.Threshold
 	// MaxErrorRate is the largest share of sent requests (0 to 1) that may
 	// go without a deciding answer from the limiter (errors, and failure
 	// policy decisions outside the planned faults) before the run counts as
@@ -168,7 +169,7 @@ type Scenario struct {
 // Target says what the traffic is fired at.
 type Target struct {
 	Kind string // simulated | http | redis-script
-	// Algorithm is a limiter.Algorithms name (simulated only).
+	// Algorithm is a design.Algorithms name (simulated only).
 	Algorithm string
 	// Gateways is how many gateways share the limit. For http it is the
 	// number of URLs.
@@ -229,10 +230,11 @@ type Target struct {
 	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
 	Keys, Args []string
 	// Allowed is the rule on the script's reply that means allowed, e.g.
-	// "== 1"; see scripttarget.ParseRule.
+	// "== 1"; the target's own parser checks it (see Checks).
 	Allowed string
 	// RetryAfter says where a denied reply carries its retry-after, e.g.
-	// "[2] ms"; see scripttarget.ParseRetryRule. Empty: nowhere.
+	// "[2] ms"; the target's own parser checks it (see Checks). Empty:
+	// nowhere.
 	RetryAfter string
 }
 
@@ -293,7 +295,7 @@ type Traffic struct {
 	BurstSize int
 	// Retry makes the closed model's users clients that retry a denied
 	// request as the policy says; nil: no retries.
-	Retry *traffic.RetryPolicy
+	Retry *workload.RetryPolicy
 	// Think is how long a closed-model client pauses after an answered
 	// request.
 	Think time.Duration

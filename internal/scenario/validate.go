@@ -9,23 +9,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
-	"github.com/rlctl/rlctl/internal/target/httptarget"
-	"github.com/rlctl/rlctl/internal/target/scripttarget"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Default values; see the package documentation for the full table.
 const (
 	DefaultGateways    = 1
-	DefaultTimeout     = 50 * time.Millisecond
-	DefaultPrefix      = "rl:"
-	DefaultRefillBelow = 0.2
+	DefaultTimeout     = design.DefaultTimeout
+	DefaultPrefix      = design.DefaultPrefix
+	DefaultRefillBelow = design.DefaultRefillBelow
 	DefaultDuration    = 5 * time.Second
 	DefaultMaxRequests = 100000
 	DefaultIdentities  = 1
-	DefaultRounds      = 50
+	DefaultRounds      = workload.DefaultRounds
 	DefaultMethod      = "GET"
 	DefaultIDHeader    = "X-API-Key"
 	DefaultEndpoint    = "default"
@@ -38,8 +36,6 @@ const (
 	// once, one worker each.
 	MaxBatch = 100_000
 )
-
-func algorithms() []string { return limiter.Algorithms }
 
 // nameRE is what a scenario name may look like: safe as a file name and in
 // a JUnit class name on every platform.
@@ -67,7 +63,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if t.Prefix == "" && t.Kind == KindSimulated && lines["target.prefix"] == 0 {
 		t.Prefix = DefaultPrefix
 	}
-	if t.Algorithm == limiter.Leasing && lines["target.lease.refill_below"] == 0 {
+	if t.Algorithm == design.Leasing && lines["target.lease.refill_below"] == 0 {
 		t.Lease.RefillBelow = DefaultRefillBelow
 	}
 	if lines["target.endpoints"] == 0 {
@@ -136,7 +132,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		tr.BurstSize = int(min(sc.Limit.Count, math.MaxInt32))
 	}
 	if tr.Model == ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
-		tr.Concurrency = max(1, t.Gateways*tr.Identities)
+		tr.Concurrency = workload.DefaultConcurrency(t.Gateways, tr.Identities)
 	}
 	if t.Kind != KindHTTP && t.Key == "" {
 		t.Key = KeyIdentity
@@ -184,14 +180,14 @@ func (d *decoder) validate(sc *Scenario) {
 	switch t.Kind {
 	case KindSimulated:
 		if !set("target.algorithm") {
-			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(limiter.Algorithms, ", "))
+			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Algorithms, ", "))
 		}
 	case KindHTTP:
 		if len(t.URLs) == 0 {
 			bad("target.urls", "an http target needs urls")
 		}
 		for i, u := range t.URLs {
-			if err := httptarget.CheckURL(u); err != nil {
+			if err := check1(d.checks.URL, u); err != nil {
 				bad(index("target.urls", i), "%v", err)
 			}
 		}
@@ -200,8 +196,8 @@ func (d *decoder) validate(sc *Scenario) {
 		} else if t.Identity == (Identity{}) && !t.carriesID() {
 			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
 		}
-		if t.Identity.Source != "" {
-			if _, err := httptarget.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
+		if c := d.checks.Source; c != nil && t.Identity.Source != "" {
+			if err := c(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
 				bad("target.identity", "source: %v", err)
 			}
 		}
@@ -220,17 +216,17 @@ func (d *decoder) validate(sc *Scenario) {
 			list  []string
 		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
 			for _, tp := range f.list {
-				if err := scripttarget.CheckTemplate(tp); err != nil {
+				if err := check1(d.checks.Template, tp); err != nil {
 					bad(f.field, "%q: %v", tp, err)
 				}
 			}
 		}
 		if !set("target.allowed") {
 			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if _, err := scripttarget.ParseRule(t.Allowed); err != nil {
+		} else if err := check1(d.checks.Allowed, t.Allowed); err != nil {
 			bad("target.allowed", "%v", err)
 		}
-		if _, err := scripttarget.ParseRetryRule(t.RetryAfter); err != nil {
+		if err := check1(d.checks.RetryAfter, t.RetryAfter); err != nil {
 			bad("target.retry_after", "%v", err)
 		}
 	}
@@ -269,19 +265,19 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Gateways < 1 {
 		bad("target.gateways", "need at least one gateway")
 	}
-	if set("target.lease") && t.Algorithm != limiter.Leasing {
+	if set("target.lease") && t.Algorithm != design.Leasing {
 		bad("target.lease", "applies to the leasing algorithm only")
 	}
 	if rb := t.Lease.RefillBelow; rb < 0 || rb >= 1 {
 		bad("target.lease.refill_below", "want a fraction from 0 to below 1, got %v", rb)
 	}
-	if set("target.pause") && t.Algorithm != limiter.RedisGetIncr {
+	if set("target.pause") && t.Algorithm != design.RedisGetIncr {
 		bad("target.pause", "applies to redis-get-incr only")
 	}
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
 	}
-	checkReplicate(t, set, bad)
+	checkReplicate(t, d.checks.Replicates, set, bad)
 
 	if len(t.Endpoints) == 0 {
 		bad("target.endpoints", "need at least one endpoint")
@@ -363,7 +359,7 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	if tr.Retry != nil {
 		if _, err := tr.Retry.Normalize(); err != nil {
-			bad("traffic.retry", "%v", strings.TrimPrefix(err.Error(), traffic.ErrInvalidPlan.Error()+": "))
+			bad("traffic.retry", "%v", err)
 		}
 	}
 	if (tr.Retry != nil || tr.Think > 0) && tr.Model == ModelClosed && tr.Concurrency < tr.Identities {
@@ -502,18 +498,10 @@ func (t Target) String() string {
 	return s
 }
 
-// carriesID reports whether an http target's URLs, headers or body carry
-// the identity as {id}: then it needs no identity header or parameter.
-func (t *Target) carriesID() bool {
-	for _, u := range t.URLs {
-		if httptarget.CarriesID(u) {
-			return true
-		}
+// check1 applies a check of Checks, nil when there is none.
+func check1(check func(string) error, v string) error {
+	if check == nil {
+		return nil
 	}
-	for _, v := range t.Headers {
-		if httptarget.CarriesID(v) {
-			return true
-		}
-	}
-	return httptarget.CarriesID(t.Body)
+	return check(v)
 }

@@ -8,50 +8,32 @@ import (
 
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
-// Load models.
+// Load models, patterns, alignments and spreads: package workload's
+// names, which scenario files use.
 const (
-	// ModelOpen schedules requests from absolute offsets whatever the target
-	// does; a request that finds no free worker is recorded as dropped.
-	ModelOpen = "open"
-	// ModelClosed keeps Plan.Concurrency requests in flight, no pacing.
-	ModelClosed = "closed"
-)
-
-// Traffic patterns (a contract: scenario files use these names).
-const (
-	PatternConstant = "constant"
-	PatternBurst    = "burst"
-	PatternRamp     = "ramp"
-	PatternBoundary = "boundary"
-	PatternRace     = "race"
-)
-
-// Window alignments the boundary pattern understands.
-const (
-	// AlignEpoch: windows start at multiples of W since the Unix epoch.
-	AlignEpoch = "epoch"
-	// AlignFirstRequest: an identity's first allowed request opens its window.
-	AlignFirstRequest = "first-request"
-	// AlignAuto learns the boundary from RateLimit-Reset / Retry-After, else
-	// from the first denial after a series of allowed requests, else epoch.
-	AlignAuto = "auto"
-)
-
-// Spreads of one identity's requests over gateways.
-const (
-	SpreadRoundRobin = "round-robin"
-	SpreadRandom     = "random"
-	SpreadSticky     = "sticky"
+	ModelOpen         = workload.ModelOpen
+	ModelClosed       = workload.ModelClosed
+	PatternConstant   = workload.PatternConstant
+	PatternBurst      = workload.PatternBurst
+	PatternRamp       = workload.PatternRamp
+	PatternBoundary   = workload.PatternBoundary
+	PatternRace       = workload.PatternRace
+	AlignEpoch        = workload.AlignEpoch
+	AlignFirstRequest = workload.AlignFirstRequest
+	AlignAuto         = workload.AlignAuto
+	SpreadRoundRobin  = workload.SpreadRoundRobin
+	SpreadRandom      = workload.SpreadRandom
+	SpreadSticky      = workload.SpreadSticky
 )
 
 // Defaults for the zero values of Plan.
 const (
-	DefaultWorkers     = 256
-	DefaultConcurrency = 16
-	DefaultRounds      = 50
-	DefaultGrace       = time.Second
+	DefaultWorkers = 256
+	DefaultRounds  = workload.DefaultRounds
+	DefaultGrace   = time.Second
 )
 
 // Plan says what traffic to send. Duration and MaxRequests are both required:
@@ -69,7 +51,8 @@ type Plan struct {
 	// Workers bounds requests in flight in the open model (default 256,
 	// raised to the largest batch a burst or boundary fires at once).
 	Workers int
-	// Concurrency is the closed model's number of looping workers.
+	// Concurrency is the closed model's number of looping workers
+	// (default workload.DefaultConcurrency).
 	Concurrency int
 	// Identities is how many identities share the load (default 1), named
 	// IdentityNames when given, else "user-0".."user-N-1".
@@ -113,21 +96,11 @@ type Plan struct {
 	SegmentBy string
 }
 
-// What a segment takes its share of (Plan.SegmentBy).
+// What a segment takes its share of (Plan.SegmentBy): package workload's
+// names.
 const (
-	// SegmentByIdentities gives each segment whole identities: the
-	// identities (for race, each round's fresh identities) are numbered and
-	// a segment takes its block of them (Segment.Block), with every request
-	// the plan sends them; in the closed model it runs the clients that
-	// speak for its identities. No identity's limit sees two machines.
-	SegmentByIdentities = "identities"
-	// SegmentByRequests gives each segment its stripe of every identity's
-	// requests (Segment.Stripe of the plan's request numbers) and, in the
-	// closed model, its block of the clients: one identity is loaded from
-	// every machine at once, which a limit shared by everyone (a single
-	// identity) needs. Not for race and boundary, whose batches must leave
-	// one machine.
-	SegmentByRequests = "requests"
+	SegmentByIdentities = workload.SegmentByIdentities
+	SegmentByRequests   = workload.SegmentByRequests
 )
 
 // Hook is an action run at an offset of the run's clock (fault injection:
@@ -275,7 +248,7 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 			return p, planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
 		}
 		if p.Concurrency <= 0 {
-			p.Concurrency = DefaultConcurrency
+			p.Concurrency = workload.DefaultConcurrency(gateways, p.Identities)
 		}
 		if p.Think < 0 {
 			return p, planErr("negative think time")
@@ -283,7 +256,7 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 		if p.Retry != nil {
 			r, err := p.Retry.Normalize()
 			if err != nil {
-				return p, err
+				return p, fmt.Errorf("%w: %w", ErrInvalidPlan, err)
 			}
 			p.Retry = &r
 		}

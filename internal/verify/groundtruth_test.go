@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 
-	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
 
@@ -133,7 +133,7 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 	if tr.allowed == 0 || tr.denied == 0 {
 		t.Fatalf("the log has %d allowed and %d denied: the run did not reach the limit", tr.allowed, tr.denied)
 	}
-	sent := metric(t, out, analysis.Requests) - metric(t, out, analysis.Dropped)
+	sent := measured(t, out, metric.Requests) - measured(t, out, metric.Dropped)
 	if int(sent) != tr.logged {
 		t.Errorf("rlctl sent %g requests; the gateways logged %d", sent, tr.logged)
 	}
@@ -141,12 +141,12 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 	// timeout, or still in flight when the run's grace ran out on a loaded
 	// machine): those are its errors beyond the log's, each allowed or
 	// denied in the log.
-	allowed, denied := int(metric(t, out, analysis.Allowed)), int(metric(t, out, analysis.Denied))
-	extra := int(metric(t, out, analysis.Errors)) - tr.errors
+	allowed, denied := int(measured(t, out, metric.Allowed)), int(measured(t, out, metric.Denied))
+	extra := int(measured(t, out, metric.Errors)) - tr.errors
 	if extra < 0 || tr.allowed < allowed || tr.denied < denied || (tr.allowed-allowed)+(tr.denied-denied) != extra {
 		t.Errorf("rlctl %d allowed, %d denied, %d errors; the gateways' log %d, %d, %d", allowed, denied, extra+tr.errors, tr.allowed, tr.denied, tr.errors)
 	}
-	if got, want := metric(t, out, analysis.RetryAfterMissing), float64(tr.denialsWithoutRetry)/float64(tr.denied); math.Abs(got-want) > 1e-9 {
+	if got, want := measured(t, out, metric.RetryAfterMissing), float64(tr.denialsWithoutRetry)/float64(tr.denied); math.Abs(got-want) > 1e-9 {
 		t.Errorf("retry_after_missing: rlctl %g, the log %g", got, want)
 	}
 	worst := 0
@@ -154,15 +154,15 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 	for _, ir := range out.Report.Result.PerIdentity {
 		seen[ir.Identity] = true
 		want, ok := tr.ceiling[ir.Identity]
-		if !ok && ir.Metrics[analysis.Allowed] > 0 {
-			t.Errorf("identity %q: rlctl saw %g allowed; the log has none", ir.Identity, ir.Metrics[analysis.Allowed])
+		if !ok && ir.Metrics[metric.Allowed] > 0 {
+			t.Errorf("identity %q: rlctl saw %g allowed; the log has none", ir.Identity, ir.Metrics[metric.Allowed])
 			continue
 		}
 		worst = max(worst, want)
-		if got, logged := int(ir.Metrics[analysis.Allowed]), tr.allowedBy[ir.Identity]; got > logged || logged-got > extra {
+		if got, logged := int(ir.Metrics[metric.Allowed]), tr.allowedBy[ir.Identity]; got > logged || logged-got > extra {
 			t.Errorf("identity %q: allowed %d, the log %d (%d answers lost)", ir.Identity, got, logged, extra)
 		}
-		lo, hi := ir.Metrics[analysis.Ceiling], ir.Metrics[analysis.CeilingUpper]
+		lo, hi := ir.Metrics[metric.Ceiling], ir.Metrics[metric.CeilingUpper]
 		if float64(want) < lo || float64(want) > hi {
 			t.Errorf("identity %q: the log's ceiling %d lies outside rlctl's [%g, %g]", ir.Identity, want, lo, hi)
 		}
@@ -172,7 +172,7 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 			t.Errorf("identity %q: the log allowed %d; rlctl reports no such identity", id, tr.allowedBy[id])
 		}
 	}
-	lo, hi := metric(t, out, analysis.Ceiling), metric(t, out, analysis.CeilingUpper)
+	lo, hi := measured(t, out, metric.Ceiling), measured(t, out, metric.CeilingUpper)
 	if float64(worst) < lo || float64(worst) > hi {
 		t.Errorf("scenario ceiling: the log's %d lies outside rlctl's [%g, %g]", worst, lo, hi)
 	}
@@ -271,10 +271,10 @@ traffic:
   spread: round-robin
 `, gateway(), gateway(), gateway())))
 	checkAgainstLog(t, out, log, window)
-	if m := metric(t, out, analysis.RetryAfterMissing); m != 1 {
+	if m := measured(t, out, metric.RetryAfterMissing); m != 1 {
 		t.Errorf("retry_after_missing %g; no denial carried Retry-After", m)
 	}
-	if lo := metric(t, out, analysis.Ceiling); lo < 2*limit {
+	if lo := measured(t, out, metric.Ceiling); lo < 2*limit {
 		t.Errorf("three local counters, yet ceiling %g < 2L", lo)
 	}
 }
@@ -335,6 +335,6 @@ thresholds:
 		t.Errorf("identities %v; want the addresses 127.0.3.1 to 127.0.3.5", ids)
 	}
 	if out.Report.Status != "pass" {
-		t.Errorf("a shared sliding log per address: status %s, ceiling %g", out.Report.Status, metric(t, out, analysis.Ceiling))
+		t.Errorf("a shared sliding log per address: status %s, ceiling %g", out.Report.Status, measured(t, out, metric.Ceiling))
 	}
 }

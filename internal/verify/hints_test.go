@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // familyGateway is a gateway rlctl did not write: a fixed window of limit
@@ -115,7 +115,7 @@ thresholds:
 			if retries == 0 {
 				t.Fatal("no client retried: the gateway denied nothing?")
 			}
-			if _, ok := out.Report.Metrics[analysis.Relimited]; !ok {
+			if _, ok := out.Report.Metrics[metric.Relimited]; !ok {
 				t.Error("relimited not measured for retrying clients")
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/textfmt"
@@ -66,10 +67,10 @@ type verdict struct {
 // thresholds. Counts come from m; outages from h.
 func judge(h *history.History, s Saved, m analysis.Metrics) verdict {
 	var v verdict
-	total := int64(m[analysis.Requests])
-	dropped := int64(m[analysis.Dropped])
+	total := int64(m[metric.Requests])
+	dropped := int64(m[metric.Dropped])
 	sent := total - dropped
-	answered := int64(m[analysis.Allowed] + m[analysis.Denied])
+	answered := int64(m[metric.Allowed] + m[metric.Denied])
 	who := "Redis"
 	if s.kind() == scenario.KindHTTP {
 		who = "the target"

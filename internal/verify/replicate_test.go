@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 const replicateDoc = `name: replicate
@@ -52,31 +52,31 @@ func TestReplicateHoldsAcrossRealPromotion(t *testing.T) {
 	// before the failover, as a lagging replica would be.
 	without := run(t, parse(t, strings.Replace(fmt.Sprintf(replicateDoc, "spawn", ""), "action: failover}", "action: failover, replica_lag: 1s}", 1)))
 	t.Logf("p99 %gms with replicate: 1, %gms without; after_fault_ceiling %g vs %g; counts_lost %g vs %g; notes %q",
-		metric(t, with, analysis.P99), metric(t, without, analysis.P99),
-		metric(t, with, analysis.AfterFaultCeiling), metric(t, without, analysis.AfterFaultCeiling),
-		metric(t, with, analysis.CountsLost), metric(t, without, analysis.CountsLost), with.Saved.Notes)
+		measured(t, with, metric.P99), measured(t, without, metric.P99),
+		measured(t, with, metric.AfterFaultCeiling), measured(t, without, metric.AfterFaultCeiling),
+		measured(t, with, metric.CountsLost), measured(t, without, metric.CountsLost), with.Saved.Notes)
 
 	for _, want := range []string{"waited for 1 of the primary's 1 replicas", "failover: a real one", "counts_lost was read from Redis"} {
 		if !slices.ContainsFunc(with.Saved.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 			t.Errorf("with replicate: no note saying %q in %q", want, with.Saved.Notes)
 		}
 	}
-	if v := metric(t, with, analysis.AfterFaultCeiling); v > 20 {
+	if v := measured(t, with, metric.AfterFaultCeiling); v > 20 {
 		t.Errorf("with replicate: after_fault_ceiling %g, want the cap (20) held across the promotion", v)
 	}
 	// A script run in the instant between the reading and the promotion
 	// may still be on its way to the replica: its count is lost, but its
 	// WAIT fails and the request is refused, so the cap holds (above).
-	if v, w := metric(t, with, analysis.CountsLost), metric(t, without, analysis.CountsLost); 4*v > w {
+	if v, w := measured(t, with, metric.CountsLost), measured(t, without, metric.CountsLost); 4*v > w {
 		t.Errorf("with replicate: counts_lost %g, want next to nothing beside the %g lost without it", v, w)
 	}
-	if v := metric(t, without, analysis.AfterFaultCeiling); v <= 20 {
+	if v := measured(t, without, metric.AfterFaultCeiling); v <= 20 {
 		t.Errorf("without replicate: after_fault_ceiling %g, want a second quota through the empty primary", v)
 	}
 	if !slices.ContainsFunc(without.Report.Notes, func(n string) bool { return strings.Contains(n, "the new primary lacked") }) {
 		t.Errorf("without replicate: no note on the lost counts in %q", without.Report.Notes)
 	}
-	lost, held := metric(t, without, analysis.CountsLost), heldAtFailover(without.History)
+	lost, held := measured(t, without, metric.CountsLost), heldAtFailover(without.History)
 	if held < 30 || lost < held-3 || lost > held+3 {
 		t.Errorf("without replicate: counts_lost %g read from Redis, but the history says the windows held %g at the failover", lost, held)
 	}
@@ -92,10 +92,10 @@ func TestReplicateEmulatedOnEmbedded(t *testing.T) {
 	}) {
 		t.Errorf("no emulation note in %q", out.Saved.Notes)
 	}
-	if v := metric(t, out, analysis.AfterFaultCeiling); v > 20 {
+	if v := measured(t, out, metric.AfterFaultCeiling); v > 20 {
 		t.Errorf("after_fault_ceiling %g, want the cap (20) held by the stand-in holding the counts", v)
 	}
-	if v := metric(t, out, analysis.CountsLost); v > 1 {
+	if v := measured(t, out, metric.CountsLost); v > 1 {
 		t.Errorf("counts_lost %g, want 0 on a stand-in given a copy", v)
 	}
 }

@@ -208,11 +208,7 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		if len(extra) > 0 {
 			saved.Extra = extra
 		}
-		sr, err := Score(h, saved)
-		if err != nil {
-			return nil, err
-		}
-		rep.Scenarios = append(rep.Scenarios, sr)
+		rep.Scenarios = append(rep.Scenarios, Score(h, saved))
 		if out != nil {
 			if err := out.SaveHistory(h, saved); err != nil {
 				return nil, err

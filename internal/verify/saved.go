@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 // Saved is what `report render` and `report merge` need beside a history to
@@ -20,15 +21,17 @@ import (
 // options (the design's envelope) and the figures a history cannot hold.
 // verify writes it next to each history as <name>.json.
 type Saved struct {
-	Name        string           `json:"name"`
-	Description string           `json:"description,omitempty"`
-	Shows       string           `json:"shows,omitempty"`
-	Target      string           `json:"target"`
-	Design      *report.Design   `json:"design,omitempty"`
-	Algorithm   string           `json:"algorithm,omitempty"`
-	Limit       rate.Limit       `json:"limit"`
-	Thresholds  []string         `json:"thresholds"`
-	Analysis    analysis.Options `json:"analysis"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Shows       string         `json:"shows,omitempty"`
+	Target      string         `json:"target"`
+	Design      *report.Design `json:"design,omitempty"`
+	Algorithm   string         `json:"algorithm,omitempty"`
+	Limit       rate.Limit     `json:"limit"`
+	// Thresholds are saved as their expressions and parsed as they are
+	// read back.
+	Thresholds []threshold.Threshold `json:"thresholds"`
+	Analysis   analysis.Options      `json:"analysis"`
 	// Extra are measured figures that live outside the history, such as
 	// the lease budget stranded on gateways; merging adds them up.
 	Extra map[string]float64 `json:"extra,omitempty"`
@@ -67,26 +70,15 @@ func SavedOf(sc *scenario.Scenario) Saved {
 	if sc.Target.Kind == scenario.KindSimulated {
 		s.Algorithm = sc.Target.Algorithm
 	}
-	for _, th := range sc.Thresholds {
-		s.Thresholds = append(s.Thresholds, th.Expr)
-	}
+	s.Thresholds = sc.Thresholds
 	return s
 }
 
 // Score analyses h and checks s's thresholds, as verify does at the end of
 // a run. Beside the thresholds every run gets a validity check: a run
 // whose requests went undecided (see judge) is an error, whatever the
-// thresholds say. The error return is for a saved threshold that no longer
-// parses.
-func Score(h *history.History, s Saved) (report.Scenario, error) {
-	ths := make([]scenario.Threshold, 0, len(s.Thresholds))
-	for _, e := range s.Thresholds {
-		th, err := scenario.ParseThreshold(e)
-		if err != nil {
-			return report.Scenario{}, fmt.Errorf("%s: %w", s.Name, err)
-		}
-		ths = append(ths, th)
-	}
+// thresholds say.
+func Score(h *history.History, s Saved) report.Scenario {
 	res := analysis.Analyze(h, s.Analysis)
 	for k, v := range s.Extra {
 		res.Metrics[k] = v
@@ -101,13 +93,7 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		// Saved before scenarios said what they show.
 		r.Shows = scenario.ShowsHolds
 	}
-	r.Thresholds = report.Thresholds(ths, res.Metrics, s.Limit)
-	r.Status = report.StatusPass
-	for _, th := range r.Thresholds {
-		if th.Status != report.StatusPass {
-			r.Status = report.StatusFail
-		}
-	}
+	r.Thresholds = report.Thresholds(s.Thresholds, res.Metrics, s.Limit)
 	r.Notes = append([]string(nil), s.Notes...)
 	v := judge(h, s, res.Metrics)
 	r.Outages = reportOutages(v.outages)
@@ -117,7 +103,8 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		r.Notes = append(r.Notes, v.note)
 	}
 	r.Notes = append(r.Notes, notes(h, s, res.Metrics)...)
-	return r, nil
+	r.Settle()
+	return r
 }
 
 // reportOf is a scenario's report before it has run: what it is, with no

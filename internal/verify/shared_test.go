@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -57,7 +57,7 @@ thresholds: [allowed > 0]
 	if err != nil {
 		t.Fatalf("simulated run: %v", err)
 	}
-	if v := metric(t, out, analysis.Allowed); v <= 45 {
+	if v := measured(t, out, metric.Allowed); v <= 45 {
 		t.Errorf("allowed %g, want about 60: the faults did not delete the run's own counters", v)
 	}
 	script := parse(t, fmt.Sprintf(`name: shared-script
@@ -77,7 +77,7 @@ thresholds: [allowed > 0]
 	if err != nil {
 		t.Fatalf("script run: %v", err)
 	}
-	if v := metric(t, out, analysis.Allowed); v <= 30 {
+	if v := measured(t, out, metric.Allowed); v <= 30 {
 		t.Errorf("allowed %g, want about 40: the reset did not delete the run's own counter", v)
 	}
 

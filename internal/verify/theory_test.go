@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -42,8 +42,8 @@ traffic:
   rate: 240/s
   duration: 1500ms
 `, th.Design, pattern, l, gateways, srv.URL())))
-				lo, hi := metric(t, out, analysis.Ceiling), metric(t, out, analysis.CeilingUpper)
-				if e := metric(t, out, analysis.Errors); e > 0 {
+				lo, hi := measured(t, out, metric.Ceiling), measured(t, out, metric.CeilingUpper)
+				if e := measured(t, out, metric.Errors); e > 0 {
 					t.Fatalf("%s: %g errors; the measurement is not of the design", pattern, e)
 				}
 				if lo > th.Ceiling {

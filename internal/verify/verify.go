@@ -22,6 +22,7 @@ import (
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
@@ -160,13 +161,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, env.lc, sc, h.Meta.Identities)...)
 	}
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
-		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
+		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
 	out.Saved.Extra = env.extra.into(out.Saved.Extra)
-	r, err := Score(h, out.Saved)
-	if err != nil {
-		return fail(err)
-	}
+	r := Score(h, out.Saved)
 	out.Report = r
 	if out.Interrupted {
 		// Thresholds judged on part of a run would read as a verdict on
@@ -746,34 +744,17 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 }
 
 // analysisOptions sets the envelope a correct limiter of the scenario's own
-// design obeys, so `slipped` counts what the design should never allow and
-// not what it allows by design (a fixed window's 2L at a boundary, a token
-// bucket's capacity plus refill).
+// design obeys (ceiling.Envelope), so `slipped` counts what the design
+// should never allow and not what it allows by design.
 func analysisOptions(sc *scenario.Scenario) analysis.Options {
-	L := float64(sc.Limit.Count)
-	r := sc.Limit.PerSecond()
-	c := float64(sc.Target.Capacity)
-	if c <= 0 {
-		c = L
-	}
-	burst := 2 * L // the most generous correct L-per-W design: a fixed window
+	design := ""
 	if sc.Target.Kind == scenario.KindSimulated {
-		switch sc.Target.Algorithm {
-		case limiter.RedisSlidingLog:
-			burst = L
-		case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
-			burst = c
-		case limiter.Leasing:
-			// Leasing knowingly buys latency with an overage of one slice per
-			// holder; only what exceeds that counts as slipped.
-			size := sc.Target.Lease.Size
-			if size <= 0 {
-				size = ceiling.DefaultLease(sc.Limit)
-			}
-			burst = 2*L + float64(size*int64(sc.Target.Gateways))
-		}
+		design = sc.Target.Algorithm
 	}
-	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: r}
+	burst, perSecond := ceiling.Envelope(design, ceiling.Params{
+		Limit: sc.Limit, Gateways: sc.Target.Gateways, Lease: sc.Target.Lease.Size, Capacity: sc.Target.Capacity,
+	})
+	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: perSecond}
 }
 
 // notes turn figures into the plain-language findings a reader needs. Each
@@ -783,13 +764,13 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	limit := s.Limit
 	L := float64(limit.Count)
 	W := limit.Window
-	if c, ok := m[analysis.Ceiling]; ok && c > L {
+	if c, ok := m[metric.Ceiling]; ok && c > L {
 		out = append(out, fmt.Sprintf("admitted up to %s for one identity within %s: %s the published %s", textfmt.Num(c), W, textfmt.Ratio(c/L), textfmt.Num(L)))
 	}
-	if v := m[analysis.RaceExcess]; v > 0 {
+	if v := m[metric.RaceExcess]; v > 0 {
 		out = append(out, fmt.Sprintf("%s passed the check at L−1 beside the one that should: the read and the write are not one atomic step", textfmt.Count(v, "request")))
 	}
-	if v, ok := m[analysis.BoundaryAllowed]; ok && v > L {
+	if v, ok := m[metric.BoundaryAllowed]; ok && v > L {
 		out = append(out, fmt.Sprintf("%s admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", textfmt.Num(v)))
 	}
 	switch s.Algorithm {
@@ -798,14 +779,14 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	case limiter.RedisFixedWindowRefresh:
 		out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
 	}
-	if v := m[analysis.FailOpen]; v > 0 {
+	if v := m[metric.FailOpen]; v > 0 {
 		out = append(out, fmt.Sprintf("%s admitted with no limit while Redis failed (fail-open)", textfmt.Count(v, "request")))
 	}
-	if v := m[analysis.FailClosed]; v > 0 {
+	if v := m[metric.FailClosed]; v > 0 {
 		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
 	}
 	out = append(out, failoverNotes(s, m)...)
-	if m[analysis.Dropped] > 0 {
+	if m[metric.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}
 	if forms := h.Meta.HeaderForms; len(forms) > 0 {
@@ -814,7 +795,7 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	if h.Meta.Retry != "" {
 		out = append(out, retryNote(h.Meta.Retry, m, L))
 	}
-	if lag, p99 := m[analysis.SendLagP99], m[analysis.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
+	if lag, p99 := m[metric.SendLagP99], m[metric.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
 		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %sms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %sms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", textfmt.Num(lag), textfmt.Num(p99)))
 	}
 	return out
@@ -846,16 +827,16 @@ func formsNote(forms []string) string {
 // own words.
 func retryNote(policy string, m analysis.Metrics, limit float64) string {
 	var parts []string
-	if v, ok := m[analysis.HerdPeak]; ok {
+	if v, ok := m[metric.HerdPeak]; ok {
 		parts = append(parts, fmt.Sprintf("the most requests of one identity within %s after a reset was %g (%.2g× the limit)", analysis.HerdSpan, v, v/limit))
 	}
-	if v, ok := m[analysis.Relimited]; ok {
+	if v, ok := m[metric.Relimited]; ok {
 		parts = append(parts, fmt.Sprintf("%.0f%% of retries were denied again", 100*v))
 	}
-	if v, ok := m[analysis.RetryWaitExcess]; ok {
+	if v, ok := m[metric.RetryWaitExcess]; ok {
 		parts = append(parts, fmt.Sprintf("an admitted retry came back on average %.3gms after the quota was seen back", v))
 	}
-	if v, ok := m[analysis.RetryAfterEarly]; ok {
+	if v, ok := m[metric.RetryAfterEarly]; ok {
 		parts = append(parts, fmt.Sprintf("%.0f%% of the retries that waited exactly what they were told were denied with nothing admitted meanwhile (an early hint)", 100*v))
 	}
 	if len(parts) == 0 {
@@ -873,11 +854,11 @@ func bucketNote(s Saved, m analysis.Metrics) string {
 	if C <= 0 {
 		C = L
 	}
-	slipped := m[analysis.Slipped]
+	slipped := m[metric.Slipped]
 	if slipped <= 0 {
 		return fmt.Sprintf("a bucket of capacity %s refilled at %s per %s admits up to %s in one sliding window: that is its envelope (burst + sustained rate), not a leak", textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(C+L-1))
 	}
-	return fmt.Sprintf("%s slipped beyond the envelope a bucket of capacity %s refilled at %s per %s can admit (measured burst %s, sustained %s/s): a leak, not the envelope", textfmt.Count(slipped, "request"), textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(m[analysis.Burst]), textfmt.Num(m[analysis.SustainedRate]))
+	return fmt.Sprintf("%s slipped beyond the envelope a bucket of capacity %s refilled at %s per %s can admit (measured burst %s, sustained %s/s): a leak, not the envelope", textfmt.Count(slipped, "request"), textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(m[metric.Burst]), textfmt.Num(m[metric.SustainedRate]))
 }
 
 // dropNote says why requests were dropped: the workers all waited on slow

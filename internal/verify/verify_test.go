@@ -21,6 +21,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/report"
@@ -29,7 +30,7 @@ import (
 
 func parse(t *testing.T, doc string) *scenario.Scenario {
 	t.Helper()
-	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml")
+	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml", Checks)
 	if err != nil {
 		t.Fatalf("scenario: %v\n%s", err, doc)
 	}
@@ -45,7 +46,7 @@ func run(t *testing.T, sc *scenario.Scenario) *Outcome {
 	return out
 }
 
-func metric(t *testing.T, out *Outcome, name string) float64 {
+func measured(t *testing.T, out *Outcome, name string) float64 {
 	t.Helper()
 	v, ok := out.Report.Metrics[name]
 	if !ok {
@@ -107,15 +108,15 @@ thresholds:
 			}
 		}
 	}
-	if a := metric(t, out, analysis.Allowed); a < 20 {
+	if a := measured(t, out, metric.Allowed); a < 20 {
 		t.Errorf("allowed %g over 2.5s at 10/s for 2 identities; want at least 20", a)
 	}
-	if d := metric(t, out, analysis.Denied); d == 0 {
+	if d := measured(t, out, metric.Denied); d == 0 {
 		t.Error("no denials at 5× the limit")
 	}
 	// The gateway tells when Redis decided (X-RateLimit-Decided-At), so the
 	// ceiling is exact: its bounds meet.
-	if lo, hi := metric(t, out, analysis.Ceiling), metric(t, out, analysis.CeilingUpper); lo != hi {
+	if lo, hi := measured(t, out, metric.Ceiling), measured(t, out, metric.CeilingUpper); lo != hi {
 		t.Errorf("ceiling [%g, %g]: the gateway's decision times did not make it exact", lo, hi)
 	}
 	for _, n := range out.Saved.Notes {
@@ -141,7 +142,7 @@ limit: 10/1s
 target: {kind: simulated, algorithm: local-fixed-window, gateways: 5}
 traffic: {rate: 200/s, duration: 2s}
 `))
-	if r := metric(t, out, analysis.CeilingRatio); r < 4 || r > 10.5 {
+	if r := measured(t, out, metric.CeilingRatio); r < 4 || r > 10.5 {
 		t.Errorf("ceiling_ratio %g with 5 local gateways; want about 5 (at most 2×5 across a boundary)", r)
 	}
 }
@@ -157,18 +158,18 @@ target: {kind: simulated, algorithm: %[1]s, gateways: 5, redis: %[2]q, timeout: 
 traffic: {rate: 200/s, duration: 2s}
 `
 	log := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisSlidingLog, srv.URL())))
-	if c := metric(t, log, analysis.Ceiling); c > 10 {
+	if c := measured(t, log, metric.Ceiling); c > 10 {
 		t.Errorf("sliding log: ceiling %g; want at most 10", c)
 	}
 	if notes := strings.Join(log.Report.Notes, "\n"); !regexp.MustCompile(`log held (9|10) entries`).MatchString(notes) {
 		t.Errorf("sliding log: no note on the log's size (10 entries per identity at the end of an overloaded run):\n%s", notes)
 	}
 	fw := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisFixedWindow, srv.URL())))
-	if c := metric(t, fw, analysis.Ceiling); c > 20 {
+	if c := measured(t, fw, metric.Ceiling); c > 20 {
 		t.Errorf("fixed window: ceiling %g; want at most 2L = 20", c)
 	}
 	for _, out := range []*Outcome{log, fw} {
-		if s := metric(t, out, analysis.Slipped); s != 0 {
+		if s := measured(t, out, metric.Slipped); s != 0 {
 			t.Errorf("%s: slipped %g", out.Report.Name, s)
 		}
 	}
@@ -193,13 +194,13 @@ traffic: {rate: 100/s, duration: 2s}
 faults:
   - {at: 500ms, for: 1s, action: redis-down}
 `, srv.URL())))
-	if v := metric(t, out, analysis.FailOpen); v < 10 {
+	if v := measured(t, out, metric.FailOpen); v < 10 {
 		t.Errorf("fail_open %g during a 1s outage at 50/s on the open endpoint", v)
 	}
-	if v := metric(t, out, analysis.FailClosed); v < 10 {
+	if v := measured(t, out, metric.FailClosed); v < 10 {
 		t.Errorf("fail_closed %g during a 1s outage at 50/s on the closed endpoint", v)
 	}
-	if v := metric(t, out, analysis.Max); v > 1000 {
+	if v := measured(t, out, metric.Max); v > 1000 {
 		t.Errorf("slowest decision %gms with a 100ms timeout", v)
 	}
 }
@@ -224,7 +225,7 @@ faults: [{at: 1200ms, action: failover}]
 `
 	trust := run(t, parse(t, fmt.Sprintf(doc, "trust")))
 	deny := run(t, parse(t, fmt.Sprintf(doc, "deny")))
-	tv, dv := metric(t, trust, analysis.AfterFaultCeiling), metric(t, deny, analysis.AfterFaultCeiling)
+	tv, dv := measured(t, trust, metric.AfterFaultCeiling), measured(t, deny, metric.AfterFaultCeiling)
 	if tv <= 20 {
 		t.Errorf("trust: after_fault_ceiling %g; an empty replica should admit a second quota", tv)
 	}
@@ -237,7 +238,7 @@ faults: [{at: 1200ms, action: failover}]
 	// the same second quota.
 	srv := redistest.Start(t)
 	given := run(t, parse(t, strings.Replace(fmt.Sprintf(doc, "trust"), "redis: embedded", "redis: "+srv.URL(), 1)))
-	if v := metric(t, given, analysis.AfterFaultCeiling); v <= 20 {
+	if v := measured(t, given, metric.AfterFaultCeiling); v <= 20 {
 		t.Errorf("given Redis: after_fault_ceiling %g; the staged failover should admit a second quota", v)
 	}
 }
@@ -318,7 +319,7 @@ func TestSendLagNote(t *testing.T) {
 		{lag: 3, p99: 100, want: false},   // the target is slow on its own
 		{lag: 0.4, p99: 0.9, want: false}, // under a millisecond: noise
 	} {
-		m := analysis.Metrics{analysis.SendLagP99: tt.lag, analysis.P99: tt.p99}
+		m := analysis.Metrics{metric.SendLagP99: tt.lag, metric.P99: tt.p99}
 		if got := hasNote(m); got != tt.want {
 			t.Errorf("send lag %vms, p99 %vms: note %v, want %v", tt.lag, tt.p99, got, tt.want)
 		}
@@ -391,7 +392,7 @@ thresholds:
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.LoadFile(file)
+	scs, err := scenario.LoadFile(file, Checks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +400,7 @@ thresholds:
 	if out.Report.Status != report.StatusPass {
 		t.Fatalf("status %s: %+v", out.Report.Status, out.Report.Thresholds)
 	}
-	if a := metric(t, out, analysis.Allowed); a < 10 {
+	if a := measured(t, out, metric.Allowed); a < 10 {
 		t.Errorf("allowed %g, want at least the limit", a)
 	}
 }
@@ -411,11 +412,11 @@ func TestBucketNoteAgreesWithTheFigures(t *testing.T) {
 	t.Parallel()
 	s := Saved{Algorithm: limiter.RedisTokenBucket, Limit: rate.Limit{Count: 20, Window: time.Second},
 		Analysis: analysis.Options{EnvelopeBurst: 20, EnvelopeRate: 20}}
-	within := bucketNote(s, analysis.Metrics{analysis.Ceiling: 39, analysis.Slipped: 0})
+	within := bucketNote(s, analysis.Metrics{metric.Ceiling: 39, metric.Slipped: 0})
 	if !strings.Contains(within, "not a leak") {
 		t.Errorf("within the envelope: %q", within)
 	}
-	beyond := bucketNote(s, analysis.Metrics{analysis.Ceiling: 101, analysis.Slipped: 57, analysis.Burst: 60, analysis.SustainedRate: 95})
+	beyond := bucketNote(s, analysis.Metrics{metric.Ceiling: 101, metric.Slipped: 57, metric.Burst: 60, metric.SustainedRate: 95})
 	if strings.Contains(beyond, "not a leak") || !strings.Contains(beyond, "57 requests slipped") || !strings.Contains(beyond, "a leak, not the envelope") {
 		t.Errorf("beyond the envelope: %q", beyond)
 	}
@@ -432,12 +433,12 @@ func TestNotesFormatFiguresLikeTheTables(t *testing.T) {
 		m    analysis.Metrics
 		want []string
 	}{
-		{analysis.Metrics{analysis.Ceiling: 301}, []string{"admitted up to 301 for one identity within 1s: 15.05× the published 20"}},
-		{analysis.Metrics{analysis.Ceiling: 40}, []string{"2× the published 20"}},
-		{analysis.Metrics{analysis.Ceiling: 48}, []string{"2.4× the published 20"}},
-		{analysis.Metrics{analysis.Slipped: 1, analysis.Burst: 1.4034, analysis.SustainedRate: 100.25}, []string{"1 request slipped beyond", "measured burst 1.403, sustained 100.25/s"}},
-		{analysis.Metrics{analysis.RaceExcess: 1, analysis.FailOpen: 1, analysis.FailClosed: 2}, []string{"1 request passed the check", "1 request admitted with no limit", "2 requests refused"}},
-		{analysis.Metrics{analysis.SendLagP99: 3.4261, analysis.P99: 5.807}, []string{"1% of requests 3.426ms or more", "p99 5.807ms includes"}},
+		{analysis.Metrics{metric.Ceiling: 301}, []string{"admitted up to 301 for one identity within 1s: 15.05× the published 20"}},
+		{analysis.Metrics{metric.Ceiling: 40}, []string{"2× the published 20"}},
+		{analysis.Metrics{metric.Ceiling: 48}, []string{"2.4× the published 20"}},
+		{analysis.Metrics{metric.Slipped: 1, metric.Burst: 1.4034, metric.SustainedRate: 100.25}, []string{"1 request slipped beyond", "measured burst 1.403, sustained 100.25/s"}},
+		{analysis.Metrics{metric.RaceExcess: 1, metric.FailOpen: 1, metric.FailClosed: 2}, []string{"1 request passed the check", "1 request admitted with no limit", "2 requests refused"}},
+		{analysis.Metrics{metric.SendLagP99: 3.4261, metric.P99: 5.807}, []string{"1% of requests 3.426ms or more", "p99 5.807ms includes"}},
 	} {
 		got := strings.Join(notes(h, s, tc.m), "\n")
 		for _, w := range tc.want {

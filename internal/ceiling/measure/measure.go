@@ -9,11 +9,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
@@ -95,10 +95,10 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 		}
 		res.Decisions += out.History.Len()
 		m := out.Report.Metrics
-		if c := m[analysis.Ceiling]; c > res.Ceiling {
+		if c := m[metric.Ceiling]; c > res.Ceiling {
 			span := spanOf(out.History)
 			res.Pattern = pattern
-			res.Ceiling, res.CeilingUpper, res.Ratio = c, m[analysis.CeilingUpper], m[analysis.CeilingRatio]
+			res.Ceiling, res.CeilingUpper, res.Ratio = c, m[metric.CeilingUpper], m[metric.CeilingRatio]
 			res.Span, res.SpanMs = span.Round(time.Millisecond).String(), float64(span)/float64(time.Millisecond)
 			res.FullWindow = span >= W
 		}
@@ -168,7 +168,7 @@ func (pl Plan) scenario(pattern string) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	scs, err := scenario.Parse(b, "ceiling --measure")
+	scs, err := scenario.Parse(b, "ceiling --measure", verify.Checks)
 	if err != nil {
 		return nil, exitcode.With(err, exitcode.Usage)
 	}

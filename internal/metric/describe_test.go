@@ -1,4 +1,4 @@
-package analysis
+package metric
 
 import "testing"
 

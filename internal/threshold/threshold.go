@@ -1,4 +1,4 @@
-package scenario
+package threshold
 
 import (
 	"errors"
@@ -10,27 +10,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
 // LimitName is the operand that stands for the published count.
 const LimitName = "limit"
 
+// latencySuffix ends the name of every metric measured in milliseconds.
+const latencySuffix = "_ms"
+
 // latencyAliases map the short names that compare with durations to the
-// metric they read (in milliseconds).
-var latencyAliases = map[string]string{
-	"p50":     analysis.P50,
-	"p90":     analysis.P90,
-	"p99":     analysis.P99,
-	"p999":    analysis.P999,
-	"max":     analysis.Max,
-	"recover": analysis.RecoverMs,
-	// send_lag_p99 is rlctl's own delay in sending (see analysis.Analyze).
-	"send_lag_p99": analysis.SendLagP99,
-	// retry_wait_excess is how much later than needed retries came back.
-	"retry_wait_excess": analysis.RetryWaitExcess,
-}
+// metric they read (in milliseconds): each latency metric's name without
+// its "_ms", so p99 reads p99_ms and recover reads recover_ms. A new
+// latency metric gets its short name with it.
+var latencyAliases = func() map[string]string {
+	out := map[string]string{}
+	for _, n := range metric.Names {
+		if short, ok := strings.CutSuffix(n, latencySuffix); ok {
+			out[short] = n
+		}
+	}
+	return out
+}()
 
 // Op is a comparison operator.
 type Op string
@@ -66,7 +68,7 @@ func (o Op) holds(a, b float64) bool {
 // Operand is one side of a threshold: Factor × the value of Name, or the
 // constant Factor when Name is empty. Durations are held in milliseconds.
 type Operand struct {
-	// Name is a metric name from analysis.Names, LimitName, or "".
+	// Name is a metric name from metric.Names, LimitName, or "".
 	Name string
 	// Factor multiplies Name's value; for a constant it is the value.
 	Factor float64
@@ -78,7 +80,7 @@ type Operand struct {
 // IsMetric reports whether the operand reads a measured metric.
 func (o Operand) IsMetric() bool { return o.Name != "" && o.Name != LimitName }
 
-func (o Operand) value(m analysis.Metrics, limit rate.Limit) (float64, error) {
+func (o Operand) value(m map[string]float64, limit rate.Limit) (float64, error) {
 	switch o.Name {
 	case "":
 		return o.Factor, nil
@@ -101,10 +103,10 @@ type Threshold struct {
 	Line  int // line in the scenario file, 0 when not from a file
 }
 
-// ParseThreshold parses "OPERAND OP OPERAND", e.g. "ceiling <= limit",
+// Parse parses "OPERAND OP OPERAND", e.g. "ceiling <= limit",
 // "p99 < 5ms", "ceiling <= 1.1 * limit". At least one side must read a
 // measured metric, and both sides must be durations or neither.
-func ParseThreshold(expr string) (Threshold, error) {
+func Parse(expr string) (Threshold, error) {
 	expr = strings.TrimSpace(expr)
 	th := Threshold{Expr: expr}
 	fail := func(format string, args ...any) (Threshold, error) {
@@ -123,7 +125,7 @@ func ParseThreshold(expr string) (Threshold, error) {
 		return fail("%v", err)
 	}
 	if !th.Left.IsMetric() && !th.Right.IsMetric() {
-		return fail("compares no measured metric (want one of %s)", strings.Join(MetricNames(), ", "))
+		return fail("compares no measured metric (want one of %s)", strings.Join(Names(), ", "))
 	}
 	if th.Left.Duration != th.Right.Duration {
 		dur, num := th.Left, th.Right
@@ -131,20 +133,22 @@ func ParseThreshold(expr string) (Threshold, error) {
 			dur, num = th.Right, th.Left
 		}
 		if dur.Name != "" {
-			return fail("%s is a latency: compare it with a duration like 5ms, not %s", aliasOf(dur.Name), describeOperand(num))
+			return fail("%s is a latency: compare it with a duration like 5ms, not %s", Alias(dur.Name), describeOperand(num))
 		}
 		return fail("a duration compares only with a latency (%s), not %s", strings.Join(slices.Sorted(maps.Keys(latencyAliases)), ", "), describeOperand(num))
 	}
 	return th, nil
 }
 
-func aliasOf(metric string) string {
+// Alias is the name a threshold uses for a metric: its latency alias
+// ("p99" for p99_ms), else the metric's own name.
+func Alias(name string) string {
 	for a, m := range latencyAliases {
-		if m == metric {
+		if m == name {
 			return a
 		}
 	}
-	return metric
+	return name
 }
 
 func describeOperand(o Operand) string {
@@ -231,10 +235,10 @@ func resolveName(s string) (name string, duration bool, err error) {
 	if m, ok := latencyAliases[s]; ok {
 		return m, true, nil
 	}
-	if slices.Contains(analysis.Names, s) {
+	if slices.Contains(metric.Names, s) {
 		return s, false, nil
 	}
-	return "", false, fmt.Errorf("unknown name %q (want limit, a metric: %s)", s, strings.Join(MetricNames(), ", "))
+	return "", false, fmt.Errorf("unknown name %q (want limit, a metric: %s)", s, strings.Join(Names(), ", "))
 }
 
 // parseConstant reads a number ("40", "1.1") or a Go duration ("5ms"),
@@ -250,21 +254,18 @@ func parseConstant(s string) (float64, bool, error) {
 	return float64(d) / float64(time.Millisecond), true, nil
 }
 
-// MetricNames lists every name a threshold may use besides limit: the
-// metric names and the latency aliases.
-func MetricNames() []string {
-	return append(slices.Clone(analysis.Names), slices.Sorted(maps.Keys(latencyAliases))...)
+// Names lists every name a threshold may use besides limit: the metric
+// names and the latency aliases.
+func Names() []string {
+	return append(slices.Clone(metric.Names), slices.Sorted(maps.Keys(latencyAliases))...)
 }
 
 // Eval checks the threshold against measured metrics. observed is the value
 // of the metric side (the left one when both are metrics), unscaled, so a
 // report can show "ceiling = 40" beside "ceiling <= limit". A metric absent
 // from m is an error (the threshold failed to be checked), never a pass.
-func (t Threshold) Eval(m analysis.Metrics, limit rate.Limit) (observed float64, pass bool, err error) {
-	side := t.Left
-	if !side.IsMetric() {
-		side = t.Right
-	}
+func (t Threshold) Eval(m map[string]float64, limit rate.Limit) (observed float64, pass bool, err error) {
+	side, _ := t.sides()
 	if v, ok := m[side.Name]; ok {
 		observed = v
 	}
@@ -281,3 +282,61 @@ func (t Threshold) Eval(m analysis.Metrics, limit rate.Limit) (observed float64,
 
 // String returns the expression as written.
 func (t Threshold) String() string { return t.Expr }
+
+// MarshalText gives the expression as written, so a saved threshold is
+// the text a scenario file holds.
+func (t Threshold) MarshalText() ([]byte, error) { return []byte(t.Expr), nil }
+
+// UnmarshalText parses a saved expression (see Parse).
+func (t *Threshold) UnmarshalText(b []byte) error {
+	th, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*t = th
+	return nil
+}
+
+// sides returns the side that reads a metric and the other one; the left
+// side when both do.
+func (t Threshold) sides() (side, other Operand) {
+	if !t.Left.IsMetric() {
+		return t.Right, t.Left
+	}
+	return t.Left, t.Right
+}
+
+// Bound is the value t holds its metric to, in the metric's own terms:
+// the other side divided by the metric side's factor, so "ceiling <=
+// 1.5*limit" with a limit of 20 gives 30 and "2*ceiling < 30" gives 15. ok
+// is false when there is no such value (a metric side scaled by zero or
+// less, or another metric that was not measured).
+func (t Threshold) Bound(m map[string]float64, limit rate.Limit) (bound float64, ok bool) {
+	side, other := t.sides()
+	if side.Factor <= 0 {
+		return 0, false
+	}
+	v, err := other.value(m, limit)
+	if err != nil {
+		return 0, false
+	}
+	return v / side.Factor, true
+}
+
+// Unit is "ms" when the metric t reads is a latency, else "": the unit of
+// its observed value and bound.
+func (t Threshold) Unit() string {
+	side, _ := t.sides()
+	if strings.HasSuffix(side.Name, latencySuffix) {
+		return "ms"
+	}
+	return ""
+}
+
+// BoundWritten reports whether t's bound is written out in its expression
+// ("race_excess > 0", "p99 < 5ms"), so a reader needs only the observed
+// value beside it.
+func (t Threshold) BoundWritten() bool {
+	side, other := t.sides()
+	return other.Name == "" && side.Factor == 1
+}
