@@ -72,12 +72,19 @@ func ForClient(c redis.UniversalClient) *Pool {
 	return nil
 }
 
-// FromClient returns a pool that connects as c does: its dialer (so TLS
-// and a Sentinel-resolved primary), credentials, database, client name,
-// pool size and timeouts. ok is false when c's options cannot be mirrored
-// (credential providers or an OnConnect hook), and callers keep using c.
+// FromClient returns a pool that connects as c does: its dialer (so TLS),
+// credentials, database, client name, pool size and timeouts. ok
+// is false when c's options cannot be mirrored (credential providers, an
+// OnConnect hook, a Sentinel client), and callers keep using c.
 func FromClient(c *redis.Client) (p *Pool, ok bool) {
 	opt := c.Options()
+	// A Sentinel client ("FailoverClient" is go-redis's address for one)
+	// closes its connections to the old primary when Sentinel announces a
+	// new one; a mirrored pool would not hear of it and keep writing to the
+	// old primary.
+	if opt.Addr == "FailoverClient" {
+		return nil, false
+	}
 	if opt.CredentialsProvider != nil || opt.CredentialsProviderContext != nil ||
 		opt.StreamingCredentialsProvider != nil || opt.OnConnect != nil || opt.Dialer == nil {
 		return nil, false
