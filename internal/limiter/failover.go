@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,12 +16,15 @@ import (
 )
 
 // FailoverDetector notices that the Redis a gateway talks to is no longer
-// the one it started with, through something observable: the marker key
-// (<prefix>marker) holds a token written at start. A promoted replica that
+// the one it started with, through two observable signs. The marker key
+// (<prefix>marker) holds a token written at start: a promoted replica that
 // never received it, or an empty server put in the primary's place, lacks
 // it; the gateway that first sees it missing writes a new token (SET NX),
-// and the other gateways notice the token changed. Either way each
-// gateway's detector fires once per failover.
+// and the other gateways notice the token changed. And the primaries' run
+// ids (INFO server; every primary's on a Cluster) change when another
+// process answers: a promoted replica that did receive the marker, with
+// most counts but not the latest. Either way each gateway's detector fires
+// once per failover.
 //
 // The marker is read in the background, at most every CheckEvery and only
 // while requests arrive (Poll starts the read; no goroutine idles between
@@ -33,6 +38,7 @@ type FailoverDetector struct {
 
 	mu       sync.Mutex
 	token    string
+	servers  string // the primaries' run ids at the last read, "" = unknown
 	last     time.Time
 	inflight bool
 	closed   bool
@@ -66,10 +72,51 @@ func (d *FailoverDetector) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("write failover marker %s: %w", d.key, err)
 	}
+	servers := d.serverIDs(ctx)
 	d.mu.Lock()
-	d.token = tok
+	d.token, d.servers = tok, servers
 	d.mu.Unlock()
 	return nil
+}
+
+// serverIDs is the run ids of the primaries the client writes to, sorted
+// and joined, or "" when they cannot be read (a server without run_id, as
+// the embedded one, or an error: the marker still decides then).
+func (d *FailoverDetector) serverIDs(ctx context.Context) string {
+	if cc, ok := d.client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var ids []string
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			id := runID(ctx, c)
+			if id == "" {
+				return errors.New("no run_id")
+			}
+			mu.Lock()
+			ids = append(ids, id)
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			return ""
+		}
+		slices.Sort(ids)
+		return strings.Join(ids, ",")
+	}
+	return runID(ctx, d.client)
+}
+
+// runID reads run_id from INFO server, or "".
+func runID(ctx context.Context, c redis.Cmdable) string {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // mark writes a fresh token if the marker is missing and returns the
@@ -121,9 +168,20 @@ func (d *FailoverDetector) Check(ctx context.Context, now time.Time) (bool, erro
 		d.errs.Add(1)
 		return false, fmt.Errorf("read failover marker %s: %w", d.key, err)
 	}
+	servers := ""
+	d.mu.Lock()
+	known := d.servers != ""
+	d.mu.Unlock()
+	if known {
+		servers = d.serverIDs(ctx)
+	}
 	d.mu.Lock()
 	changed := d.token != "" && v != d.token
 	d.token = v
+	if servers != "" {
+		changed = changed || servers != d.servers
+		d.servers = servers
+	}
 	d.mu.Unlock()
 	if changed {
 		d.detectedAt.Store(now.UnixNano())

@@ -58,6 +58,10 @@ type SpawnOptions struct {
 	Binary string
 	// StartTimeout bounds the whole start-up; default 15s.
 	StartTimeout time.Duration
+	// ReplPassword is ReplUser's password; default random. A deployment
+	// whose servers replicate another deployment's (--replicaof in Args)
+	// takes that one's ReplPassword().
+	ReplPassword string
 }
 
 // SpawnTLS are the files a TLS-only server uses.
@@ -186,7 +190,10 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spawn: make directory: %w", err)
 	}
-	d := &Deployment{Dir: dir, opts: opts, replPass: randomHex(16)}
+	d := &Deployment{Dir: dir, opts: opts, replPass: opts.ReplPassword}
+	if d.replPass == "" {
+		d.replPass = randomHex(16)
+	}
 	if opts.Sentinels > 0 {
 		d.MasterName = opts.MasterName
 	}
@@ -344,6 +351,9 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 	}
 	return append(args, o.Args...)
 }
+
+// ReplPassword is the password of the deployment's replication user.
+func (d *Deployment) ReplPassword() string { return d.replPass }
 
 // ReplUser is the user every spawned data node's replicas authenticate
 // as, apart from the clients' user, so replication alone can be held back

@@ -109,7 +109,8 @@ func Start(t testing.TB, args ...string) *Server {
 func StartReplica(t testing.TB, primary *Server) *Server {
 	t.Helper()
 	opts := redisconn.SpawnOptions{Username: primary.Username, Password: primary.Password,
-		Args: []string{"--replicaof", "127.0.0.1", itoa(primary.Port)}}
+		Args:         []string{"--replicaof", "127.0.0.1", itoa(primary.Port)},
+		ReplPassword: primary.Deployment.ReplPassword()}
 	s := serverOf(Spawn(t, opts), 0, opts, nil)
 	c := s.Client(t)
 	deadline := time.Now().Add(10 * time.Second)
