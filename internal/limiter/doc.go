@@ -43,10 +43,10 @@
 // itself, see HonorsContext) and turns errors into decisions: on_error
 // open (By=fail-open), closed (By=fail-closed) or local (a tenth of the
 // limit per gateway, By=fallback). on_failover: deny reads a marker key
-// (rl:marker) and the primaries' run ids in the background, at most every CheckEvery and only while
-// requests arrive; a marker that vanished or changed means the server is
-// not the one the gateway started with, and the gateway denies for one
-// window (By=failover-deny).
+// (rl:marker) and the primaries' run ids in the background, at most every
+// CheckEvery and only while requests arrive; a marker that vanished or
+// changed, or a new run id, means the server is not the one the gateway
+// started with, and the gateway denies for one window (By=failover-deny).
 //
 // # Replication
 //
