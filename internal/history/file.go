@@ -141,24 +141,20 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 // WriteTo writes the history in the binary file format. It implements
 // io.WriterTo.
 func (h *History) WriteTo(w io.Writer) (int64, error) {
+	if h.Spilled() {
+		return h.writeSpilled(w)
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
 	meta, err := json.Marshal(toFileMeta(h.Meta))
 	if err != nil {
 		return 0, fmt.Errorf("encode history meta: %w", err)
 	}
-	var hdr []byte
-	hdr = append(hdr, fileMagic...)
-	hdr = binary.LittleEndian.AppendUint16(hdr, FileVersion)
 	var flags uint16
 	if h.attempt != nil {
 		flags |= flagRetries
 	}
-	hdr = binary.LittleEndian.AppendUint16(hdr, flags)
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(meta)))
-	hdr = append(hdr, meta...)
-	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(h.Len()))
-	cw.Write(hdr)
+	cw.Write(fileHeader(flags, meta, h.Len()))
 	writeRows(cw, h.t, 8, func(t *times) uint64 { return uint64(t.intended) })
 	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.sent) })
 	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.received) })
@@ -182,6 +178,123 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 		writeRows(cw, h.retry, 4, func(r *retryTimes) uint64 { return uint64(r.told) })
 		writeRows(cw, h.retry, 4, func(r *retryTimes) uint64 { return uint64(r.waited) })
 		for _, b := range h.big[numPacked:] {
+			writeBig(b)
+		}
+	}
+	if cw.err == nil {
+		crc := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
+		n, err := bw.Write(crc)
+		cw.n += int64(n)
+		cw.err = err
+	}
+	if cw.err == nil {
+		cw.err = bw.Flush()
+	}
+	if cw.err != nil {
+		return cw.n, fmt.Errorf("write history: %w", cw.err)
+	}
+	return cw.n, nil
+}
+
+// fileHeader is a file's magic, version, flags, meta and record count.
+func fileHeader(flags uint16, meta []byte, n int) []byte {
+	var hdr []byte
+	hdr = append(hdr, fileMagic...)
+	hdr = binary.LittleEndian.AppendUint16(hdr, FileVersion)
+	hdr = binary.LittleEndian.AppendUint16(hdr, flags)
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(meta)))
+	hdr = append(hdr, meta...)
+	return binary.LittleEndian.AppendUint64(hdr, uint64(n))
+}
+
+// writeSpilled writes a spilled history in the same format as one in
+// memory, a column at a time: one pass over the chunks per column, so
+// memory stays one chunk. A packed value that refers to its chunk's table
+// of large values is renumbered into the file's table.
+func (h *History) writeSpilled(w io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
+	meta, err := json.Marshal(toFileMeta(h.Meta))
+	if err != nil {
+		return 0, fmt.Errorf("encode history meta: %w", err)
+	}
+	var flags uint16
+	if h.HasRetries() {
+		flags |= flagRetries
+	}
+	cw.Write(fileHeader(flags, meta, h.Len()))
+	var big [numCols][]time.Duration
+	repack := func(c *History, col int, p int32) uint64 {
+		if p&3 == tagSpecial && p>>2 > 0 {
+			big[col] = append(big[col], c.big[col][p>>2-1])
+			p = int32(len(big[col]))<<2 | tagSpecial
+		}
+		return uint64(uint32(p))
+	}
+	pass := func(fn func(c *History)) error {
+		return h.Chunks(func(c *History) error {
+			fn(c)
+			return cw.err
+		})
+	}
+	packed := func(col int, get func(*times) int32) func(c *History) {
+		return func(c *History) {
+			writeRows(cw, c.t, 4, func(t *times) uint64 { return repack(c, col, get(t)) })
+		}
+	}
+	passes := []func(c *History){
+		func(c *History) { writeRows(cw, c.t, 8, func(t *times) uint64 { return uint64(t.intended) }) },
+		packed(colSent, func(t *times) int32 { return t.sent }),
+		packed(colReceived, func(t *times) int32 { return t.received }),
+		packed(colDecided, func(t *times) int32 { return t.decided }),
+		packed(colRetry, func(t *times) int32 { return t.retryAfter }),
+		func(c *History) { writeColumn(cw, c.identity) },
+		func(c *History) { writeColumn(cw, c.round) },
+		func(c *History) { writeColumn(cw, c.gateway) },
+		func(c *History) { writeColumn(cw, c.endpoint) },
+		func(c *History) { writeColumn(cw, c.outcome) },
+		func(c *History) { writeColumn(cw, c.by) },
+	}
+	writeBig := func(cols []time.Duration) {
+		cw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(cols))))
+		writeColumn(cw, cols)
+	}
+	for _, p := range passes {
+		if err := pass(p); err != nil {
+			return cw.n, fmt.Errorf("write history: %w", err)
+		}
+	}
+	for _, b := range big[:numPacked] {
+		writeBig(b)
+	}
+	if flags&flagRetries != 0 {
+		// A chunk without retries holds first attempts only: zeros.
+		retryCol := func(col int, get func(*retryTimes) int32) func(c *History) {
+			return func(c *History) {
+				if c.retry == nil {
+					writeColumn(cw, make([]int32, c.Len()))
+					return
+				}
+				writeRows(cw, c.retry, 4, func(r *retryTimes) uint64 { return repack(c, col, get(r)) })
+			}
+		}
+		passes := []func(c *History){
+			func(c *History) {
+				if c.attempt == nil {
+					writeColumn(cw, make([]uint8, c.Len()))
+					return
+				}
+				writeColumn(cw, c.attempt)
+			},
+			retryCol(colTold, func(r *retryTimes) int32 { return r.told }),
+			retryCol(colWaited, func(r *retryTimes) int32 { return r.waited }),
+		}
+		for _, p := range passes {
+			if err := pass(p); err != nil {
+				return cw.n, fmt.Errorf("write history: %w", err)
+			}
+		}
+		for _, b := range big[numPacked:] {
 			writeBig(b)
 		}
 	}
