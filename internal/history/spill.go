@@ -2,11 +2,15 @@ package history
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"hash/crc32"
 	"os"
 	"sync"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
 )
 
 // ChunkLen is the number of records in each chunk a spilling history
@@ -252,13 +256,34 @@ func (h *History) Chunks(fn func(c *History) error) error {
 		c   *History
 		err error
 	}
+	// Three pieces take turns: one fn reads, one waits, one is being read
+	// into, so the columns' memory is reused and the collector idles.
 	next := make(chan piece, 1)
+	spare := make(chan *History, 3)
+	raws := map[*History][]byte{} // each piece's bytes, read by the goroutine only
+	for range 3 {
+		spare <- &History{}
+	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
 		defer close(next)
 		for _, at := range chunks {
-			c, err := Read(io.NewSectionReader(f, at.off, at.size))
+			var c *History
+			select {
+			case c = <-spare:
+			case <-stop:
+				return
+			}
+			raw := raws[c]
+			if int64(cap(raw)) < at.size {
+				raw = make([]byte, at.size)
+				raws[c] = raw
+			}
+			_, err := f.ReadAt(raw[:at.size], at.off)
+			if err == nil {
+				err = c.decodeChunk(raw[:at.size])
+			}
 			if err != nil {
 				err = fmt.Errorf("read spilled history: %w", err)
 			}
@@ -279,6 +304,7 @@ func (h *History) Chunks(fn func(c *History) error) error {
 		if err := fn(p.c); err != nil {
 			return err
 		}
+		spare <- p.c
 	}
 	if sp.tail.Len() > 0 {
 		return fn(sp.tail)
@@ -303,4 +329,107 @@ func (h *History) Close() error {
 	defer sp.mu.Unlock()
 	sp.removeLocked()
 	return sp.err
+}
+
+// decodeChunk reads a chunk the spill wrote (a history file of its own,
+// whole in b) into h, reusing h's columns: one read and tight loops over
+// the bytes, instead of Read's checks against arbitrary input. The
+// checksum is still verified.
+func (h *History) decodeChunk(b []byte) error {
+	bad := func(what string) error { return fmt.Errorf("%w: spill chunk: %s", ErrFormat, what) }
+	if len(b) < 8+2+2+4+8+4 || string(b[:8]) != fileMagic {
+		return bad("header")
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return bad("checksum mismatch")
+	}
+	flags := binary.LittleEndian.Uint16(b[10:])
+	p := 16 + int(binary.LittleEndian.Uint32(b[12:]))
+	if p+8 > len(body) {
+		return bad("meta")
+	}
+	n := int(binary.LittleEndian.Uint64(body[p:]))
+	p += 8
+	take := func(size int) []byte {
+		if p < 0 || size < 0 || p+size > len(body) {
+			p = -1
+			return nil
+		}
+		s := body[p : p+size]
+		p += size
+		return s
+	}
+	h.t = resize(h.t, n)
+	in := take(8 * n)
+	cols := [4][]byte{take(4 * n), take(4 * n), take(4 * n), take(4 * n)}
+	if p < 0 {
+		return bad("truncated")
+	}
+	le := binary.LittleEndian
+	for i := range h.t {
+		h.t[i] = times{
+			intended: time.Duration(le.Uint64(in[8*i:])),
+			sent:     int32(le.Uint32(cols[0][4*i:])), received: int32(le.Uint32(cols[1][4*i:])),
+			decided: int32(le.Uint32(cols[2][4*i:])), retryAfter: int32(le.Uint32(cols[3][4*i:])),
+		}
+	}
+	id, rd, gw := take(4*n), take(4*n), take(2*n)
+	ep, oc, by := take(n), take(n), take(n)
+	if p < 0 {
+		return bad("truncated")
+	}
+	h.identity, h.round, h.gateway = resize(h.identity, n), resize(h.round, n), resize(h.gateway, n)
+	for i := range n {
+		h.identity[i] = le.Uint32(id[4*i:])
+		h.round[i] = int32(le.Uint32(rd[4*i:]))
+		h.gateway[i] = le.Uint16(gw[2*i:])
+	}
+	h.endpoint = append(h.endpoint[:0], ep...)
+	h.outcome, h.by = resize(h.outcome, n), resize(h.by, n)
+	for i := range n {
+		h.outcome[i], h.by[i] = decision.Outcome(oc[i]), decision.By(by[i])
+	}
+	readBig := func(col int) {
+		c := take(4)
+		if p < 0 {
+			return
+		}
+		k := int(le.Uint32(c))
+		v := take(8 * k)
+		h.big[col] = resize(h.big[col], k)
+		for j := range h.big[col] {
+			h.big[col][j] = time.Duration(le.Uint64(v[8*j:]))
+		}
+	}
+	for col := range numPacked {
+		readBig(col)
+	}
+	h.attempt, h.retry = nil, nil
+	if flags&flagRetries != 0 {
+		at, told, waited := take(n), take(4*n), take(4*n)
+		if p < 0 {
+			return bad("truncated")
+		}
+		h.attempt = append([]uint8(nil), at...)
+		h.retry = make([]retryTimes, n)
+		for i := range h.retry {
+			h.retry[i] = retryTimes{int32(le.Uint32(told[4*i:])), int32(le.Uint32(waited[4*i:]))}
+		}
+		for col := numPacked; col < numCols; col++ {
+			readBig(col)
+		}
+	}
+	if p != len(body) {
+		return bad("length")
+	}
+	return nil
+}
+
+// resize returns s with length n, reusing its memory when it can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }
