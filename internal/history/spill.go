@@ -24,7 +24,8 @@ type SpillOptions struct {
 	// Keep is how many records stay in memory before the first spill (at
 	// least one chunk).
 	Keep int
-	// Chunk is the records per chunk on disk; 0 is ChunkLen.
+	// Chunk is the records per chunk on disk; 0 is ChunkLen, or Keep when
+	// that is smaller.
 	Chunk int
 }
 
@@ -93,7 +94,7 @@ func (h *History) Spill(o SpillOptions) error {
 	}
 	dir, chunk := o.Dir, o.Chunk
 	if chunk <= 0 {
-		chunk = ChunkLen
+		chunk = min(ChunkLen, max(o.Keep, 1))
 	}
 	if dir == "" {
 		dir = os.TempDir()

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,7 +123,16 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	if p.Model == ModelOpen {
 		meta.Workers = p.Workers
 	}
-	h := history.New(meta, e.capacity())
+	keep := cmp.Or(o.KeepInMemory, InMemory)
+	h := history.New(meta, min(e.capacity(), keep))
+	if p.MaxRequests > int64(keep) {
+		// Spilling happens on the consumer's side of the results channel
+		// and in the history's own writer goroutine: the workers never
+		// wait for the disk.
+		if err := h.Spill(history.SpillOptions{Dir: o.SpillDir, Keep: keep}); err != nil {
+			return nil, fmt.Errorf("traffic: %w", err)
+		}
+	}
 
 	// In-flight requests must outlive a cancelled ctx for the grace period,
 	// so they get their own context, cancelled only after the grace.

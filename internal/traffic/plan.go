@@ -146,7 +146,20 @@ type RunOptions struct {
 	// OnError, when set, hears every request's error, from many
 	// goroutines at once, so the caller can say what went wrong.
 	OnError func(error)
+	// SpillDir is where a run that may record more than KeepInMemory
+	// requests spills its history (os.TempDir() when ""); the caller
+	// closes the history (history.History.Close) to remove the file.
+	SpillDir string
+	// KeepInMemory is the most records the run keeps in memory; 0 is
+	// InMemory.
+	KeepInMemory int
 }
+
+// InMemory is the most records a run keeps in memory (78 MB of them): a
+// run whose MaxRequests allows more spills the rest of its history to disk
+// in chunks as it records (history.History.Spill), so a soak run's memory
+// stays flat.
+const InMemory = 1 << 21
 
 // ErrInvalidPlan is wrapped by every Plan validation error.
 var ErrInvalidPlan = errors.New("invalid traffic plan")

@@ -77,7 +77,7 @@ func SavedOf(sc *scenario.Scenario) Saved {
 // a run. Beside the thresholds every run gets a validity check: a run
 // whose requests went undecided (see judge) is an error, whatever the
 // thresholds say. The error return is for a saved threshold that no longer
-// parses.
+// parses, or for a history spilled to disk that cannot be read back.
 func Score(h *history.History, s Saved) (report.Scenario, error) {
 	ths := make([]scenario.Threshold, 0, len(s.Thresholds))
 	for _, e := range s.Thresholds {
@@ -87,7 +87,10 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		}
 		ths = append(ths, th)
 	}
-	res := analysis.Analyze(h, s.Analysis)
+	res, err := analysis.AnalyzeDisk(h, s.Analysis)
+	if err != nil {
+		return report.Scenario{}, fmt.Errorf("%s: %w", s.Name, err)
+	}
 	for k, v := range s.Extra {
 		res.Metrics[k] = v
 	}
@@ -164,9 +167,7 @@ func reportFaults(fs []history.Fault) []report.Fault {
 // ran is how long h's traffic ran: from its start to its last answer.
 func ran(h *history.History) time.Duration {
 	var last time.Duration
-	for i := range h.Len() {
-		last = max(last, h.Intended(i), h.Sent(i), h.Received(i))
-	}
+	eachRecord(h, func(h *history.History, i int) { last = max(last, h.Intended(i), h.Sent(i), h.Received(i)) })
 	return last
 }
 
