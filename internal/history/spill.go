@@ -94,7 +94,10 @@ func (h *History) Spill(o SpillOptions) error {
 	}
 	dir, chunk := o.Dir, o.Chunk
 	if chunk <= 0 {
-		chunk = min(ChunkLen, max(o.Keep, 1))
+		chunk = ChunkLen
+		if o.Keep > 0 {
+			chunk = min(chunk, o.Keep)
+		}
 	}
 	if dir == "" {
 		dir = os.TempDir()

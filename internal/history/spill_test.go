@@ -160,3 +160,18 @@ func TestMergeRefusesSpilled(t *testing.T) {
 		t.Fatal("merged a spilled history")
 	}
 }
+
+func TestSpillChunkDefaults(t *testing.T) {
+	for _, tc := range []struct{ keep, chunk, want int }{
+		{0, 0, ChunkLen}, {ChunkLen * 4, 0, ChunkLen}, {100, 0, 100}, {100, 10, 10},
+	} {
+		h := New(Meta{}, 0)
+		if err := h.Spill(SpillOptions{Dir: t.TempDir(), Keep: tc.keep, Chunk: tc.chunk}); err != nil {
+			t.Fatal(err)
+		}
+		if h.sp.chunk != tc.want || h.sp.keep < h.sp.chunk {
+			t.Errorf("keep %d chunk %d: chunks of %d keeping %d, want chunks of %d", tc.keep, tc.chunk, h.sp.chunk, h.sp.keep, tc.want)
+		}
+		h.Close()
+	}
+}
