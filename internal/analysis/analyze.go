@@ -293,7 +293,18 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 //     [At−W, At+For+W] of any fault.
 //   - recover_ms: from the end of the last fault to the first answer decided
 //     by Redis (By redis or lease, allowed or denied) for a request sent
-//     after that end - its Decided, else its Received.
+//     after that end - its Decided, else its Received. When the last fault
+//     is a failover (FailoverActions), from its start to the first such
+//     answer for a request sent after the election's last undecided one.
+//   - election_errors, election_fail_open, election_fail_closed: per
+//     failover, the errors and failure-policy answers of the requests sent
+//     from its start, each within 1s of the one before, until the next
+//     fault (summed); election_ms: from the failover's start to the last
+//     of their answers (the longest election).
+//   - failover_denied: answers a gateway gave because it detected a
+//     failover (on_failover: deny); failover_deny_ms: from the first to
+//     the last of them; failover_detect_ms: from the failover's start to
+//     the first of them.
 //   - retry_after_missing: the fraction of denials without Retry-After.
 //   - latency (p50_ms … max_ms): Intended to Received of every request that
 //     ran (dropped ones never did), so a slow target cannot hide queueing.
@@ -1138,7 +1149,7 @@ func (a *analyzer) result() Result {
 		if _, ok := res.Metrics[FailOpen]; !ok {
 			res.Metrics[FailOpen], res.Metrics[FailClosed] = 0, 0
 		}
-		if v, ok := a.recoverMs(); ok {
+		if v, ok := a.recover(a.failoverFigures(&res)); ok {
 			res.Metrics[RecoverMs] = v
 		}
 	}

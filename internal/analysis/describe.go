@@ -45,7 +45,20 @@ var Descriptions = map[string]Description{
 	FailOpen:          {"requests", "Requests admitted with no limit because Redis failed and the endpoint's on_error is open."},
 	FailClosed:        {"requests", "Requests refused because Redis failed and the endpoint's on_error is closed."},
 	AfterFaultCeiling: {"requests per W", "The ceiling over the windows from one W before a fault to one W after it ends: what a failover or outage let through."},
-	RecoverMs:         {"ms", "From the end of the last fault to the first answer Redis decided again."},
+	RecoverMs: {"ms", "From the end of the last fault to the first answer Redis decided again; after a failover, from its start to the first answer " +
+		"the new primary decided for a request sent after the election's last error."},
+	ElectionErrors: {"requests", "Runs with a failover: requests that got no answer while the primary changed " +
+		"(sent from the failover's start, each within 1s of the one before)."},
+	ElectionFailOpen:   {"requests", "Runs with a failover: requests admitted by on_error open while the primary changed."},
+	ElectionFailClosed: {"requests", "Runs with a failover: requests refused by on_error closed while the primary changed."},
+	ElectionMs:         {"ms", "Runs with a failover: from its start to the answer of the last request the election left undecided; 0 when it left none."},
+	FailoverDenied: {"requests", "Runs with a failover: requests the gateways refused because they detected it (on_failover: deny, " +
+		"the failover marker gone or rewritten); 0 means the detection never fired."},
+	FailoverDetectMs: {"ms", "Runs whose gateways detected a failover: from its start to the first request refused for it."},
+	FailoverDenyMs:   {"ms", "Runs whose gateways detected a failover: from the first to the last request refused for it, about one W per gateway."},
+	CountsLost: {"requests", "Runs with a failover rlctl staged: the design's counters just before it minus what the new primary held right after, " +
+		"summed over the run's keys (counter designs: fixed windows, get-incr, clock and sliding windows, the sliding log), read from Redis. " +
+		"With replicate, a count lost this way belongs to a request refused when its WAIT failed."},
 	StrandedLease:     {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
 	RetryAfterMissing: {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
 	P50:               {"ms", "Median latency from each request's scheduled send time to its answer."},

@@ -20,14 +20,42 @@ type Span struct {
 // failed or was too slow. Counts are requests whose send fell in it.
 type Outage struct {
 	Span
+	Tally
+}
+
+// Tally counts requests the limiter did not decide, by what answered
+// instead.
+type Tally struct {
 	FailOpen   int64
 	FailClosed int64
-	Fallback   int64
+	Fallback   int64 // on_error local, or a failover-deny
 	Errors     int64
 }
 
-// Undecided is the number of requests in the outage.
-func (o Outage) Undecided() int64 { return o.FailOpen + o.FailClosed + o.Fallback + o.Errors }
+// Undecided is the number of requests counted.
+func (t Tally) Undecided() int64 { return t.FailOpen + t.FailClosed + t.Fallback + t.Errors }
+
+// add counts record i, an undecided one.
+// merge adds u's counts to t.
+func (t *Tally) merge(u Tally) {
+	t.FailOpen += u.FailOpen
+	t.FailClosed += u.FailClosed
+	t.Fallback += u.Fallback
+	t.Errors += u.Errors
+}
+
+func (t *Tally) add(h *history.History, i int) {
+	switch {
+	case h.Outcome(i) == decision.Error:
+		t.Errors++
+	case h.By(i) == decision.ByFailOpen:
+		t.FailOpen++
+	case h.By(i) == decision.ByFailClosed:
+		t.FailClosed++
+	default:
+		t.Fallback++
+	}
+}
 
 // undecided reports whether record i got no decision from the limiter
 // itself: an error, or a failure policy's answer.
@@ -36,7 +64,7 @@ func undecided(h *history.History, i int) bool {
 		return true
 	}
 	switch h.By(i) {
-	case decision.ByFailOpen, decision.ByFailClosed, decision.ByFallback:
+	case decision.ByFailOpen, decision.ByFailClosed, decision.ByFallback, decision.ByFailoverDeny:
 		return true
 	}
 	return false
@@ -65,10 +93,7 @@ func joinOutages(os []Outage, gap time.Duration) []Outage {
 		if n := len(out); n > 0 && o.From <= out[n-1].To+gap {
 			p := &out[n-1]
 			p.To = max(p.To, o.To)
-			p.FailOpen += o.FailOpen
-			p.FailClosed += o.FailClosed
-			p.Fallback += o.Fallback
-			p.Errors += o.Errors
+			p.merge(o.Tally)
 			continue
 		}
 		out = append(out, o)
@@ -109,16 +134,7 @@ func outagesOf(h *history.History, planned []Span, gap time.Duration) []Outage {
 		}
 		o := &out[cur]
 		o.To = max(o.To, r)
-		switch {
-		case h.Outcome(i) == decision.Error:
-			o.Errors++
-		case h.By(i) == decision.ByFailOpen:
-			o.FailOpen++
-		case h.By(i) == decision.ByFailClosed:
-			o.FailClosed++
-		default:
-			o.Fallback++
-		}
+		o.add(h, i)
 	}
 	return out
 }

@@ -38,8 +38,8 @@ func TestOutagesOutsidePlannedSpans(t *testing.T) {
 
 	got := Outages(h, []Span{{From: 1950 * ms, To: 2300 * ms}}, 200*ms)
 	want := []Outage{
-		{Span: Span{From: time.Second, To: 1491 * ms}, FailOpen: 50},
-		{Span: Span{From: 2800 * ms, To: 2801 * ms}, FailClosed: 1},
+		{Span: Span{From: time.Second, To: 1491 * ms}, Tally: Tally{FailOpen: 50}},
+		{Span: Span{From: 2800 * ms, To: 2801 * ms}, Tally: Tally{FailClosed: 1}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %+v", got, want)

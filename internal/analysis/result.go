@@ -44,6 +44,8 @@ var Names = []string{
 	FailOpen, FailClosed, AfterFaultCeiling, RecoverMs, StrandedLease,
 	RetryAfterMissing, P50, P90, P99, P999, Max, SendLagP99,
 	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
+	ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs,
+	FailoverDenied, FailoverDetectMs, FailoverDenyMs, CountsLost,
 }
 
 // Metrics maps a metric name to its value. A metric that does not apply to

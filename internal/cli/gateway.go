@@ -8,15 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/verify"
 )
 
 type gatewayServeOptions struct {
@@ -170,6 +170,22 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 	return cmd
 }
 
+// gatewayScenario is the simulated target the flags describe: every
+// endpoint an equal share of the traffic, under --on-error and the global
+// --timeout.
+func gatewayScenario(opts *gatewayServeOptions) *scenario.Scenario {
+	eps := make([]scenario.Endpoint, len(opts.Endpoints))
+	for i, n := range opts.Endpoints {
+		eps[i] = scenario.Endpoint{Name: n, Share: 1 / float64(len(opts.Endpoints)),
+			OnError: opts.OnError, OnFailover: limiter.OnFailoverTrust}
+	}
+	return &scenario.Scenario{Limit: opts.Limit, Target: scenario.Target{
+		Kind: scenario.KindSimulated, Algorithm: opts.Algorithm, Gateways: opts.Gateways,
+		Timeout: opts.f.Timeout, ClockSkew: opts.Skew, Clock: opts.Clock, Prefix: opts.Prefix,
+		Endpoints: eps,
+	}}
+}
+
 func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 	f := opts.f
 	stop := ctx // a signal (or --duration) stops serving...
@@ -180,34 +196,13 @@ func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 	}
 	// ...but Redis and the limiters outlive it, so the requests in flight
 	// can still be decided while the gateways drain.
-	life := context.WithoutCancel(ctx)
-	var newClient func() redis.UniversalClient // nil: local designs need no Redis
-	if !limiter.IsLocal(opts.Algorithm) {
-		cfg, stopRedis, err := redisconn.Open(life, f.redisURL(redisconn.SpecEmbedded), f.RedisOptions(""))
-		if err != nil {
-			return err
-		}
-		defer stopRedis()
-		c, err := cfg.Connect(ctx)
-		if err != nil {
-			return err
-		}
-		c.Close()
-		newClient = cfg.NewClient
-	}
-	eps := make([]gateway.Endpoint, len(opts.Endpoints))
-	for i, n := range opts.Endpoints {
-		eps[i] = gateway.Endpoint{Name: n, Share: 1 / float64(len(opts.Endpoints)),
-			Policy: limiter.Policy{OnError: opts.OnError, Timeout: f.Timeout, OnFailover: "trust"}}
-	}
-	set, err := gateway.New(life, gateway.Options{
-		N: opts.Gateways, Endpoints: eps, NewClient: newClient, ClockSkew: opts.Skew,
-		Limiter: limiter.Config{Algorithm: opts.Algorithm, Limit: opts.Limit, Clock: opts.Clock, Prefix: opts.Prefix},
+	set, stopGateways, err := verify.OpenGateways(ctx, gatewayScenario(opts), verify.Options{
+		Redis: f.redisURL(redisconn.SpecEmbedded), RedisOptions: f.RedisOptions(""),
 	})
 	if err != nil {
 		return err
 	}
-	defer set.Close()
+	defer stopGateways()
 	o := httpgw.Options{Decider: set, Limit: opts.Limit, IdentityHeader: opts.Header, IdentityQuery: opts.Query,
 		MaxIdentity: opts.MaxIdentity, Fields: opts.Fields, Policies: opts.Policies}
 	if err := o.Check(); err != nil {

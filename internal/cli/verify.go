@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,13 @@ type verifyOptions struct {
 	Run       string
 	ReportDir string
 	Formats   []string
+	// Segment, StartAt and StartAfter share one run among machines.
+	Segment    traffic.Segment
+	StartAt    time.Time
+	StartAfter time.Duration
+	// ClockSkew plays a machine whose clock is off by that much (hidden,
+	// for tests of report merge).
+	ClockSkew time.Duration
 }
 
 func newCmdVerify(f *Factory, runF func(*verifyOptions) error) *cobra.Command {
@@ -53,16 +61,51 @@ demonstrate a flaw, so its PASS reads "flaw demonstrated": the design it ran
 is not safe as configured. Otherwise a PASS reads "design holds".
 "rlctl help scenarios" documents the file format, "rlctl help metrics" what
 each figure means and in what unit.
+
+One run on several machines (k6's execution segments): --segment i/N makes
+this process send its share of every scenario, the i-th of N (from 0), or
+--segment from:to a fraction like 0:1/4 or 1/4:2/4 (unlike k6, a bare 1/4
+means the second quarter). By default a segment takes a block of whole
+identities (race: of each round's fresh identities) with all their
+requests, and in the closed model the clients that speak for them, so no
+identity's limit is loaded from two machines; a scenario with
+traffic.segment: requests shares every identity's requests instead (a
+stripe of the plan's requests, and a block of the clients), for a limit
+everyone shares. Every segment walks the whole plan's schedule, so the N
+segments together send exactly the plan, once; max_requests caps the whole
+plan's requests (closed model: each segment gets its block of it).
+--start-at TIME (RFC 3339) or --start-after D starts the traffic at that
+instant on every machine (each later scenario of a suite its duration plus
+5s after the one before). A machine that gets there late starts at once and
+says how late, on stderr and in the report; one late by the whole duration
+sends nothing and fails the scenario. Each such run reads its clock against
+a shared reference at start and end (the target's Redis TIME, from
+--redis or target.redis for an http target, else the gateway's
+X-RateLimit-Decided-At, else its Date) and keeps the offset in its
+histories; "rlctl report merge" of the machines' run directories puts every
+history on the reference's time line and widens each request's interval by
+the offset's uncertainty, so merged ceilings stay bounds.
+deploy/k8s/verify-job.yaml runs this as a Kubernetes Indexed Job.
 `,
 		Example: `  rlctl verify
   rlctl verify scenarios/ --run 'race|boundary'
-  rlctl verify my-gateway.yaml --redis redis://staging:6379 --format json,junit`,
+  rlctl verify my-gateway.yaml --redis redis://staging:6379 --format json,junit
+  rlctl verify load.yaml --segment 0/3 --start-at 2026-12-01T06:00:00Z --report-dir /reports/0`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
 			if opts.Run != "" {
 				if _, err := regexp.Compile(opts.Run); err != nil {
 					return usageError("--run: %v", err)
 				}
+			}
+			if opts.StartAfter != 0 {
+				if !opts.StartAt.IsZero() {
+					return usageError("--start-at and --start-after: give one")
+				}
+				if opts.StartAfter < 0 {
+					return usageError("--start-after %s: want a positive duration", opts.StartAfter)
+				}
+				opts.StartAt = f.Now().Add(opts.StartAfter)
 			}
 			for _, fm := range opts.Formats {
 				if _, ok := report.Formats[fm]; !ok {
@@ -79,6 +122,11 @@ each figure means and in what unit.
 	fl.StringVar(&opts.Run, "run", "", "run only scenarios whose name matches this regular expression")
 	fl.StringVar(&opts.ReportDir, "report-dir", "reports", "where run reports are written")
 	fl.StringSliceVar(&opts.Formats, "format", report.AllFormats, "report formats: json, md, junit, html")
+	fl.Var(segmentFlag{&opts.Segment}, "segment", "send only this share of every scenario: i/N (the i-th of N, from 0) or from:to like 1/4:2/4")
+	fl.Var(startAtFlag{&opts.StartAt}, "start-at", "start the traffic at this RFC 3339 instant (the same on every machine of a shared run)")
+	fl.DurationVar(&opts.StartAfter, "start-after", 0, "start the traffic this long from now")
+	fl.DurationVar(&opts.ClockSkew, "clock-skew", 0, "tests only: play a machine whose clock is this far ahead")
+	_ = fl.MarkHidden("clock-skew")
 	return cmd
 }
 
@@ -133,8 +181,13 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 	if err != nil {
 		return usageError("--report-dir: %v", err)
 	}
+	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt}
+	if opts.ClockSkew != 0 {
+		skew := opts.ClockSkew
+		vo.Now = func() time.Time { return time.Now().Add(skew) }
+	}
 	so := verify.SuiteOptions{
-		Options: verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL},
+		Options: vo,
 		Suite:   suite, Dir: dir, Now: f.Now,
 		Warn: func(err error) { fmt.Fprintf(f.IO.ErrOut, "rlctl: %v\n", err) },
 	}
@@ -144,8 +197,11 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 		bar = newTrafficProgress(ctx, f, sc.Name, sc.Traffic.Duration)
 		return bar.Update
 	}
-	so.Done = func(_ int, _ *scenario.Scenario, _ *verify.Outcome, err error) {
+	so.Done = func(_ int, _ *scenario.Scenario, out *verify.Outcome, err error) {
 		bar.Done()
+		if !opts.StartAt.IsZero() && out.History != nil {
+			fmt.Fprintf(f.IO.ErrOut, "  started %v after the common start\n", out.History.Meta.Late.Round(time.Microsecond))
+		}
 		if err != nil {
 			fmt.Fprintf(f.IO.ErrOut, "  error: %v\n", err)
 		}

@@ -43,8 +43,7 @@ const (
 	ByFailOpen
 	// ByFailClosed: Redis failed and the policy refused it.
 	ByFailClosed
-	// ByFallback: Redis failed and a smaller local allowance decided, or a
-	// detected failover made the gateway deny for a window.
+	// ByFallback: Redis failed and a smaller local allowance decided.
 	ByFallback
 	// ByLease: a locally held lease slice decided (leasing).
 	ByLease
@@ -52,9 +51,12 @@ const (
 	// HTTP 5xx, a timeout or a connection lost while waiting): the limiter
 	// may have admitted and counted it, though no answer said so.
 	ByUnanswered
+	// ByFailoverDeny: the gateway detected a failover (on_failover: deny)
+	// and refused for one window, whatever the new primary holds.
+	ByFailoverDeny
 )
 
-var byNames = [...]string{"", "redis", "local", "fail-open", "fail-closed", "fallback", "lease", "unanswered"}
+var byNames = [...]string{"", "redis", "local", "fail-open", "fail-closed", "fallback", "lease", "unanswered", "failover-deny"}
 
 func (b By) String() string {
 	if int(b) < len(byNames) {

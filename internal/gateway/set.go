@@ -45,6 +45,21 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Decider is a set of gateways as the code that sends them requests sees
+// it: the simulated target and the HTTP gateway. Set satisfies it.
+type Decider interface {
+	// Decide asks gateway, under endpoint's policy, whether id may make
+	// one request now.
+	Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error)
+	// Names are the gateways' names, Endpoints the endpoints', in order.
+	Names() []string
+	Endpoints() []string
+	// Stats are counters over the set's life.
+	Stats() Stats
+}
+
+var _ Decider = (*Set)(nil)
+
 // ErrGatewayDown is what a killed gateway answers.
 var ErrGatewayDown = errors.New("gateway down")
 
@@ -54,7 +69,7 @@ type Set struct {
 	names   []string
 	epNames []string
 	eps     []Endpoint
-	byPath  [8]atomic.Int64
+	byPath  [16]atomic.Int64
 	errors  atomic.Int64
 	redis   bool
 	closed  atomic.Bool
@@ -273,7 +288,8 @@ func (s *Set) Kill(gateway int) {
 // Stats are counters over a Set's life.
 type Stats struct {
 	// ByPath counts decisions by the path that decided ("redis",
-	// "local", "fail-open", "fail-closed", "fallback", "lease").
+	// "local", "fail-open", "fail-closed", "fallback", "lease",
+	// "failover-deny").
 	ByPath map[string]int64
 	// Errors counts Decide calls that reached no decision.
 	Errors int64

@@ -165,7 +165,7 @@ func TestKillStrandsLease(t *testing.T) {
 // is switched from the primary to an empty server, as a failover to a
 // replica that missed the writes would. Every gateway notices the marker is
 // gone (or rewritten) once, the on_failover: deny endpoint denies for one
-// window by fallback, the trust endpoint carries on, and after the window
+// window (failover-deny), the trust endpoint carries on, and after the window
 // the deny endpoint is decided by Redis again.
 func TestFailoverDetected(t *testing.T) {
 	t.Parallel()
@@ -203,7 +203,7 @@ func TestFailoverDetected(t *testing.T) {
 				continue
 			}
 			d, err := s.Decide(ctx, g, 0, "eve")
-			if err == nil && !d.Allowed && d.By == decision.ByFallback {
+			if err == nil && !d.Allowed && d.By == decision.ByFailoverDeny {
 				denied[g] = time.Now()
 				seen++
 			}
@@ -212,7 +212,7 @@ func TestFailoverDetected(t *testing.T) {
 	}
 	for g, at := range denied {
 		if at.IsZero() {
-			t.Fatalf("gateway %d never denied by fallback after the failover (stats %+v)", g, s.Stats())
+			t.Fatalf("gateway %d never denied by failover-deny after the failover (stats %+v)", g, s.Stats())
 		}
 	}
 	for g := 0; g < N; g++ {

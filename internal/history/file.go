@@ -73,6 +73,11 @@ type fileMeta struct {
 	Workers      int         `json:"workers,omitempty"`
 	HeaderForms  []string    `json:"header_forms,omitempty"`
 	Retry        string      `json:"retry,omitempty"`
+	Segment      string      `json:"segment,omitempty"`
+	LateNanos    int64       `json:"late_ns,omitempty"`
+	ClockOffset  int64       `json:"clock_offset_ns,omitempty"`
+	ClockError   int64       `json:"clock_uncertainty_ns,omitempty"`
+	ClockRef     string      `json:"clock_reference,omitempty"`
 }
 
 type fileFault struct {
@@ -87,6 +92,8 @@ func toFileMeta(m Meta) fileMeta {
 		Identities: m.Identities, Gateways: m.Gateways, Endpoints: m.Endpoints,
 		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds, Workers: m.Workers,
 		HeaderForms: m.HeaderForms, Retry: m.Retry,
+		Segment: m.Segment, LateNanos: int64(m.Late),
+		ClockOffset: int64(m.Clock.Offset), ClockError: int64(m.Clock.Uncertainty), ClockRef: m.Clock.Reference,
 	}
 	if !m.Start.IsZero() {
 		fm.StartNanos = m.Start.UnixNano()
@@ -106,6 +113,8 @@ func (fm fileMeta) meta() Meta {
 		Identities: fm.Identities, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
 		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds, Workers: fm.Workers,
 		HeaderForms: fm.HeaderForms, Retry: fm.Retry,
+		Segment: fm.Segment, Late: time.Duration(fm.LateNanos),
+		Clock: Clock{Offset: time.Duration(fm.ClockOffset), Uncertainty: time.Duration(fm.ClockError), Reference: fm.ClockRef},
 	}
 	if fm.StartNanos != 0 {
 		m.Start = time.Unix(0, fm.StartNanos).UTC()

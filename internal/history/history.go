@@ -80,4 +80,28 @@ type Meta struct {
 	// requests ("honor retry-after, exponential backoff from 100ms, full
 	// jitter, at most 4 attempts"), "" when they did not.
 	Retry string
+	// Segment is the share of the plan this run sent when several
+	// processes shared it ("1/3:2/3", see traffic.Segment), "" for the
+	// whole.
+	Segment string
+	// Late is how long after the common start it was given (verify
+	// --start-at) the run's clock started: zero when on time or when
+	// there was none.
+	Late time.Duration
+	// Clock is this machine's clock against a reference shared by the
+	// machines of one run, the zero Clock when not measured.
+	Clock Clock
+}
+
+// Clock is how far a machine's clock was from a shared reference (the
+// target Redis's TIME, or an HTTP gateway's clock) during a run: Offset is
+// local minus reference, known to within ±Uncertainty (half the round
+// trip of the reading, plus the reference's resolution, plus how far the
+// offset moved between the readings at start and end). Merge uses it to put
+// the histories of several machines on the reference's time line.
+type Clock struct {
+	Offset, Uncertainty time.Duration
+	// Reference names what was read ("redis TIME", "http Decided-At",
+	// "http Date"), "" when nothing was.
+	Reference string
 }

@@ -17,9 +17,19 @@ import (
 //     identity with one limit;
 //   - offsets are re-based on the earliest Meta.Start, so a record keeps its
 //     wall-clock instant exactly (to the nanosecond);
+//   - a history whose Meta.Clock was measured is first moved onto the
+//     reference's time line (its Start less its clock's Offset), and each of
+//     its [Sent, Received] intervals is widened by the Offset's Uncertainty
+//     on both sides, so a decision surely inside it stays inside it
+//     wherever the true offset lay: ceiling and ceiling_upper of the merge
+//     remain bounds. Decided times came from the reference's clock (the
+//     target's), so they keep their instant on it. Intended is moved, not
+//     widened, so latency grows by at most the Uncertainty;
 //   - boundaries and faults are re-based too and de-duplicated; Rounds is the
-//     largest, since round k on every machine is the same scheduled instant;
-//     the header forms seen are the union;
+//     largest, since round k on every machine is the same scheduled instant
+//     (the sum when the histories are segments of one plan, which split
+//     the rounds between them); the header forms seen are the union, Late
+//     the largest;
 //   - records are sorted by Intended (stable, so ties keep input order).
 //
 // The inputs are not modified.
@@ -36,7 +46,7 @@ func Merge(hs ...*History) (*History, error) {
 		}
 	}
 	first := hs[0].Meta
-	start := first.Start
+	start := refStart(first)
 	total := 0
 	for i, h := range hs {
 		if h.Meta.Scenario != first.Scenario {
@@ -45,8 +55,8 @@ func Merge(hs ...*History) (*History, error) {
 		if h.Meta.Limit != first.Limit {
 			return nil, fmt.Errorf("merge histories: history %d has limit %v, history 0 has %v", i, h.Meta.Limit, first.Limit)
 		}
-		if h.Meta.Start.Before(start) {
-			start = h.Meta.Start
+		if rs := refStart(h.Meta); rs.Before(start) {
+			start = rs
 		}
 		total += h.Len()
 	}
@@ -54,15 +64,20 @@ func Merge(hs ...*History) (*History, error) {
 	out := New(Meta{Scenario: first.Scenario, Start: start, Limit: first.Limit}, total)
 	var ids, gws, eps names
 	type source struct {
-		h        *History
-		shift    time.Duration
-		identity []uint32
-		gateway  []uint16
-		endpoint []uint8
+		h     *History
+		shift time.Duration
+		// decided is the shift of Decided (the reference's own clock), and
+		// widen the clock's uncertainty.
+		decided, widen time.Duration
+		identity       []uint32
+		gateway        []uint16
+		endpoint       []uint8
 	}
 	srcs := make([]source, len(hs))
+	segments := slices.ContainsFunc(hs, func(h *History) bool { return h.Meta.Segment != "" })
 	for i, h := range hs {
-		s := source{h: h, shift: h.Meta.Start.Sub(start)}
+		s := source{h: h, shift: refStart(h.Meta).Sub(start), widen: max(h.Meta.Clock.Uncertainty, 0)}
+		s.decided = s.shift + h.Meta.Clock.Offset
 		var err error
 		if s.identity, err = mapNames[uint32](&ids, h.Meta.Identities, "identities"); err != nil {
 			return nil, err
@@ -81,7 +96,17 @@ func Merge(hs ...*History) (*History, error) {
 			out.Meta.Faults = append(out.Meta.Faults, f)
 		}
 		out.Meta.BoundarySpan = max(out.Meta.BoundarySpan, h.Meta.BoundarySpan)
-		out.Meta.Rounds = max(out.Meta.Rounds, h.Meta.Rounds)
+		if segments {
+			out.Meta.Rounds += h.Meta.Rounds
+		} else {
+			out.Meta.Rounds = max(out.Meta.Rounds, h.Meta.Rounds)
+		}
+		out.Meta.Late = max(out.Meta.Late, h.Meta.Late)
+		if out.Meta.Clock.Reference == "" {
+			// The merge is on the reference's time line now, with the
+			// uncertainty spent on its records.
+			out.Meta.Clock.Reference = h.Meta.Clock.Reference
+		}
 		out.Meta.Workers += h.Meta.Workers // each machine had its own pool
 		for _, f := range h.Meta.HeaderForms {
 			if !slices.Contains(out.Meta.HeaderForms, f) {
@@ -116,10 +141,14 @@ func Merge(hs ...*History) (*History, error) {
 		s := srcs[o.src]
 		r := s.h.At(int(o.i))
 		r.Intended += s.shift
-		for _, t := range []*time.Duration{&r.Sent, &r.Received, &r.Decided} {
-			if *t != NoTime {
-				*t += s.shift
-			}
+		if r.Sent != NoTime {
+			r.Sent += s.shift - s.widen
+		}
+		if r.Received != NoTime {
+			r.Received += s.shift + s.widen
+		}
+		if r.Decided != NoTime {
+			r.Decided += s.decided
 		}
 		r.Identity = remap(s.identity, r.Identity)
 		r.Gateway = remap(s.gateway, r.Gateway)
@@ -163,3 +192,7 @@ func remap[T uint32 | uint16 | uint8](m []T, v T) T {
 	}
 	return v
 }
+
+// refStart is when m's run started on the reference clock: its own Start
+// less its clock's offset (the same when the offset was not measured).
+func refStart(m Meta) time.Time { return m.Start.Add(-m.Clock.Offset) }

@@ -163,3 +163,53 @@ func TestMergeRejectsMismatch(t *testing.T) {
 		})
 	}
 }
+
+// A machine whose clock ran ahead is moved back onto the reference's time
+// line by its measured offset; its send-receive intervals widen by the
+// offset's uncertainty; the target's decision times, read on the
+// reference's clock, keep their instant; a segment's rounds add up.
+func TestMergeMovesClocksOntoTheReference(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	const ahead, unc = 100 * time.Millisecond, time.Millisecond
+	meta := Meta{Scenario: "s", Limit: rate.Limit{Count: 1, Window: time.Second}, Identities: []string{"u"}, Gateways: []string{"g"}, Endpoints: []string{"e"}}
+	ma, mb := meta, meta
+	ma.Start, ma.Segment, ma.Rounds = t0, "0:1/2", 2
+	ma.Clock = Clock{Reference: "redis TIME"}
+	// Both started at t0 on the reference; b's clock read t0+100ms then.
+	mb.Start, mb.Segment, mb.Rounds = t0.Add(ahead), "1/2:1", 3
+	mb.Clock = Clock{Offset: ahead, Uncertainty: unc, Reference: "redis TIME"}
+	rec := func(decided time.Duration) Record {
+		return Record{Intended: 10 * time.Millisecond, Sent: 10 * time.Millisecond, Received: 12 * time.Millisecond,
+			Decided: decided, RetryAfter: NoTime, Round: NoRound, Outcome: decision.Allowed}
+	}
+	a, b := New(ma, 1), New(mb, 1)
+	a.Append(rec(11 * time.Millisecond))
+	// The clock, segment and lateness survive the file.
+	mb.Late = 3 * time.Microsecond
+	var buf bytes.Buffer
+	if _, err := New(mb, 0).WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := Read(&buf); err != nil || back.Meta.Clock != mb.Clock || back.Meta.Segment != mb.Segment || back.Meta.Late != mb.Late {
+		t.Fatalf("read back %+v, %v; want clock %+v, segment %s, late %v", back.Meta, err, mb.Clock, mb.Segment, mb.Late)
+	}
+	// The target decided b's request at t0+11ms on its clock: 89ms before
+	// b's own start reading.
+	b.Append(rec(11*time.Millisecond - ahead))
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Meta.Start.Equal(t0) || m.Meta.Rounds != 5 || m.Meta.Clock.Reference != "redis TIME" || m.Meta.Clock.Offset != 0 {
+		t.Fatalf("merged meta: start %v, rounds %d, clock %+v; want %v, 5, on redis TIME", m.Meta.Start, m.Meta.Rounds, m.Meta.Clock, t0)
+	}
+	want := []Record{rec(11 * time.Millisecond), rec(11 * time.Millisecond)}
+	want[1].Sent -= unc
+	want[1].Received += unc
+	for i, w := range want {
+		if got := m.At(i); got != w {
+			t.Fatalf("record %d: %+v; want %+v", i, got, w)
+		}
+	}
+}

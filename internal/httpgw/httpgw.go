@@ -1,7 +1,6 @@
 package httpgw
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -18,16 +17,9 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
-// Decider is what the gateway asks: gateway.Set satisfies it.
-type Decider interface {
-	Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error)
-	Endpoints() []string
-	Stats() gateway.Stats
-}
-
 // Options configure the handlers.
 type Options struct {
-	Decider Decider
+	Decider gateway.Decider
 	Limit   rate.Limit
 	// IdentityHeader names the header carrying the identity (default
 	// X-API-Key); IdentityQuery, when set, a query parameter tried first.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
 // Severity grades a finding.
@@ -268,10 +269,16 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		rep.Findings = append(rep.Findings, f)
 	}
 	add(st.keysFinding())
-	add(samplerFinding(CheckLookalikes, Warn, &st.lookalikes, "%d keys named like limiter keys, without a TTL or with too long a TTL, hold what no limiter writes (a counter that is not an integer, a hash without a bucket's fields): another application shares the prefix; left out of the audit",
+	add(samplerFinding(CheckLookalikes, Warn, &st.lookalikes, func(n int64) string {
+		return textfmt.Count(n, "key") + " named like limiter keys, without a TTL or with too long a TTL, " + verb(n, "holds", "hold") + " what no limiter writes (a counter that is not an integer, a hash without a bucket's fields): another application shares the prefix; left out of the audit"
+	},
 		"no key without a TTL (or with too long a TTL) under a limiter's name holds anything but a limiter's state"))
-	add(samplerFinding(CheckNoTTL, Fail, &st.noTTL, "%d limiter keys have no TTL: they count forever, so those identities stay limited (or a window never rolls)", "every limiter key has a TTL"))
-	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, "%d limiter keys have a TTL longer than their schema allows: windows last longer than published", "no TTL beyond what its schema allows"))
+	add(samplerFinding(CheckNoTTL, Fail, &st.noTTL, func(n int64) string {
+		return textfmt.Count(n, "limiter key") + " " + verb(n, "has", "have") + " no TTL: they count forever, so those identities stay limited (or a window never rolls)"
+	}, "every limiter key has a TTL"))
+	add(samplerFinding(CheckTTLTooLong, Fail, &st.tooLong, func(n int64) string {
+		return textfmt.Count(n, "limiter key") + " " + verb(n, "has", "have") + " a TTL longer than their schema allows: windows last longer than published"
+	}, "no TTL beyond what its schema allows"))
 	add(refreshed)
 	hot, err := st.hotFinding(ctx, c, cfgs)
 	if err != nil {
@@ -288,7 +295,9 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 	}
 	if isCluster {
 		add(st.shardFinding(rep.Shards))
-		add(samplerFinding(CheckCrossSlot, Fail, &st.cross, "%d identities of multi-key layouts have keys in different slots: their scripts fail with CROSSSLOT on Cluster (use a {hash tag})", "every multi-key identity keeps its keys in one slot"))
+		add(samplerFinding(CheckCrossSlot, Fail, &st.cross, func(n int64) string {
+			return textfmt.Count(n, "identity") + " of multi-key layouts " + verb(n, "has its", "have") + " keys in different slots: their scripts fail with CROSSSLOT on Cluster (use a {hash tag})"
+		}, "every multi-key identity keeps its keys in one slot"))
 	}
 	add(clockFinding(now, local, opts.ClockWarn))
 	add(latencyFinding(lat, opts.LatencyWarn))
@@ -308,11 +317,19 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 	return rep, nil
 }
 
-func samplerFinding(check string, sev Severity, s *sampler, bad, good string) Finding {
+func samplerFinding(check string, sev Severity, s *sampler, bad func(n int64) string, good string) Finding {
 	if s.count == 0 {
 		return Finding{Check: check, Severity: OK, Message: good}
 	}
-	return Finding{Check: check, Severity: sev, Message: fmt.Sprintf(bad, s.count), Count: s.count, Sample: s.names}
+	return Finding{Check: check, Severity: sev, Message: bad(s.count), Count: s.count, Sample: s.names}
+}
+
+// verb is the singular or plural form as it goes with n.
+func verb(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func isServerError(err error) bool {
@@ -539,9 +556,9 @@ func (st *auditState) keysFinding() Finding {
 	}
 	sort.Strings(parts)
 	if total == 0 {
-		return Finding{Check: CheckLimiterKeys, Severity: Warn, Message: fmt.Sprintf("no limiter keys among %d keys: wrong database, prefix or schema?", st.scanned)}
+		return Finding{Check: CheckLimiterKeys, Severity: Warn, Message: "no limiter keys among " + textfmt.Count(st.scanned, "key") + ": wrong database, prefix or schema?"}
 	}
-	return Finding{Check: CheckLimiterKeys, Severity: OK, Count: total, Message: fmt.Sprintf("%d limiter keys among %d: %s", total, st.scanned, strings.Join(parts, ", "))}
+	return Finding{Check: CheckLimiterKeys, Severity: OK, Count: total, Message: fmt.Sprintf("%s among %d: %s", textfmt.Count(total, "limiter key"), st.scanned, strings.Join(parts, ", "))}
 }
 
 // sampleRefresh takes the first PTTL samples for the refresh check from
@@ -658,9 +675,9 @@ func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 	}
 	if s.count > 0 {
 		f = Finding{Check: CheckTTLRefresh, Severity: Fail, Count: s.count, Sample: s.names,
-			Message: fmt.Sprintf("%d of %d sampled keys had their TTL pushed out within %s: the window never rolls while traffic continues (TTL must be set once, when the window opens)", s.count, len(st.refresh), st.opts.RefreshInterval)}
+			Message: fmt.Sprintf("%d of %s had their TTL pushed out within %s: the window never rolls while traffic continues (TTL must be set once, when the window opens)", s.count, textfmt.Count(len(st.refresh), "sampled key"), st.opts.RefreshInterval)}
 	} else {
-		f.Message = fmt.Sprintf("no TTL refreshed among %d sampled keys over %s", len(st.refresh), st.opts.RefreshInterval)
+		f.Message = fmt.Sprintf("no TTL refreshed among %s over %s", textfmt.Count(len(st.refresh), "sampled key"), st.opts.RefreshInterval)
 	}
 	return f, nil
 }
@@ -690,7 +707,7 @@ func (st *auditState) hotFinding(ctx context.Context, c redis.UniversalClient, c
 		sample = append(sample, line)
 	}
 	// Count is every such key; the sample only the fullest few.
-	msg := fmt.Sprintf("%d limiter counters at %.0f%% of their limit or over; the %d fullest:", st.hotCount, st.opts.HotRatio*100, len(sample))
+	msg := fmt.Sprintf("%s at %.0f%% of their limit or over; the %d fullest:", textfmt.Count(st.hotCount, "limiter counter"), st.opts.HotRatio*100, len(sample))
 	return Finding{Check: CheckHot, Severity: Warn, Count: st.hotCount, Sample: sample, Message: msg}, nil
 }
 
@@ -711,7 +728,7 @@ func (st *auditState) bigFinding(ctx context.Context, c redis.UniversalClient) (
 		sample = append(sample, line+")")
 	}
 	return Finding{Check: CheckBigKeys, Severity: Warn, Count: st.bigCount, Sample: sample,
-		Message: fmt.Sprintf("%d sliding logs above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more; the %d largest:", st.bigCount, st.opts.BigKeyEntries, len(sample))}, nil
+		Message: fmt.Sprintf("%s above %d entries: memory grows with traffic, and every decision on them costs O(log n) or more; the %d largest:", textfmt.Count(st.bigCount, "sliding log"), st.opts.BigKeyEntries, len(sample))}, nil
 }
 
 func (st *auditState) shardFinding(shards []ShardStats) Finding {
@@ -719,7 +736,7 @@ func (st *auditState) shardFinding(shards []ShardStats) Finding {
 	var parts []string
 	for _, s := range shards {
 		total += s.LimiterKeys
-		parts = append(parts, fmt.Sprintf("%s %d keys, %d ops/s", s.Node, s.LimiterKeys, s.OpsPerSec))
+		parts = append(parts, fmt.Sprintf("%s %s, %d ops/s", s.Node, textfmt.Count(s.LimiterKeys, "key"), s.OpsPerSec))
 	}
 	f := Finding{Check: CheckShards, Severity: OK, Message: "limiter keys per primary: " + strings.Join(parts, "; ")}
 	if len(shards) > 1 && total >= 100 {
@@ -874,7 +891,7 @@ func configFindings(cfgs []nodeConfig) []Finding {
 			notes = append(notes, "replication is asynchronous: a failover can lose the last increments, so counters may go back")
 		}
 		if n := group("", func(c nodeConfig) bool { return c.replicas == 0 }); len(n) > 0 {
-			notes = append(notes, fmt.Sprintf("%d primaries without a replica: no failover, restarts reload from disk", len(n)))
+			notes = append(notes, fmt.Sprintf("%s without a replica: no failover, restarts reload from disk", textfmt.Count(len(n), "primary")))
 		}
 		out = append(out, Finding{Check: CheckDurability, Severity: OK, Message: strings.Join(notes, "; ")})
 	}

@@ -155,6 +155,15 @@ func sampleOf(rep *AuditReport, check string) []string {
 	return nil
 }
 
+func messageOf(rep *AuditReport, check string) string {
+	for _, f := range rep.Findings {
+		if f.Check == check {
+			return f.Message
+		}
+	}
+	return ""
+}
+
 func TestAuditCleanStandalone(t *testing.T) {
 	c := startClean(t)
 	plantHealthy(t, c)
@@ -191,6 +200,15 @@ func TestAuditPreparedStandalone(t *testing.T) {
 	} {
 		if s := sampleOf(rep, check); len(s) != 1 || s[0] != key {
 			t.Errorf("%s sample %v, want [%s]", check, s, key)
+		}
+	}
+	// One key of each problem is planted: the messages speak of one.
+	for check, start := range map[string]string{
+		CheckNoTTL: "1 limiter key has no TTL", CheckTTLTooLong: "1 limiter key has a TTL longer",
+		CheckHot: "1 limiter counter at 90% of their limit", CheckBigKeys: "1 sliding log above 100 entries",
+	} {
+		if m := messageOf(rep, check); !strings.HasPrefix(m, start) {
+			t.Errorf("%s message %q, want it to start %q", check, m, start)
 		}
 	}
 	// allkeys-lru is planted; LFU frequencies only show under an LFU policy.

@@ -46,7 +46,17 @@
 // (rl:marker) in the background, at most every CheckEvery and only while
 // requests arrive; a marker that vanished or changed means the server is
 // not the one the gateway started with, and the gateway denies for one
-// window (By=fallback).
+// window (By=failover-deny).
+//
+// # Replication
+//
+// Config.Replicate makes a Lua design's admission wait for replicas: WAIT
+// N timeout is sent in the same write as the EVALSHA, on the same
+// connection (WAIT cannot run inside a script, and on a Cluster it must
+// reach the primary that ran the script), so it costs one round trip
+// more inside Redis, not in the client. An admission fewer replicas
+// acknowledged is ErrNotReplicated, for the endpoint's on_error to
+// decide; a denial stands, since it needs no durable count.
 //
 // # Leasing
 //

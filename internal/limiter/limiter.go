@@ -84,6 +84,17 @@ type Config struct {
 	// race shows on demand.
 	Pause time.Duration
 	Lease LeaseConfig
+	// Replicate, when > 0, makes a Lua design's decision wait for that many
+	// replicas to acknowledge its write before an admission stands: WAIT
+	// Replicate ReplicateTimeout follows the EVALSHA on the same
+	// connection. An admission acknowledged by fewer is ErrNotReplicated,
+	// which the endpoint's on_error policy turns into a decision; a denial
+	// stands, since refusing needs no durable count.
+	Replicate int
+	// ReplicateTimeout is WAIT's timeout, whole milliseconds; 0 means
+	// DefaultReplicateTimeout. It must be shorter than the policy timeout,
+	// or the policy gives up before WAIT answers.
+	ReplicateTimeout time.Duration
 }
 
 // LeaseConfig parameterises the leasing design.

@@ -73,6 +73,9 @@ func (cfg Config) Validate() error {
 	if cfg.Pause < 0 {
 		return fmt.Errorf("%s: pause %v must not be negative", cfg.Algorithm, cfg.Pause)
 	}
+	if err := cfg.validateReplicate(); err != nil {
+		return err
+	}
 	if l := cfg.Lease; l.Size < 0 || l.RefillBelow < 0 || l.RefillBelow >= 1 {
 		return fmt.Errorf("%s: lease size %d must be >= 0 and refill_below %v in [0, 1)", cfg.Algorithm, l.Size, l.RefillBelow)
 	}

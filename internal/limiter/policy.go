@@ -143,7 +143,7 @@ func (w *policied) Allow(ctx context.Context, id string, cost int64) (Decision, 
 		w.detector.Poll(now)
 		if at := w.detector.DetectedAt(); !at.IsZero() {
 			if until := at.Add(w.limit.Window); now.Before(until) {
-				return Decision{Remaining: -1, RetryAfter: until.Sub(now), Reset: until.Sub(now), By: decision.ByFallback}, nil
+				return Decision{Remaining: -1, RetryAfter: until.Sub(now), Reset: until.Sub(now), By: decision.ByFailoverDeny}, nil
 			}
 		}
 	}

@@ -40,6 +40,10 @@ type scriptLimiter struct {
 	// plus a counter.
 	nonce string
 	seq   atomic.Uint64
+	// replicas, when > 0, is how many replicas must acknowledge an
+	// admission's write within waitFor (Config.Replicate).
+	replicas int
+	waitFor  time.Duration
 }
 
 func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*scriptLimiter, error) {
@@ -49,6 +53,8 @@ func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*s
 		clock:      clock,
 		redisClock: cfg.EffectiveClock() == ClockRedis,
 		prefix:     prefixOf(cfg) + tags[cfg.Algorithm] + ":{",
+		replicas:   cfg.Replicate,
+		waitFor:    cfg.replicateTimeout(),
 	}
 	switch cfg.Algorithm {
 	case RedisFixedWindow:
@@ -134,6 +140,9 @@ func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decis
 	if s.pool != nil {
 		return s.allowResp(ctx, id, cost, time.Time{})
 	}
+	if s.replicas > 0 {
+		return s.allowWait(ctx, id, cost)
+	}
 	var a resp.Args
 	s.args(&a, id, cost)
 	keys, argv := a.Values()
@@ -177,6 +186,9 @@ func (s *scriptLimiter) allowBy(ctx context.Context, id string, cost int64, dead
 // allowResp is Allow through the resp pool. A zero deadline means ctx's
 // alone.
 func (s *scriptLimiter) allowResp(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
+	if s.replicas > 0 {
+		return s.allowRespWait(ctx, id, cost, deadline)
+	}
 	var a resp.Args
 	s.args(&a, id, cost)
 	var buf [5]int64
@@ -260,7 +272,8 @@ func (g *getIncr) Allow(ctx context.Context, id string, cost int64) (Decision, e
 		ttl = g.window
 	}
 	if n+cost > g.limit {
-		return Decision{Remaining: max(0, g.limit-n), RetryAfter: ttl, Reset: ttl, By: decision.ByRedis}, nil
+		// The key outlives its PTTL by up to 1 ms: Retry-After is never early.
+		return Decision{Remaining: max(0, g.limit-n), RetryAfter: ttl + time.Millisecond, Reset: ttl, By: decision.ByRedis}, nil
 	}
 	if g.pause > 0 {
 		t := time.NewTimer(g.pause)

@@ -121,23 +121,29 @@ func TestFixedWindowRollsOnRealServer(t *testing.T) {
 func TestFixedWindowRetryAfterNeverEarly(t *testing.T) {
 	t.Parallel()
 	b := realBackend(t)
-	l := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 2, Window: 150 * time.Millisecond}, Prefix: "exact:"}, b.client, nil)
-	ctx := context.Background()
-	for round := range 8 {
-		var d Decision
-		for d.RetryAfter == 0 {
-			var err error
-			if d, err = l.Allow(ctx, "erin", 1); err != nil {
-				t.Fatal(err)
+	// The three designs that take Retry-After from a key's expiry.
+	for _, alg := range []string{RedisFixedWindow, RedisFixedWindowRefresh, RedisGetIncr} {
+		t.Run(alg, func(t *testing.T) {
+			t.Parallel()
+			l := mustNew(t, Config{Algorithm: alg, Limit: rate.Limit{Count: 2, Window: 150 * time.Millisecond}, Prefix: "exact:"}, b.client, nil)
+			ctx := context.Background()
+			for round := range 8 {
+				var d Decision
+				for d.RetryAfter == 0 {
+					var err error
+					if d, err = l.Allow(ctx, "erin", 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if d.Allowed || d.RetryAfter > 151*time.Millisecond {
+					t.Fatalf("round %d: denial %+v, want Retry-After within the window", round, d)
+				}
+				time.Sleep(d.RetryAfter)
+				if again, err := l.Allow(ctx, "erin", 1); err != nil || !again.Allowed {
+					t.Fatalf("round %d: waited the %v Retry-After said and got %+v (%v): the hint was early", round, d.RetryAfter, again, err)
+				}
 			}
-		}
-		if d.Allowed || d.RetryAfter > 151*time.Millisecond {
-			t.Fatalf("round %d: denial %+v, want Retry-After within the window", round, d)
-		}
-		time.Sleep(d.RetryAfter)
-		if again, err := l.Allow(ctx, "erin", 1); err != nil || !again.Allowed {
-			t.Fatalf("round %d: waited the %v Retry-After said and got %+v (%v): the hint was early", round, d.RetryAfter, again, err)
-		}
+		})
 	}
 }
 

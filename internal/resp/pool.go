@@ -390,6 +390,21 @@ func (p *Pool) EvalIntsUntil(ctx context.Context, deadline time.Time, s *Script,
 	return dst, err
 }
 
+// EvalIntsWait is EvalIntsUntil followed, in the same write and on the
+// same connection, by WAIT replicas timeout: it also returns how many
+// replicas acknowledged the script's writes (and every earlier write on
+// that connection) within timeout. The script's reply stands whatever
+// WAIT says; deadline must leave WAIT its timeout.
+func (p *Pool) EvalIntsWait(ctx context.Context, deadline time.Time, s *Script, a *Args, dst []int64, replicas int, timeout time.Duration) ([]int64, int64, error) {
+	var acked int64
+	err := p.evalsha(ctx, deadline, s, func(c *Conn, cmd, script string, deadline time.Time) error {
+		var err error
+		dst, acked, err = c.evalWait(cmd, script, a, dst, replicas, timeout, deadline)
+		return err
+	})
+	return dst, acked, err
+}
+
 // Eval runs s with keys and args through EVALSHA (EVAL when the server
 // answers NOSCRIPT), until deadline (zero: none), and returns its reply as
 // go-redis does over RESP2: int64, string, nil, []any, and an error reply
@@ -491,7 +506,8 @@ func (p *Pool) evalsha(ctx context.Context, deadline time.Time, s *Script, send 
 	})
 }
 
-func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time) ([]int64, error) {
+// evalArgs starts the buffer with one EVAL or EVALSHA of a.
+func (c *Conn) evalArgs(cmd, script string, a *Args) {
 	c.begin(3 + a.n)
 	c.arg(cmd)
 	c.arg(script)
@@ -503,8 +519,44 @@ func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time
 			c.arg(a.strs[i])
 		}
 	}
+}
+
+func (c *Conn) eval(cmd, script string, a *Args, dst []int64, deadline time.Time) ([]int64, error) {
+	c.evalArgs(cmd, script, a)
 	if err := c.flush(deadline); err != nil {
 		return dst, err
 	}
 	return c.readInts(dst)
+}
+
+// evalWait is eval with WAIT replicas timeout in the same write, so the
+// server runs WAIT right after the script, on the same connection (WAIT
+// cannot run inside a script). The WAIT reply is read whatever the
+// script's, so the connection stays in step.
+func (c *Conn) evalWait(cmd, script string, a *Args, dst []int64, replicas int, timeout time.Duration, deadline time.Time) ([]int64, int64, error) {
+	c.evalArgs(cmd, script, a)
+	c.more(3)
+	c.arg("WAIT")
+	c.intArg(int64(replicas))
+	c.intArg(timeout.Milliseconds())
+	if err := c.flush(deadline); err != nil {
+		return dst, 0, err
+	}
+	dst, err := c.readInts(dst)
+	if c.bad {
+		return dst, 0, err
+	}
+	v, werr := c.readAny(0)
+	if err != nil {
+		return dst, 0, err
+	}
+	if werr != nil {
+		return dst, 0, fmt.Errorf("WAIT: %w", werr)
+	}
+	acked, ok := v.(int64)
+	if !ok {
+		c.bad = true
+		return dst, 0, fmt.Errorf("%w: WAIT answered %v, want an integer", ErrProtocol, v)
+	}
+	return dst, acked, nil
 }

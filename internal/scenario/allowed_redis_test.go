@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
 )
 
 // TestAllowedRuleOnRealReplies runs small Lua limiters in a real
-// redis-server and checks the scenario's allowed rules (traffic.ParseRule) against the reply shapes
+// redis-server and checks the scenario's allowed rules (scripttarget.ParseRule) against the reply shapes
 // go-redis really hands back: integers, status strings, tables, and the
 // nil a Lua false becomes.
 func TestAllowedRuleOnRealReplies(t *testing.T) {
@@ -23,7 +23,7 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := traffic.ParseRule(scs[0].Target.Allowed)
+	rule, err := scripttarget.ParseRule(scs[0].Target.Allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 		{"negative means denied", ">= 0", "return -1", false},
 	}
 	for _, tt := range tests {
-		r, err := traffic.ParseRule(tt.rule)
+		r, err := scripttarget.ParseRule(tt.rule)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,7 @@
 //	traffic.max_requests      100000
 //	traffic.identities        1
 //	traffic.spread            round-robin
+//	traffic.segment           identities
 //	traffic.rounds            50 (race only)
 //	traffic.align             auto (boundary only)
 //	traffic.burst_size        the limit's count (burst only)

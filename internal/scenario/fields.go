@@ -105,6 +105,8 @@ var fieldDocs = []struct{ path, doc string }{
 	{"target.clock_skew", "The largest gateway clock offset: gateways get offsets spread over ±clock_skew, so designs that trust gateway clocks show their drift. Default 0s."},
 	{"target.clock", "Whose clock a design reads: gateway (each gateway's own, possibly skewed, passed to the script) or redis (TIME inside the script: one clock for all). Default: redis for redis-gcra and leasing, gateway for the others."},
 	{"target.pause", "redis-get-incr only: the gap between its GET and its INCR, the window the race lives in. Default 0s."},
+	{"target.replicate", "Lua designs only: each admission waits for this many replicas to acknowledge the script's write (WAIT N, sent right after the script on the same connection), so a failover promotes a replica that holds every admitted count. An admission acknowledged by fewer within replicate_timeout is treated as a Redis failure: the endpoint's on_error decides (closed refuses it, keeping the cap; open admits it as fail-open; local uses the local allowance), since the count it rests on may not survive a failover; a denial stands as it is. A real Redis needs that many replicas connected (redis: spawn starts them); the embedded Redis, and one without enough replicas, has none, so there it is emulated: no WAIT is sent (no latency cost is measured) and a staged failover keeps every count, and the report says so. Default 0 (asynchronous replication)."},
+	{"target.replicate_timeout", "With replicate: how long WAIT waits for the replicas, whole milliseconds, shorter than every endpoint timeout. Default half the shortest endpoint timeout."},
 	{"target.prefix", "The prefix of every limiter key (simulated only). Default rl:."},
 	{"target.key", "simulated only: what the gateways key the limit on. Default identity."},
 	{"target.sources", "with key: source, how many client addresses the identities send from (identity i from address i mod sources): 1 puts every user behind one address, as an office behind NAT."},
@@ -147,6 +149,7 @@ var fieldDocs = []struct{ path, doc string }{
 	{"traffic.max_requests", "A hard cap on requests: every run is bounded. Default 100000, at most 2^40. A run allowed more than 2,097,152 requests spills its history to disk as it records, 37 bytes a request (46 with retries) in the system's temporary directory, so memory stays flat however long it runs: the disk bounds a soak run."},
 	{"traffic.identities", "How many identities (users, API keys) share the traffic; limits are per identity. Default 1."},
 	{"traffic.spread", "How the load balancer spreads one identity's requests over the gateways. Default round-robin."},
+	{"traffic.segment", "What each process of a run split with verify --segment takes its share of. Default identities."},
 	{"traffic.rounds", "race only: how many rounds to fire. Default 50."},
 	{"traffic.align", "boundary only: where window boundaries are assumed to fall. Default auto."},
 	{"traffic.model", "open (the default): requests leave at their scheduled times whatever the target does, and one that finds no free worker is counted as dropped; closed: concurrency users each wait for an answer before sending again."},
@@ -236,6 +239,10 @@ var valueDocs = map[string]map[string]string{
 		SpreadRoundRobin: "one identity's requests go to each gateway in turn",
 		SpreadRandom:     "each request goes to a gateway at random",
 		SpreadSticky:     "each identity always reaches the same gateway",
+	},
+	"traffic.segment": {
+		SegmentByIdentities: "each segment sends every request of its block of whole identities (race: of each round's fresh identities; closed model: the clients that speak for them), so no identity's limit is loaded from two machines",
+		SegmentByRequests:   "each segment sends its stripe of every identity's requests (closed model: its block of the clients), so one identity (a limit shared by everyone) is loaded from every machine at once; needs an http target, and not race or boundary",
 	},
 	"traffic.align": {
 		AlignEpoch:        "windows start at multiples of W since the Unix epoch",

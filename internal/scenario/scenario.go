@@ -40,6 +40,12 @@ const (
 	SpreadSticky     = traffic.SpreadSticky
 )
 
+// What a segment of a scenario takes its share of (traffic.segment).
+const (
+	SegmentByIdentities = traffic.SegmentByIdentities
+	SegmentByRequests   = traffic.SegmentByRequests
+)
+
 // Boundary alignments: where window boundaries are assumed to fall.
 const (
 	AlignEpoch        = traffic.AlignEpoch
@@ -111,6 +117,7 @@ var (
 	kinds       = []string{KindSimulated, KindHTTP, KindRedisScript}
 	patterns    = []string{PatternConstant, PatternBurst, PatternRamp, PatternBoundary, PatternRace}
 	spreads     = []string{SpreadRoundRobin, SpreadRandom, SpreadSticky}
+	segmentBys  = []string{SegmentByIdentities, SegmentByRequests}
 	aligns      = []string{AlignEpoch, AlignFirstRequest, AlignAuto}
 	models      = []string{ModelOpen, ModelClosed}
 	onErrors    = []string{OnErrorOpen, OnErrorClosed, OnErrorLocal}
@@ -166,6 +173,11 @@ type Target struct {
 	ClockSkew time.Duration
 	// Pause is redis-get-incr's gap between read and write.
 	Pause time.Duration
+	// Replicate, when > 0, makes each admission of a Lua design wait for
+	// that many replicas to acknowledge its write (WAIT), within
+	// ReplicateTimeout; see limiter.Config.Replicate.
+	Replicate        int
+	ReplicateTimeout time.Duration
 	// Clock is gateway, redis or empty (the design's natural default).
 	Clock string
 	// Prefix starts every limiter key.
@@ -207,10 +219,10 @@ type Target struct {
 	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
 	Keys, Args []string
 	// Allowed is the rule on the script's reply that means allowed, e.g.
-	// "== 1"; see traffic.ParseRule.
+	// "== 1"; see scripttarget.ParseRule.
 	Allowed string
 	// RetryAfter says where a denied reply carries its retry-after, e.g.
-	// "[2] ms"; see traffic.ParseRetryRule. Empty: nowhere.
+	// "[2] ms"; see scripttarget.ParseRetryRule. Empty: nowhere.
 	RetryAfter string
 }
 
@@ -252,6 +264,10 @@ type Traffic struct {
 	MaxRequests int
 	Identities  int
 	Spread      string
+	// Segment is what a process running one segment of the scenario
+	// (verify --segment) takes its share of: identities (default) or
+	// requests.
+	Segment string
 	// Rounds is how many race rounds to fire (race only).
 	Rounds int
 	// Align says where window boundaries fall (boundary only).

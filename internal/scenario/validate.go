@@ -11,6 +11,8 @@ import (
 
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/redact"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -87,6 +89,9 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		if e.Timeout == 0 {
 			e.Timeout = t.Timeout
 		}
+	}
+	if t.Replicate > 0 && t.ReplicateTimeout == 0 {
+		t.ReplicateTimeout = defaultReplicateTimeout(t.Endpoints)
 	}
 	if t.Kind == KindHTTP {
 		if t.Method == "" {
@@ -191,7 +196,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.urls", "an http target needs urls")
 		}
 		for i, u := range t.URLs {
-			if err := traffic.CheckURL(u); err != nil {
+			if err := httptarget.CheckURL(u); err != nil {
 				bad(index("target.urls", i), "%v", err)
 			}
 		}
@@ -201,7 +206,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
 		}
 		if t.Identity.Source != "" {
-			if _, err := traffic.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
+			if _, err := httptarget.SourceAddrs(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
 				bad("target.identity", "source: %v", err)
 			}
 		}
@@ -220,17 +225,17 @@ func (d *decoder) validate(sc *Scenario) {
 			list  []string
 		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
 			for _, tp := range f.list {
-				if err := traffic.CheckTemplate(tp); err != nil {
+				if err := scripttarget.CheckTemplate(tp); err != nil {
 					bad(f.field, "%q: %v", tp, err)
 				}
 			}
 		}
 		if !set("target.allowed") {
 			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if _, err := traffic.ParseRule(t.Allowed); err != nil {
+		} else if _, err := scripttarget.ParseRule(t.Allowed); err != nil {
 			bad("target.allowed", "%v", err)
 		}
-		if _, err := traffic.ParseRetryRule(t.RetryAfter); err != nil {
+		if _, err := scripttarget.ParseRetryRule(t.RetryAfter); err != nil {
 			bad("target.retry_after", "%v", err)
 		}
 	}
@@ -281,6 +286,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
 	}
+	checkReplicate(t, set, bad)
 
 	if len(t.Endpoints) == 0 {
 		bad("target.endpoints", "need at least one endpoint")
@@ -482,6 +488,9 @@ func (t Target) String() string {
 	if t.ClockSkew > 0 {
 		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
 	}
+	if t.Replicate > 0 {
+		s += fmt.Sprintf(", replicate %d", t.Replicate)
+	}
 	if t.Key == KeySource {
 		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)
 	}
@@ -492,14 +501,14 @@ func (t Target) String() string {
 // the identity as {id}: then it needs no identity header or parameter.
 func (t *Target) carriesID() bool {
 	for _, u := range t.URLs {
-		if traffic.CarriesID(u) {
+		if httptarget.CarriesID(u) {
 			return true
 		}
 	}
 	for _, v := range t.Headers {
-		if traffic.CarriesID(v) {
+		if httptarget.CarriesID(v) {
 			return true
 		}
 	}
-	return traffic.CarriesID(t.Body)
+	return httptarget.CarriesID(t.Body)
 }

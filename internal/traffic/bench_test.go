@@ -3,14 +3,13 @@ package traffic
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 // BenchmarkEngineOpen measures the open model's own cost per request with
@@ -30,7 +29,7 @@ func BenchmarkEngineOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	b.ReportMetric(float64(c[decision.Dropped])/float64(h.Len()), "dropped/op")
 }
 
@@ -42,35 +41,6 @@ func BenchmarkEngineClosed(b *testing.B) {
 	if _, err := Run(context.Background(), newInstant(50), plan, RunOptions{}); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// BenchmarkHTTPTarget is requests per second through the HTTP target to a
-// loopback server that answers at once (closed model, 50 connections).
-func BenchmarkHTTPTarget(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("RateLimit-Remaining", "5")
-		w.Write([]byte("ok"))
-	}))
-	defer srv.Close()
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, IdentityHeader: "X-API-Key", MaxConns: 50})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tgt.Close()
-	plan := Plan{Model: ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
-	b.ReportAllocs()
-	b.ResetTimer()
-	began := time.Now()
-	h, err := Run(context.Background(), tgt, plan, RunOptions{})
-	took := time.Since(began)
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if c := counts(h); c[decision.Allowed] != b.N {
-		b.Fatalf("outcomes %v", c)
-	}
-	b.ReportMetric(float64(b.N)/took.Seconds(), "req/s")
 }
 
 // BenchmarkPacerLag measures how late the open model sends: Intended to
@@ -117,13 +87,13 @@ func BenchmarkEngineOverload(b *testing.B) {
 	}
 	b.ResetTimer()
 	cpu := processCPU()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	cpu = processCPU() - cpu
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	answered := c[decision.Allowed] + c[decision.Denied]
 	b.ReportMetric(float64(c[decision.Dropped])/float64(h.Len()), "dropped/op")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(max(answered, 1)), "cpu-µs/decision")
@@ -137,11 +107,11 @@ func BenchmarkEngineClosedSlow(b *testing.B) {
 	plan := Plan{Model: ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
 	b.ResetTimer()
 	cpu := processCPU()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	cpu = processCPU() - cpu
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	b.ReportMetric(float64(cpu.Microseconds())/float64(max(c[decision.Allowed]+c[decision.Denied], 1)), "cpu-µs/decision")
 }

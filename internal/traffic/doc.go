@@ -1,9 +1,10 @@
 // Package traffic is rlctl's bounded load engine: pacing (open model by
 // default, closed as an option), the patterns of DESIGN.md (constant, burst,
-// ramp, boundary, race), identities and their spread over gateways, and the
-// targets requests go to (simulated gateways, HTTP gateways, the user's own
-// Lua script). Every run is bounded in time and requests and stops by
-// itself; every request becomes a history.Record.
+// ramp, boundary, race), identities and their spread over gateways. Requests
+// go to a Target; the targets themselves (simulated gateways, HTTP gateways,
+// the user's own Lua script) live in the packages under internal/target,
+// which the engine does not import. Every run is bounded in time and
+// requests and stops by itself; every request becomes a history.Record.
 //
 // The shape of a run (Run): one producer goroutine follows the pattern's
 // schedule and hands each request to a bounded pool of workers; when no
@@ -25,4 +26,10 @@
 // one request through every gateway at once; rounds that straddle an
 // epoch-aligned boundary are void, so a fresh window's quota never passes
 // for a race.
+//
+// A plan can be split over processes (Plan.Segment, k6's execution
+// segments): each walks the whole schedule and sends only its share, whole
+// identities by default or a stripe of every identity's requests, so the
+// segments together send the plan once; RunOptions.StartAt starts them at
+// one wall-clock instant (see segment.go).
 package traffic

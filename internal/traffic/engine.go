@@ -47,6 +47,8 @@ type engine struct {
 	shares    []float64 // cumulative endpoint shares, nil = even
 
 	start    time.Time // monotonic origin of every offset
+	wall     time.Time // RunOptions.Now at start: what offsets are on
+	share    share     // what of the plan this process runs (Plan.Segment)
 	ctx      context.Context
 	reqCtx   context.Context
 	timer    *time.Timer
@@ -123,6 +125,17 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	} else {
 		e.names = p.identityNames()
 	}
+	names := len(e.names)
+	if p.Model == ModelClosed {
+		names = p.Identities
+	}
+	if e.share, err = shareOf(p, names); err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 
 	meta := o.Meta
 	meta.Limit = p.Limit
@@ -131,6 +144,9 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	meta.Endpoints = append([]string(nil), endpoints...)
 	if p.Model == ModelOpen {
 		meta.Workers = p.Workers
+	}
+	if !e.share.whole {
+		meta.Segment = p.Segment.String()
 	}
 	keep := cmp.Or(o.KeepInMemory, InMemory)
 	h := history.New(meta, min(e.capacity(), keep))
@@ -205,8 +221,16 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	}()
 
 	e.warm()
+	if !o.StartAt.IsZero() {
+		late, err := waitFor(ctx, o.StartAt, now, p.Duration)
+		if err != nil {
+			return nil, err
+		}
+		h.Meta.Late = late
+	}
 	e.start = time.Now()
-	h.Meta.Start = e.start
+	e.wall = now()
+	h.Meta.Start = e.wall
 
 	hookCtx, cancelHooks := context.WithCancel(ctx)
 	var hooks sync.WaitGroup
@@ -539,7 +563,7 @@ func (e *engine) exec(j job) (history.Record, Response) {
 		Outcome: resp.Outcome, By: resp.By,
 	}
 	if !resp.Decided.IsZero() {
-		r.Decided = resp.Decided.Sub(e.start)
+		r.Decided = resp.Decided.Sub(e.wall)
 	}
 	if f := uint32(resp.Form); f != 0 && e.forms.Load()&f != f {
 		e.forms.Or(f)
@@ -603,10 +627,20 @@ func (e *engine) hitJob(hit uint64, at time.Duration) job {
 }
 
 // runPaced is the open model's producer for the paced patterns.
+//
+// A segment walks the whole plan's schedule, so it stops where the whole
+// plan would (duration or MaxRequests), and sends only its own requests.
 func (e *engine) runPaced(pc Pacer) {
+	n := len(e.names)
 	for hit := uint64(0); ; hit++ {
 		at, ok := pc.Due(hit)
-		if !ok || !e.take(1) || !e.sleepUntil(at) {
+		if !ok || !e.take(1) {
+			return
+		}
+		if !e.share.ownsHit(hit, n) {
+			continue
+		}
+		if !e.sleepUntil(at) {
 			return
 		}
 		e.dispatch(e.hitJob(hit, at))
@@ -634,9 +668,14 @@ func (e *engine) runClosed() {
 	defer func() {
 		go func() { loops.Wait(); close(finished) }()
 	}()
-	loops.Add(e.p.Concurrency)
-	e.workers.Add(e.p.Concurrency)
-	for range e.p.Concurrency {
+	clients := len(e.share.clients)
+	loops.Add(clients)
+	e.workers.Add(clients)
+	// A segment that runs some identities only takes turns over those:
+	// its k-th request goes where request k of a plan with just them would.
+	lo, mine := uint64(e.share.lo), uint64(e.share.hi-e.share.lo)
+	n := uint64(len(e.names))
+	for range clients {
 		go func() {
 			defer e.workers.Done()
 			defer loops.Done()
@@ -644,12 +683,15 @@ func (e *engine) runClosed() {
 			defer rb.flush()
 			for e.ctx.Err() == nil {
 				hit := hits.Add(1) - 1
-				if hit >= uint64(e.p.MaxRequests) {
+				if hit >= uint64(e.share.maxRequests) {
 					return
 				}
 				at := e.elapsed()
 				if at >= e.p.Duration {
 					return
+				}
+				if mine < n {
+					hit = hit/mine*n + lo + hit%mine
 				}
 				r, _ := e.exec(e.hitJob(hit, at))
 				rb.add(r)

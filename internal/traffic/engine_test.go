@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 func perSecond(n int64) rate.Limit { return rate.Limit{Count: n, Window: time.Second} }
@@ -19,7 +20,7 @@ func TestRunConstantRecordsEveryRequest(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(5, time.Hour, 3)
 	plan := Plan{Rate: perSecond(200), Duration: 300 * time.Millisecond, MaxRequests: 1000, Identities: 2}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Meta: history.Meta{Scenario: "s"}})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Meta: history.Meta{Scenario: "s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestRunConstantRecordsEveryRequest(t *testing.T) {
 	if h.Len() != 60 {
 		t.Fatalf("%d records; want 60", h.Len())
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	if c[decision.Allowed] != 10 || c[decision.Denied] != 50 {
 		t.Fatalf("outcomes %v; want 10 allowed (5 per identity), 50 denied", c)
 	}
@@ -103,7 +104,7 @@ func TestRunClosedDuration(t *testing.T) {
 	lim.delay = time.Millisecond
 	plan := Plan{Model: ModelClosed, Concurrency: 3, Duration: 150 * time.Millisecond, MaxRequests: 1 << 40}
 	began := time.Now()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +129,11 @@ func TestClosedRunOutlastingGraceHasNoErrors(t *testing.T) {
 	lim := newWindowLimiter(1<<30, time.Hour, 2)
 	lim.delay = 2 * time.Millisecond
 	plan := Plan{Model: ModelClosed, Concurrency: 4, Duration: 600 * time.Millisecond, MaxRequests: 1 << 30}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 100 * time.Millisecond})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(h); c[decision.Error] != 0 || c[decision.Allowed] == 0 {
+	if c := traffictest.Counts(h); c[decision.Error] != 0 || c[decision.Allowed] == 0 {
 		t.Fatalf("outcomes %v; want only allowed", c)
 	}
 	var last time.Duration
@@ -152,7 +153,7 @@ func TestOpenModelKeepsScheduleWhenTargetSlows(t *testing.T) {
 	// so most scheduled requests find it busy.
 	plan := Plan{Rate: perSecond(100), Duration: 500 * time.Millisecond, MaxRequests: 1000, Workers: 1}
 	began := time.Now()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 2 * time.Second})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestOpenModelKeepsScheduleWhenTargetSlows(t *testing.T) {
 	if h.Len() != 50 {
 		t.Fatalf("%d records; want all 50 scheduled requests", h.Len())
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	if c[decision.Dropped] == 0 || c[decision.Allowed] == 0 || c[decision.Dropped]+c[decision.Allowed] != 50 {
 		t.Fatalf("outcomes %v; want some dropped, the rest allowed", c)
 	}
@@ -194,7 +195,7 @@ func TestRunCancelReturnsPartialHistory(t *testing.T) {
 		hooked.Store(true)
 		cancel()
 	}}}}
-	h, err := Run(ctx, NewSimulated(lim), plan, o)
+	h, err := Run(ctx, lim, plan, o)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v; want it to wrap context.Canceled", err)
 	}
@@ -202,7 +203,7 @@ func TestRunCancelReturnsPartialHistory(t *testing.T) {
 		t.Fatalf("no partial history (hook ran %v)", hooked.Load())
 	}
 	// In-flight requests were drained, not cut: none is an error.
-	if c := counts(h); c[decision.Error] != 0 {
+	if c := traffictest.Counts(h); c[decision.Error] != 0 {
 		t.Fatalf("outcomes %v; in-flight requests should finish within the grace", c)
 	}
 }
@@ -213,11 +214,11 @@ func TestGraceCancelsStuckRequests(t *testing.T) {
 	lim.delay = time.Hour // never answers unless cancelled
 	plan := Plan{Rate: perSecond(50), Duration: 100 * time.Millisecond, MaxRequests: 100}
 	began := time.Now()
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{Grace: 100 * time.Millisecond})
+	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(h); c[decision.Error] != 5 {
+	if c := traffictest.Counts(h); c[decision.Error] != 5 {
 		t.Fatalf("outcomes %v; want the 5 stuck requests as errors", c)
 	}
 	if took := time.Since(began); took > 10*time.Second {

@@ -7,12 +7,10 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/limiter"
 )
 
 // windowLimiter is a real in-process fixed-window limiter behind a set of
-// gateways, the Decider the engine is tested against. With epoch set,
+// gateways, the target the engine is tested against. With epoch set,
 // windows start at multiples of W since the Unix epoch; otherwise an
 // identity's first request after its window ended opens the next one.
 // checkThenSet splits the check and the increment (with pause between) to
@@ -41,7 +39,7 @@ func newWindowLimiter(limit int64, window time.Duration, gateways int) *windowLi
 	return &windowLimiter{limit: limit, window: window, gateways: gateways, state: map[string]*fixedWin{}}
 }
 
-func (l *windowLimiter) Names() []string {
+func (l *windowLimiter) Gateways() []string {
 	n := make([]string, l.gateways)
 	for i := range n {
 		n[i] = fmt.Sprintf("gw-%d", i)
@@ -50,6 +48,7 @@ func (l *windowLimiter) Names() []string {
 }
 
 func (l *windowLimiter) Endpoints() []string { return []string{"default"} }
+func (l *windowLimiter) Close() error        { return nil }
 
 // current returns id's window at now, rolling it when it has ended. l.mu held.
 func (l *windowLimiter) current(id string, now time.Time) *fixedWin {
@@ -68,45 +67,49 @@ func (l *windowLimiter) current(id string, now time.Time) *fixedWin {
 	return w
 }
 
-func (l *windowLimiter) Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error) {
-	if gateway < 0 || gateway >= l.gateways {
-		return limiter.Decision{}, fmt.Errorf("no gateway %d", gateway)
+func (l *windowLimiter) Do(ctx context.Context, r Request) Response {
+	if r.Gateway < 0 || r.Gateway >= l.gateways {
+		return ErrResponse(fmt.Errorf("no gateway %d", r.Gateway))
 	}
 	if l.delay > 0 {
 		select {
 		case <-time.After(l.delay):
 		case <-ctx.Done():
-			return limiter.Decision{}, ctx.Err()
+			return ErrResponse(ctx.Err())
 		}
 	}
+	denied := Response{Outcome: decision.Denied, Remaining: 0, RetryAfter: -1, Reset: -1}
 	if l.checkThenSet {
 		l.mu.Lock()
 		l.calls++
-		seen := l.current(id, time.Now()).count
+		seen := l.current(r.ID, time.Now()).count
 		l.mu.Unlock()
 		time.Sleep(l.pause)
+		denied.By = decision.ByRedis
 		if seen >= l.limit {
-			return limiter.Decision{Allowed: false, Remaining: 0, By: decision.ByRedis}, nil
+			return denied
 		}
 		l.mu.Lock()
-		l.current(id, time.Now()).count++
+		l.current(r.ID, time.Now()).count++
 		l.mu.Unlock()
-		return limiter.Decision{Allowed: true, Remaining: -1, By: decision.ByRedis}, nil
+		return Response{Outcome: decision.Allowed, By: decision.ByRedis, Remaining: -1, RetryAfter: -1, Reset: -1}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
 	now := time.Now()
-	w := l.current(id, now)
-	reset := w.start.Add(l.window).Sub(now)
-	if l.noHints {
-		reset = 0
+	w := l.current(r.ID, now)
+	out := Response{Outcome: decision.Allowed, By: decision.ByLocal, RetryAfter: -1, Reset: -1, Decided: now}
+	if reset := w.start.Add(l.window).Sub(now); !l.noHints && reset > 0 {
+		out.Reset = reset
 	}
 	if w.count >= l.limit {
-		return limiter.Decision{Remaining: 0, RetryAfter: reset, Reset: reset, By: decision.ByLocal, ServerTime: now}, nil
+		out.Outcome, out.Remaining, out.RetryAfter = decision.Denied, 0, out.Reset
+		return out
 	}
 	w.count++
-	return limiter.Decision{Allowed: true, Remaining: l.limit - w.count, Reset: reset, By: decision.ByLocal, ServerTime: now}, nil
+	out.Remaining = l.limit - w.count
+	return out
 }
 
 // instant is a target that answers at once without locks, for measuring the
@@ -126,43 +129,4 @@ func newInstant(gateways int) instant {
 		g[i] = fmt.Sprintf("gw-%d", i)
 	}
 	return instant{gws: g, eps: []string{"default"}}
-}
-
-// counts tallies a history's outcomes.
-func counts(h *history.History) map[decision.Outcome]int {
-	c := map[decision.Outcome]int{}
-	// A long benchmark run spills: read it a chunk at a time.
-	_ = h.Chunks(func(ch *history.History) error {
-		for i := range ch.Len() {
-			c[ch.Outcome(i)]++
-		}
-		return nil
-	})
-	return c
-}
-
-// errorsSeen wraps a target and keeps the first few error messages, so a
-// failing test can say what went wrong.
-type errorsSeen struct {
-	Target
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (e *errorsSeen) Do(ctx context.Context, r Request) Response {
-	resp := e.Target.Do(ctx, r)
-	if resp.Err != nil {
-		e.mu.Lock()
-		if len(e.msgs) < 5 {
-			e.msgs = append(e.msgs, resp.Err.Error())
-		}
-		e.mu.Unlock()
-	}
-	return resp
-}
-
-func (e *errorsSeen) String() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return fmt.Sprint(e.msgs)
 }

@@ -72,6 +72,13 @@ func (e *engine) runRace() {
 		if e.ctx.Err() != nil || !e.take(int64(n)*(L-1+int64(gws))) {
 			return
 		}
+		// A segment runs its block of the rounds' identities; every
+		// segment counts every round, so all stop where the whole plan
+		// would.
+		lo, hi := max(e.share.lo, r*n), min(e.share.hi, (r+1)*n)
+		if lo >= hi {
+			continue
+		}
 		at := e.elapsed()
 		if lastRound > 0 {
 			guard = max(2*lastRound, 5*time.Millisecond)
@@ -84,12 +91,12 @@ func (e *engine) runRace() {
 		}
 		began := e.elapsed()
 		endpoint := uint8(r % e.endpoints)
-		first := uint32(r * n)
-		full, ok := e.prefill(first, n, L-1, endpoint)
+		first := uint32(lo)
+		full, ok := e.prefill(first, hi-lo, L-1, endpoint)
 		if !ok {
 			return
 		}
-		valid, ok := e.release(first, n, gws, int32(r), endpoint, began, full)
+		valid, ok := e.release(first, hi-lo, gws, int32(r), endpoint, began, full)
 		if !ok {
 			return
 		}
@@ -167,12 +174,15 @@ func (e *engine) release(first uint32, n, gws int, round int32, endpoint uint8, 
 	at = e.elapsed() // written before close(gate), which orders it before every read
 	close(gate)
 	if !e.wait(&done) {
-		// The run is ending; record the answers when they come.
+		// The run is ending; record the answers when they come, unmarked:
+		// the round is not counted in Meta.Rounds, nor was it checked for
+		// straddling a boundary.
 		e.side.Add(1)
 		go func() {
 			defer e.side.Done()
 			done.Wait()
 			for _, r := range recs {
+				r.Round = history.NoRound
 				e.results <- r
 			}
 		}()
@@ -222,7 +232,7 @@ func (e *engine) runBoundary() {
 			if !e.sleepUntil(at) {
 				return
 			}
-			for i := range n {
+			for i := e.share.lo; i < e.share.hi; i++ {
 				id := uint32(i)
 				wg.Add(1)
 				// Boundary records stay unmarked: Round means a race
@@ -305,18 +315,18 @@ func (e *engine) nextBoundary(mode *string, notBefore, span time.Duration, seq [
 	}
 }
 
-// probe sends one request per identity, in turn.
+// probe sends one request per identity of the process, in turn.
 func (e *engine) probe(seq []uint64) ([]history.Record, []Response, bool) {
-	n := len(e.names)
+	lo, n := e.share.lo, e.share.hi-e.share.lo
 	if e.ctx.Err() != nil || !e.take(int64(n)) {
 		return nil, nil, false
 	}
 	jobs := make([]job, n)
 	at := e.elapsed()
 	for i := range n {
-		id := uint32(i)
-		jobs[i] = job{intended: at, identity: id, round: history.NoRound, gateway: uint16(e.bal.Pick(id, seq[i]))}
-		seq[i]++
+		id := uint32(lo + i)
+		jobs[i] = job{intended: at, identity: id, round: history.NoRound, gateway: uint16(e.bal.Pick(id, seq[id]))}
+		seq[id]++
 	}
 	return e.doAll(jobs)
 }
@@ -393,7 +403,7 @@ func median(ts []time.Duration) (time.Duration, bool) {
 	return ts[len(ts)/2], true
 }
 
-// learnByDenial spends identity 0's quota until a denial, then finds when
+// learnByDenial spends the process's first identity's quota until a denial, then finds when
 // requests are allowed again: that is a boundary. Whether it sits on an
 // epoch multiple of W says which alignment the target uses.
 func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
@@ -402,11 +412,12 @@ func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
 		if e.ctx.Err() != nil || !e.take(1) {
 			return history.Record{}, Response{}, false
 		}
+		id := uint32(e.share.lo) // the process's first identity
 		recs, resps, ok := e.doAll([]job{{
-			intended: e.elapsed(), round: history.NoRound,
-			gateway: uint16(e.bal.Pick(0, seq[0])),
+			intended: e.elapsed(), identity: id, round: history.NoRound,
+			gateway: uint16(e.bal.Pick(id, seq[id])),
 		}})
-		seq[0]++
+		seq[id]++
 		if !ok {
 			return history.Record{}, Response{}, false
 		}

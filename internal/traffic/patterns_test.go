@@ -9,77 +9,22 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
-
-// raceShape checks the records of a race run: per round, N·(L−1) prefill
-// records (NoRound) and N·G released records marked with the round, each
-// gateway once per identity. A void round (one that straddled an epoch
-// boundary) has its released records unmarked and does not count in
-// Meta.Rounds. It returns the allowed released requests per valid round and
-// identity.
-func raceShape(t *testing.T, h *history.History, n, gws int, l int64) map[[2]int]int {
-	t.Helper()
-	released := map[[2]int]map[uint16]bool{}
-	allowed := map[[2]int]int{}
-	unmarked := map[[2]int]int{}
-	for i := range h.Len() {
-		r := h.At(i)
-		name := h.Meta.Identities[r.Identity]
-		var round, idx int
-		if _, err := fmt.Sscanf(name, "race-%d-%d", &round, &idx); err != nil {
-			t.Fatalf("record %d: identity %q is not a race identity", i, name)
-		}
-		k := [2]int{round, idx}
-		if r.Round == history.NoRound {
-			unmarked[k]++
-			continue
-		}
-		if int(r.Round) != round {
-			t.Fatalf("record %d: identity %q released in round %d", i, name, r.Round)
-		}
-		if released[k] == nil {
-			released[k] = map[uint16]bool{}
-		}
-		if released[k][r.Gateway] {
-			t.Fatalf("round %d identity %d: gateway %d released twice", round, idx, r.Gateway)
-		}
-		released[k][r.Gateway] = true
-		if r.Outcome == decision.Allowed {
-			allowed[k]++
-		}
-	}
-	if len(released) != h.Meta.Rounds*n {
-		t.Fatalf("%d released (round, identity) pairs; want %d (Meta.Rounds %d × %d identities)", len(released), h.Meta.Rounds*n, h.Meta.Rounds, n)
-	}
-	for k, g := range released {
-		if len(g) != gws {
-			t.Fatalf("round %v released through %d gateways; want %d", k, len(g), gws)
-		}
-		if int64(unmarked[k]) != l-1 {
-			t.Fatalf("round %v prefilled %d; want %d", k, unmarked[k], l-1)
-		}
-	}
-	for k, c := range unmarked {
-		if released[k] == nil && int64(c) != l-1+int64(gws) {
-			t.Fatalf("void round %v has %d records; want %d", k, c, l-1+int64(gws))
-		}
-	}
-	return allowed
-}
 
 func TestRaceCorrectLimiterAdmitsOnePerRound(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(5, time.Hour, 6)
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 10, Identities: 2,
 		Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Meta.Rounds != 10 {
 		t.Fatalf("Meta.Rounds = %d; want 10", h.Meta.Rounds)
 	}
-	allowed := raceShape(t, h, 2, 6, 5)
+	allowed := traffictest.RaceShape(t, h, 2, 6, 5)
 	for k, a := range allowed {
 		if a != 1 {
 			t.Fatalf("round %v: %d released requests allowed; a locked limiter admits exactly 1", k, a)
@@ -93,7 +38,7 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 	lim.checkThenSet, lim.pause = true, 2*time.Millisecond
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 5,
 		Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +46,7 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 		t.Fatalf("Meta.Rounds = %d; want 5", h.Meta.Rounds)
 	}
 	excess := 0
-	for _, a := range raceShape(t, h, 1, 8, 3) {
+	for _, a := range traffictest.RaceShape(t, h, 1, 8, 3) {
 		excess += a - 1
 	}
 	if excess <= 0 {
@@ -119,7 +64,7 @@ func TestRaceVoidsRoundsWithoutAFullPrefill(t *testing.T) {
 	lim := newWindowLimiter(2, time.Hour, 4)
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 6,
 		Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +90,7 @@ func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
 	lim.delay = time.Millisecond // rounds take a few ms, so 200 of them cross boundaries
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 4, Window: w}, Rounds: 200,
 		Duration: 1200 * time.Millisecond, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +102,7 @@ func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
 	}
 	// A correct limiter admits one released request per valid round: no
 	// round counted a fresh window's quota as a race.
-	for k, a := range raceShape(t, h, 1, 4, 4) {
+	for k, a := range traffictest.RaceShape(t, h, 1, 4, 4) {
 		if a != 1 {
 			t.Fatalf("round %v: %d allowed; want 1", k, a)
 		}
@@ -195,7 +140,7 @@ func TestRaceVoidsRoundsThatStraddleABoundary(t *testing.T) {
 	lim.epoch, lim.delay = true, 30*time.Millisecond
 	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: w}, Rounds: 4,
 		Duration: 2 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,67 +150,7 @@ func TestRaceVoidsRoundsThatStraddleABoundary(t *testing.T) {
 	if h.Len() != 4*(2+3) {
 		t.Fatalf("%d records; want 4 rounds of 2 prefill + 3 released", h.Len())
 	}
-	raceShape(t, h, 1, 3, 3)
-}
-
-// boundaryShape checks the boundary records: per aimed boundary, L per
-// identity intended in [B−span, B) and L in [B, B+span), marked with the
-// boundary's index. It returns how many were allowed around the boundaries
-// whose batches went out on time (every "before" request answered before B,
-// every "after" one sent at or after it), and how many such boundaries
-// there were: on a machine stalled for longer than the span, a batch can
-// slip past its boundary, and then it measures nothing.
-func boundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, onTime int) {
-	t.Helper()
-	m := h.Meta
-	if len(m.Boundaries) == 0 || m.BoundarySpan <= 0 {
-		t.Fatalf("no boundaries recorded: %v span %v", m.Boundaries, m.BoundarySpan)
-	}
-	for k := 1; k < len(m.Boundaries); k++ {
-		if m.Boundaries[k] <= m.Boundaries[k-1] {
-			t.Fatalf("boundaries not increasing: %v", m.Boundaries)
-		}
-	}
-	nb := len(m.Boundaries)
-	before, after := make([]int, nb), make([]int, nb)
-	late := make([]bool, nb)
-	allowedAt := make([]int, nb)
-	for i := range h.Len() {
-		r := h.At(i)
-		if r.Round != history.NoRound {
-			t.Fatalf("record %d marked round %d; boundary runs have no race rounds", i, r.Round)
-		}
-		k := -1
-		for j, b := range m.Boundaries {
-			if r.Intended >= b-m.BoundarySpan && r.Intended < b+m.BoundarySpan {
-				k = j
-			}
-		}
-		if k < 0 {
-			continue // a probe, learning where windows roll
-		}
-		b := m.Boundaries[k]
-		if r.Intended < b {
-			before[k]++
-			late[k] = late[k] || r.Received >= b || r.Outcome == decision.Dropped
-		} else {
-			after[k]++
-			late[k] = late[k] || r.Sent < b || r.Outcome == decision.Dropped
-		}
-		if r.Outcome == decision.Allowed {
-			allowedAt[k]++
-		}
-	}
-	for k := range nb {
-		if before[k] != n*int(l) || after[k] != n*int(l) {
-			t.Fatalf("boundary %d: %d before, %d after; want %d each", k, before[k], after[k], n*int(l))
-		}
-		if !late[k] {
-			allowed += allowedAt[k]
-			onTime++
-		}
-	}
-	return allowed, onTime
+	traffictest.RaceShape(t, h, 1, 3, 3)
 }
 
 func TestBoundary(t *testing.T) {
@@ -295,11 +180,11 @@ func TestBoundary(t *testing.T) {
 				lim.epoch, lim.noHints = tt.epoch, tt.noHints
 				plan := Plan{Pattern: PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
 					Duration: 2500 * time.Millisecond, MaxRequests: 100000}
-				h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+				h, err := Run(context.Background(), lim, plan, RunOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				allowed, onTime := boundaryShape(t, h, 2, l)
+				allowed, onTime := traffictest.BoundaryShape(t, h, 2, l)
 				if tt.epoch && tt.align != AlignFirstRequest {
 					for _, b := range h.Meta.Boundaries {
 						off := (h.Meta.Start.UnixNano() + int64(b)) % int64(w)
@@ -347,14 +232,14 @@ func TestPatternsBoundedWhenTargetHangs(t *testing.T) {
 			p := tt.plan
 			p.Limit, p.Duration, p.MaxRequests = lim, 600*time.Millisecond, 10000
 			began := time.Now()
-			h, err := Run(context.Background(), NewSimulated(hang), p, RunOptions{Grace: 100 * time.Millisecond})
+			h, err := Run(context.Background(), hang, p, RunOptions{Grace: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if took := time.Since(began); took > 5*time.Second {
 				t.Fatalf("run against a hanging target took %v", took)
 			}
-			if c := counts(h); h.Len() == 0 || c[decision.Error]+c[decision.Dropped] != h.Len() {
+			if c := traffictest.Counts(h); h.Len() == 0 || c[decision.Error]+c[decision.Dropped] != h.Len() {
 				t.Fatalf("outcomes %v; every request should come back as an error (or be dropped)", c)
 			}
 		})

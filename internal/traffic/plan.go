@@ -102,7 +102,33 @@ type Plan struct {
 	// Think is how long a closed-model client pauses after an answered
 	// request before its next one (with Retry or on its own).
 	Think time.Duration
+	// Segment, unless it is the whole (the zero value), makes this process
+	// run only its share of the plan, so that processes running the
+	// segments that tile [0, 1) together send the whole plan once (see
+	// SegmentBy for what is shared out).
+	Segment Segment
+	// SegmentBy is what a segment takes its share of: whole identities
+	// (SegmentByIdentities, the default) or the requests of every identity
+	// (SegmentByRequests).
+	SegmentBy string
 }
+
+// What a segment takes its share of (Plan.SegmentBy).
+const (
+	// SegmentByIdentities gives each segment whole identities: the
+	// identities (for race, each round's fresh identities) are numbered and
+	// a segment takes its block of them (Segment.Block), with every request
+	// the plan sends them; in the closed model it runs the clients that
+	// speak for its identities. No identity's limit sees two machines.
+	SegmentByIdentities = "identities"
+	// SegmentByRequests gives each segment its stripe of every identity's
+	// requests (Segment.Stripe of the plan's request numbers) and, in the
+	// closed model, its block of the clients: one identity is loaded from
+	// every machine at once, which a limit shared by everyone (a single
+	// identity) needs. Not for race and boundary, whose batches must leave
+	// one machine.
+	SegmentByRequests = "requests"
+)
 
 // Hook is an action run at an offset of the run's clock (fault injection:
 // failover, redis-down, ...). Fn runs on its own goroutine; its context is
@@ -146,6 +172,17 @@ type RunOptions struct {
 	// OnError, when set, hears every request's error, from many
 	// goroutines at once, so the caller can say what went wrong.
 	OnError func(error)
+	// StartAt, when set, is the wall-clock instant the run's clock starts
+	// (the same for every process running a segment of one plan): Run
+	// connects first, then waits for it. A run that gets there late starts
+	// at once and records how late in Meta.Late, unless it is late by the
+	// plan's whole duration (it would share no instant with the others):
+	// then it returns an error wrapping ErrLate and sends nothing.
+	StartAt time.Time
+	// Now is the wall clock (time.Now when nil) that StartAt, Meta.Start
+	// and the target's decision times are read against; tests skew it to
+	// play a machine whose clock is off.
+	Now func() time.Time
 	// SpillDir is where a run that may record more than KeepInMemory
 	// requests spills its history (os.TempDir() when ""); the caller
 	// closes the history (history.History.Close) to remove the file.
@@ -160,6 +197,10 @@ type RunOptions struct {
 // in chunks as it records (history.History.Spill), so a soak run's memory
 // stays flat.
 const InMemory = 1 << 21
+
+// ErrLate is wrapped by the error of a run that reached RunOptions.StartAt
+// too late to share any of its duration with the others.
+var ErrLate = errors.New("too late for the common start")
 
 // ErrInvalidPlan is wrapped by every Plan validation error.
 var ErrInvalidPlan = errors.New("invalid traffic plan")
@@ -185,6 +226,16 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 	}
 	if p.Spread == "" {
 		p.Spread = SpreadRoundRobin
+	}
+	switch p.SegmentBy {
+	case "":
+		p.SegmentBy = SegmentByIdentities
+	case SegmentByIdentities, SegmentByRequests:
+	default:
+		return p, planErr("unknown segment share %q (want identities or requests)", p.SegmentBy)
+	}
+	if p.SegmentBy == SegmentByRequests && !p.Segment.IsWhole() && (p.Pattern == PatternRace || p.Pattern == PatternBoundary) {
+		return p, planErr("pattern %s splits by identities only: its batches must leave one machine", p.Pattern)
 	}
 	if p.Align == "" {
 		p.Align = AlignAuto

@@ -176,10 +176,9 @@ func (p RetryPolicy) String() string {
 // how long it waited. Every client stops at the run's duration or when the
 // request budget is spent.
 func (e *engine) runClients() {
-	p := e.p
 	var mu sync.Mutex
 	seqs := make([]uint64, len(e.names)) // each identity's request count, for the balancer
-	budget := p.MaxRequests
+	budget := e.share.maxRequests
 	take := func(id uint32) (uint64, bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -191,12 +190,12 @@ func (e *engine) runClients() {
 		return seqs[id] - 1, true
 	}
 	done := make(chan struct{})
-	e.workers.Add(p.Concurrency)
+	e.workers.Add(len(e.share.clients))
 	go func() {
 		e.workers.Wait()
 		close(done)
 	}()
-	for c := range p.Concurrency {
+	for _, c := range e.share.clients {
 		go func() {
 			defer e.workers.Done()
 			e.client(c, take)

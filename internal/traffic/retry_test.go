@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 func TestRetryPolicyWait(t *testing.T) {
@@ -74,7 +75,7 @@ func TestClientsRetryAsTold(t *testing.T) {
 	lim := newWindowLimiter(3, 100*time.Millisecond, 2)
 	plan := Plan{Model: ModelClosed, Concurrency: 8, Identities: 2, Duration: 600 * time.Millisecond, MaxRequests: 5000,
 		Think: 30 * time.Millisecond, Retry: &RetryPolicy{Honor: HonorRetryAfter, Jitter: JitterNone, MaxAttempts: 3}}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestThinkTimeAndOpenModelRefusal(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(1, time.Hour, 1)
 	plan := Plan{Model: ModelClosed, Concurrency: 2, Duration: 200 * time.Millisecond, MaxRequests: 1000, Think: 50 * time.Millisecond}
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{})
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +126,11 @@ func TestThinkTimeAndOpenModelRefusal(t *testing.T) {
 	if n := h.Len(); n == 0 || n > 8 {
 		t.Fatalf("%d requests from 2 clients thinking 50ms for 200ms", n)
 	}
-	if c := counts(h); c[decision.Denied] == 0 {
+	if c := traffictest.Counts(h); c[decision.Denied] == 0 {
 		t.Fatalf("outcomes %v: the second request of the one-per-hour identity should be denied", c)
 	}
 	open := Plan{Rate: rate.Limit{Count: 10, Window: time.Second}, Duration: time.Second, MaxRequests: 10, Retry: &RetryPolicy{}}
-	if _, err := Run(context.Background(), NewSimulated(lim), open, RunOptions{}); err == nil {
+	if _, err := Run(context.Background(), lim, open, RunOptions{}); err == nil {
 		t.Fatal("the open model accepted a retry policy")
 	}
 }
@@ -150,11 +151,11 @@ func TestKeyedBySourceSharesTheLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			lim := newWindowLimiter(1, time.Hour, 1)
 			plan := Plan{Model: ModelClosed, Concurrency: 2, Identities: 2, Duration: time.Second, MaxRequests: 2, Think: time.Hour}
-			h, err := Run(context.Background(), tt.target(NewSimulated(lim)), plan, RunOptions{})
+			h, err := Run(context.Background(), tt.target(lim), plan, RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := counts(h); c[decision.Allowed] != tt.allowed || h.Len() != 2 {
+			if c := traffictest.Counts(h); c[decision.Allowed] != tt.allowed || h.Len() != 2 {
 				t.Fatalf("outcomes %v, want %d allowed of 2", c, tt.allowed)
 			}
 			if h.Meta.Identities[0] != "user-0" || h.Meta.Identities[1] != "user-1" {

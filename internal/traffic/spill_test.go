@@ -18,7 +18,7 @@ func TestRunSpillsPastKeepInMemory(t *testing.T) {
 	lim := newWindowLimiter(50, time.Hour, 2)
 	plan := Plan{Rate: perSecond(10000), Duration: 300 * time.Millisecond, MaxRequests: 3000, Identities: 4}
 	var last Stats
-	h, err := Run(context.Background(), NewSimulated(lim), plan, RunOptions{
+	h, err := Run(context.Background(), lim, plan, RunOptions{
 		Meta: history.Meta{Scenario: "soak"}, SpillDir: dir, KeepInMemory: 256,
 		Progress: func(s Stats) { last = s },
 	})

@@ -33,6 +33,12 @@ type Response struct {
 	Err  error
 }
 
+// ErrResponse is the Response of a request that got no answer: err says
+// why, and no hint (retry-after, remaining, reset) came back.
+func ErrResponse(err error) Response {
+	return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1, Err: err}
+}
+
 // Target makes requests. Do is called from many goroutines at once and must
 // return by the context's deadline.
 type Target interface {
@@ -59,4 +65,57 @@ type Warmer interface {
 // measured as one that admitted nothing.
 type Prober interface {
 	Probe(ctx context.Context) error
+}
+
+// Form is a set of the rate-limit header families an answer carried, so a
+// report can say which one the target spoke.
+type Form uint8
+
+// The header families an answer can carry (httptarget.ParseHints reads
+// them).
+const (
+	// FormRetryAfter is Retry-After (RFC 9110), seconds or an HTTP date.
+	FormRetryAfter Form = 1 << iota
+	// FormDraft11 is RateLimit and RateLimit-Policy as Structured Field
+	// lists of named policies, `"default";r=50;t=30` and
+	// `"default";q=100;w=60` (draft-ietf-httpapi-ratelimit-headers-08 to 11).
+	FormDraft11
+	// FormDraft07 is the single RateLimit dictionary
+	// `limit=100, remaining=50, reset=5` (draft 07).
+	FormDraft07
+	// FormDraft06 is RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset, with RateLimit-Policy `100;w=60` (drafts 03 to 06).
+	FormDraft06
+	// FormXRateLimit is the legacy X-RateLimit-* (or X-Rate-Limit-*)
+	// family.
+	FormXRateLimit
+)
+
+var formNames = [...]string{"retry-after", "draft-11", "draft-07", "draft-06", "x-ratelimit"}
+
+// Names lists the families in f, most current first, as report.json and
+// history files spell them: retry-after, draft-11, draft-07, draft-06,
+// x-ratelimit.
+func (f Form) Names() []string {
+	var out []string
+	for i, n := range formNames {
+		if f&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ParseForms is the inverse of Form.Names; unknown names are ignored, so a
+// history written by a later rlctl still reads.
+func ParseForms(names []string) Form {
+	var f Form
+	for _, n := range names {
+		for i, k := range formNames {
+			if n == k {
+				f |= 1 << i
+			}
+		}
+	}
+	return f
 }

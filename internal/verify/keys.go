@@ -11,7 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/redisconn"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
 )
 
 // sharedRedis reports whether spec names a Redis rlctl did not start (a
@@ -45,7 +45,7 @@ func scriptKeys(templates []string, ns string) ([]string, runKeys, error) {
 	out := make([]string, len(templates))
 	var keys runKeys
 	for i, tpl := range templates {
-		nsTpl, fixed, exact, err := traffic.NamespaceTemplate(tpl, ns)
+		nsTpl, fixed, exact, err := scripttarget.NamespaceTemplate(tpl, ns)
 		if err != nil {
 			return nil, nil, err
 		}

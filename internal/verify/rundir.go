@@ -104,8 +104,11 @@ type SavedRun struct {
 	History map[string]*history.History
 }
 
-// ReadRunDir reads a run directory written by verify (or a merge).
+// ReadRunDir reads a run directory written by verify (or a merge). path
+// may also be a --report-dir that holds exactly one run (as each pod of a
+// Kubernetes Job writes one), which is then read.
 func ReadRunDir(path string) (*SavedRun, error) {
+	path = onlyRun(path)
 	rd := &SavedRun{Path: path, Saved: map[string]Saved{}, History: map[string]*history.History{}}
 	b, err := os.ReadFile(filepath.Join(path, "report.json"))
 	if err != nil {
@@ -218,4 +221,17 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// onlyRun is path when it is a run directory, else its only run directory
+// when it holds exactly one, else path (for the caller's error to name).
+func onlyRun(path string) string {
+	if _, err := os.Stat(filepath.Join(path, "report.json")); err == nil {
+		return path
+	}
+	runs, _ := filepath.Glob(filepath.Join(path, "*", "report.json"))
+	if len(runs) == 1 {
+		return filepath.Dir(runs[0])
+	}
+	return path
 }

@@ -32,6 +32,22 @@ type SuiteOptions struct {
 	Warn func(error)
 }
 
+// SuiteGap is the time a suite with a common start (Options.StartAt)
+// leaves between one scenario's planned end and the next one's start: for
+// the grace of in-flight requests, the analysis and the next scenario's
+// setup, so every machine can start the next scenario at the same instant.
+const SuiteGap = 5 * time.Second
+
+// startOf is when scenario i of a suite with a common start begins: the
+// suite's start, then each scenario's duration and SuiteGap after the one
+// before.
+func startOf(at time.Time, scs []*scenario.Scenario, i int) time.Time {
+	for _, sc := range scs[:i] {
+		at = at.Add(sc.Traffic.Duration + SuiteGap)
+	}
+	return at
+}
+
 // RunSuite runs scenarios one after another and returns the finished
 // report and the exit code the run calls for: the worst of its scenarios'
 // (OK only when every one passed), Interrupted when ctx was cancelled. A
@@ -53,6 +69,9 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 			continue
 		}
 		vo := o.Options
+		if !vo.StartAt.IsZero() {
+			vo.StartAt = startOf(o.StartAt, scs, i)
+		}
 		if o.Start != nil {
 			vo.Progress = o.Start(i, sc)
 		}

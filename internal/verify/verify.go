@@ -25,6 +25,9 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target/scripttarget"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
@@ -38,7 +41,22 @@ type Options struct {
 	RedisOptions redisconn.Options
 	// Progress is called with live traffic statistics.
 	Progress func(traffic.Stats)
+	// Segment is this process's share of the scenario when several
+	// processes run it at once (verify --segment); the zero Segment is
+	// the whole.
+	Segment traffic.Segment
+	// StartAt, when set, is the wall-clock instant the scenario's traffic
+	// starts, the same on every machine of a shared run (verify
+	// --start-at).
+	StartAt time.Time
+	// Now is the wall clock (time.Now when nil); tests skew it to play a
+	// machine whose clock is off.
+	Now func() time.Time
 }
+
+// shared reports whether the run is one of several to be merged: then each
+// measures its clock against the shared reference.
+func (o Options) shared() bool { return !o.Segment.IsWhole() || !o.StartAt.IsZero() }
 
 // Outcome is one scenario's result.
 type Outcome struct {
@@ -73,6 +91,20 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	out.Saved.Notes = env.notes
 
 	plan := planOf(sc)
+	plan.Segment, plan.SegmentBy = o.Segment, sc.Traffic.Segment
+	if !o.Segment.IsWhole() && plan.SegmentBy == traffic.SegmentByRequests && sc.Target.Kind != scenario.KindHTTP {
+		// Each machine's simulated gateways would keep limits of their own.
+		return fail(exitcode.With(fmt.Errorf("%s:%d: traffic.segment: requests needs an http target: the gateways rlctl simulates on each machine would not share one limit", sc.File, sc.Line), exitcode.Usage))
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	var atStart clockReading
+	clockErr := errors.New("no reference clock to read: the target has no Redis and is not http")
+	if o.shared() && env.clock != nil {
+		atStart, clockErr = readClock(ctx, env.clock, now)
+	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
 	for _, f := range sc.Faults {
 		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Action: f.Action})
@@ -80,12 +112,25 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	var errs errorSample
 	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
 		Meta: meta, Hooks: env.hooks, Progress: o.Progress, OnError: errs.add,
+		StartAt: o.StartAt, Now: o.Now,
 	})
 	if runErr != nil && h == nil {
 		if errors.Is(runErr, traffic.ErrInvalidPlan) {
 			runErr = exitcode.With(fmt.Errorf("%s:%d: traffic: %w", sc.File, sc.Line, runErr), exitcode.Usage)
 		}
+		if errors.Is(runErr, traffic.ErrLate) {
+			runErr = exitcode.With(fmt.Errorf("%s: %w", sc.Name, runErr), exitcode.Failed)
+		}
 		return fail(runErr)
+	}
+	if o.shared() {
+		if clockErr == nil {
+			var atEnd clockReading
+			if atEnd, clockErr = readClock(ctx, env.clock, now); clockErr == nil {
+				h.Meta.Clock = combineClock(env.clock.name, atStart, atEnd)
+			}
+		}
+		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
 	}
 	out.History = h
 	if runErr != nil {
@@ -107,6 +152,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{analysis.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
+	out.Saved.Extra = env.extra.into(out.Saved.Extra)
 	r, err := Score(h, out.Saved)
 	if err != nil {
 		return fail(err)
@@ -270,9 +316,14 @@ type env struct {
 	set     *gateway.Set
 	redis   *redisconn.Config // the simulated gateways' Redis (nil: none)
 	lc      limiter.Config    // the simulated gateways' design, namespaced
+	clock   *clockRef         // the reference a shared run's clocks are read against
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
+	repl    replication
+	// extra are figures fault hooks measure in Redis (counts_lost).
+	extra      figures
+	countsNote sync.Once
 }
 
 // namespace returns a key namespace of the run's own on a shared Redis,
@@ -324,16 +375,16 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		var sources []netip.Addr
 		var probeSrc netip.Addr
 		if src := sc.Target.Identity.Source; src != "" {
-			if sources, err = traffic.SourceAddrs(src, sc.Traffic.Identities); err != nil {
+			if sources, err = httptarget.SourceAddrs(src, sc.Traffic.Identities); err != nil {
 				return nil, exitcode.With(fmt.Errorf("%s: http target: identity source: %w", sc.Name, err), exitcode.Usage)
 			}
 			// The probe leaves from the prefix's next address when there is
 			// one: the machine's default could be an identity's.
-			if more, err := traffic.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
+			if more, err := httptarget.SourceAddrs(src, sc.Traffic.Identities+1); err == nil {
 				probeSrc = more[len(more)-1]
 			}
 		}
-		t, err := traffic.NewHTTP(traffic.HTTPOptions{
+		t, err := httptarget.New(httptarget.Options{
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
@@ -345,6 +396,17 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 		e.target = t
 		e.closers = append(e.closers, t.Close)
+		e.clock = httpClock(sc.Target, tlsConf)
+		if o.shared() && spec != "" && sharedRedis(spec) {
+			// The gateways' Redis, when named, is the better reference:
+			// TIME to the microsecond, read without writing anything.
+			cfg, stop, err := openRedis(ctx, spec, o)
+			if err != nil {
+				return nil, err
+			}
+			e.closers = append(e.closers, stop)
+			e.clock = redisClock(cfg)
+		}
 		if p, isProber := t.(traffic.Prober); isProber {
 			if err := p.Probe(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -352,7 +414,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				}
 				return nil, exitcode.With(fmt.Errorf("%s: http target unreachable before the run: %w", sc.Name, err), exitcode.Unreachable)
 			}
-			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", traffic.ProbeID))
+			e.notes = append(e.notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", httptarget.ProbeID))
 		}
 		ok = true
 		return e, nil
@@ -362,6 +424,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
 		templates, keys, err := scriptKeys(sc.Target.Keys, ns)
 		if err != nil {
@@ -375,7 +438,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 				return nil, err
 			}
 		}
-		t, err := traffic.NewRedisScript(ctx, traffic.ScriptOptions{
+		t, err := scripttarget.New(ctx, scripttarget.Options{
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
 			NewClient: newClient, Keys: templates, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
@@ -394,12 +457,16 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	lc := limiterConfig(sc)
 	var newClient func() redis.UniversalClient
 	if !limiter.IsLocal(lc.Algorithm) {
-		cfg, stop, err := openRedis(ctx, spec, o)
+		cfg, stop, err := e.openSimulated(ctx, sc, spec, o)
 		if err != nil {
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
+		if err := e.replicate(ctx, cfg, &lc); err != nil {
+			return nil, err
+		}
 		e.redis = cfg
+		e.clock = redisClock(cfg)
 		ns := e.namespace(spec)
 		lc.Prefix += ns
 		keys := prefixKeys(lc.Prefix)
@@ -413,26 +480,13 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			}
 		}
 	}
-	eps := make([]gateway.Endpoint, len(sc.Target.Endpoints))
-	for i, ep := range sc.Target.Endpoints {
-		timeout := ep.Timeout
-		if timeout <= 0 {
-			timeout = sc.Target.Timeout
-		}
-		eps[i] = gateway.Endpoint{Name: ep.Name, Share: ep.Share, Policy: limiter.Policy{
-			OnError: ep.OnError, Timeout: timeout, Local: ep.Local, OnFailover: ep.OnFailover,
-		}}
-	}
-	set, err := gateway.New(ctx, gateway.Options{
-		N: sc.Target.Gateways, Limiter: lc, Endpoints: eps, NewClient: newClient,
-		ClockSkew: sc.Target.ClockSkew,
-	})
+	set, err := newGateways(ctx, sc, lc, newClient)
 	if err != nil {
 		return nil, fmt.Errorf("%s: gateways: %w", sc.Name, err)
 	}
 	e.set = set
 	e.closers = append(e.closers, set.Close)
-	e.target = traffic.NewSimulated(set)
+	e.target = simtarget.New(set)
 	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
@@ -542,6 +596,12 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				_, _ = keys.delete(ctx, admin)
 			}})
 		case scenario.FaultFailover:
+			if sc.Target.Replicate > 0 {
+				if err := e.replicatedFailover(ctx, sc, spec, o, keys, proxy, admin, f); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			// The promoted replica had not caught up: it starts with empty
 			// counters (and without the failover marker), which is what a
 			// failover does to in-flight counts under async replication.
@@ -550,10 +610,10 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				// own for it. The failover is staged on that Redis itself —
 				// every connection cut, and the run's own keys (marker
 				// included) gone, as on a replica that never received them.
-				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(ctx context.Context) {
 					_, _ = keys.delete(ctx, admin)
 					proxy.SetUpstream(proxy.Upstream())
-				}})
+				})})
 				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
 				continue
 			}
@@ -562,10 +622,12 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)
 			}
 			e.closers = append(e.closers, stop)
+			after := rcfg.NewClient()
+			e.closers = append(e.closers, after.Close)
 			addr := rcfg.Target().Addrs[0]
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) {
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(context.Context) {
 				proxy.SetUpstream(addr)
-			}})
+			})})
 			e.notes = append(e.notes, "failover: the gateways' Redis was replaced by a promoted replica that had not caught up (empty counters, no marker)")
 		}
 	}
@@ -611,6 +673,7 @@ func limiterConfig(sc *scenario.Scenario) limiter.Config {
 	return limiter.Config{
 		Algorithm: sc.Target.Algorithm, Limit: sc.Limit, Capacity: sc.Target.Capacity,
 		Prefix: prefix, Clock: sc.Target.Clock, Pause: sc.Target.Pause,
+		Replicate: sc.Target.Replicate, ReplicateTimeout: sc.Target.ReplicateTimeout,
 		Lease: limiter.LeaseConfig{Size: sc.Target.Lease.Size, RefillBelow: sc.Target.Lease.RefillBelow, Adaptive: sc.Target.Lease.Adaptive},
 	}
 }
@@ -631,7 +694,7 @@ func planOf(sc *scenario.Scenario) traffic.Plan {
 	if sc.Target.Kind == scenario.KindHTTP && sc.Target.Identity.Source != "" {
 		// Identities are their source addresses, the names a gateway's own
 		// log gives them. The scenario checked the prefix at load.
-		addrs, _ := traffic.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
+		addrs, _ := httptarget.SourceAddrs(sc.Target.Identity.Source, tr.Identities)
 		for _, a := range addrs {
 			p.IdentityNames = append(p.IdentityNames, a.String())
 		}
@@ -698,6 +761,7 @@ func notes(h *history.History, s Saved, m analysis.Metrics) []string {
 	if v := m[analysis.FailClosed]; v > 0 {
 		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
 	}
+	out = append(out, failoverNotes(s, m)...)
 	if m[analysis.Dropped] > 0 {
 		out = append(out, dropNote(analysis.ExplainDrops(h)))
 	}

@@ -1,10 +1,11 @@
-package traffic
+package httptarget
 
 import (
 	"net/http"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 func TestParseHints(t *testing.T) {
@@ -19,80 +20,80 @@ func TestParseHints(t *testing.T) {
 		want   Hints
 	}{
 		{"nothing", nil, none},
-		{"retry-after seconds", map[string]string{"Retry-After": "7"}, set(func(h *Hints) { h.RetryAfter, h.Form = 7*s, FormRetryAfter })},
-		{"retry-after date", map[string]string{"Retry-After": "Sun, 29 Nov 2026 12:00:30 GMT"}, set(func(h *Hints) { h.RetryAfter, h.Form = 30*s, FormRetryAfter })},
-		{"retry-after past date", map[string]string{"Retry-After": "Sun, 29 Nov 2026 11:00:00 GMT"}, set(func(h *Hints) { h.RetryAfter, h.Form = 0, FormRetryAfter })},
-		{"retry-after garbage", map[string]string{"Retry-After": "soon"}, set(func(h *Hints) { h.Form = FormRetryAfter })},
+		{"retry-after seconds", map[string]string{"Retry-After": "7"}, set(func(h *Hints) { h.RetryAfter, h.Form = 7*s, traffic.FormRetryAfter })},
+		{"retry-after date", map[string]string{"Retry-After": "Sun, 29 Nov 2026 12:00:30 GMT"}, set(func(h *Hints) { h.RetryAfter, h.Form = 30*s, traffic.FormRetryAfter })},
+		{"retry-after past date", map[string]string{"Retry-After": "Sun, 29 Nov 2026 11:00:00 GMT"}, set(func(h *Hints) { h.RetryAfter, h.Form = 0, traffic.FormRetryAfter })},
+		{"retry-after garbage", map[string]string{"Retry-After": "soon"}, set(func(h *Hints) { h.Form = traffic.FormRetryAfter })},
 		{"draft 03-06 fields", map[string]string{"RateLimit-Limit": "100", "RateLimit-Remaining": "42", "RateLimit-Reset": "17"},
-			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 100, 42, 17*s, FormDraft06 })},
+			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 100, 42, 17*s, traffic.FormDraft06 })},
 		{"draft limit with policy", map[string]string{"RateLimit-Limit": "100, 100;w=60, 1000;w=3600", "RateLimit-Remaining": "0", "RateLimit-Reset": "3"},
-			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 100, 0, 3*s, FormDraft06 })},
+			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 100, 0, 3*s, traffic.FormDraft06 })},
 		{"draft-06 policy field only", map[string]string{"RateLimit-Policy": "100;w=60", "RateLimit-Remaining": "9"},
-			set(func(h *Hints) { h.Limit, h.Remaining, h.Window, h.Form = 100, 9, 60*s, FormDraft06 })},
+			set(func(h *Hints) { h.Limit, h.Remaining, h.Window, h.Form = 100, 9, 60*s, traffic.FormDraft06 })},
 		// The examples of draft-ietf-httpapi-ratelimit-headers-11, sections
 		// 3.2, 4.2 and appendix B.
 		{"draft-11 4.2 with its policy", map[string]string{"RateLimit": `"default";r=50;t=30`, "RateLimit-Policy": `"default";q=100;w=10`},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 100, 50, 30*s, 10*s, "default", FormDraft11
+				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 100, 50, 30*s, 10*s, "default", traffic.FormDraft11
 			})},
 		{"draft-11 4.2 partition key, no window", map[string]string{"RateLimit": `"default";r=999;pk=:dHJpYWwxMjEzMjM=:`},
-			set(func(h *Hints) { h.Remaining, h.Policy, h.Form = 999, "default", FormDraft11 })},
+			set(func(h *Hints) { h.Remaining, h.Policy, h.Form = 999, "default", traffic.FormDraft11 })},
 		{"draft-11 B.2.1 fixed window", map[string]string{"RateLimit": `"fixedwindow";r=99;t=50`, "RateLimit-Policy": `"fixedwindow";q=100;w=60`},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 100, 99, 50*s, 60*s, "fixedwindow", FormDraft11
+				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 100, 99, 50*s, 60*s, "fixedwindow", traffic.FormDraft11
 			})},
 		{"draft-11 B.1.4 throttled with Retry-After date", map[string]string{"Retry-After": "Sun, 29 Nov 2026 12:00:05 GMT", "RateLimit": `"default";r=0;t=5`},
 			set(func(h *Hints) {
-				h.Remaining, h.Reset, h.RetryAfter, h.Policy, h.Form = 0, 5*s, 5*s, "default", FormDraft11|FormRetryAfter
+				h.Remaining, h.Reset, h.RetryAfter, h.Policy, h.Form = 0, 5*s, 5*s, "default", traffic.FormDraft11|traffic.FormRetryAfter
 			})},
 		{"draft-11 3.2 several policies, quota of the one that applies", map[string]string{
 			"RateLimit": `"perhr";r=3;t=3600`, "RateLimit-Policy": `"permin";q=50;w=60,"perhr";q=1000;w=3600`},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 1000, 3, 3600*s, 3600*s, "perhr", FormDraft11
+				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 1000, 3, 3600*s, 3600*s, "perhr", traffic.FormDraft11
 			})},
 		{"draft-11 most restrictive wins", map[string]string{
 			"RateLimit":        `"burst";r=8;t=1, "day";r=3;t=3600`,
 			"RateLimit-Policy": `"burst";q=100;w=60,"daily";q=1000;w=86400, "day";q=1000;w=86400`},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 1000, 3, 3600*s, 86400*s, "day", FormDraft11
+				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 1000, 3, 3600*s, 86400*s, "day", traffic.FormDraft11
 			})},
 		{"draft-11 policy field alone", map[string]string{"RateLimit-Policy": `"peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:`},
-			set(func(h *Hints) { h.Limit, h.Window, h.Form = 65535, 10*s, FormDraft11 })},
+			set(func(h *Hints) { h.Limit, h.Window, h.Form = 65535, 10*s, traffic.FormDraft11 })},
 		{"draft 08 token names", map[string]string{"RateLimit": `default;r=50;t=5`, "RateLimit-Policy": `default;q=100;w=10`},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 100, 50, 5*s, 10*s, "default", FormDraft11
+				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 100, 50, 5*s, 10*s, "default", traffic.FormDraft11
 			})},
 		{"draft-11 malformed list ignored", map[string]string{"RateLimit": `"default";r=50;t=30,`}, none},
 		{"draft-11 decimal r ignored", map[string]string{"RateLimit": `"default";r=5.0;t=30`}, none},
 		{"draft-11 split over two fields", map[string]string{"RateLimit": `"a";r=9;t=1`, "X-Other": ""}, set(func(h *Hints) {
-			h.Remaining, h.Reset, h.Policy, h.Form = 9, s, "a", FormDraft11
+			h.Remaining, h.Reset, h.Policy, h.Form = 9, s, "a", traffic.FormDraft11
 		})},
 		{"draft 07 dictionary", map[string]string{"RateLimit": "limit=100, remaining=50, reset=5"},
-			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 100, 50, 5*s, FormDraft07 })},
+			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 100, 50, 5*s, traffic.FormDraft07 })},
 		{"legacy delta", map[string]string{"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59", "X-RateLimit-Reset": "12"},
-			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 60, 59, 12*s, FormXRateLimit })},
-		{"legacy epoch seconds", map[string]string{"X-RateLimit-Reset": "1795953645"}, set(func(h *Hints) { h.Reset, h.Form = 45*s, FormXRateLimit })},
-		{"legacy epoch millis", map[string]string{"X-RateLimit-Reset": "1795953601500"}, set(func(h *Hints) { h.Reset, h.Form = 1500*time.Millisecond, FormXRateLimit })},
-		{"legacy epoch in the past", map[string]string{"X-RateLimit-Reset": "1795950000"}, set(func(h *Hints) { h.Reset, h.Form = 0, FormXRateLimit })},
+			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 60, 59, 12*s, traffic.FormXRateLimit })},
+		{"legacy epoch seconds", map[string]string{"X-RateLimit-Reset": "1795953645"}, set(func(h *Hints) { h.Reset, h.Form = 45*s, traffic.FormXRateLimit })},
+		{"legacy epoch millis", map[string]string{"X-RateLimit-Reset": "1795953601500"}, set(func(h *Hints) { h.Reset, h.Form = 1500*time.Millisecond, traffic.FormXRateLimit })},
+		{"legacy epoch in the past", map[string]string{"X-RateLimit-Reset": "1795950000"}, set(func(h *Hints) { h.Reset, h.Form = 0, traffic.FormXRateLimit })},
 		{"legacy reset-after", map[string]string{"X-RateLimit-Reset-After": "0.25", "X-RateLimit-Reset": "1795953645"},
-			set(func(h *Hints) { h.Reset, h.Form = 250*time.Millisecond, FormXRateLimit })},
+			set(func(h *Hints) { h.Reset, h.Form = 250*time.Millisecond, traffic.FormXRateLimit })},
 		{"legacy with a hyphen", map[string]string{"X-Rate-Limit-Limit": "900", "X-Rate-Limit-Remaining": "899", "X-Rate-Limit-Reset": "1795953660"},
-			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 900, 899, 60*s, FormXRateLimit })},
+			set(func(h *Hints) { h.Limit, h.Remaining, h.Reset, h.Form = 900, 899, 60*s, traffic.FormXRateLimit })},
 		{"x-ratelimit wins over x-rate-limit", map[string]string{"X-RateLimit-Remaining": "3", "X-Rate-Limit-Remaining": "4"},
-			set(func(h *Hints) { h.Remaining, h.Form = 3, FormXRateLimit })},
+			set(func(h *Hints) { h.Remaining, h.Form = 3, traffic.FormXRateLimit })},
 		{"decimal counts", map[string]string{"X-RateLimit-Remaining": "599.0", "X-RateLimit-Reset": "41"},
-			set(func(h *Hints) { h.Remaining, h.Reset, h.Form = 599, 41*s, FormXRateLimit })},
-		{"decimal garbage ignored", map[string]string{"RateLimit-Remaining": "5.x", "RateLimit-Limit": ".5"}, set(func(h *Hints) { h.Form = FormDraft06 })},
+			set(func(h *Hints) { h.Remaining, h.Reset, h.Form = 599, 41*s, traffic.FormXRateLimit })},
+		{"decimal garbage ignored", map[string]string{"RateLimit-Remaining": "5.x", "RateLimit-Limit": ".5"}, set(func(h *Hints) { h.Form = traffic.FormDraft06 })},
 		{"standard wins over legacy", map[string]string{"RateLimit-Limit": "10", "X-RateLimit-Limit": "99", "RateLimit-Reset": "1", "X-RateLimit-Reset": "50"},
-			set(func(h *Hints) { h.Limit, h.Reset, h.Form = 10, s, FormDraft06|FormXRateLimit })},
+			set(func(h *Hints) { h.Limit, h.Reset, h.Form = 10, s, traffic.FormDraft06|traffic.FormXRateLimit })},
 		{"draft 11 wins over draft 06", map[string]string{"RateLimit": `"p";r=1;t=2`, "RateLimit-Policy": `"p";q=5;w=10`, "RateLimit-Remaining": "4", "RateLimit-Limit": "6"},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 5, 1, 2*s, 10*s, "p", FormDraft11|FormDraft06
+				h.Limit, h.Remaining, h.Reset, h.Window, h.Policy, h.Form = 5, 1, 2*s, 10*s, "p", traffic.FormDraft11|traffic.FormDraft06
 			})},
-		{"negative ignored", map[string]string{"RateLimit-Remaining": "-4", "RateLimit-Reset": "-1"}, set(func(h *Hints) { h.Form = FormDraft06 })},
+		{"negative ignored", map[string]string{"RateLimit-Remaining": "-4", "RateLimit-Reset": "-1"}, set(func(h *Hints) { h.Form = traffic.FormDraft06 })},
 		{"everything", map[string]string{"Retry-After": "2", "RateLimit": `"p";r=0;t=2`, "RateLimit-Policy": `"p";q=5;w=10`},
 			set(func(h *Hints) {
-				h.Limit, h.Remaining, h.Reset, h.RetryAfter, h.Window, h.Policy, h.Form = 5, 0, 2*s, 2*s, 10*s, "p", FormDraft11|FormRetryAfter
+				h.Limit, h.Remaining, h.Reset, h.RetryAfter, h.Window, h.Policy, h.Form = 5, 0, 2*s, 2*s, 10*s, "p", traffic.FormDraft11|traffic.FormRetryAfter
 			})},
 	}
 	for _, tt := range tests {
@@ -121,17 +122,6 @@ func TestParseHintsJoinsSplitFields(t *testing.T) {
 	got := ParseHints(h, time.Now())
 	if got.Policy != "day" || got.Remaining != 3 || got.Limit != 1000 {
 		t.Errorf("split fields read as %+v; want policy day, r=3, q=1000", got)
-	}
-}
-
-func TestFormNames(t *testing.T) {
-	f := FormDraft11 | FormRetryAfter | FormXRateLimit
-	names := f.Names()
-	if !slices.Equal(names, []string{"retry-after", "draft-11", "x-ratelimit"}) {
-		t.Errorf("names %v", names)
-	}
-	if back := ParseForms(append(names, "draft-99")); back != f {
-		t.Errorf("ParseForms(%v) = %v, want %v", names, back, f)
 	}
 }
 

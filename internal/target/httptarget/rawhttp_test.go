@@ -1,4 +1,4 @@
-package traffic
+package httptarget
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // The raw HTTP/1.1 client against real servers on loopback: every body
@@ -59,7 +60,7 @@ func TestRawHTTPFramings(t *testing.T) {
 			}
 			srv.Start()
 			defer srv.Close()
-			tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL + "/x?a=1"}, IdentityQuery: "key"})
+			tg, err := New(Options{URLs: []string{srv.URL + "/x?a=1"}, IdentityQuery: "key"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +70,7 @@ func TestRawHTTPFramings(t *testing.T) {
 			}
 			for i := 0; i < 5; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				resp := tg.Do(ctx, Request{ID: "a b", Gateway: 0})
+				resp := tg.Do(ctx, traffic.Request{ID: "a b", Gateway: 0})
 				cancel()
 				if resp.Err != nil {
 					t.Fatalf("request %d: %v", i, resp.Err)
@@ -113,15 +114,15 @@ func TestRawHTTPSendsIdentity(t *testing.T) {
 		got <- r.URL.Query().Get("key") + "|" + r.Header.Get("X-Api-Key") + "|" + r.Header.Get("X-Tenant")
 	}))
 	defer srv.Close()
-	for _, o := range []HTTPOptions{
+	for _, o := range []Options{
 		{URLs: []string{srv.URL}, IdentityQuery: "key", Headers: map[string]string{"X-Tenant": "t-{id}"}},
 		{URLs: []string{srv.URL}, IdentityHeader: "X-API-Key", Headers: map[string]string{"X-Tenant": "fixed"}},
 	} {
-		tg, err := NewHTTP(o)
+		tg, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := tg.Do(context.Background(), Request{ID: "u&1"}); r.Err != nil {
+		if r := tg.Do(context.Background(), traffic.Request{ID: "u&1"}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 		tg.Close()
@@ -143,7 +144,7 @@ func TestRawHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
 	srv.Config.IdleTimeout = 100 * time.Millisecond
 	srv.Start()
 	defer srv.Close()
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}})
+	tgt, err := New(Options{URLs: []string{srv.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestRawHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
 			// Well past the server's idle timeout.
 			time.Sleep(1500 * time.Millisecond)
 		}
-		resp := tgt.Do(context.Background(), Request{ID: "u"})
+		resp := tgt.Do(context.Background(), traffic.Request{ID: "u"})
 		if resp.Err != nil || resp.Outcome != decision.Allowed {
 			t.Fatalf("request %d: %+v", i, resp)
 		}
@@ -171,17 +172,17 @@ func TestRawHTTPReplacesConnectionsJustClosed(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, Method: "POST", MaxConns: 4})
+	tgt, err := New(Options{URLs: []string{srv.URL}, Method: "POST", MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	if err := tgt.(Warmer).Warm(context.Background(), 4); err != nil {
+	if err := tgt.(traffic.Warmer).Warm(context.Background(), 4); err != nil {
 		t.Fatal(err)
 	}
 	srv.CloseClientConnections()
 	for i := range 8 {
-		if resp := tgt.Do(context.Background(), Request{ID: "u"}); resp.Err != nil || resp.Outcome != decision.Allowed {
+		if resp := tgt.Do(context.Background(), traffic.Request{ID: "u"}); resp.Err != nil || resp.Outcome != decision.Allowed {
 			t.Fatalf("request %d right after the gateway closed its connections: %+v", i, resp)
 		}
 	}
@@ -241,14 +242,14 @@ func TestRawHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			t.Parallel()
 			url, served := oneShotServer(t)
-			tgt, err := NewHTTP(HTTPOptions{URLs: []string{url}, Method: method})
+			tgt, err := New(Options{URLs: []string{url}, Method: method})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tgt.Close()
 			errs := 0
 			for i := 0; i < 5; i++ {
-				if resp := tgt.Do(context.Background(), Request{ID: "u"}); resp.Err != nil {
+				if resp := tgt.Do(context.Background(), traffic.Request{ID: "u"}); resp.Err != nil {
 					errs++
 				}
 			}
@@ -273,12 +274,12 @@ func TestRawHTTPWarm(t *testing.T) {
 	srv, conns := countingServer()
 	srv.Start()
 	defer srv.Close()
-	tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL, srv.URL + "/b"}, MaxConns: 8})
+	tg, err := New(Options{URLs: []string{srv.URL, srv.URL + "/b"}, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.(Warmer).Warm(context.Background(), 5); err != nil {
+	if err := tg.(traffic.Warmer).Warm(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}
 	waitConns(t, conns, 10, "after Warm(5) on 2 gateways")
@@ -288,7 +289,7 @@ func TestRawHTTPWarm(t *testing.T) {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				if r := tg.Do(ctx, Request{ID: "u", Gateway: g}); r.Err != nil {
+				if r := tg.Do(ctx, traffic.Request{ID: "u", Gateway: g}); r.Err != nil {
 					t.Error(r.Err)
 				}
 			})
@@ -311,31 +312,31 @@ func TestHTTPSWarmAndCA(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
 
-	untrusted, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}})
+	untrusted, err := New(Options{URLs: []string{srv.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer untrusted.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if r := untrusted.Do(ctx, Request{ID: "u"}); r.Outcome != decision.Error || !strings.Contains(r.Err.Error(), "certificate") {
+	if r := untrusted.Do(ctx, traffic.Request{ID: "u"}); r.Outcome != decision.Error || !strings.Contains(r.Err.Error(), "certificate") {
 		t.Fatalf("without the CA: %v %v, want a certificate error", r.Outcome, r.Err)
 	}
 	base := conns.Load()
 
-	tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: roots}})
+	tg, err := New(Options{URLs: []string{srv.URL}, TLS: &tls.Config{RootCAs: roots}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.(Warmer).Warm(ctx, 4); err != nil {
+	if err := tg.(traffic.Warmer).Warm(ctx, 4); err != nil {
 		t.Fatalf("Warm: %v", err)
 	}
 	waitConns(t, conns, base+4, "after Warm(4) (counting the refused one)")
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			if r := tg.Do(ctx, Request{ID: "u"}); r.Outcome != decision.Allowed {
+			if r := tg.Do(ctx, traffic.Request{ID: "u"}); r.Outcome != decision.Allowed {
 				t.Errorf("with the CA: %v %v", r.Outcome, r.Err)
 			}
 		})

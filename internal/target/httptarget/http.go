@@ -1,4 +1,4 @@
-package traffic
+package httptarget
 
 import (
 	"context"
@@ -16,11 +16,12 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/redact"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
-// HTTPOptions configure an HTTP target: real gateways (or one load
+// Options configure an HTTP target: real gateways (or one load
 // balancer) that answer a denied request with a status such as 429.
-type HTTPOptions struct {
+type Options struct {
 	// URLs are the gateways, one URL each, or a single load balancer. {id}
 	// in a path segment or a query value stands for the identity.
 	URLs   []string
@@ -91,7 +92,7 @@ type httpTarget struct {
 	// does the work.
 	raw      [][]*rawPool
 	rawFixed []byte // header lines that do not depend on the identity
-	sources  int    // len(HTTPOptions.Sources)
+	sources  int    // len(Options.Sources)
 	tlsConf  *tls.Config
 	timeout  time.Duration
 	probeSrc netip.Addr
@@ -154,11 +155,11 @@ const maxDrain = 1 << 20
 
 var drainBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// NewHTTP returns a target sending requests to real HTTP gateways, over a
+// New returns a target sending requests to real HTTP gateways, over a
 // transport tuned for load: keep-alive, as many idle connections per host as
 // workers, no compression, bodies drained into a pooled buffer so
 // connections are reused.
-func NewHTTP(o HTTPOptions) (Target, error) {
+func New(o Options) (traffic.Target, error) {
 	if len(o.URLs) == 0 {
 		return nil, errors.New("http target: no URLs")
 	}
@@ -227,7 +228,7 @@ func NewHTTP(o HTTPOptions) (Target, error) {
 	}
 	conns := o.MaxConns
 	if conns <= 0 {
-		conns = DefaultWorkers
+		conns = traffic.DefaultWorkers
 	}
 	// Each source address gets its own connections: a gateway keying its
 	// limit on the client's address sees one client per identity.
@@ -282,7 +283,7 @@ func machineAddr(a netip.Addr) error {
 
 // source is the index of the connections r leaves on: its identity's
 // source address, or the only set when the target has none.
-func (t *httpTarget) source(r Request) (int, error) {
+func (t *httpTarget) source(r traffic.Request) (int, error) {
 	if t.sources == 0 {
 		return 0, nil
 	}
@@ -303,10 +304,10 @@ func allPlainHTTP(urls []*url.URL) bool {
 	return true
 }
 
-func (t *httpTarget) Do(ctx context.Context, r Request) Response {
+func (t *httpTarget) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	src, err := t.source(r)
 	if err != nil {
-		return errResponse(err)
+		return traffic.ErrResponse(err)
 	}
 	if t.raw != nil {
 		return t.doRaw(ctx, r, t.raw[src][r.Gateway])
@@ -314,7 +315,7 @@ func (t *httpTarget) Do(ctx context.Context, r Request) Response {
 	g := &t.gws[r.Gateway]
 	req, err := t.netRequest(ctx, g, r.ID)
 	if err != nil {
-		return errResponse(err)
+		return traffic.ErrResponse(err)
 	}
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
@@ -396,7 +397,7 @@ func (t *httpTarget) Probe(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (t *httpTarget) doRaw(ctx context.Context, r Request, p *rawPool) Response {
+func (t *httpTarget) doRaw(ctx context.Context, r traffic.Request, p *rawPool) traffic.Response {
 	g := &t.gws[r.Gateway]
 	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
@@ -406,8 +407,8 @@ func (t *httpTarget) doRaw(ctx context.Context, r Request, p *rawPool) Response 
 }
 
 // answer turns a status and the limiter's headers into a Response.
-func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) Response {
-	out := Response{RetryAfter: -1, Remaining: -1, Reset: -1}
+func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) traffic.Response {
+	out := traffic.Response{RetryAfter: -1, Remaining: -1, Reset: -1}
 	if h != nil {
 		hints := ParseHints(h, time.Now())
 		out.RetryAfter, out.Remaining, out.Reset, out.Form = hints.RetryAfter, hints.Remaining, hints.Reset, hints.Form
@@ -455,17 +456,13 @@ func drain(b io.ReadCloser) {
 // lostResponse is the error of a request whose answer never came: once
 // sent (any failure but the dial's, in either client), the limiter may
 // have admitted and counted it.
-func lostResponse(err error) Response {
-	out := errResponse(err)
+func lostResponse(err error) traffic.Response {
+	out := traffic.ErrResponse(err)
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "dial" {
 		out.By = decision.ByUnanswered
 	}
 	return out
-}
-
-func errResponse(err error) Response {
-	return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1, Err: err}
 }
 
 // Warm opens conns connections to every gateway at once, as wrk connects

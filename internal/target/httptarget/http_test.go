@@ -1,4 +1,4 @@
-package traffic
+package httptarget
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 // limitServer is a real HTTP gateway with a small fixed-window limiter: 429
@@ -82,18 +84,18 @@ func (s *limitServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestHTTPTargetHeaderIdentity(t *testing.T) {
 	t.Parallel()
 	s, srv := newLimitServer(t, 5, time.Hour, func(r *http.Request) string { return r.Header.Get("X-API-Key") })
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL + "/a", srv.URL + "/b"}, IdentityHeader: "x-api-key"})
+	tgt, err := New(Options{URLs: []string{srv.URL + "/a", srv.URL + "/b"}, IdentityHeader: "x-api-key"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := Plan{Rate: perSecond(200), Duration: 300 * time.Millisecond, MaxRequests: 1000, Identities: 2}
+	plan := traffic.Plan{Rate: perSecond(200), Duration: 300 * time.Millisecond, MaxRequests: 1000, Identities: 2}
 	seen := &errorsSeen{Target: tgt}
-	h, err := Run(context.Background(), seen, plan, RunOptions{})
+	h, err := traffic.Run(context.Background(), seen, plan, traffic.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	if h.Len() != 60 || c[decision.Allowed] != 10 || c[decision.Denied] != 50 {
 		t.Fatalf("%d records, outcomes %v; want 60: 10 allowed, 50 denied (errors: %v)", h.Len(), c, seen)
 	}
@@ -119,7 +121,7 @@ func TestHTTPTargetHeaderIdentity(t *testing.T) {
 func TestHTTPTargetQueryIdentityBodyAndHeaders(t *testing.T) {
 	t.Parallel()
 	s, srv := newLimitServer(t, 100, time.Hour, func(r *http.Request) string { return r.URL.Query().Get("api_key") })
-	tgt, err := NewHTTP(HTTPOptions{
+	tgt, err := New(Options{
 		URLs: []string{srv.URL + "/check?v=1"}, Method: "post", IdentityQuery: "api_key",
 		Headers: map[string]string{"x-trace": "t-{id}"},
 		Body:    `{"descriptors":[{"key":"user","value":"{id}"}]}`,
@@ -128,13 +130,13 @@ func TestHTTPTargetQueryIdentityBodyAndHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000,
+	plan := traffic.Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000,
 		IdentityNames: []string{"alice", "bob&co"}}
-	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(h); c[decision.Allowed] != 10 {
+	if c := traffictest.Counts(h); c[decision.Allowed] != 10 {
 		t.Fatalf("outcomes %v; want 10 allowed", c)
 	}
 	s.mu.Lock()
@@ -167,7 +169,7 @@ func TestHTTPTargetStatuses(t *testing.T) {
 		w.WriteHeader(code)
 	}))
 	defer srv.Close()
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, IdentityQuery: "id", DeniedStatus: []int{429, 503}})
+	tgt, err := New(Options{URLs: []string{srv.URL}, IdentityQuery: "id", DeniedStatus: []int{429, 503}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestHTTPTargetStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {
-			resp := tgt.Do(context.Background(), Request{ID: tt.status})
+			resp := tgt.Do(context.Background(), traffic.Request{ID: tt.status})
 			if resp.Outcome != tt.want || resp.RetryAfter != tt.retry || resp.By != tt.by {
 				t.Fatalf("status %s: outcome %v retry %v by %v (err %v); want %v, %v, %v", tt.status, resp.Outcome, resp.RetryAfter, resp.By, resp.Err, tt.want, tt.retry, tt.by)
 			}
@@ -202,25 +204,25 @@ func TestHTTPTargetStatuses(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	tgt2, err := NewHTTP(HTTPOptions{URLs: []string{deadURL}, Timeout: time.Second})
+	tgt2, err := New(Options{URLs: []string{deadURL}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// It was never sent, so no limiter counted it: not "unanswered".
-	if resp := tgt2.Do(context.Background(), Request{ID: "x"}); resp.Outcome != decision.Error || resp.Err == nil || resp.By != decision.ByUnknown {
+	if resp := tgt2.Do(context.Background(), traffic.Request{ID: "x"}); resp.Outcome != decision.Error || resp.Err == nil || resp.By != decision.ByUnknown {
 		t.Fatalf("refused connection gave %+v", resp)
 	}
 	// The same over net/http (a URL with user info takes it).
 	u, _ := url.Parse(deadURL)
 	u.User = url.UserPassword("u", "p")
-	tgt3, err := NewHTTP(HTTPOptions{URLs: []string{u.String()}, Timeout: time.Second})
+	tgt3, err := New(Options{URLs: []string{u.String()}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tgt3.(*httpTarget).raw != nil {
 		t.Fatal("a URL with user info took the raw client")
 	}
-	if resp := tgt3.Do(context.Background(), Request{ID: "x"}); resp.Outcome != decision.Error || resp.By != decision.ByUnknown {
+	if resp := tgt3.Do(context.Background(), traffic.Request{ID: "x"}); resp.Outcome != decision.Error || resp.By != decision.ByUnknown {
 		t.Fatalf("refused connection over net/http gave %+v", resp)
 	}
 }
@@ -236,18 +238,18 @@ func TestHTTPTargetThatStopsAnswering(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, Timeout: 200 * time.Millisecond})
+	tgt, err := New(Options{URLs: []string{srv.URL}, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := Plan{Rate: perSecond(50), Duration: 300 * time.Millisecond, MaxRequests: 1000}
+	plan := traffic.Plan{Rate: perSecond(50), Duration: 300 * time.Millisecond, MaxRequests: 1000}
 	began := time.Now()
-	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := counts(h); h.Len() != 15 || c[decision.Error] != 15 {
+	if c := traffictest.Counts(h); h.Len() != 15 || c[decision.Error] != 15 {
 		t.Fatalf("%d records, outcomes %v; want 15 errors", h.Len(), c)
 	}
 	// The gateway had each request when it went silent: any may have
@@ -262,37 +264,37 @@ func TestHTTPTargetThatStopsAnswering(t *testing.T) {
 	}
 }
 
-func TestNewHTTPRejects(t *testing.T) {
+func TestNewRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		o    HTTPOptions
+		o    Options
 	}{
-		{"no urls", HTTPOptions{}},
-		{"bad scheme", HTTPOptions{URLs: []string{"ftp://127.0.0.1/"}}},
-		{"no host", HTTPOptions{URLs: []string{"http:///x"}}},
-		{"header and query", HTTPOptions{URLs: []string{"http://127.0.0.1/"}, IdentityHeader: "a", IdentityQuery: "b"}},
-		{"bad status", HTTPOptions{URLs: []string{"http://127.0.0.1/"}, DeniedStatus: []int{42}}},
+		{"no urls", Options{}},
+		{"bad scheme", Options{URLs: []string{"ftp://127.0.0.1/"}}},
+		{"no host", Options{URLs: []string{"http:///x"}}},
+		{"header and query", Options{URLs: []string{"http://127.0.0.1/"}, IdentityHeader: "a", IdentityQuery: "b"}},
+		{"bad status", Options{URLs: []string{"http://127.0.0.1/"}, DeniedStatus: []int{42}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := NewHTTP(tt.o); err == nil {
+			if _, err := New(tt.o); err == nil {
 				t.Fatal("accepted")
 			}
 		})
 	}
-	_, err := NewHTTP(HTTPOptions{URLs: []string{"http://user:s3cret@127.0.0.1:1/%zz"}})
+	_, err := New(Options{URLs: []string{"http://user:s3cret@127.0.0.1:1/%zz"}})
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("err = %v; want an error without the password", err)
 	}
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{"http://user:s3cret@127.0.0.1:1/"}, Timeout: time.Second})
+	tgt, err := New(Options{URLs: []string{"http://user:s3cret@127.0.0.1:1/"}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g := tgt.Gateways()[0]; strings.Contains(g, "s3cret") {
 		t.Fatalf("gateway name %q shows the password", g)
 	}
-	if resp := tgt.Do(context.Background(), Request{ID: "x"}); resp.Err == nil || strings.Contains(resp.Err.Error(), "s3cret") {
+	if resp := tgt.Do(context.Background(), traffic.Request{ID: "x"}); resp.Err == nil || strings.Contains(resp.Err.Error(), "s3cret") {
 		t.Fatalf("error %v shows the password", resp.Err)
 	}
 }
@@ -302,21 +304,21 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 	// The server's windows open at an identity's first request and its
 	// headers say when they reset (in whole seconds, as the drafts do).
 	_, srv := newLimitServer(t, 5, time.Second, func(r *http.Request) string { return r.Header.Get("X-API-Key") })
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, IdentityHeader: "X-API-Key"})
+	tgt, err := New(Options{URLs: []string{srv.URL}, IdentityHeader: "X-API-Key"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := Plan{Pattern: PatternBoundary, Align: AlignAuto, Limit: perSecond(5), Identities: 2,
+	plan := traffic.Plan{Pattern: traffic.PatternBoundary, Align: traffic.AlignAuto, Limit: perSecond(5), Identities: 2,
 		Duration: 4500 * time.Millisecond, MaxRequests: 10000}
 	// A run in which no boundary batch left on time (the machine stalled)
 	// measures no burst: it is run again, and three such runs fail.
 	for attempt := 1; ; attempt++ {
-		h, err := Run(context.Background(), tgt, plan, RunOptions{})
+		h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		allowed, onTime := boundaryShape(t, h, 2, 5)
+		allowed, onTime := traffictest.BoundaryShape(t, h, 2, 5)
 		if len(h.Meta.Boundaries) < 2 {
 			t.Fatalf("boundaries %v; want at least 2 in 4.5 s", h.Meta.Boundaries)
 		}
@@ -353,11 +355,11 @@ func TestHTTPTargetPathIdentity(t *testing.T) {
 				seen[id]++
 				mu.Unlock()
 			})
-			o := HTTPOptions{}
+			o := Options{}
 			var srv *httptest.Server
 			srv, o.TLS = serveHTTP(t, secure, h)
 			o.URLs = []string{srv.URL + "/users/{id}/orders?v=1&acct={id}"}
-			tgt, err := NewHTTP(o)
+			tgt, err := New(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -365,13 +367,13 @@ func TestHTTPTargetPathIdentity(t *testing.T) {
 			if g := tgt.Gateways()[0]; !strings.Contains(g, "/users/{id}/orders") {
 				t.Errorf("gateway named %q; want the URL as written", g)
 			}
-			plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000,
+			plan := traffic.Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000,
 				IdentityNames: []string{"a b/c", "bob&co"}}
-			hist, err := Run(context.Background(), tgt, plan, RunOptions{})
+			hist, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := counts(hist); c[decision.Allowed] != 10 {
+			if c := traffictest.Counts(hist); c[decision.Allowed] != 10 {
 				t.Fatalf("outcomes %v; want 10 allowed", c)
 			}
 			mu.Lock()
@@ -386,7 +388,7 @@ func TestHTTPTargetPathIdentity(t *testing.T) {
 func TestHTTPTargetRejectsIdentityInHost(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"http://{id}.example.test/", "http://u:{id}@example.test/", "http://example.test/#{id}"} {
-		if _, err := NewHTTP(HTTPOptions{URLs: []string{u}}); err == nil || !strings.Contains(err.Error(), "{id}") {
+		if _, err := New(Options{URLs: []string{u}}); err == nil || !strings.Contains(err.Error(), "{id}") {
 			t.Errorf("%s: error %v; want one naming {id}", u, err)
 		}
 	}
@@ -412,22 +414,22 @@ func TestHTTPTargetSourceIdentity(t *testing.T) {
 				}
 				from[id][host]++
 			})
-			o := HTTPOptions{IdentityHeader: "X-API-Key", Sources: []netip.Addr{
+			o := Options{IdentityHeader: "X-API-Key", Sources: []netip.Addr{
 				netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4")}}
 			var srv *httptest.Server
 			srv, o.TLS = serveHTTP(t, secure, h)
 			o.URLs = []string{srv.URL + "/a", srv.URL + "/b"}
-			tgt, err := NewHTTP(o)
+			tgt, err := New(o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tgt.Close()
-			plan := Plan{Rate: perSecond(300), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 3}
-			hist, err := Run(context.Background(), tgt, plan, RunOptions{})
+			plan := traffic.Plan{Rate: perSecond(300), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 3}
+			hist, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := counts(hist); c[decision.Allowed] != 60 {
+			if c := traffictest.Counts(hist); c[decision.Allowed] != 60 {
 				t.Fatalf("outcomes %v; want 60 allowed", c)
 			}
 			mu.Lock()
@@ -441,19 +443,19 @@ func TestHTTPTargetSourceIdentity(t *testing.T) {
 		})
 	}
 	// An address the machine does not have is refused up front.
-	if _, err := NewHTTP(HTTPOptions{URLs: []string{"http://127.0.0.1:1/"}, IdentityHeader: "K",
+	if _, err := New(Options{URLs: []string{"http://127.0.0.1:1/"}, IdentityHeader: "K",
 		Sources: []netip.Addr{netip.MustParseAddr("192.0.2.7")}}); err == nil || !strings.Contains(err.Error(), "192.0.2.7 is not this machine's") {
 		t.Errorf("source 192.0.2.7 (TEST-NET-1): %v; want it refused", err)
 	}
 	// An identity beyond the addresses given is an error, not a request
 	// from some other address.
-	tgt, err := NewHTTP(HTTPOptions{URLs: []string{"http://127.0.0.1:1/"}, IdentityHeader: "K",
+	tgt, err := New(Options{URLs: []string{"http://127.0.0.1:1/"}, IdentityHeader: "K",
 		Sources: []netip.Addr{netip.MustParseAddr("127.0.0.2")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	if r := tgt.Do(context.Background(), Request{Identity: 1, ID: "user-1"}); r.Err == nil || !strings.Contains(r.Err.Error(), "no source address") {
+	if r := tgt.Do(context.Background(), traffic.Request{Identity: 1, ID: "user-1"}); r.Err == nil || !strings.Contains(r.Err.Error(), "no source address") {
 		t.Errorf("identity 1 of 1 source: %v; want an error", r.Err)
 	}
 }

@@ -1,4 +1,4 @@
-package traffic
+package httptarget
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/netcheck"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // Connections opened ahead that the gateway closed before any request
@@ -24,19 +25,19 @@ func TestHTTPSWarmConnectionsClosedByGatewayAreReplaced(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	trusting := srv.Client().Transport.(*http.Transport).TLSClientConfig
-	tg, err := NewHTTP(HTTPOptions{URLs: []string{srv.URL}, TLS: trusting})
+	tg, err := New(Options{URLs: []string{srv.URL}, TLS: trusting})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tg.(Warmer).Warm(ctx, 4); err != nil {
+	if err := tg.(traffic.Warmer).Warm(ctx, 4); err != nil {
 		t.Fatalf("Warm: %v", err)
 	}
 	srv.CloseClientConnections()
 	for i := range 4 {
-		if r := tg.Do(ctx, Request{ID: "u"}); r.Err != nil || r.Outcome != decision.Allowed {
+		if r := tg.Do(ctx, traffic.Request{ID: "u"}); r.Err != nil || r.Outcome != decision.Allowed {
 			t.Fatalf("request %d right after the gateway closed the warm connections: %v %v", i, r.Outcome, r.Err)
 		}
 	}

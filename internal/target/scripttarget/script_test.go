@@ -1,4 +1,4 @@
-package traffic
+package scripttarget
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 // fixedWindowLua is a user's fixed-window limiter: count, set the TTL when
@@ -40,7 +42,7 @@ func TestRedisScriptFixedWindow(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	lim := rate.Limit{Count: 10, Window: time.Hour}
-	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+	tgt, err := New(context.Background(), Options{
 		Source: fixedWindowLua, Gateways: 4, NewClient: scriptClients(srv),
 		Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: lim,
 	})
@@ -50,15 +52,15 @@ func TestRedisScriptFixedWindow(t *testing.T) {
 	defer tgt.Close()
 	// Drop the script cache mid-run: EVALSHA gets NOSCRIPT and the target
 	// must fall back to EVAL rather than report errors.
-	flush := Hook{At: 100 * time.Millisecond, Name: "script flush", Fn: func(ctx context.Context) {
+	flush := traffic.Hook{At: 100 * time.Millisecond, Name: "script flush", Fn: func(ctx context.Context) {
 		srv.Client(t).ScriptFlush(ctx)
 	}}
-	plan := Plan{Rate: perSecond(300), Duration: 300 * time.Millisecond, MaxRequests: 10000, Identities: 3}
-	h, err := Run(context.Background(), tgt, plan, RunOptions{Hooks: []Hook{flush}})
+	plan := traffic.Plan{Rate: perSecond(300), Duration: 300 * time.Millisecond, MaxRequests: 10000, Identities: 3}
+	h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{Hooks: []traffic.Hook{flush}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := counts(h)
+	c := traffictest.Counts(h)
 	if h.Len() != 90 || c[decision.Allowed] != 30 || c[decision.Denied] != 60 {
 		t.Fatalf("%d records, outcomes %v; want 90: 30 allowed (10 per identity), 60 denied", h.Len(), c)
 	}
@@ -77,7 +79,7 @@ func TestRedisScriptRaceIsAtomic(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	lim := rate.Limit{Count: 4, Window: time.Hour}
-	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+	tgt, err := New(context.Background(), Options{
 		Source: fixedWindowLua, Gateways: 6, NewClient: scriptClients(srv),
 		Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: lim,
 	})
@@ -85,12 +87,12 @@ func TestRedisScriptRaceIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := Plan{Pattern: PatternRace, Limit: lim, Rounds: 8, Identities: 2, Duration: 20 * time.Second, MaxRequests: 100000}
-	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	plan := traffic.Plan{Pattern: traffic.PatternRace, Limit: lim, Rounds: 8, Identities: 2, Duration: 20 * time.Second, MaxRequests: 100000}
+	h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, a := range raceShape(t, h, 2, 6, 4) {
+	for k, a := range traffictest.RaceShape(t, h, 2, 6, 4) {
 		if a != 1 {
 			t.Fatalf("round %v: %d allowed; one Lua script is atomic, so exactly 1", k, a)
 		}
@@ -100,7 +102,7 @@ func TestRedisScriptRaceIsAtomic(t *testing.T) {
 func TestRedisScriptTableReplyAndTemplates(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+	tgt, err := New(context.Background(), Options{
 		Source: tableLua, Gateways: 2, NewClient: scriptClients(srv),
 		Keys:    []string{"tb:{id}:{now_s}"},
 		Args:    []string{"{limit}", "{window_s}", "gw{gateway}", "{request_id}", "{id}@{now_ms}"},
@@ -113,7 +115,7 @@ func TestRedisScriptTableReplyAndTemplates(t *testing.T) {
 	ctx := context.Background()
 	var got []decision.Outcome
 	for i := range 3 {
-		got = append(got, tgt.Do(ctx, Request{ID: "u", Gateway: i % 2}).Outcome)
+		got = append(got, tgt.Do(ctx, traffic.Request{ID: "u", Gateway: i % 2}).Outcome)
 	}
 	// The key carries {now_s}, so a second boundary between the calls would
 	// open a new key; allow that by checking the count per key.
@@ -138,23 +140,23 @@ func TestRedisScriptTableReplyAndTemplates(t *testing.T) {
 	}
 }
 
-func TestNewRedisScriptRejects(t *testing.T) {
+func TestNewRejects(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	good := ScriptOptions{Source: fixedWindowLua, Gateways: 1, NewClient: scriptClients(srv),
+	good := Options{Source: fixedWindowLua, Gateways: 1, NewClient: scriptClients(srv),
 		Keys: []string{"rl:{id}"}, Args: []string{"{limit}"}, Allowed: "== 1"}
 	tests := []struct {
 		name   string
-		change func(*ScriptOptions)
+		change func(*Options)
 		code   exitcode.Code
 	}{
-		{"bad rule", func(o *ScriptOptions) { o.Allowed = "is one" }, exitcode.Usage},
-		{"empty rule", func(o *ScriptOptions) { o.Allowed = "" }, exitcode.Usage},
-		{"unknown placeholder", func(o *ScriptOptions) { o.Keys = []string{"rl:{user}"} }, exitcode.Usage},
-		{"unclosed placeholder", func(o *ScriptOptions) { o.Args = []string{"{limit"} }, exitcode.Usage},
-		{"lua syntax error", func(o *ScriptOptions) { o.Source = "return (" }, exitcode.Usage},
-		{"no gateways", func(o *ScriptOptions) { o.Gateways = 0 }, exitcode.Usage},
-		{"unreachable", func(o *ScriptOptions) {
+		{"bad rule", func(o *Options) { o.Allowed = "is one" }, exitcode.Usage},
+		{"empty rule", func(o *Options) { o.Allowed = "" }, exitcode.Usage},
+		{"unknown placeholder", func(o *Options) { o.Keys = []string{"rl:{user}"} }, exitcode.Usage},
+		{"unclosed placeholder", func(o *Options) { o.Args = []string{"{limit"} }, exitcode.Usage},
+		{"lua syntax error", func(o *Options) { o.Source = "return (" }, exitcode.Usage},
+		{"no gateways", func(o *Options) { o.Gateways = 0 }, exitcode.Usage},
+		{"unreachable", func(o *Options) {
 			o.NewClient = func() redis.UniversalClient {
 				return redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 			}
@@ -164,7 +166,7 @@ func TestNewRedisScriptRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := good
 			tt.change(&o)
-			_, err := NewRedisScript(context.Background(), o)
+			_, err := New(context.Background(), o)
 			if err == nil || exitcode.Of(err) != tt.code {
 				t.Fatalf("err = %v (code %v); want code %v", err, exitcode.Of(err), tt.code)
 			}
@@ -308,7 +310,7 @@ func TestRedisScriptRetryAfter(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	lim := rate.Limit{Count: 2, Window: time.Hour}
-	tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+	tgt, err := New(context.Background(), Options{
 		Source: retryLua, Gateways: 2, NewClient: scriptClients(srv),
 		Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "[1] == 1",
 		RetryAfter: "[2] ms", Limit: lim,
@@ -317,8 +319,8 @@ func TestRedisScriptRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000, Identities: 1}
-	h, err := Run(context.Background(), tgt, plan, RunOptions{})
+	plan := traffic.Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000, Identities: 1}
+	h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +405,7 @@ func TestRedisScriptClusterAndSingleServerAgree(t *testing.T) {
 		"cluster": func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs}) },
 		"single":  scriptClients(single),
 	} {
-		tgt, err := NewRedisScript(context.Background(), ScriptOptions{
+		tgt, err := New(context.Background(), Options{
 			Source: twoKeyLua, Gateways: 3, NewClient: newClient,
 			Keys: []string{"rl:{{{id}}}:n", "rl:{{{id}}}:last"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: lim,
 		})
@@ -415,12 +417,12 @@ func TestRedisScriptClusterAndSingleServerAgree(t *testing.T) {
 		if usesPool := st.pools[0] != nil; usesPool != (name == "single") {
 			t.Errorf("%s: resp pool in use %v", name, usesPool)
 		}
-		plan := Plan{Rate: perSecond(200), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 4}
-		h, err := Run(context.Background(), tgt, plan, RunOptions{})
+		plan := traffic.Plan{Rate: perSecond(200), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 4}
+		h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := counts(h); h.Len() != 40 || c[decision.Allowed] != 20 || c[decision.Denied] != 20 {
+		if c := traffictest.Counts(h); h.Len() != 40 || c[decision.Allowed] != 20 || c[decision.Denied] != 20 {
 			t.Errorf("%s: %d records, outcomes %v; want 40: 20 allowed (5 per identity), 20 denied", name, h.Len(), c)
 		}
 	}
@@ -450,3 +452,5 @@ func TestNamespaceTemplate(t *testing.T) {
 		t.Error("a bad template: want an error")
 	}
 }
+
+func perSecond(n int64) rate.Limit { return rate.Limit{Count: n, Window: time.Second} }

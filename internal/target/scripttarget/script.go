@@ -1,4 +1,4 @@
-package traffic
+package scripttarget
 
 import (
 	"context"
@@ -18,11 +18,12 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
-// ScriptOptions configure a redis-script target: the user's own Lua limiter,
+// Options configure a redis-script target: the user's own Lua limiter,
 // run by Gateways simulated gateways (each with its own client) via EVALSHA.
-type ScriptOptions struct {
+type Options struct {
 	Source   string
 	Gateways int
 	// NewClient returns a new client with its own pool; it is called once
@@ -64,10 +65,10 @@ type scriptTarget struct {
 	requestID atomic.Uint64
 }
 
-// NewRedisScript loads the script into Redis (so a syntax error shows now,
+// New loads the script into Redis (so a syntax error shows now,
 // not as a run full of errors) and returns the target. A malformed rule or
 // template is a usage error; an unreachable Redis is exitcode.Unreachable.
-func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
+func New(ctx context.Context, o Options) (traffic.Target, error) {
 	if strings.TrimSpace(o.Source) == "" {
 		return nil, exitcode.With(errors.New("redis-script target: empty script"), exitcode.Usage)
 	}
@@ -116,7 +117,7 @@ func NewRedisScript(ctx context.Context, o ScriptOptions) (Target, error) {
 	return t, nil
 }
 
-func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
+func (t *scriptTarget) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	now := time.Now()
 	v := vars{id: r.ID, now: now, limit: t.limit, gateway: r.Gateway, requestID: t.requestID.Add(1)}
 	keys := make([]string, len(t.keys))
@@ -129,19 +130,19 @@ func (t *scriptTarget) Do(ctx context.Context, r Request) Response {
 	}
 	reply, err := t.run(ctx, r.Gateway, keys, args)
 	if err != nil {
-		return errResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
+		return traffic.ErrResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
 	}
 	ok, err := t.rule.Match(reply)
 	if err != nil {
-		return errResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
+		return traffic.ErrResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
 	}
-	out := Response{Outcome: decision.Denied, By: decision.ByRedis, RetryAfter: -1, Remaining: -1, Reset: -1}
+	out := traffic.Response{Outcome: decision.Denied, By: decision.ByRedis, RetryAfter: -1, Remaining: -1, Reset: -1}
 	if ok {
 		out.Outcome = decision.Allowed
 	} else if t.retry.Unit > 0 {
 		d, err := t.retry.Read(reply)
 		if err != nil {
-			return errResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
+			return traffic.ErrResponse(fmt.Errorf("%s: %w", t.names[r.Gateway], err))
 		}
 		out.RetryAfter = d
 	}

@@ -1,40 +1,32 @@
-package traffic
+package simtarget
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
-// Decider is what the simulated target needs from a set of in-process
-// gateways (gateway.Set satisfies it): decide for one identity at one
-// gateway and endpoint.
-type Decider interface {
-	Decide(ctx context.Context, gateway, endpoint int, id string) (limiter.Decision, error)
-	Names() []string
-	Endpoints() []string
-}
-
-// NewSimulated returns a target that asks d directly, in-process. Closing
+// New returns a target that asks d directly, in-process. Closing
 // the target closes d when d has a Close method.
-func NewSimulated(d Decider) Target { return simulated{d: d} }
+func New(d gateway.Decider) traffic.Target { return simulated{d: d} }
 
-type simulated struct{ d Decider }
+type simulated struct{ d gateway.Decider }
 
-func (s simulated) Do(ctx context.Context, r Request) Response {
+func (s simulated) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	dec, err := s.d.Decide(ctx, r.Gateway, r.Endpoint, r.ID)
 	if err != nil {
-		return Response{Outcome: decision.Error, RetryAfter: -1, Remaining: -1, Reset: -1,
-			Err: fmt.Errorf("gateway %d: %w", r.Gateway, err)}
+		return traffic.ErrResponse(fmt.Errorf("gateway %d: %w", r.Gateway, err))
 	}
 	return FromDecision(dec)
 }
 
 // FromDecision maps a limiter decision onto a target response.
-func FromDecision(d limiter.Decision) Response {
-	resp := Response{Outcome: decision.Denied, By: d.By, RetryAfter: -1, Remaining: d.Remaining,
+func FromDecision(d limiter.Decision) traffic.Response {
+	resp := traffic.Response{Outcome: decision.Denied, By: d.By, RetryAfter: -1, Remaining: d.Remaining,
 		Reset: -1, Decided: d.ServerTime}
 	if d.Allowed {
 		resp.Outcome = decision.Allowed
@@ -49,7 +41,7 @@ func FromDecision(d limiter.Decision) Response {
 
 // Warm opens the gateways' connections when d can (gateway.Set can).
 func (s simulated) Warm(ctx context.Context, conns int) error {
-	if w, ok := s.d.(Warmer); ok {
+	if w, ok := s.d.(traffic.Warmer); ok {
 		return w.Warm(ctx, conns)
 	}
 	return nil

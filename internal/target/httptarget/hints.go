@@ -1,4 +1,4 @@
-package traffic
+package httptarget
 
 import (
 	"math"
@@ -8,59 +8,9 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/rlctl/rlctl/internal/traffic"
 )
-
-// Form is a set of the rate-limit header families an answer carried, so a
-// report can say which one the target spoke.
-type Form uint8
-
-// The header families ParseHints reads.
-const (
-	// FormRetryAfter is Retry-After (RFC 9110), seconds or an HTTP date.
-	FormRetryAfter Form = 1 << iota
-	// FormDraft11 is RateLimit and RateLimit-Policy as Structured Field
-	// lists of named policies, `"default";r=50;t=30` and
-	// `"default";q=100;w=60` (draft-ietf-httpapi-ratelimit-headers-08 to 11).
-	FormDraft11
-	// FormDraft07 is the single RateLimit dictionary
-	// `limit=100, remaining=50, reset=5` (draft 07).
-	FormDraft07
-	// FormDraft06 is RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset, with RateLimit-Policy `100;w=60` (drafts 03 to 06).
-	FormDraft06
-	// FormXRateLimit is the legacy X-RateLimit-* (or X-Rate-Limit-*)
-	// family.
-	FormXRateLimit
-)
-
-var formNames = [...]string{"retry-after", "draft-11", "draft-07", "draft-06", "x-ratelimit"}
-
-// Names lists the families in f, most current first, as report.json and
-// history files spell them: retry-after, draft-11, draft-07, draft-06,
-// x-ratelimit.
-func (f Form) Names() []string {
-	var out []string
-	for i, n := range formNames {
-		if f&(1<<i) != 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// ParseForms is the inverse of Form.Names; unknown names are ignored, so a
-// history written by a later rlctl still reads.
-func ParseForms(names []string) Form {
-	var f Form
-	for _, n := range names {
-		for i, k := range formNames {
-			if n == k {
-				f |= 1 << i
-			}
-		}
-	}
-	return f
-}
 
 // Hints are what an HTTP answer said about its rate limit. Unknown fields
 // are -1 (Policy "").
@@ -76,7 +26,7 @@ type Hints struct {
 	// Policy names the draft-11 policy the figures come from.
 	Policy string
 	// Form says which header families the answer carried.
-	Form Form
+	Form traffic.Form
 }
 
 // ParseHints reads Retry-After and the rate-limit header fields an answer
@@ -103,7 +53,7 @@ type Hints struct {
 func ParseHints(h http.Header, now time.Time) Hints {
 	out := Hints{Limit: -1, Remaining: -1, Reset: -1, RetryAfter: -1, Window: -1}
 	if v := h.Get("Retry-After"); v != "" {
-		out.Form |= FormRetryAfter
+		out.Form |= traffic.FormRetryAfter
 		out.RetryAfter = parseRetryAfter(v, now)
 	}
 	policy := h.Values("Ratelimit-Policy")
@@ -116,19 +66,19 @@ func ParseHints(h http.Header, now time.Time) Hints {
 		}
 	}
 	if v := h.Get("Ratelimit-Limit"); v != "" {
-		out.Form |= FormDraft06
+		out.Form |= traffic.FormDraft06
 		if out.Limit < 0 {
 			out.Limit = firstInt(v)
 		}
 	}
 	if v := h.Get("Ratelimit-Remaining"); v != "" {
-		out.Form |= FormDraft06
+		out.Form |= traffic.FormDraft06
 		if out.Remaining < 0 {
 			out.Remaining = firstInt(v)
 		}
 	}
 	if v := h.Get("Ratelimit-Reset"); v != "" {
-		out.Form |= FormDraft06
+		out.Form |= traffic.FormDraft06
 		if out.Reset < 0 {
 			out.Reset = seconds(v)
 		}
@@ -139,7 +89,7 @@ func ParseHints(h http.Header, now time.Time) Hints {
 		if limit == "" && remaining == "" && after == "" && reset == "" {
 			continue
 		}
-		out.Form |= FormXRateLimit
+		out.Form |= traffic.FormXRateLimit
 		if out.Limit < 0 {
 			out.Limit = firstInt(limit)
 		}
@@ -281,7 +231,7 @@ func parseRateLimitField(v, policy []string, out *Hints) {
 			return // no item carries the required r: malformed, ignored
 		}
 		it := l[best].(httpsfv.Item)
-		out.Form |= FormDraft11
+		out.Form |= traffic.FormDraft11
 		out.Remaining = bestR
 		out.Reset = secondsOf(sfInt(it.Params, "t"))
 		out.Policy = names[best]
@@ -312,7 +262,7 @@ func parseRateLimitField(v, policy []string, out *Hints) {
 	if limit < 0 && remaining < 0 && reset < 0 {
 		return
 	}
-	out.Form |= FormDraft07
+	out.Form |= traffic.FormDraft07
 	out.Limit, out.Remaining, out.Reset = limit, remaining, secondsOf(reset)
 }
 
@@ -320,7 +270,7 @@ func parseRateLimitField(v, policy []string, out *Hints) {
 // RateLimit-Policy (draft 11), or of its first policy when name is empty
 // or absent; drafts 03 to 06 wrote the quota as the item itself
 // ("100;w=60"). The form says which shape it was, 0 when none fits.
-func policyQuota(policy []string, name string) (int64, time.Duration, Form) {
+func policyQuota(policy []string, name string) (int64, time.Duration, traffic.Form) {
 	if len(policy) == 0 {
 		return -1, -1, 0
 	}
@@ -347,11 +297,11 @@ func policyQuota(policy []string, name string) (int64, time.Duration, Form) {
 	}
 	w := secondsOf(sfInt(first.Params, "w"))
 	if n, ok := first.Value.(int64); ok && n >= 0 {
-		return n, w, FormDraft06
+		return n, w, traffic.FormDraft06
 	}
 	if _, ok := sfName(first.Value); ok {
 		if q := sfInt(first.Params, "q"); q >= 0 {
-			return q, w, FormDraft11
+			return q, w, traffic.FormDraft11
 		}
 	}
 	return -1, -1, 0

@@ -1,4 +1,4 @@
-package traffic
+package httptarget
 
 import (
 	"github.com/rlctl/rlctl/internal/redact"
@@ -74,7 +74,7 @@ func shownURL(u *url.URL, extra ...string) string {
 	return redact.URL(strings.ReplaceAll(u.String(), idMark, "{id}"), extra...)
 }
 
-// CheckURL checks a gateway URL as NewHTTP will take it: http:// or
+// CheckURL checks a gateway URL as New will take it: http:// or
 // https:// with a host, {id} (if any) in the path or query.
 func CheckURL(raw string) error {
 	u, err := parseIDURL(raw)
@@ -92,7 +92,7 @@ func CheckURL(raw string) error {
 func CarriesID(s string) bool { return strings.Contains(s, "{id}") }
 
 // SourceAddrs gives n identities one address each from prefix, for
-// HTTPOptions.Sources: a single address (/32, /128) serves one identity;
+// Options.Sources: a single address (/32, /128) serves one identity;
 // a wider prefix is used from its first address after the network's own
 // (127.0.1.0/24 gives 127.0.1.1, 127.0.1.2, ...).
 func SourceAddrs(prefix string, n int) ([]netip.Addr, error) {

@@ -1,0 +1,199 @@
+package analysis
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// The failover figures (see failoverFigures). counts_lost is read from
+// Redis by the runner, not from the history, and reaches the report beside
+// these.
+const (
+	ElectionErrors     = "election_errors"
+	ElectionFailOpen   = "election_fail_open"
+	ElectionFailClosed = "election_fail_closed"
+	ElectionMs         = "election_ms"
+	FailoverDenied     = "failover_denied"
+	FailoverDetectMs   = "failover_detect_ms"
+	FailoverDenyMs     = "failover_deny_ms"
+	CountsLost         = "counts_lost"
+)
+
+// FailoverActions are the fault actions that change which server is the
+// primary: the election figures apply to them.
+var FailoverActions = []string{"failover", "kill-primary"}
+
+// electionGap ends an election: an undecided request sent more than this
+// after the previous one (or after the fault, for the first) belongs to
+// something else.
+const electionGap = time.Second
+
+// election is what one failover did to the decisions.
+type election struct {
+	Tally
+	// last is the send time of the election's last undecided request, and
+	// end its answer; both the fault's start when there was none.
+	last, end int64
+}
+
+// isFailover reports whether f changes the primary.
+func isFailover(f history.Fault) bool { return slices.Contains(FailoverActions, f.Action) }
+
+// elections measures each failover fault: the undecided requests (errors,
+// fail-open, fail-closed, local fallback; a failover-deny is the gateway's
+// own choice, counted apart) sent from its start, each within electionGap
+// of the one before, until the next fault.
+func (a *analyzer) elections() map[int]election {
+	// The undecided requests that were sent, by send time: few (an
+	// outage's), so held even for a spilled history.
+	type sentRec struct {
+		sent, r int64
+		t       Tally
+	}
+	var recs []sentRec
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if undecided(h, i) && h.By(i) != decision.ByFailoverDeny && h.Sent(i) != history.NoTime {
+				_, r := a.decidedBetween(h, i)
+				var t Tally
+				t.add(h, i)
+				recs = append(recs, sentRec{sent: int64(h.Sent(i)), r: r, t: t})
+			}
+		}
+	})
+	slices.SortStableFunc(recs, func(x, y sentRec) int { return cmp.Compare(x.sent, y.sent) })
+	out := map[int]election{}
+	for k, f := range a.faults {
+		if !isFailover(f) {
+			continue
+		}
+		start := int64(f.At)
+		until := int64(math.MaxInt64)
+		for _, g := range a.faults {
+			if g.At > f.At {
+				until = min(until, int64(g.At))
+			}
+		}
+		e := election{last: start, end: start}
+		j, _ := slices.BinarySearchFunc(recs, int64(f.At), func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
+		for ; j < len(recs); j++ {
+			x := recs[j]
+			if x.sent >= until || x.sent-e.last > int64(electionGap) {
+				break
+			}
+			e.last, e.end = x.sent, max(e.end, x.r)
+			e.Tally.merge(x.t)
+		}
+		out[k] = e
+	}
+	return out
+}
+
+// failoverFigures adds the election and failover-detection figures to res
+// when the run had a failover fault (see Analyze), and returns its
+// elections for recoverMs.
+func (a *analyzer) failoverFigures(res *Result) map[int]election {
+	if !slices.ContainsFunc(a.faults, isFailover) {
+		return nil
+	}
+	els := a.elections()
+	var errs, open, closed, longest int64
+	for k, e := range els {
+		errs += e.Errors
+		open += e.FailOpen
+		closed += e.FailClosed
+		longest = max(longest, e.end-int64(a.faults[k].At))
+	}
+	res.Metrics[ElectionErrors] = float64(errs)
+	res.Metrics[ElectionFailOpen] = float64(open)
+	res.Metrics[ElectionFailClosed] = float64(closed)
+	res.Metrics[ElectionMs] = float64(longest) / 1e6
+
+	// Failover detection: every answer a gateway gave because it noticed
+	// the failover, from the first to the last.
+	var denied int64
+	first, firstAns, last := int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MinInt64)
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if h.By(i) != decision.ByFailoverDeny {
+				continue
+			}
+			denied++
+			s, r := a.decidedBetween(h, i)
+			first, firstAns, last = min(first, s), min(firstAns, r), max(last, r)
+		}
+	})
+	res.Metrics[FailoverDenied] = float64(denied)
+	if denied == 0 {
+		return els
+	}
+	res.Metrics[FailoverDenyMs] = float64(last-first) / 1e6
+	// Detection is timed from the latest failover that began before the
+	// first denial.
+	from := int64(math.MinInt64)
+	for _, f := range a.faults {
+		if isFailover(f) && int64(f.At) <= first {
+			from = max(from, int64(f.At))
+		}
+	}
+	if from != math.MinInt64 {
+		res.Metrics[FailoverDetectMs] = float64(firstAns-from) / 1e6
+	}
+	return els
+}
+
+// recover is recover_ms: after a failover as failoverRecoverMs says,
+// after any other fault as recoverMs does.
+func (a *analyzer) recover(els map[int]election) (float64, bool) {
+	last := 0
+	for k, f := range a.faults {
+		if f.At >= a.faults[last].At {
+			last = k
+		}
+	}
+	if f := a.faults[last]; isFailover(f) {
+		return a.failoverRecoverMs(f, els[last])
+	}
+	return a.recoverMs()
+}
+
+// failoverRecoverMs is recover_ms when the last fault is failover f: from
+// its start to the first answer decided by Redis for a request sent after
+// the election's last undecided one (so not one the old primary answered
+// before it stepped down); false when Redis never decided again.
+func (a *analyzer) failoverRecoverMs(f history.Fault, e election) (float64, bool) {
+	first := int64(math.MaxInt64)
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if !decidedByRedis(h, i) {
+				continue
+			}
+			s := int64(h.Sent(i))
+			if h.Sent(i) == history.NoTime || s < int64(f.At) || (e.last > int64(f.At) && s <= e.last) {
+				continue
+			}
+			_, r := a.decidedBetween(h, i)
+			first = min(first, r)
+		}
+	})
+	if first == math.MaxInt64 {
+		return 0, false
+	}
+	return float64(first-int64(f.At)) / 1e6, true
+}
+
+// decidedByRedis reports whether record i was answered by the limiter's
+// store itself (Redis, or a lease slice it granted).
+func decidedByRedis(h *history.History, i int) bool {
+	o := h.Outcome(i)
+	if o != decision.Allowed && o != decision.Denied {
+		return false
+	}
+	by := h.By(i)
+	return by == decision.ByRedis || by == decision.ByLease
+}

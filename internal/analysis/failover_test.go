@@ -1,0 +1,133 @@
+package analysis
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+const msec = time.Millisecond
+
+// by is rec answered by path b, its decision time unknown (answered at
+// recv), as a gateway's policy answers are.
+func by(sent, recv time.Duration, o decision.Outcome, b decision.By) history.Record {
+	r := rec(sent, 0, 0, o)
+	r.Received, r.Decided, r.By = recv, history.NoTime, b
+	return r
+}
+
+func wantMetrics(t *testing.T, m Metrics, want Metrics) {
+	t.Helper()
+	for name, v := range want {
+		if got, ok := m[name]; !ok || math.Abs(got-v) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, v)
+		}
+	}
+}
+
+// A failover at 1s as a real election plays it: the old primary answers
+// one request, then errors and the failure policy answer while the
+// primary changes, a gateway refuses for the failover it detected, and
+// the new primary decides again. Each figure is counted by hand.
+func TestElectionFigures(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover"}}}
+	h := history.New(meta, 0)
+	h.Append(rec(500*msec, 0, 0, decision.Allowed))
+	for _, at := range []time.Duration{1000 * msec, 1010 * msec, 1020 * msec} {
+		h.Append(by(at, at+msec, decision.Error, decision.ByUnknown))
+	}
+	// The old primary still answered this one before it stepped down: not
+	// the recovery.
+	h.Append(by(1025*msec, 1026*msec, decision.Allowed, decision.ByRedis))
+	h.Append(by(1030*msec, 1031*msec, decision.Allowed, decision.ByFailOpen))
+	h.Append(by(1040*msec, 1041*msec, decision.Allowed, decision.ByFailOpen))
+	h.Append(by(1050*msec, 1051*msec, decision.Denied, decision.ByFailClosed))
+	// The election's last error, answered at 1250ms.
+	h.Append(by(1200*msec, 1250*msec, decision.Error, decision.ByUnknown))
+	// The new primary's first answer.
+	h.Append(by(1210*msec, 1212*msec, decision.Allowed, decision.ByRedis))
+	// A gateway detected the failover: refused from 1300ms to 2291ms.
+	h.Append(by(1300*msec, 1301*msec, decision.Denied, decision.ByFailoverDeny))
+	h.Append(by(1700*msec, 1701*msec, decision.Denied, decision.ByFailoverDeny))
+	h.Append(by(2290*msec, 2291*msec, decision.Denied, decision.ByFailoverDeny))
+	// An error long after: another matter, not the election.
+	h.Append(by(3000*msec, 3001*msec, decision.Error, decision.ByUnknown))
+
+	wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{
+		ElectionErrors: 4, ElectionFailOpen: 2, ElectionFailClosed: 1, ElectionMs: 250,
+		RecoverMs: 212, FailoverDenied: 3, FailoverDenyMs: 991, FailoverDetectMs: 301,
+	})
+}
+
+// A failover that disrupts nothing (the gateways swapped to another
+// server between two requests) has an election of zero, recovers at the
+// first answer after it and, with no detection, refuses nothing; a run
+// without a failover has none of these figures.
+func TestFailoverWithoutElection(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover"}}}
+	h := history.New(meta, 0)
+	h.Append(rec(900*msec, 0, 0, decision.Allowed))
+	h.Append(by(1003*msec, 1004*msec, decision.Allowed, decision.ByRedis))
+	m := Analyze(h, Options{}).Metrics
+	wantMetrics(t, m, Metrics{ElectionErrors: 0, ElectionFailOpen: 0, ElectionFailClosed: 0, ElectionMs: 0, RecoverMs: 4, FailoverDenied: 0})
+	for _, name := range []string{FailoverDenyMs, FailoverDetectMs} {
+		if v, ok := m[name]; ok {
+			t.Errorf("%s = %v with no detection, want absent", name, v)
+		}
+	}
+
+	meta.Faults = []history.Fault{{At: time.Second, For: time.Second, Action: "redis-down"}}
+	h2 := history.New(meta, 0)
+	h2.Append(rec(900*msec, 0, 0, decision.Allowed))
+	m = Analyze(h2, Options{}).Metrics
+	for _, name := range []string{ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs, FailoverDenied, CountsLost} {
+		if v, ok := m[name]; ok {
+			t.Errorf("%s = %v without a failover, want absent", name, v)
+		}
+	}
+}
+
+// after_fault_ceiling on the two failovers the replicate option tells
+// apart: a promoted replica without the counts admits a second quota in
+// the window the old primary filled (2L), one that holds them admits
+// nothing more until that window ends (L).
+func TestAfterFaultCeilingAcrossPromotion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		kept  bool
+		wantC float64
+	}{{"counts lost", false, 10}, {"counts kept", true, 5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			meta := history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+				Faults: []history.Fault{{At: time.Second, Action: "failover"}}}
+			h := history.New(meta, 0)
+			// Overload, 100/s: the old primary's window opened at 800ms and
+			// admitted its five at once.
+			count, opened := 0, 800*msec
+			for at := 800 * msec; at < 2500*msec; at += 10 * msec {
+				if at == time.Second && !tc.kept {
+					count, opened = 0, at // an empty primary opens a new window
+				}
+				if at-opened >= time.Second {
+					count, opened = 0, at
+				}
+				ok := count < 5
+				if ok {
+					count++
+				}
+				h.Append(rec(at, 0, 0, outcome(ok)))
+			}
+			wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{AfterFaultCeiling: tc.wantC})
+		})
+	}
+}

@@ -1,0 +1,340 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/gateway"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/httpgw"
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/verify"
+)
+
+// admissions is a gateway's own log of what it admitted, at Redis TIME
+// (the instant its limiter decided, on the clock the windows are counted
+// by): the truth a run's ceiling bounds must contain.
+type admissions struct {
+	mu sync.Mutex
+	at map[string][]time.Time
+}
+
+// take returns the log so far and starts a new one.
+func (a *admissions) take() map[string][]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.at
+	a.at = map[string][]time.Time{}
+	return out
+}
+
+// ceiling is the most admitted within any window [t, t+w) of one
+// identity, the worst identity's.
+func ceiling(log map[string][]time.Time, w time.Duration) int {
+	best := 0
+	for _, ts := range log {
+		slices.SortFunc(ts, time.Time.Compare)
+		lo := 0
+		for hi := range ts {
+			for ts[hi].Sub(ts[lo]) >= w {
+				lo++
+			}
+			best = max(best, hi-lo+1)
+		}
+	}
+	return best
+}
+
+// loggingDecider is the gateways' limiter, logging each admission.
+type loggingDecider struct {
+	*gateway.Set
+	log *admissions
+	t   *testing.T
+}
+
+func (d loggingDecider) Decide(ctx context.Context, gw, ep int, id string) (limiter.Decision, error) {
+	dec, err := d.Set.Decide(ctx, gw, ep, id)
+	if err == nil && dec.Allowed {
+		if dec.ServerTime.IsZero() {
+			d.t.Errorf("an admission without Redis TIME: the truth needs the limiter's own clock")
+		}
+		d.log.mu.Lock()
+		d.log.at[id] = append(d.log.at[id], dec.ServerTime)
+		d.log.mu.Unlock()
+	}
+	return dec, err
+}
+
+// withoutDecidedAt drops the decision time from the answers, as most
+// gateways (not rlctl's) answer: the run then knows each decision only
+// within its request's send and receive.
+func withoutDecidedAt(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(dropHeader{w}, r)
+	})
+}
+
+type dropHeader struct{ http.ResponseWriter }
+
+func (d dropHeader) WriteHeader(code int) {
+	d.Header().Del(decision.DecidedAtHeader)
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d dropHeader) Write(b []byte) (int, error) {
+	d.Header().Del(decision.DecidedAtHeader)
+	return d.ResponseWriter.Write(b)
+}
+
+// startGateways serves two HTTP gateways on loopback in front of a real
+// redis-server, the algorithm's limit of lim on Redis TIME, and returns their URLs, the admissions log and the Redis.
+func startGateways(t *testing.T, algorithm string, lim rate.Limit, decidedAt bool) ([]string, *admissions, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	set, err := gateway.New(ctx, gateway.Options{
+		N:         2,
+		Limiter:   limiter.Config{Algorithm: algorithm, Limit: lim, Clock: limiter.ClockRedis, Prefix: "seg:"},
+		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
+		// The machine may be busy: the limiter's calls get time enough.
+		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1, Policy: limiter.Policy{Timeout: 2 * time.Second}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	log := &admissions{at: map[string][]time.Time{}}
+	o := httpgw.Options{Decider: loggingDecider{Set: set, log: log, t: t}, Limit: lim}
+	m := httpgw.NewMetrics(o)
+	var urls []string
+	for gw := range 2 {
+		h := httpgw.Handler(o, m, gw)
+		if !decidedAt {
+			h = withoutDecidedAt(h)
+		}
+		hs := httptest.NewServer(h)
+		t.Cleanup(hs.Close)
+		urls = append(urls, hs.URL+"/")
+	}
+	return urls, log, srv
+}
+
+// rlctl runs the rlctl command (this test binary, see TestMain) and
+// returns its run directory: the one directory under reportDir.
+func rlctl(ctx context.Context, t *testing.T, reportDir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "rlctl", append(args, "--report-dir", reportDir, "--no-progress", "--format", "json")...)
+	cmd.Env = append(os.Environ(), "RLCTL_REDIS_URL=", "REDIS_URL=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("rlctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(reportDir, "*", "report.json"))
+	if len(dirs) != 1 {
+		return "", fmt.Errorf("rlctl %s: %d run directories under %s\n%s", strings.Join(args, " "), len(dirs), reportDir, out)
+	}
+	return filepath.Dir(dirs[0]), nil
+}
+
+// runSegments starts one rlctl verify per segment at once, each with the
+// extra arguments given for it, and returns their run directories.
+func runSegments(t *testing.T, scenario string, perSegment [][]string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dirs := make([]string, len(perSegment))
+	errs := make([]error, len(perSegment))
+	var wg sync.WaitGroup
+	for i, extra := range perSegment {
+		wg.Go(func() {
+			dirs[i], errs[i] = rlctl(ctx, t, filepath.Join(t.TempDir(), fmt.Sprint(i)), append([]string{"verify", scenario}, extra...)...)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dirs
+}
+
+// metrics reads a run directory's only scenario's figures.
+func metrics(t *testing.T, dir string) analysis.Metrics {
+	t.Helper()
+	rd, err := verify.ReadRunDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Report.Scenarios) != 1 {
+		t.Fatalf("%s: %d scenarios", dir, len(rd.Report.Scenarios))
+	}
+	return rd.Report.Scenarios[0].Metrics
+}
+
+// writeScenario writes a scenario of the limit 10/200ms against the
+// gateways at urls, with the given traffic, and returns its path.
+func writeScenario(t *testing.T, name string, urls []string, traffic string) string {
+	t.Helper()
+	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\n", name, urls[0], urls[1], traffic)
+	p := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bracket fails unless a run's ceiling bounds contain truth.
+func bracket(t *testing.T, what string, m analysis.Metrics, truth int) {
+	t.Helper()
+	if lo, hi := m[analysis.Ceiling], m[analysis.CeilingUpper]; float64(truth) < lo || float64(truth) > hi {
+		t.Fatalf("%s ceiling [%v, %v] does not contain the gateways' own %d", what, lo, hi, truth)
+	}
+}
+
+// Three processes, each sending its third of the identities from one
+// common start, merge into the run one process makes of the same plan:
+// the same requests, and ceiling bounds that contain what the gateways
+// themselves admitted within a window.
+func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
+	t.Parallel()
+	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
+	urls, log, srv := startGateways(t, limiter.RedisClockWindow, lim, true)
+	sc := writeScenario(t, "segments", urls, "{rate: 600/s, duration: 1s, identities: 6}")
+
+	one, err := rlctl(context.Background(), t, t.TempDir(), "verify", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := metrics(t, one)
+	wholeTruth := ceiling(log.take(), lim.Window)
+
+	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	var args [][]string
+	for i := range 3 {
+		args = append(args, []string{"--segment", fmt.Sprintf("%d/3", i), "--start-at", start, "--redis", "redis://" + srv.Addr})
+	}
+	dirs := runSegments(t, sc, args)
+	truth := ceiling(log.take(), lim.Window)
+
+	var starts []time.Time
+	for i, d := range dirs {
+		rd, err := verify.ReadRunDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := rd.History["segments"]
+		m := h.Meta
+		if m.Segment == "" || m.Clock.Reference != "redis TIME" || m.Clock.Uncertainty <= 0 || m.Late > 200*time.Millisecond {
+			t.Fatalf("segment %d: segment %q, clock %+v, late %v; want its segment, a clock read on redis TIME, on time", i, m.Segment, m.Clock, m.Late)
+		}
+		starts = append(starts, m.Start)
+		// No identity is sent from two segments.
+		for j := range h.Len() {
+			if id := h.At(j).Identity; id/2 != uint32(i) {
+				t.Fatalf("segment %d sent identity %s", i, m.Identities[id])
+			}
+		}
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	if spread := starts[2].Sub(starts[0]); spread > 100*time.Millisecond {
+		t.Fatalf("the segments started %v apart; want one common start", spread)
+	}
+
+	out := filepath.Join(t.TempDir(), "merged")
+	if _, err := exec.Command("rlctl", append(append([]string{"report", "merge"}, dirs...), "--out", out, "--format", "json")...).CombinedOutput(); err != nil {
+		t.Fatal(err)
+	}
+	merged := metrics(t, out)
+	if merged[analysis.Requests] != whole[analysis.Requests] || merged[analysis.Requests] != 600 {
+		t.Fatalf("merged segments sent %v requests, the single process %v; want 600 both", merged[analysis.Requests], whole[analysis.Requests])
+	}
+	bracket(t, "merged", merged, truth)
+	// A fixed window's sliding maximum depends on where the run met the
+	// windows (L to 2L), so each run is held to what the gateways admitted
+	// during it.
+	bracket(t, "single process", whole, wholeTruth)
+	t.Logf("merged [%v, %v], %v requests, the gateways' own %d; single process [%v, %v], %v requests, the gateways' own %d",
+		merged[analysis.Ceiling], merged[analysis.CeilingUpper], merged[analysis.Requests], truth,
+		whole[analysis.Ceiling], whole[analysis.CeilingUpper], whole[analysis.Requests], wholeTruth)
+}
+
+// One of two processes sharing a single identity's requests has a clock a
+// second behind, so it starts a second late without knowing. Its history
+// says where its clock stood against Redis TIME; the merge moves it there
+// and its ceiling bounds contain what the gateways admitted. Merged as
+// the clocks read, without the correction, the two runs overlap, and the
+// ceiling's lower bound exceeds what was ever admitted in a window.
+func TestMergeCorrectsAClockOffset(t *testing.T) {
+	t.Parallel()
+	const skew = -time.Second
+	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
+	urls, log, srv := startGateways(t, limiter.RedisSlidingLog, lim, false)
+	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
+	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}
+	dirs := runSegments(t, sc, [][]string{
+		append([]string{"--segment", "0/2"}, common...),
+		append([]string{"--segment", "1/2", "--clock-skew", skew.String()}, common...),
+	})
+	truth := ceiling(log.take(), lim.Window)
+	// A sliding log admits at most L in any window, and each run alone
+	// asks for more than that.
+	if truth != int(lim.Count) {
+		t.Fatalf("the gateways admitted at most %d in a window; want the limit, %d", truth, lim.Count)
+	}
+
+	var hs []*history.History
+	var saved verify.Saved
+	for _, d := range dirs {
+		rd, err := verify.ReadRunDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, saved = append(hs, rd.History["skewed"]), rd.Saved["skewed"]
+	}
+	if off := hs[1].Meta.Clock.Offset; off < skew-50*time.Millisecond || off > skew+50*time.Millisecond || hs[1].Meta.Late > 100*time.Millisecond {
+		t.Fatalf("skewed segment: clock %+v, late %v; want an offset of %v found, and no lateness seen", hs[1].Meta.Clock, hs[1].Meta.Late, skew)
+	}
+
+	out := filepath.Join(t.TempDir(), "merged")
+	// Each --report-dir holds its one run, as each pod of the Kubernetes
+	// example writes: report merge reads it from there.
+	if b, err := exec.Command("rlctl", "report", "merge", filepath.Dir(dirs[0]), filepath.Dir(dirs[1]), "--out", out, "--format", "json").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	m := metrics(t, out)
+	bracket(t, "merged", m, truth)
+
+	for _, h := range hs {
+		h.Meta.Clock = history.Clock{}
+	}
+	naive, err := history.Merge(hs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := verify.Score(naive, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("gateways' own ceiling %d; merged [%v, %v]; merged without the correction from %v", truth, m[analysis.Ceiling], m[analysis.CeilingUpper], r.Metrics[analysis.Ceiling])
+	if lo := r.Metrics[analysis.Ceiling]; lo <= float64(truth) {
+		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one)", lo, truth)
+	}
+}

@@ -1,0 +1,138 @@
+package traffictest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// Counts tallies a history's outcomes.
+func Counts(h *history.History) map[decision.Outcome]int {
+	c := map[decision.Outcome]int{}
+	// A long benchmark run spills: read it a chunk at a time.
+	_ = h.Chunks(func(ch *history.History) error {
+		for i := range ch.Len() {
+			c[ch.Outcome(i)]++
+		}
+		return nil
+	})
+	return c
+}
+
+// RaceShape checks the records of a race run: per round, N·(L−1) prefill
+// records (NoRound) and N·G released records marked with the round, each
+// gateway once per identity. A void round (one that straddled an epoch
+// boundary) has its released records unmarked and does not count in
+// Meta.Rounds. It returns the allowed released requests per valid round and
+// identity.
+func RaceShape(t *testing.T, h *history.History, n, gws int, l int64) map[[2]int]int {
+	t.Helper()
+	released := map[[2]int]map[uint16]bool{}
+	allowed := map[[2]int]int{}
+	unmarked := map[[2]int]int{}
+	for i := range h.Len() {
+		r := h.At(i)
+		name := h.Meta.Identities[r.Identity]
+		var round, idx int
+		if _, err := fmt.Sscanf(name, "race-%d-%d", &round, &idx); err != nil {
+			t.Fatalf("record %d: identity %q is not a race identity", i, name)
+		}
+		k := [2]int{round, idx}
+		if r.Round == history.NoRound {
+			unmarked[k]++
+			continue
+		}
+		if int(r.Round) != round {
+			t.Fatalf("record %d: identity %q released in round %d", i, name, r.Round)
+		}
+		if released[k] == nil {
+			released[k] = map[uint16]bool{}
+		}
+		if released[k][r.Gateway] {
+			t.Fatalf("round %d identity %d: gateway %d released twice", round, idx, r.Gateway)
+		}
+		released[k][r.Gateway] = true
+		if r.Outcome == decision.Allowed {
+			allowed[k]++
+		}
+	}
+	if len(released) != h.Meta.Rounds*n {
+		t.Fatalf("%d released (round, identity) pairs; want %d (Meta.Rounds %d × %d identities)", len(released), h.Meta.Rounds*n, h.Meta.Rounds, n)
+	}
+	for k, g := range released {
+		if len(g) != gws {
+			t.Fatalf("round %v released through %d gateways; want %d", k, len(g), gws)
+		}
+		if int64(unmarked[k]) != l-1 {
+			t.Fatalf("round %v prefilled %d; want %d", k, unmarked[k], l-1)
+		}
+	}
+	for k, c := range unmarked {
+		if released[k] == nil && int64(c) != l-1+int64(gws) {
+			t.Fatalf("void round %v has %d records; want %d", k, c, l-1+int64(gws))
+		}
+	}
+	return allowed
+}
+
+// BoundaryShape checks the boundary records: per aimed boundary, L per
+// identity intended in [B−span, B) and L in [B, B+span), marked with the
+// boundary's index. It returns how many were allowed around the boundaries
+// whose batches went out on time (every "before" request answered before B,
+// every "after" one sent at or after it), and how many such boundaries
+// there were: on a machine stalled for longer than the span, a batch can
+// slip past its boundary, and then it measures nothing.
+func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, onTime int) {
+	t.Helper()
+	m := h.Meta
+	if len(m.Boundaries) == 0 || m.BoundarySpan <= 0 {
+		t.Fatalf("no boundaries recorded: %v span %v", m.Boundaries, m.BoundarySpan)
+	}
+	for k := 1; k < len(m.Boundaries); k++ {
+		if m.Boundaries[k] <= m.Boundaries[k-1] {
+			t.Fatalf("boundaries not increasing: %v", m.Boundaries)
+		}
+	}
+	nb := len(m.Boundaries)
+	before, after := make([]int, nb), make([]int, nb)
+	late := make([]bool, nb)
+	allowedAt := make([]int, nb)
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Round != history.NoRound {
+			t.Fatalf("record %d marked round %d; boundary runs have no race rounds", i, r.Round)
+		}
+		k := -1
+		for j, b := range m.Boundaries {
+			if r.Intended >= b-m.BoundarySpan && r.Intended < b+m.BoundarySpan {
+				k = j
+			}
+		}
+		if k < 0 {
+			continue // a probe, learning where windows roll
+		}
+		b := m.Boundaries[k]
+		if r.Intended < b {
+			before[k]++
+			late[k] = late[k] || r.Received >= b || r.Outcome == decision.Dropped
+		} else {
+			after[k]++
+			late[k] = late[k] || r.Sent < b || r.Outcome == decision.Dropped
+		}
+		if r.Outcome == decision.Allowed {
+			allowedAt[k]++
+		}
+	}
+	for k := range nb {
+		if before[k] != n*int(l) || after[k] != n*int(l) {
+			t.Fatalf("boundary %d: %d before, %d after; want %d each", k, before[k], after[k], n*int(l))
+		}
+		if !late[k] {
+			allowed += allowedAt[k]
+			onTime++
+		}
+	}
+	return allowed, onTime
+}

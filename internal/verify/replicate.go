@@ -1,0 +1,379 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/keyspace"
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/traffic"
+)
+
+// replication is how a run carries out target.replicate.
+//
+// WAIT needs replicas. On redis: spawn rlctl starts them beside the
+// primary, so WAIT and its latency are real, and a failover promotes one
+// for real. The embedded Redis has no replication, and a given Redis may
+// have fewer replicas than asked: there the option is emulated rather than
+// refused, so the built-in suite runs everywhere — no WAIT is sent (no
+// latency cost is measured), and a staged failover promotes a stand-in
+// that holds every count, which is what WAIT N guarantees for every
+// admission it let through. The report says which it was.
+type replication struct {
+	deploy   *redisconn.Deployment // the primary and replicas rlctl started, or nil
+	emulated bool
+}
+
+// figures are measured figures that live outside the history (Saved.Extra),
+// written by fault hooks while traffic runs.
+type figures struct {
+	mu sync.Mutex
+	m  map[string]float64
+}
+
+func (f *figures) add(name string, v float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]float64{}
+	}
+	f.m[name] += v
+}
+
+// into adds the figures to dst (allocated when nil) and returns it.
+func (f *figures) into(dst map[string]float64) map[string]float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, v := range f.m {
+		if dst == nil {
+			dst = map[string]float64{}
+		}
+		dst[k] += v
+	}
+	return dst
+}
+
+// openSimulated opens the simulated gateways' Redis: with replicate on
+// redis: spawn, a primary and that many replicas, else as openRedis does.
+func (e *env) openSimulated(ctx context.Context, sc *scenario.Scenario, spec string, o Options) (*redisconn.Config, func() error, error) {
+	n := sc.Target.Replicate
+	if n == 0 || spec != redisconn.SpecSpawn {
+		return openRedis(ctx, spec, o)
+	}
+	d, err := redisconn.Spawn(ctx, redisconn.SpawnOptions{Replicas: n})
+	if err != nil {
+		return nil, nil, exitcode.With(fmt.Errorf("%s: spawn a primary with %d replicas: %w", sc.Name, n, err), exitcode.Unreachable)
+	}
+	opts := o.RedisOptions
+	opts.URL = d.ServerURL(0)
+	cfg, err := redisconn.Parse(opts)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	e.repl.deploy = d
+	return cfg, d.Close, nil
+}
+
+// replicaWait bounds how long a run waits, before traffic, for the
+// primary's replicas to acknowledge: a replica that just synced counts for
+// WAIT only after its first acknowledgement, up to a second later.
+const replicaWait = 5 * time.Second
+
+// connectedReplicas matches INFO replication's count of replicas.
+var connectedReplicas = regexp.MustCompile(`(?m)^connected_slaves:(\d+)`)
+
+// onlineReplicas is how many of the primary's replicas acknowledge, up to
+// n: with fewer than n connected, those (at once); else WAIT n on a
+// connection that wrote nothing, which counts the replicas online,
+// retried until n answer or replicaWait passes.
+func onlineReplicas(ctx context.Context, c redis.UniversalClient, n int) (int, error) {
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, err
+	}
+	connected := 0
+	if m := connectedReplicas.FindStringSubmatch(info); m != nil {
+		connected, _ = strconv.Atoi(m[1])
+	}
+	if connected < n {
+		return connected, nil
+	}
+	deadline := time.Now().Add(replicaWait)
+	for {
+		k, err := c.Do(ctx, "WAIT", n, 100).Int()
+		if err != nil || k >= n || time.Now().After(deadline) {
+			return k, err
+		}
+	}
+}
+
+// replicate decides whether lc's replicate is real or emulated (see
+// replication), clears it in lc when emulated, and says so.
+func (e *env) replicate(ctx context.Context, cfg *redisconn.Config, lc *limiter.Config) error {
+	if lc.Replicate == 0 {
+		return nil
+	}
+	wait := fmt.Sprintf("WAIT %d %dms", lc.Replicate, lc.ReplicateTimeout.Milliseconds())
+	have := 0
+	if !cfg.IsEmbedded() {
+		c := cfg.NewClient()
+		defer c.Close()
+		have = -1
+		var mu sync.Mutex
+		err := keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
+			k, err := onlineReplicas(ctx, n.Client, lc.Replicate)
+			if err != nil {
+				return fmt.Errorf("WAIT on %s: %w", n.Addr, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if have < 0 || k < have {
+				have = k
+			}
+			return nil
+		})
+		if err != nil {
+			return exitcode.With(fmt.Errorf("replicate: count the primary's replicas that acknowledge: %w", err), exitcode.Unreachable)
+		}
+	}
+	if have >= lc.Replicate {
+		e.notes = append(e.notes, fmt.Sprintf("replicate: every admission waited for %d of the primary's %d replicas to acknowledge its write (%s after the script, on the same connection); the latency figures include it", lc.Replicate, have, wait))
+		return nil
+	}
+	e.repl.emulated = true
+	why := "the embedded Redis has no replication"
+	if !cfg.IsEmbedded() {
+		why = fmt.Sprintf("the primary has %d replicas that acknowledge writes, not %d", have, lc.Replicate)
+	}
+	e.notes = append(e.notes, fmt.Sprintf("replicate %d was emulated, not run: %s, so the gateways sent no %s (its latency is not in the figures: use redis: spawn for that), and a failover promoted a stand-in holding every count the primary had, as a replica that acknowledged every admission does", lc.Replicate, why, wait))
+	lc.Replicate, lc.ReplicateTimeout = 0, 0
+	return nil
+}
+
+// replicatedFailover is the failover fault of a run with replicate: the
+// promoted server holds the counts. rlctl's own replicas are promoted for
+// real; otherwise a stand-in gets a copy of the run's keys (or, on a given
+// Redis, keeps them, only the connections are cut).
+func (e *env) replicatedFailover(ctx context.Context, sc *scenario.Scenario, spec string, o Options, keys runKeys, proxy *fault.Proxy, admin redis.UniversalClient, f scenario.Fault) error {
+	switch {
+	case e.repl.deploy != nil:
+		d := e.repl.deploy
+		old, next := d.Servers[0], d.Servers[1]
+		after := redis.NewClient(&redis.Options{Addr: next.Addr, DisableIdentity: true})
+		e.closers = append(e.closers, after.Close)
+		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(ctx context.Context) {
+			// Best effort: a failover that cannot be carried out shows in
+			// the figures.
+			if d.Promote(ctx, 1) != nil {
+				return
+			}
+			proxy.SetUpstream(next.Addr)
+			// The old primary rejoins as the new one's replica, as Sentinel
+			// makes it, so WAIT has a replica again once it has synced.
+			_ = admin.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(next.Port)).Err()
+		})})
+		e.notes = append(e.notes, fmt.Sprintf("failover: a real one: the replica %s was promoted (REPLICAOF NO ONE), the gateways were redirected to it, and the old primary %s became its replica", next.Addr, old.Addr))
+	case sharedRedis(spec):
+		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(context.Context) {
+			proxy.SetUpstream(proxy.Upstream())
+		})})
+		e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection; the run's keys stayed, as on a promoted replica that acknowledged every admission")
+	default:
+		rcfg, stop, err := openRedis(ctx, spec, o)
+		if err != nil {
+			return fmt.Errorf("%s: failover replica: %w", sc.Name, err)
+		}
+		e.closers = append(e.closers, stop)
+		after := rcfg.NewClient()
+		e.closers = append(e.closers, after.Close)
+		addr := rcfg.Target().Addrs[0]
+		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(ctx context.Context) {
+			// No admission may land between the copy and the switch: a
+			// replica that acknowledged every admission has them all.
+			proxy.SetDown(true)
+			_ = keys.copy(ctx, admin, after)
+			proxy.SetUpstream(addr)
+			proxy.SetDown(false)
+		})})
+		e.notes = append(e.notes, "failover: the gateways' Redis was replaced by a stand-in for a replica that acknowledged every admission: a copy of the run's keys, TTLs included, taken at the failover")
+	}
+	return nil
+}
+
+// countLost wraps a failover: it reads the design's counters on the old
+// primary just before and on the new one just after, and adds what the
+// new one lacks to counts_lost. Designs whose state is not a count
+// (token bucket, GCRA) and targets of no design add nothing.
+func (e *env) countLost(before, after redis.UniversalClient, failover func(context.Context)) func(context.Context) {
+	pattern, zset, ok := counterOf(e.lc)
+	if !ok {
+		return failover
+	}
+	e.countsNote.Do(func() {
+		e.notes = append(e.notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it)")
+	})
+	return func(ctx context.Context) {
+		had, err := counters(ctx, before, pattern, zset)
+		failover(ctx)
+		if err != nil {
+			return
+		}
+		has, err := counters(ctx, after, pattern, zset)
+		if err != nil {
+			return
+		}
+		var lost int64
+		for k, v := range had {
+			lost += max(0, v-has[k])
+		}
+		e.extra.add(analysis.CountsLost, float64(lost))
+	}
+}
+
+// counterOf is the SCAN pattern of lc's counters and whether each is a
+// string counter or a sorted set (the sliding log, one entry per
+// admission); ok is false for a design whose state is not a count.
+func counterOf(lc limiter.Config) (pattern string, zset, ok bool) {
+	switch lc.Algorithm {
+	case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh,
+		limiter.RedisClockWindow, limiter.RedisSlidingWindow:
+		return limiter.KeyPattern(lc), false, true
+	case limiter.RedisSlidingLog:
+		return limiter.KeyPattern(lc), true, true
+	}
+	return "", false, false
+}
+
+// counterTimeout bounds one reading of the counters.
+const counterTimeout = time.Second
+
+// counters reads every key matching pattern: a string's integer value, or
+// a sorted set's size. A key gone meanwhile reads as 0.
+func counters(ctx context.Context, c redis.UniversalClient, pattern string, zset bool) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, counterTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	out := map[string]int64{}
+	err := keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
+		return keyspace.ScanNode(ctx, n, pattern, func(keys []string) error {
+			pipe := n.Client.Pipeline()
+			vals := make([]func() int64, len(keys))
+			for i, k := range keys {
+				if zset {
+					vals[i] = pipe.ZCard(ctx, k).Val
+				} else {
+					get := pipe.Get(ctx, k)
+					vals[i] = func() int64 { v, _ := get.Int64(); return v }
+				}
+			}
+			_, _ = pipe.Exec(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, v := range vals {
+				out[keys[i]] = v()
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// copy writes every key matching k from one standalone server to another,
+// with its remaining TTL: strings, sorted sets and hashes, the types the
+// designs write. It stands in for replication where there is none.
+func (k runKeys) copy(ctx context.Context, from, to redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, counterTimeout)
+	defer cancel()
+	for _, glob := range k {
+		err := keyspace.ScanNode(ctx, keyspace.Node{Client: from}, glob, func(keys []string) error {
+			for _, key := range keys {
+				if err := copyKey(ctx, from, to, key); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyKey(ctx context.Context, from, to redis.UniversalClient, key string) error {
+	typ, err := from.Type(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	ttl, err := from.PTTL(ctx, key).Result()
+	if err != nil || ttl == -2 { // -2: gone meanwhile
+		return err
+	}
+	pipe := to.TxPipeline()
+	switch typ {
+	case "string":
+		v, err := from.Get(ctx, key).Result()
+		if err != nil {
+			return nil // gone meanwhile
+		}
+		pipe.Set(ctx, key, v, 0)
+	case "zset":
+		zs, err := from.ZRangeWithScores(ctx, key, 0, -1).Result()
+		if err != nil || len(zs) == 0 {
+			return err
+		}
+		pipe.ZAdd(ctx, key, zs...)
+	case "hash":
+		fv, err := from.HGetAll(ctx, key).Result()
+		if err != nil || len(fv) == 0 {
+			return err
+		}
+		pipe.HSet(ctx, key, fv)
+	default:
+		return nil
+	}
+	if ttl > 0 {
+		pipe.PExpire(ctx, key, ttl)
+	}
+	_, err = pipe.Exec(ctx)
+	return err
+}
+
+// failoverNotes say what a failover did, in the failover figures' own
+// words; none for a run without one.
+func failoverNotes(s Saved, m analysis.Metrics) []string {
+	if _, ok := m[analysis.ElectionMs]; !ok {
+		return nil
+	}
+	var out []string
+	L := float64(s.Limit.Count)
+	if v := m[analysis.CountsLost]; v > 0 {
+		out = append(out, fmt.Sprintf("the new primary lacked %s the old one held just before the failover: each identity's quota began again", textfmt.Count(v, "count")))
+	}
+	if v, ok := m[analysis.AfterFaultCeiling]; ok && v > L && v != m[analysis.Ceiling] {
+		// (when it is the run's ceiling, the ceiling's note says it)
+		out = append(out, fmt.Sprintf("across the failover one identity had %s admitted within %s: %s the published %s", textfmt.Num(v), s.Limit.Window, textfmt.Ratio(v/L), textfmt.Num(L)))
+	}
+	if e, o, c := m[analysis.ElectionErrors], m[analysis.ElectionFailOpen], m[analysis.ElectionFailClosed]; e+o+c > 0 {
+		out = append(out, fmt.Sprintf("while the primary changed (%sms from the failover): %s, %s admitted fail-open, %s refused fail-closed",
+			textfmt.Num(m[analysis.ElectionMs]), textfmt.Count(e, "error"), textfmt.Num(o), textfmt.Num(c)))
+	}
+	if v := m[analysis.FailoverDenied]; v > 0 {
+		out = append(out, fmt.Sprintf("the gateways detected the failover %sms after it began and refused %s for it over %sms (on_failover: deny)",
+			textfmt.Num(m[analysis.FailoverDetectMs]), textfmt.Count(v, "request"), textfmt.Num(m[analysis.FailoverDenyMs])))
+	}
+	return out
+}

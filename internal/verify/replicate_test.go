@@ -1,0 +1,98 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+const replicateDoc = `name: replicate
+limit: 20/1s
+target:
+  kind: simulated
+  algorithm: redis-sliding-log
+  gateways: 2
+  redis: %s
+  timeout: 1s
+  endpoints: [{name: api, share: 1, on_error: closed}]%s
+traffic: {rate: 100/s, duration: 2s, identities: 2}
+faults: [{at: 1200ms, action: failover}]
+`
+
+// heldAtFailover is, per the history, what the old primary's sliding logs
+// held when the failover came: each identity's admissions in the window
+// before it.
+func heldAtFailover(h *history.History) float64 {
+	at, w := h.Meta.Faults[0].At, h.Meta.Limit.Window
+	var n float64
+	for i := range h.Len() {
+		if h.Outcome(i) == decision.Allowed && h.By(i) == decision.ByRedis && h.Received(i) < at && h.Sent(i) > at-w {
+			n++
+		}
+	}
+	return n
+}
+
+// replicate: 1 on redis: spawn runs on a real primary with a real replica
+// and promotes it at the failover: the promoted replica holds every count
+// (counts_lost 0, the cap holds), where the same design without it loses
+// what the old primary held — counts_lost, read from Redis, agrees with
+// the history's own count of what the windows held. The latency cost is
+// logged, not judged (it depends on the machine).
+func TestReplicateHoldsAcrossRealPromotion(t *testing.T) {
+	t.Parallel()
+	with := run(t, parse(t, fmt.Sprintf(replicateDoc, "spawn", "\n  replicate: 1\n  replicate_timeout: 500ms")))
+	without := run(t, parse(t, fmt.Sprintf(replicateDoc, "spawn", "")))
+	t.Logf("p99 %gms with replicate: 1, %gms without; after_fault_ceiling %g vs %g; counts_lost %g vs %g; notes %q",
+		metric(t, with, analysis.P99), metric(t, without, analysis.P99),
+		metric(t, with, analysis.AfterFaultCeiling), metric(t, without, analysis.AfterFaultCeiling),
+		metric(t, with, analysis.CountsLost), metric(t, without, analysis.CountsLost), with.Saved.Notes)
+
+	for _, want := range []string{"waited for 1 of the primary's 1 replicas", "failover: a real one", "counts_lost was read from Redis"} {
+		if !slices.ContainsFunc(with.Saved.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+			t.Errorf("with replicate: no note saying %q in %q", want, with.Saved.Notes)
+		}
+	}
+	if v := metric(t, with, analysis.AfterFaultCeiling); v > 20 {
+		t.Errorf("with replicate: after_fault_ceiling %g, want the cap (20) held across the promotion", v)
+	}
+	// A script run in the instant between the reading and the promotion
+	// may still be on its way to the replica: its count is lost, but its
+	// WAIT fails and the request is refused, so the cap holds (above).
+	if v, w := metric(t, with, analysis.CountsLost), metric(t, without, analysis.CountsLost); 4*v > w {
+		t.Errorf("with replicate: counts_lost %g, want next to nothing beside the %g lost without it", v, w)
+	}
+	if v := metric(t, without, analysis.AfterFaultCeiling); v <= 20 {
+		t.Errorf("without replicate: after_fault_ceiling %g, want a second quota through the empty primary", v)
+	}
+	if !slices.ContainsFunc(without.Report.Notes, func(n string) bool { return strings.Contains(n, "the new primary lacked") }) {
+		t.Errorf("without replicate: no note on the lost counts in %q", without.Report.Notes)
+	}
+	lost, held := metric(t, without, analysis.CountsLost), heldAtFailover(without.History)
+	if held < 30 || lost < held-3 || lost > held+3 {
+		t.Errorf("without replicate: counts_lost %g read from Redis, but the history says the windows held %g at the failover", lost, held)
+	}
+}
+
+// On the embedded Redis, which has no replication, replicate is emulated
+// and says so: no WAIT, and a stand-in holding a copy of the counts.
+func TestReplicateEmulatedOnEmbedded(t *testing.T) {
+	t.Parallel()
+	out := run(t, parse(t, fmt.Sprintf(replicateDoc, "embedded", "\n  replicate: 1")))
+	if !slices.ContainsFunc(out.Saved.Notes, func(n string) bool {
+		return strings.Contains(n, "replicate 1 was emulated, not run: the embedded Redis has no replication")
+	}) {
+		t.Errorf("no emulation note in %q", out.Saved.Notes)
+	}
+	if v := metric(t, out, analysis.AfterFaultCeiling); v > 20 {
+		t.Errorf("after_fault_ceiling %g, want the cap (20) held by the stand-in holding the counts", v)
+	}
+	if v := metric(t, out, analysis.CountsLost); v > 1 {
+		t.Errorf("counts_lost %g, want 0 on a stand-in given a copy", v)
+	}
+}
