@@ -147,23 +147,51 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// startFile writes a history file's header for h to w, through a buffer
+// and a checksum; it returns both and the file's flags.
+func (h *History) startFile(w io.Writer) (*bufio.Writer, *crcWriter, uint16, error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
+	meta, err := json.Marshal(toFileMeta(h.Meta))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("encode history meta: %w", err)
+	}
+	var flags uint16
+	if h.HasRetries() {
+		flags |= flagRetries
+	}
+	cw.Write(fileHeader(flags, meta, h.Len()))
+	return bw, cw, flags, nil
+}
+
+// finish writes the checksum of everything before it and flushes bw, the
+// buffer under c; it returns the bytes written and the first error.
+func (c *crcWriter) finish(bw *bufio.Writer) (int64, error) {
+	if c.err == nil {
+		crc := binary.LittleEndian.AppendUint32(nil, c.crc.Sum32())
+		n, err := bw.Write(crc)
+		c.n += int64(n)
+		c.err = err
+	}
+	if c.err == nil {
+		c.err = bw.Flush()
+	}
+	if c.err != nil {
+		return c.n, fmt.Errorf("write history: %w", c.err)
+	}
+	return c.n, nil
+}
+
 // WriteTo writes the history in the binary file format. It implements
 // io.WriterTo.
 func (h *History) WriteTo(w io.Writer) (int64, error) {
 	if h.Spilled() {
 		return h.writeSpilled(w)
 	}
-	bw := bufio.NewWriterSize(w, 1<<16)
-	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
-	meta, err := json.Marshal(toFileMeta(h.Meta))
+	bw, cw, flags, err := h.startFile(w)
 	if err != nil {
-		return 0, fmt.Errorf("encode history meta: %w", err)
+		return 0, err
 	}
-	var flags uint16
-	if h.attempt != nil {
-		flags |= flagRetries
-	}
-	cw.Write(fileHeader(flags, meta, h.Len()))
 	writeRows(cw, h.t, 8, func(t *times) uint64 { return uint64(t.intended) })
 	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.sent) })
 	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.received) })
@@ -190,19 +218,7 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 			writeBig(b)
 		}
 	}
-	if cw.err == nil {
-		crc := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
-		n, err := bw.Write(crc)
-		cw.n += int64(n)
-		cw.err = err
-	}
-	if cw.err == nil {
-		cw.err = bw.Flush()
-	}
-	if cw.err != nil {
-		return cw.n, fmt.Errorf("write history: %w", cw.err)
-	}
-	return cw.n, nil
+	return cw.finish(bw)
 }
 
 // fileHeader is a file's magic, version, flags, meta and record count.
@@ -221,17 +237,10 @@ func fileHeader(flags uint16, meta []byte, n int) []byte {
 // memory stays one chunk. A packed value that refers to its chunk's table
 // of large values is renumbered into the file's table.
 func (h *History) writeSpilled(w io.Writer) (int64, error) {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
-	meta, err := json.Marshal(toFileMeta(h.Meta))
+	bw, cw, flags, err := h.startFile(w)
 	if err != nil {
-		return 0, fmt.Errorf("encode history meta: %w", err)
+		return 0, err
 	}
-	var flags uint16
-	if h.HasRetries() {
-		flags |= flagRetries
-	}
-	cw.Write(fileHeader(flags, meta, h.Len()))
 	var big [numCols][]time.Duration
 	repack := func(c *History, col int, p int32) uint64 {
 		if p&3 == tagSpecial && p>>2 > 0 {
@@ -307,19 +316,7 @@ func (h *History) writeSpilled(w io.Writer) (int64, error) {
 			writeBig(b)
 		}
 	}
-	if cw.err == nil {
-		crc := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
-		n, err := bw.Write(crc)
-		cw.n += int64(n)
-		cw.err = err
-	}
-	if cw.err == nil {
-		cw.err = bw.Flush()
-	}
-	if cw.err != nil {
-		return cw.n, fmt.Errorf("write history: %w", cw.err)
-	}
-	return cw.n, nil
+	return cw.finish(bw)
 }
 
 type fixed interface {
