@@ -233,9 +233,11 @@ func fileHeader(flags uint16, meta []byte, n int) []byte {
 }
 
 // writeSpilled writes a spilled history in the same format as one in
-// memory, a column at a time: one pass over the chunks per column, so
-// memory stays one chunk. A packed value that refers to its chunk's table
-// of large values is renumbered into the file's table.
+// memory, a column at a time: one pass over the chunks per column, each
+// copying the column's bytes from the spill file (a chunk on disk holds
+// them in the file's own form), so memory stays one chunk's column. A
+// chunk with large values is decoded instead: a packed value that refers
+// to its chunk's table of them is renumbered into the file's table.
 func (h *History) writeSpilled(w io.Writer) (int64, error) {
 	bw, cw, flags, err := h.startFile(w)
 	if err != nil {
@@ -249,8 +251,15 @@ func (h *History) writeSpilled(w io.Writer) (int64, error) {
 		}
 		return uint64(uint32(p))
 	}
+	// Column k: copied as it is from each chunk on disk, or written by
+	// fn from a chunk decoded (one with large values) and the tail.
+	k := 0
 	pass := func(fn func(c *History)) error {
-		return h.Chunks(func(c *History) error {
+		defer func() { k++ }()
+		return h.columnPass(k, func(b []byte) error {
+			cw.Write(b)
+			return cw.err
+		}, func(c *History) error {
 			fn(c)
 			return cw.err
 		})

@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -73,10 +74,93 @@ type spill struct {
 	err    error
 }
 
-// chunkAt is where one chunk lies in the spill file.
+// chunkAt is where one chunk lies in the spill file, and what a save
+// needs to copy its columns without decoding it.
 type chunkAt struct {
 	off, size int64
 	n         int
+	cols      int64        // offset of its first column within it
+	big       [numCols]int // its large values per packed column
+	retries   bool         // it holds the retry columns
+}
+
+// column is where column k of the file format (0-10 the fixed columns,
+// 11-13 the retry ones) lies in the chunk, its bytes per record and the
+// packed column whose large values it may refer to (-1 for none).
+func (at chunkAt) column(k int) (off int64, size, packed int) {
+	n := int64(at.n)
+	fixed := [...]struct {
+		at     int64
+		size   int
+		packed int
+	}{{0, 8, -1}, {8, 4, colSent}, {12, 4, colReceived}, {16, 4, colDecided}, {20, 4, colRetry},
+		{24, 4, -1}, {28, 4, -1}, {32, 2, -1}, {34, 1, -1}, {35, 1, -1}, {36, 1, -1}}
+	if k < len(fixed) {
+		f := fixed[k]
+		return at.off + at.cols + f.at*n, f.size, f.packed
+	}
+	r := at.off + at.cols + 37*n
+	for col := range numPacked {
+		r += 4 + 8*int64(at.big[col])
+	}
+	switch k {
+	case 11:
+		return r, 1, -1
+	case 12:
+		return r + n, 4, colTold
+	}
+	return r + 5*n, 4, colWaited
+}
+
+// columnPass serves a save column k of every record: raw gets the bytes
+// of each chunk on disk that can be copied as they are (zeros for a chunk
+// without the retry columns), decoded each chunk whose values refer to its
+// own large values, decoded, and last the tail in memory.
+func (h *History) columnPass(k int, raw func([]byte) error, decoded func(*History) error) error {
+	sp := h.sp
+	sp.pending.Wait()
+	sp.mu.Lock()
+	chunks, f, err := sp.chunks, sp.f, sp.err
+	sp.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		return errors.New("read spilled history: closed")
+	}
+	var buf []byte
+	c := &History{}
+	for _, at := range chunks {
+		off, size, packed := at.column(k)
+		buf = resize(buf, size*at.n)
+		switch {
+		case k >= 11 && !at.retries:
+			clear(buf)
+		case packed < 0 || at.big[packed] == 0:
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return fmt.Errorf("read spilled history: %w", err)
+			}
+		default:
+			raw := make([]byte, at.size)
+			if _, err := f.ReadAt(raw, at.off); err != nil {
+				return fmt.Errorf("read spilled history: %w", err)
+			}
+			if err := c.decodeChunk(raw); err != nil {
+				return err
+			}
+			if err := decoded(c); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := raw(buf); err != nil {
+			return err
+		}
+	}
+	if sp.tail.Len() > 0 {
+		return decoded(sp.tail)
+	}
+	return nil
 }
 
 // Spill makes h keep at most o.Keep records in memory: past that, records
@@ -191,12 +275,19 @@ func (sp *spill) write() {
 			if err == nil {
 				err = bw.Flush()
 			}
+			at := chunkAt{off: sp.end, size: n, n: c.Len(), retries: c.attempt != nil}
+			if meta, merr := json.Marshal(toFileMeta(c.Meta)); merr == nil {
+				at.cols = int64(16 + len(meta) + 8) // see fileHeader
+			}
+			for col := range at.big {
+				at.big[col] = len(c.big[col])
+			}
 			sp.mu.Lock()
 			if err != nil {
 				sp.err = fmt.Errorf("spill history: %w", err)
 				sp.removeLocked()
 			} else {
-				sp.chunks = append(sp.chunks, chunkAt{off: sp.end, size: n, n: c.Len()})
+				sp.chunks = append(sp.chunks, at)
 				sp.end += n
 			}
 			sp.mu.Unlock()

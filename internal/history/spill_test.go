@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -173,5 +174,45 @@ func TestSpillChunkDefaults(t *testing.T) {
 			t.Errorf("keep %d chunk %d: chunks of %d keeping %d, want chunks of %d", tc.keep, tc.chunk, h.sp.chunk, h.sp.keep, tc.want)
 		}
 		h.Close()
+	}
+}
+
+// TestSpilledSaveCopiesColumns: chunks without large values are saved by
+// copying their columns' bytes; the file is the in-memory one's, byte for
+// byte, with and without retries, and with one chunk that has large values
+// among them.
+func TestSpilledSaveCopiesColumns(t *testing.T) {
+	for _, retries := range []bool{false, true} {
+		meta := Meta{Scenario: "copy", Identities: []string{"a"}}
+		mem, sp := New(meta, 0), New(meta, 0)
+		if err := sp.Spill(SpillOptions{Dir: t.TempDir(), Keep: testChunk, Chunk: testChunk}); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, 7))
+		for i := range 5*testChunk + 17 {
+			at := time.Duration(i) * time.Millisecond
+			r := Record{Intended: at, Sent: at + time.Duration(rng.IntN(1000)), Received: at + time.Duration(rng.IntN(1e6)),
+				Decided: NoTime, RetryAfter: time.Duration(rng.IntN(1e9)), Identity: uint32(rng.IntN(9)), Round: NoRound,
+				Gateway: uint16(rng.IntN(3)), Outcome: decision.Outcome(1 + rng.IntN(4))}
+			if i == 2*testChunk+3 {
+				r.RetryAfter = 30 * 24 * time.Hour // a large value in the third chunk
+			}
+			if retries && i > testChunk && rng.IntN(3) == 0 {
+				r.Attempt, r.Told, r.Waited = 1, time.Duration(rng.IntN(1e9)), time.Duration(rng.IntN(1e9))
+			}
+			mem.Append(r)
+			sp.Append(r)
+		}
+		var a, b bytes.Buffer
+		if _, err := mem.WriteTo(&a); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sp.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !sp.Spilled() || !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatalf("retries %v: spilled save (%d bytes) differs from the in-memory one (%d)", retries, b.Len(), a.Len())
+		}
+		sp.Close()
 	}
 }
