@@ -157,7 +157,8 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.RedisURL, "redis", "", "Redis URL: redis://, rediss://, unix://, redis+sentinel://, redis+cluster://. "+
 		"keys, audit and ping fall back to $RLCTL_REDIS_URL, then $REDIS_URL, then "+defaultRedisURL+"; gateway serve to those, then the embedded Redis; "+
-		"verify uses this flag only, so the environment never redirects a run's load")
+		"verify uses this flag only, so the environment never redirects a run's load; "+
+		"verify also takes spawn, spawn-sentinel and spawn-cluster (real redis-server processes it starts and stops)")
 	pf.StringVarP(&f.Output, "output", "o", "table", "output format: table or json")
 	pf.BoolVar(&f.NoProgress, "no-progress", false, "never draw progress bars")
 	pf.DurationVar(&f.Timeout, "timeout", 5*time.Second, "connect and command timeout for Redis")

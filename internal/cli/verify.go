@@ -28,6 +28,9 @@ type verifyOptions struct {
 	Run       string
 	ReportDir string
 	Formats   []string
+	// AllowFailover lets failover faults act on the user's own Sentinel
+	// or Cluster.
+	AllowFailover bool
 	// Segment, StartAt and StartAfter share one run among machines.
 	Segment    traffic.Segment
 	StartAt    time.Time
@@ -52,7 +55,11 @@ Reports go to --report-dir/<UTC time>-<suite>/: report.json, report.md,
 junit.xml, report.html and the raw histories (for report render/merge).
 An interrupted run still writes its report, marked incomplete.
 
---redis replaces every scenario's redis: (embedded, spawn or a URL). Only the
+--redis replaces every scenario's redis: (embedded, spawn, spawn-sentinel,
+spawn-cluster or a URL). On spawn, spawn-sentinel and spawn-cluster the
+failover and kill-primary faults are real; on the embedded Redis failover is
+an emulation (an empty Redis swapped in). They act on your own Sentinel or
+Cluster only with --allow-failover, and kill-primary never does. Only the
 flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
 never redirect a scenario's load.
 
@@ -122,6 +129,7 @@ deploy/k8s/verify-job.yaml runs this as a Kubernetes Indexed Job.
 	fl.StringVar(&opts.Run, "run", "", "run only scenarios whose name matches this regular expression")
 	fl.StringVar(&opts.ReportDir, "report-dir", "reports", "where run reports are written")
 	fl.StringSliceVar(&opts.Formats, "format", report.AllFormats, "report formats: json, md, junit, html")
+	fl.BoolVar(&opts.AllowFailover, "allow-failover", false, "let failover faults promote a replica of your own Sentinel or Cluster (--redis redis+sentinel:// or redis+cluster://); without it such scenarios are refused")
 	fl.Var(segmentFlag{&opts.Segment}, "segment", "send only this share of every scenario: i/N (the i-th of N, from 0) or from:to like 1/4:2/4")
 	fl.Var(startAtFlag{&opts.StartAt}, "start-at", "start the traffic at this RFC 3339 instant (the same on every machine of a shared run)")
 	fl.DurationVar(&opts.StartAfter, "start-after", 0, "start the traffic this long from now")
@@ -181,7 +189,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 	if err != nil {
 		return usageError("--report-dir: %v", err)
 	}
-	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt}
+	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt, AllowFailover: opts.AllowFailover}
 	if opts.ClockSkew != 0 {
 		skew := opts.ClockSkew
 		vo.Now = func() time.Time { return time.Now().Add(skew) }

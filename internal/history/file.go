@@ -81,9 +81,11 @@ type fileMeta struct {
 }
 
 type fileFault struct {
-	At     int64  `json:"at_ns"`
-	For    int64  `json:"for_ns"`
-	Action string `json:"action"`
+	At       int64  `json:"at_ns"`
+	For      int64  `json:"for_ns"`
+	Action   string `json:"action"`
+	Stopped  int64  `json:"stopped_ns,omitempty"`
+	Answered int64  `json:"answered_ns,omitempty"`
 }
 
 func toFileMeta(m Meta) fileMeta {
@@ -102,7 +104,8 @@ func toFileMeta(m Meta) fileMeta {
 		fm.Boundaries = append(fm.Boundaries, int64(b))
 	}
 	for _, f := range m.Faults {
-		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Action: f.Action})
+		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Action: f.Action,
+			Stopped: int64(f.Stopped), Answered: int64(f.Answered)})
 	}
 	return fm
 }
@@ -123,7 +126,8 @@ func (fm fileMeta) meta() Meta {
 		m.Boundaries = append(m.Boundaries, time.Duration(b))
 	}
 	for _, f := range fm.Faults {
-		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Action: f.Action})
+		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Action: f.Action,
+			Stopped: time.Duration(f.Stopped), Answered: time.Duration(f.Answered)})
 	}
 	return m
 }

@@ -52,6 +52,10 @@ type Fault struct {
 	At     time.Duration
 	For    time.Duration
 	Action string
+	// Stopped and Answered, for a real failover, are when the old primary
+	// first refused or failed a write and when the new one first took one:
+	// between them lies the election. Zero when not observed.
+	Stopped, Answered time.Duration
 }
 
 // Meta describes the run a history belongs to.

@@ -149,7 +149,8 @@ func sampleHistory(rng *rand.Rand, n int) *History {
 		Limit:      rate.Limit{Count: 20, Window: time.Second},
 		Identities: []string{"a", "b"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
 		Boundaries: []time.Duration{time.Second, 2 * time.Second}, BoundarySpan: 50 * time.Millisecond,
-		Faults: []Fault{{At: time.Second, For: 2 * time.Second, Action: "redis-down"}}, Rounds: 3,
+		Faults: []Fault{{At: time.Second, For: 2 * time.Second, Action: "redis-down"},
+			{At: 3 * time.Second, Action: "kill-primary", Stopped: 3 * time.Second, Answered: 4200 * time.Millisecond}}, Rounds: 3,
 	}, n)
 	for range n {
 		h.Append(randomRecord(rng))

@@ -93,6 +93,12 @@ func Merge(hs ...*History) (*History, error) {
 		}
 		for _, f := range h.Meta.Faults {
 			f.At += s.shift
+			// An election's ends are offsets too; zero means not seen.
+			for _, t := range []*time.Duration{&f.Stopped, &f.Answered} {
+				if *t != 0 {
+					*t += s.shift
+				}
+			}
 			out.Meta.Faults = append(out.Meta.Faults, f)
 		}
 		out.Meta.BoundarySpan = max(out.Meta.BoundarySpan, h.Meta.BoundarySpan)

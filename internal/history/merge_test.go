@@ -47,6 +47,8 @@ func splitHistory(whole *History, shiftB time.Duration) (a, b *History) {
 	mb.Faults = nil
 	for _, f := range whole.Meta.Faults {
 		f.At -= shiftB
+		f.Stopped -= shiftB
+		f.Answered -= shiftB
 		mb.Faults = append(mb.Faults, f)
 	}
 	a, b = New(ma, 0), New(mb, 0)
@@ -87,7 +89,7 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 		Scenario: "m", Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Limit: rate.Limit{Count: 5, Window: time.Second},
 		Identities: []string{"u0", "u1", "u2"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
 		Boundaries: []time.Duration{time.Second}, BoundarySpan: time.Millisecond,
-		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover"}}, Rounds: 2,
+		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover", Stopped: 1010 * time.Millisecond, Answered: 1500 * time.Millisecond}}, Rounds: 2,
 	}, 0)
 	var at time.Duration
 	for range 3000 {

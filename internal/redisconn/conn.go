@@ -26,6 +26,12 @@ const DefaultTimeout = 5 * time.Second
 // "timed out" instead of "connection refused" or the TLS error).
 const dialRetries = 1
 
+// clusterReload is how often a Cluster client re-reads the slot map on its
+// own. go-redis re-reads it at once on MOVED or READONLY, which a graceful
+// failover produces, but a killed primary answers nothing: its slots stay
+// pointed at the dead node until the periodic reload, 60s by default.
+const clusterReload = time.Second
+
 // Options are the connection settings from the command line.
 type Options struct {
 	URL           string
@@ -49,6 +55,8 @@ type Config struct {
 	// label replaces the URL in String for servers rlctl runs itself
 	// ("embedded"), whose random port means nothing to the user.
 	label string
+	// spawned is the deployment Open started for this config, if any.
+	spawned *Deployment
 }
 
 // Parse validates opts.URL and the TLS settings. When the URL carries no
@@ -152,6 +160,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
 			DisableIdentity: true, MaintNotificationsConfig: maint,
+			ClusterStateReloadInterval: clusterReload,
 		})
 	case ModeSentinel:
 		return redis.NewFailoverClient(&redis.FailoverOptions{

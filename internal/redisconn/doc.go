@@ -31,4 +31,8 @@
 // replicas, a Sentinel set, a Cluster) on free loopback ports; each lives
 // in its own process group with a parent-death signal, so it is stopped by
 // Close, by cancelling the context given to Spawn, and by rlctl's death.
+// Open starts the named topologies ("spawn-sentinel", "spawn-cluster") the
+// same way, and a Deployment carries what faults need: KillAddr,
+// HoldReplication; a Config finds a deployment's shards (SentinelShard,
+// ClusterShard) and reaches its nodes one by one (NodeClient).
 package redisconn

@@ -13,10 +13,24 @@ const (
 	SpecEmbedded = "embedded"
 	// SpecSpawn starts one real redis-server from PATH (see Spawn).
 	SpecSpawn = "spawn"
+	// SpecSpawnSentinel starts a primary, one replica and three Sentinels;
+	// clients connect through the Sentinels.
+	SpecSpawnSentinel = "spawn-sentinel"
+	// SpecSpawnCluster starts a Cluster of three primaries, each with one
+	// replica.
+	SpecSpawnCluster = "spawn-cluster"
 )
 
+// spawnSpecs are the deployments each spawn spec starts.
+var spawnSpecs = map[string]SpawnOptions{
+	SpecSpawn:         {},
+	SpecSpawnSentinel: {Replicas: 1, Sentinels: 3},
+	SpecSpawnCluster:  {Cluster: true, Masters: 3, ClusterReplicas: 1},
+}
+
 // Open resolves a redis spec: "embedded" starts the in-process server,
-// "spawn" a real redis-server on a free port, anything else is parsed as a
+// "spawn" a real redis-server on a free port, "spawn-sentinel" and
+// "spawn-cluster" the topologies their constants describe, anything else is parsed as a
 // URL (opts.URL is ignored; the TLS settings, timeout and Getenv apply).
 // The returned stop function stops what Open started (a no-op for a URL)
 // and is never nil when err is nil. A bad URL carries exitcode.Usage; a
@@ -37,20 +51,9 @@ func Open(ctx context.Context, spec string, opts Options) (*Config, func() error
 		}
 		c.label = SpecEmbedded
 		return c, e.Close, nil
-	case SpecSpawn:
-		d, err := Spawn(ctx, SpawnOptions{})
-		if err != nil {
-			// No Redis to talk to: the same outcome as one that is down.
-			return nil, nil, exitcode.With(err, exitcode.Unreachable)
-		}
-		opts.URL = d.URL()
-		c, err := Parse(opts)
-		if err != nil {
-			d.Close()
-			return nil, nil, err
-		}
-		c.label = "spawn (" + d.Servers[0].Addr + ")"
-		return c, d.Close, nil
+	case SpecSpawn, SpecSpawnSentinel, SpecSpawnCluster:
+		spec = strings.TrimSpace(spec)
+		return OpenSpawn(ctx, spec, spawnSpecs[spec], opts)
 	default:
 		opts.URL = spec
 		c, err := Parse(opts)
@@ -59,6 +62,36 @@ func Open(ctx context.Context, spec string, opts Options) (*Config, func() error
 		}
 		return c, noop, nil
 	}
+}
+
+// OpenSpawn starts the deployment so describes and returns a Config for
+// its URL, labelled name in messages, and the function that stops it.
+func OpenSpawn(ctx context.Context, name string, so SpawnOptions, opts Options) (*Config, func() error, error) {
+	d, err := Spawn(ctx, so)
+	if err != nil {
+		// No Redis to talk to: the same outcome as one that is down.
+		return nil, nil, exitcode.With(err, exitcode.Unreachable)
+	}
+	opts.URL = d.URL()
+	c, err := Parse(opts)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	c.label = name + " (" + d.Servers[0].Addr + ")"
+	c.spawned = d
+	return c, d.Close, nil
+}
+
+// Deployment is the deployment Open spawned for c (spawn, spawn-sentinel,
+// spawn-cluster), nil otherwise: what faults act on.
+func (c *Config) Deployment() *Deployment { return c.spawned }
+
+// IsSpawnSpec reports whether spec makes Open start real redis-server
+// processes.
+func IsSpawnSpec(spec string) bool {
+	_, ok := spawnSpecs[strings.TrimSpace(spec)]
+	return ok
 }
 
 // IsEmbedded reports whether c points at the embedded server started by

@@ -2,7 +2,9 @@ package redisconn
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -36,6 +38,8 @@ type SpawnOptions struct {
 	// 16384 slots split evenly, instead of a primary with replicas.
 	Cluster bool
 	Masters int
+	// ClusterReplicas, with Cluster, gives each master that many replicas.
+	ClusterReplicas int
 	// Username and Password protect every data node: with only Password the
 	// default user needs it (requirepass); with Username an ACL user of
 	// that name gets all permissions and the default user is disabled.
@@ -75,6 +79,7 @@ const (
 	RoleReplica  Role = "replica"
 	RoleSentinel Role = "sentinel"
 	RoleMaster   Role = "cluster-master"
+	RoleCReplica Role = "cluster-replica"
 )
 
 // Process is one spawned redis-server (or Sentinel) process.
@@ -128,19 +133,21 @@ type Deployment struct {
 	// Dir holds one directory per process; removed by Close.
 	Dir string
 	// Servers are the data nodes: the primary first, then its replicas; or
-	// the Cluster masters.
+	// the Cluster masters, then their replicas.
 	Servers []*Process
 	// Sentinels are the Sentinel processes, if any.
 	Sentinels []*Process
 	// MasterName is the Sentinel master name (with Sentinels).
 	MasterName string
 
-	opts    SpawnOptions
-	tls     *tls.Config
-	mu      sync.Mutex
-	primary int
-	closed  bool
-	stop    context.CancelFunc
+	opts SpawnOptions
+	tls  *tls.Config
+	// replPass is ReplUser's password, random per deployment.
+	replPass string
+	mu       sync.Mutex
+	primary  int
+	closed   bool
+	stop     context.CancelFunc
 }
 
 // Spawn starts the deployment opts describes on free loopback ports and
@@ -153,7 +160,10 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 	if opts.TLS != nil && (opts.Cluster || opts.Sentinels > 0) {
 		return nil, errors.New("spawn: TLS is supported for standalone servers and replicas only")
 	}
-	if opts.Replicas < 0 || opts.Sentinels < 0 || opts.Masters < 0 {
+	if opts.ClusterReplicas > 0 && !opts.Cluster {
+		return nil, errors.New("spawn: cluster replicas need Cluster")
+	}
+	if opts.Replicas < 0 || opts.Sentinels < 0 || opts.Masters < 0 || opts.ClusterReplicas < 0 {
 		return nil, errors.New("spawn: negative count")
 	}
 	if opts.Cluster && opts.Masters == 0 {
@@ -176,7 +186,7 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spawn: make directory: %w", err)
 	}
-	d := &Deployment{Dir: dir, opts: opts}
+	d := &Deployment{Dir: dir, opts: opts, replPass: randomHex(16)}
 	if opts.Sentinels > 0 {
 		d.MasterName = opts.MasterName
 	}
@@ -219,7 +229,10 @@ func (d *Deployment) start(ctx context.Context) error {
 				return err
 			}
 		}
-		return d.formCluster(ctx)
+		if err := d.formCluster(ctx); err != nil {
+			return err
+		}
+		return d.addClusterReplicas(ctx)
 	}
 	if o.Monitor != "" {
 		host, port, err := net.SplitHostPort(o.Monitor)
@@ -252,7 +265,51 @@ func (d *Deployment) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.Sentinels > 0 {
+		return d.waitSentinelsReady(ctx)
+	}
 	return nil
+}
+
+// waitSentinelsReady waits until every Sentinel knows every replica and
+// every other Sentinel: before that a failover is refused (NOGOODSLAVE) or
+// no leader can be elected.
+func (d *Deployment) waitSentinelsReady(ctx context.Context) error {
+	for _, s := range d.Sentinels {
+		c := d.client(s)
+		defer c.Close()
+		for {
+			m, err := c.Do(ctx, "SENTINEL", "MASTER", d.MasterName).Result()
+			if err == nil && sentinelField(m, "num-slaves") == strconv.Itoa(d.opts.Replicas) &&
+				sentinelField(m, "num-other-sentinels") == strconv.Itoa(len(d.Sentinels)-1) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("sentinel %s never saw the whole deployment: %v", s.Addr, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// sentinelField reads one field of a SENTINEL MASTER reply (a flat list of
+// names and values under RESP2, a map under RESP3).
+func sentinelField(reply any, name string) string {
+	switch r := reply.(type) {
+	case []any:
+		for i := 0; i+1 < len(r); i += 2 {
+			if fmt.Sprint(r[i]) == name {
+				return fmt.Sprint(r[i+1])
+			}
+		}
+	case map[any]any:
+		if v, ok := r[name]; ok {
+			return fmt.Sprint(v)
+		}
+	}
+	return ""
 }
 
 // serverArgs are the directives for a data node on port in dir.
@@ -276,9 +333,11 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 	} else {
 		args = append(args, "--port", strconv.Itoa(p.Port))
 	}
-	if p.Role == RoleMaster {
+	if p.Role == RoleMaster || p.Role == RoleCReplica {
+		// A 1s node timeout: a dead master is noticed, and its replica
+		// elected, within about two seconds.
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(p.Dir, "nodes.conf"),
-			"--cluster-port", strconv.Itoa(p.BusPort), "--cluster-node-timeout", "2000")
+			"--cluster-port", strconv.Itoa(p.BusPort), "--cluster-node-timeout", "1000")
 	}
 	if replicaOf != nil {
 		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(replicaOf.Port))
@@ -286,18 +345,24 @@ func (d *Deployment) serverArgs(p *Process, replicaOf *Process) []string {
 	return append(args, o.Args...)
 }
 
+// ReplUser is the user every spawned data node's replicas authenticate
+// as, apart from the clients' user, so replication alone can be held back
+// (HoldReplication) while clients go on.
+const ReplUser = "rlctl-repl"
+
 // writeAuthConf writes the credential directives of a data node into
-// dir/auth.conf and returns its path.
+// dir/auth.conf and returns its path: the clients' credentials, if any,
+// and the replication user with the deployment's own random password.
 func (d *Deployment) writeAuthConf(dir string) (string, error) {
 	o := d.opts
 	var b strings.Builder
 	if o.Username != "" && o.Username != "default" {
-		fmt.Fprintf(&b, "user %s on %s ~* &* +@all\nuser default off\nmasteruser %s\n",
-			confQuote(o.Username), confQuote(">"+o.Password), confQuote(o.Username))
-	} else {
+		fmt.Fprintf(&b, "user %s on %s ~* &* +@all\nuser default off\n", confQuote(o.Username), confQuote(">"+o.Password))
+	} else if o.Password != "" {
 		fmt.Fprintf(&b, "requirepass %s\n", confQuote(o.Password))
 	}
-	fmt.Fprintf(&b, "masterauth %s\n", confQuote(o.Password))
+	fmt.Fprintf(&b, "user %s on %s +@all\nmasteruser %s\nmasterauth %s\n",
+		ReplUser, confQuote(">"+d.replPass), ReplUser, confQuote(d.replPass))
 	path := filepath.Join(dir, "auth.conf")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
@@ -337,7 +402,7 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 		if p.Port, err = freePort(); err != nil {
 			return nil, err
 		}
-		if role == RoleMaster {
+		if role == RoleMaster || role == RoleCReplica {
 			if p.BusPort, err = freePort(); err != nil {
 				return nil, err
 			}
@@ -345,15 +410,13 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 		p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port))
 		os.Remove(p.LogFile())
 		args := d.serverArgs(p, replicaOf)
-		if d.opts.Password != "" {
-			// Credentials go in a 0600 file, not on the command line where
-			// ps would show them.
-			conf, err := d.writeAuthConf(pdir)
-			if err != nil {
-				return nil, err
-			}
-			args = append([]string{conf}, args...)
+		// Credentials go in a 0600 file, not on the command line where ps
+		// would show them.
+		conf, err := d.writeAuthConf(pdir)
+		if err != nil {
+			return nil, err
 		}
+		args = append([]string{conf}, args...)
 		if err := d.run(p, d.opts.Binary, args...); err != nil {
 			return nil, err
 		}
@@ -511,6 +574,79 @@ func (d *Deployment) formCluster(ctx context.Context) error {
 	return nil
 }
 
+// addClusterReplicas starts ClusterReplicas replicas per master, makes each
+// replicate its master and waits until they are in sync and every node
+// knows every other.
+func (d *Deployment) addClusterReplicas(ctx context.Context) error {
+	masters := append([]*Process(nil), d.Servers...)
+	if d.opts.ClusterReplicas == 0 {
+		return nil
+	}
+	seed := d.client(masters[0])
+	defer seed.Close()
+	var replicas []*Process
+	for i, m := range masters {
+		mc := d.client(m)
+		id, err := mc.Do(ctx, "CLUSTER", "MYID").Text()
+		mc.Close()
+		if err != nil {
+			return fmt.Errorf("cluster myid on %s: %w", m.Addr, err)
+		}
+		for j := 0; j < d.opts.ClusterReplicas; j++ {
+			r, err := d.startServer(ctx, RoleCReplica, fmt.Sprintf("master%d-replica%d", i, j), nil)
+			if err != nil {
+				return err
+			}
+			if err := seed.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", r.Port, r.BusPort).Err(); err != nil {
+				return fmt.Errorf("cluster meet %s: %w", r.Addr, err)
+			}
+			if err := d.untilOK(ctx, r, func(c *redis.Client) error {
+				// The replica must know its master before it can follow it.
+				return c.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+			}); err != nil {
+				return fmt.Errorf("cluster replicate on %s: %w", r.Addr, err)
+			}
+			replicas = append(replicas, r)
+		}
+	}
+	for _, r := range replicas {
+		if err := d.waitInSync(ctx, r); err != nil {
+			return err
+		}
+	}
+	want := "cluster_known_nodes:" + strconv.Itoa(len(d.Servers))
+	for _, p := range d.Servers {
+		if err := d.untilOK(ctx, p, func(c *redis.Client) error {
+			info, err := c.ClusterInfo(ctx).Result()
+			if err == nil && !(strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want)) {
+				err = errors.New("not every node known yet")
+			}
+			return err
+		}); err != nil {
+			return fmt.Errorf("cluster never became healthy on %s: %w", p.Addr, err)
+		}
+	}
+	return nil
+}
+
+// untilOK calls f with a client of p every 20ms until it succeeds or ctx
+// ends, and returns its last error then.
+func (d *Deployment) untilOK(ctx context.Context, p *Process, f func(*redis.Client) error) error {
+	c := d.client(p)
+	defer c.Close()
+	for {
+		err := f(c)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (d *Deployment) startSentinel(ctx context.Context, i int, mhost, mport string) error {
 	pdir := filepath.Join(d.Dir, fmt.Sprintf("sentinel%d", i))
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
@@ -527,7 +663,7 @@ func (d *Deployment) startSentinel(ctx context.Context, i int, mhost, mport stri
 		m := d.opts.MasterName
 		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\npidfile %s\n"+
 			"sentinel monitor %s %s %s %d\n"+
-			"sentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 3000\n",
+			"sentinel down-after-milliseconds %s 800\nsentinel failover-timeout %s 3000\n",
 			port, pdir, p.LogFile(), filepath.Join(pdir, "redis.pid"), m, mhost, mport, quorum, m, m)
 		if d.opts.Password != "" {
 			if d.opts.Username != "" && d.opts.Username != "default" {
@@ -724,6 +860,52 @@ func (d *Deployment) Kill(i int) error {
 	return nil
 }
 
+// KillAddr stops the data node listening on addr at once with SIGKILL, as
+// a crash would. Only nodes of this deployment can be killed.
+func (d *Deployment) KillAddr(addr string) error {
+	p, err := d.serverAt(addr)
+	if err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	p.kill()
+	return nil
+}
+
+// serverAt is the data node listening on addr.
+func (d *Deployment) serverAt(addr string) (*Process, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.Servers {
+		if p.Addr == addr {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is no data node rlctl started", addr)
+}
+
+// HoldReplication cuts the replicas of the data node at addr off from it
+// and keeps them off: its replication user is disabled and its replicas'
+// connections killed, so they miss every write from then on while clients
+// go on writing. Nothing undoes it; the hold is meant to end with a
+// failover (the node's own replicas, promoted, take writes again).
+// Pausing a replica's process instead would lose nothing: what the primary
+// sent waits in the kernel's socket buffers and arrives when it resumes.
+func (d *Deployment) HoldReplication(ctx context.Context, addr string) error {
+	p, err := d.serverAt(addr)
+	if err != nil {
+		return fmt.Errorf("hold replication: %w", err)
+	}
+	c := d.client(p)
+	defer c.Close()
+	if err := c.Do(ctx, "ACL", "SETUSER", ReplUser, "off").Err(); err != nil {
+		return fmt.Errorf("hold replication on %s: %w", addr, err)
+	}
+	if err := c.Do(ctx, "CLIENT", "KILL", "USER", ReplUser).Err(); err != nil && !strings.Contains(err.Error(), "No such") {
+		return fmt.Errorf("hold replication on %s: %w", addr, err)
+	}
+	return nil
+}
+
 // Pids lists the process ids of every process started, running or not.
 func (d *Deployment) Pids() []int {
 	d.mu.Lock()
@@ -791,6 +973,13 @@ func startOnStarterThread(cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	starterReq <- starterJob{cmd: cmd, errc: errc}
 	return <-errc
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,51 +27,100 @@ import (
 // context cancels and Close runs).
 func TestSpawnDiesWithParent(t *testing.T) {
 	redistest.Binary(t)
-	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSpawnChildProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), childEnv+"=1", "RLCTL_SPAWN_TEST_DIR="+t.TempDir())
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			var pids []int
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := sc.Text()
-				if rest, ok := strings.CutPrefix(line, "PIDS "); ok {
-					for _, f := range strings.Fields(rest) {
-						n, _ := strconv.Atoi(f)
-						pids = append(pids, n)
-					}
-					break
-				}
-				if strings.HasPrefix(line, "ERR") {
-					t.Fatalf("child: %s", line)
-				}
-			}
-			if len(pids) != 3 {
-				t.Fatalf("child reported pids %v, want 3", pids)
-			}
-			for _, pid := range pids {
-				if !redistest.Alive(pid) {
-					t.Fatalf("pid %d not running before the signal", pid)
-				}
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			go func() { _, _ = bufio.NewReader(out).WriteTo(new(strings.Builder)) }()
-			_ = cmd.Wait()
-			for _, pid := range pids {
-				waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !redistest.Alive(pid) })
-			}
-		})
+	for _, tc := range []struct {
+		spec string // "" for a replica and a Sentinel; else an Open spec
+		pids int
+	}{{"", 3}, {redisconn.SpecSpawnSentinel, 5}, {redisconn.SpecSpawnCluster, 6}} {
+		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+			t.Run(tc.spec+"/"+sig.String(), func(t *testing.T) {
+				t.Parallel()
+				dieWithParent(t, tc.spec, tc.pids, sig)
+			})
+		}
 	}
+}
+
+// dieWithParent runs the test binary as a child that starts spec, sends it
+// sig once everything runs, and checks that every process it started is
+// gone: none may be left in /proc.
+func dieWithParent(t *testing.T, spec string, want int, sig syscall.Signal) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSpawnChildProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+spec, "RLCTL_SPAWN_TEST_DIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "PIDS "); ok {
+			for _, f := range strings.Fields(rest) {
+				n, _ := strconv.Atoi(f)
+				pids = append(pids, n)
+			}
+			break
+		}
+		if strings.HasPrefix(line, "ERR") {
+			t.Fatalf("child: %s", line)
+		}
+	}
+	if len(pids) != want {
+		t.Fatalf("child reported pids %v, want %d", pids, want)
+	}
+	for _, pid := range pids {
+		if !redistest.Alive(pid) {
+			t.Fatalf("pid %d not running before the signal", pid)
+		}
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = bufio.NewReader(out).WriteTo(new(strings.Builder)) }()
+	_ = cmd.Wait()
+	for _, pid := range pids {
+		waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !redistest.Alive(pid) })
+	}
+}
+
+// TestSpawnFailureLeavesNothing: a topology whose start fails half-way
+// (here: out of time while the Cluster's replicas join) stops every process
+// it had started; none is found in /proc afterwards.
+func TestSpawnFailureLeavesNothing(t *testing.T) {
+	redistest.Binary(t)
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Cluster: true, ClusterReplicas: 1, Dir: dir, StartTimeout: 300 * time.Millisecond})
+	if err == nil {
+		t.Skip("the Cluster started within 300ms: nothing failed to clean up after")
+	}
+	waitFor(t, "no process of the failed start left", func() bool { return len(procsUnder(t, dir)) == 0 })
+}
+
+// procsUnder lists the pids whose command line names a path under dir:
+// every server and Sentinel Spawn starts in dir has its config there.
+func procsUnder(t *testing.T, dir string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), dir) && redistest.Alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // TestSpawnSurvivesSpawningThreadExit: the parent-death signal follows the

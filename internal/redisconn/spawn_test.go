@@ -155,17 +155,31 @@ const childEnv = "RLCTL_SPAWN_TEST_CHILD"
 // runs the test binary again with childEnv set, and this spawns servers,
 // prints their pids and waits to be killed or interrupted.
 func TestSpawnChildProcess(t *testing.T) {
-	if os.Getenv(childEnv) == "" {
+	spec, ok := os.LookupEnv(childEnv)
+	if !ok {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	d, err := redisconn.Spawn(ctx, redisconn.SpawnOptions{Replicas: 1, Sentinels: 1, Dir: os.Getenv("RLCTL_SPAWN_TEST_DIR")})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
+	var d *redisconn.Deployment
+	if spec == "" {
+		var err error
+		d, err = redisconn.Spawn(ctx, redisconn.SpawnOptions{Replicas: 1, Sentinels: 1, Dir: os.Getenv("RLCTL_SPAWN_TEST_DIR")})
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+		defer d.Close()
+	} else {
+		// The way rlctl starts a topology: Open, stopped by its stop.
+		cfg, stopRedis, err := redisconn.Open(ctx, spec, redisconn.Options{})
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+		defer stopRedis()
+		d = cfg.Deployment()
 	}
-	defer d.Close()
 	var ps []string
 	for _, p := range d.Pids() {
 		ps = append(ps, strconv.Itoa(p))

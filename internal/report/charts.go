@@ -43,7 +43,9 @@ var (
 	barColor    = color.RGBA{R: 0x1a, G: 0x7f, B: 0x37, A: 0xff}
 	faultColor  = color.RGBA{R: 0xff, G: 0xdf, B: 0xb0, A: 0xff}
 	outageColor = color.RGBA{R: 0xe8, G: 0xd5, B: 0xfb, A: 0xff}
-	instantLine = color.RGBA{R: 0xbc, G: 0x4c, B: 0x00, A: 0xff}
+	// electionColor shades a real failover's election.
+	electionColor = color.RGBA{R: 0xc8, G: 0xe1, B: 0xff, A: 0xff}
+	instantLine   = color.RGBA{R: 0xbc, G: 0x4c, B: 0x00, A: 0xff}
 )
 
 func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
@@ -81,6 +83,14 @@ func spansOf(sc Scenario, end float64) []span {
 			to = end
 		}
 		out = append(out, span{From: from, To: to, Class: "fault", Label: f.Action, Title: "fault: " + f.Describe()})
+		if f.ElectionToMs > 0 {
+			from := f.FromMs
+			if f.ElectionFromMs > 0 {
+				from = min(f.ElectionFromMs, f.ElectionToMs)
+			}
+			out = append(out, span{From: from / 1000, To: f.ElectionToMs / 1000, Class: "election", Label: "election",
+				Title: fmt.Sprintf("election after %s: the old primary stopped taking writes at %s, writes went through again at %s", f.Action, secs(from/1000), secs(f.ElectionToMs/1000))})
+		}
 	}
 	for _, o := range sc.Outages {
 		out = append(out, span{From: o.FromMs / 1000, To: o.ToMs / 1000, Class: "outage", Label: "outage",
@@ -151,29 +161,34 @@ func scenarioCharts(sc Scenario) []chart {
 
 // spanKinds says which kinds of span a chart shows: lasting faults,
 // instant faults, unplanned outages.
-func spanKinds(spans []span) (faults, instants, outages bool) {
+func spanKinds(spans []span) (faults, instants, outages, elections bool) {
 	for _, s := range spans {
 		switch {
 		case s.Class == "outage":
 			outages = true
+		case s.Class == "election":
+			elections = true
 		case s.From == s.To:
 			instants = true
 		default:
 			faults = true
 		}
 	}
-	return faults, instants, outages
+	return faults, instants, outages, elections
 }
 
 // spansCaption tells the reader what the marks over the data mean.
 func spansCaption(spans []span) string {
-	faults, instants, outages := spanKinds(spans)
+	faults, instants, outages, elections := spanKinds(spans)
 	var parts []string
 	if faults {
 		parts = append(parts, "orange shading marks a planned fault while it lasts")
 	}
 	if instants {
 		parts = append(parts, "a dashed orange line an instant fault (a failover, a reset)")
+	}
+	if elections {
+		parts = append(parts, "blue shading the election of a real failover, from the old primary's first refused write to the first write that went through again")
 	}
 	if outages {
 		parts = append(parts, "purple shading a stretch in which Redis did not decide, unplanned")
@@ -304,8 +319,11 @@ func (c *canvas) spans(spans []span) {
 			continue
 		}
 		fill := faultColor
-		if s.Class == "outage" {
+		switch s.Class {
+		case "outage":
 			fill = outageColor
+		case "election":
+			fill = electionColor
 		}
 		w := max(c.px(to)-c.px(from), 2)
 		fmt.Fprintf(&c.b, `<rect class="%s" data-action="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s</title></rect>`,
@@ -385,12 +403,15 @@ func timeChart(title, yLabel string, pts []analysis.Point, limit, end float64, s
 	c.path("limit", []float64{c.x0, c.x1}, []float64{limit, limit}, hex(limitColor), 1.5, true)
 	c.path("measured", xs, ys, hex(seriesColor), 1.8, false)
 	items := []legendItem{{kind: "line", color: hex(seriesColor), label: "measured"}, {kind: "line", color: hex(limitColor), label: "published limit", dashed: true}}
-	faults, instants, outages := spanKinds(spans)
+	faults, instants, outages, elections := spanKinds(spans)
 	if faults {
 		items = append(items, legendItem{color: hex(faultColor), label: "fault"})
 	}
 	if instants {
 		items = append(items, legendItem{kind: "line", color: hex(instantLine), label: "instant fault", dashed: true})
+	}
+	if elections {
+		items = append(items, legendItem{color: hex(electionColor), label: "election"})
 	}
 	if outages {
 		items = append(items, legendItem{color: hex(outageColor), label: "unplanned outage"})

@@ -55,6 +55,32 @@ func TestCountTicks(t *testing.T) {
 	}
 }
 
+// A real failover's election is shaded from the old primary's first refused
+// write to the new one's first accepted write, and named in the legend.
+func TestTimeChartShadesElection(t *testing.T) {
+	t.Parallel()
+	sc := fixture().Scenarios[0]
+	sc.Faults = []Fault{{Action: "kill-primary", FromMs: 1000, ElectionFromMs: 1010, ElectionToMs: 2500}}
+	spans := spansOf(sc, 5)
+	var got []span
+	for _, s := range spans {
+		if s.Class == "election" {
+			got = append(got, s)
+		}
+	}
+	if len(got) != 1 || got[0].From != 1.01 || got[0].To != 2.5 {
+		t.Fatalf("election spans %+v, want one from 1.01s to 2.5s", got)
+	}
+	for _, c := range scenarioCharts(sc) {
+		if c.Kind != ChartTimeline {
+			continue
+		}
+		if svg := string(c.SVG); !strings.Contains(svg, `class="election" data-action="election"`) || !strings.Contains(svg, ">election<") {
+			t.Errorf("timeline has no shaded, labelled election")
+		}
+	}
+}
+
 // Every time chart marks the faults and outages, and the measured line is
 // drawn after (above) the limit line.
 func TestTimeChartMarksFaultsAndDrawsMeasuredOnTop(t *testing.T) {

@@ -169,12 +169,17 @@ type Fault struct {
 	Action string  `json:"action"`
 	FromMs float64 `json:"from_ms"`
 	ForMs  float64 `json:"for_ms,omitempty"`
+	// ElectionFromMs and ElectionToMs, for a real failover, are when the
+	// old primary first refused or failed a write and when the new one
+	// first took one (0 when not observed).
+	ElectionFromMs float64 `json:"election_from_ms,omitempty"`
+	ElectionToMs   float64 `json:"election_to_ms,omitempty"`
 }
 
 // Instant reports whether the fault happens at one moment (a failover, a
-// reset) rather than lasting.
+// kill, a reset) rather than lasting.
 func (f Fault) Instant() bool {
-	return f.ForMs == 0 && (f.Action == scenario.FaultFailover || f.Action == scenario.FaultRedisReset)
+	return f.ForMs == 0 && (f.Action == scenario.FaultFailover || f.Action == scenario.FaultKillPrimary || f.Action == scenario.FaultRedisReset)
 }
 
 // Describe is the fault in words: "redis-down at 1s for 1s", "failover at

@@ -424,11 +424,12 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 			d.seq(n, p, func(_ int, item *yaml.Node, p string) {
 				f := Fault{Line: item.Line, Gateway: -1}
 				d.fields(item, p, map[string]func(*yaml.Node, string){
-					"at":      d.duration(&f.At),
-					"for":     d.duration(&f.For),
-					"action":  d.enum(&f.Action, "fault action", actions),
-					"latency": d.duration(&f.Latency),
-					"gateway": d.count(&f.Gateway, math.MaxUint16),
+					"at":          d.duration(&f.At),
+					"for":         d.duration(&f.For),
+					"action":      d.enum(&f.Action, "fault action", actions),
+					"latency":     d.duration(&f.Latency),
+					"gateway":     d.count(&f.Gateway, math.MaxUint16),
+					"replica_lag": d.duration(&f.ReplicaLag),
 				})
 				sc.Faults = append(sc.Faults, f)
 			})

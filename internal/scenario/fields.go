@@ -100,7 +100,7 @@ var fieldDocs = []struct{ path, doc string }{
 	{"target.kind", "Default simulated."},
 	{"target.algorithm", "The limiter design the simulated gateways run (simulated only; required there)."},
 	{"target.gateways", "How many gateways enforce the limit, each with its own Redis connection and clock. Default 1; an http target has one per URL."},
-	{"target.redis", "Where the limiter's state lives: embedded (the default: an in-process Redis, nothing to install; fine up to about 1,000 decisions a second), spawn (real redis-server processes on free loopback ports, stopped afterwards) or a redis:// URL (a run then writes only inside a key namespace of its own). rlctl verify --redis replaces it."},
+	{"target.redis", "Where the limiter's state lives: embedded (the default: an in-process Redis, nothing to install; fine up to about 1,000 decisions a second), spawn (one real redis-server on a free loopback port, stopped afterwards), spawn-sentinel (a primary, one replica and three Sentinels; gateways connect through the Sentinels), spawn-cluster (a Cluster of three primaries, each with one replica) or a redis:// URL (a run then writes only inside a key namespace of its own). rlctl verify --redis replaces it."},
 	{"target.timeout", "How long one Redis call may take before the endpoint's on_error decides, so a slow Redis cannot hang a request. Default 50ms."},
 	{"target.clock_skew", "The largest gateway clock offset: gateways get offsets spread over ±clock_skew, so designs that trust gateway clocks show their drift. Default 0s."},
 	{"target.clock", "Whose clock a design reads: gateway (each gateway's own, possibly skewed, passed to the script) or redis (TIME inside the script: one clock for all). Default: redis for redis-gcra and leasing, gateway for the others."},
@@ -169,6 +169,7 @@ var fieldDocs = []struct{ path, doc string }{
 	{"faults[].for", "How long it lasts. Default 0s: until the end of the run (failover and redis-reset happen at one instant)."},
 	{"faults[].action", "What goes wrong. Required."},
 	{"faults[].latency", "redis-latency only: the delay added to every Redis call, like 90ms. Required there."},
+	{"faults[].replica_lag", "failover and kill-primary only: the replica is cut off from its primary this long before the fault (its replication user disabled, its link killed), so the promoted replica misses the last replica_lag of counts instead of none. On spawn, spawn-sentinel and spawn-cluster; the emulated or staged failover of the embedded Redis or a given redis:// one misses every count anyway, and on your own Sentinel or Cluster it is refused. At most 2s. Default 0s: the replica is as up to date as Redis keeps it."},
 	{"faults[].gateway", "gateway-down only: the index of the gateway to stop (0 for the first). Required there."},
 	{"thresholds", "Expressions that must all hold for the scenario to pass: OPERAND OP OPERAND with OP one of < <= > >= == !=, where an operand is a metric (rlctl help metrics), limit (the published count), a number, a duration like 5ms, or a product like 1.5*limit. Latencies (p50, p90, p99, p999, max, recover, send_lag_p99) compare with durations: p99 < 5ms. An unknown name is an error at load time; a metric the run did not measure fails the threshold."},
 }
@@ -254,7 +255,8 @@ var valueDocs = map[string]map[string]string{
 		ModelClosed: "concurrency users, each waiting for its answer before the next request",
 	},
 	"faults[].action": {
-		FaultFailover:     "at one instant, the gateways' Redis is replaced by a promoted replica that had not caught up: empty counters, no failover marker (on_failover decides what happens next)",
+		FaultFailover:     "a real failover on spawn (REPLICAOF NO ONE on the replica, gateways redirected), spawn-sentinel (SENTINEL FAILOVER) and spawn-cluster (CLUSTER FAILOVER on the replica of the shard holding the first identity's keys), and on your own Sentinel or Cluster with --allow-failover; on the embedded Redis an emulation: the gateways' Redis is replaced by an empty one, no failover marker (on_failover decides what happens next)",
+		FaultKillPrimary:  "the primary is killed (SIGKILL) and the topology elects a new one by itself: spawn-sentinel and spawn-cluster (on spawn the replica is promoted and the gateways redirected, as an operator would); never on a Redis rlctl did not start",
 		FaultRedisDown:    "Redis stops answering for for: every call fails, and each endpoint's on_error decides",
 		FaultRedisLatency: "every Redis call takes latency longer for for; calls beyond the timeout go to on_error",
 		FaultRedisReset:   "at one instant, the run's limiter keys are deleted, as a flush or an eviction would",

@@ -17,8 +17,10 @@ const (
 
 // Redis modes of target.redis besides a URL.
 const (
-	RedisEmbedded = "embedded"
-	RedisSpawn    = "spawn"
+	RedisEmbedded      = "embedded"
+	RedisSpawn         = "spawn"
+	RedisSpawnSentinel = "spawn-sentinel"
+	RedisSpawnCluster  = "spawn-cluster"
 )
 
 // The names scenario files use are the traffic engine's and the limiter's
@@ -75,7 +77,14 @@ const (
 	FaultRedisLatency = "redis-latency"
 	FaultRedisReset   = "redis-reset"
 	FaultGatewayDown  = "gateway-down"
+	FaultKillPrimary  = "kill-primary"
 )
+
+// MaxReplicaLag bounds faults[].replica_lag well below what makes a replica
+// unfit for promotion: Sentinel skips a replica whose link has been down
+// for ten times down-after-milliseconds (8s on spawn-sentinel), a Cluster
+// one after ten node timeouts (10s on spawn-cluster).
+const MaxReplicaLag = 2 * time.Second
 
 // What a scenario shows (its shows field): a flaw the design has, or that
 // the design holds. A pass means "flaw demonstrated" for the first and
@@ -122,7 +131,7 @@ var (
 	models      = []string{ModelOpen, ModelClosed}
 	onErrors    = []string{OnErrorOpen, OnErrorClosed, OnErrorLocal}
 	onFailovers = []string{OnFailoverTrust, OnFailoverDeny}
-	actions     = []string{FaultFailover, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
+	actions     = []string{FaultFailover, FaultKillPrimary, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
 	clocks      = []string{ClockGateway, ClockRedis}
 	showsValues = []string{ShowsFlaw, ShowsHolds}
 	keys        = []string{KeyIdentity, KeySource}
@@ -164,7 +173,8 @@ type Target struct {
 	// Gateways is how many gateways share the limit. For http it is the
 	// number of URLs.
 	Gateways int
-	// Redis is embedded, spawn or a redis:// URL (simulated, redis-script).
+	// Redis is embedded, spawn, spawn-sentinel, spawn-cluster or a redis://
+	// URL (simulated, redis-script).
 	Redis string
 	// Timeout bounds each Redis call; an endpoint may override it.
 	Timeout time.Duration
@@ -293,12 +303,16 @@ type Traffic struct {
 type Fault struct {
 	At  time.Duration // offset from the run start
 	For time.Duration // 0 means until the end (or instantaneous actions)
-	// Action is failover, redis-down, redis-latency, redis-reset or
-	// gateway-down.
+	// Action is failover, kill-primary, redis-down, redis-latency,
+	// redis-reset or gateway-down.
 	Action  string
 	Latency time.Duration // redis-latency only
 	Gateway int           // gateway-down only: index of the gateway
-	Line    int
+	// ReplicaLag (failover and kill-primary only) holds replication back
+	// for that long before the fault, so the promoted replica misses the
+	// last ReplicaLag of counts.
+	ReplicaLag time.Duration
+	Line       int
 }
 
 // TLSFiles are an http target's TLS settings. CA, Cert and Key are paths,

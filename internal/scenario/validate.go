@@ -262,9 +262,9 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Kind == KindHTTP && set("target.redis") {
 		bad("target.redis", "an http target reaches its own Redis; redis does not apply")
 	}
-	if t.Redis != "" && t.Redis != RedisEmbedded && t.Redis != RedisSpawn {
-		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis-sentinel", "redis-cluster", "unix"}, u.Scheme) {
-			bad("target.redis", "want embedded, spawn or a redis:// URL, got %q", redact.URL(t.Redis))
+	if t.Redis != "" && !slices.Contains([]string{RedisEmbedded, RedisSpawn, RedisSpawnSentinel, RedisSpawnCluster}, t.Redis) {
+		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster", "unix"}, u.Scheme) {
+			bad("target.redis", "want embedded, spawn, spawn-sentinel, spawn-cluster or a redis:// URL, got %q", redact.URL(t.Redis))
 		}
 	}
 	if t.Kind == KindSimulated && t.Prefix == "" {
@@ -411,6 +411,16 @@ func (d *decoder) validate(sc *Scenario) {
 		}
 		if f.Action != FaultRedisLatency && set(p+".latency") {
 			bad(p+".latency", "applies to redis-latency only")
+		}
+		if set(p + ".replica_lag") {
+			switch {
+			case f.Action != FaultFailover && f.Action != FaultKillPrimary:
+				bad(p+".replica_lag", "applies to failover and kill-primary only")
+			case f.ReplicaLag <= 0 || f.ReplicaLag > MaxReplicaLag:
+				bad(p+".replica_lag", "want a duration above 0s and at most %s, got %s", MaxReplicaLag, f.ReplicaLag)
+			case f.ReplicaLag > f.At:
+				bad(p+".replica_lag", "%s starts before the run: at most at (%s)", f.ReplicaLag, f.At)
+			}
 		}
 		if f.Action == FaultGatewayDown {
 			if f.Gateway < 0 {

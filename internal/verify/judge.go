@@ -28,8 +28,10 @@ const forever = time.Duration(math.MaxInt64)
 // plannedSpans are the stretches of a run its planned faults account for:
 // a timed fault for its duration, one without a duration until the end
 // (redis-down, redis-latency, gateway-down), a failover for the window in
-// which gateways may deny after noticing it, an instantaneous reset for a
-// moment. Each is widened by faultGrace.
+// which gateways may deny after noticing it or until its election ended
+// (the new primary took a write), whichever is later, an instantaneous
+// reset for a moment. Each is widened by faultGrace. A real failover whose
+// election never ended accounts for the rest of the run.
 func plannedSpans(m history.Meta) []analysis.Span {
 	var out []analysis.Span
 	for _, f := range m.Faults {
@@ -37,8 +39,10 @@ func plannedSpans(m history.Meta) []analysis.Span {
 		switch {
 		case f.For > 0:
 			end = f.At + f.For + faultGrace
-		case f.Action == scenario.FaultFailover:
-			end = f.At + m.Limit.Window + faultGrace
+		case f.Action == scenario.FaultFailover && f.Stopped > 0 && f.Answered == 0:
+			// A real failover that elected no primary before the end.
+		case f.Action == scenario.FaultFailover || (f.Action == scenario.FaultKillPrimary && f.Answered > 0):
+			end = max(f.At+m.Limit.Window, f.Answered) + faultGrace
 		case f.Action == scenario.FaultRedisReset:
 			end = f.At + faultGrace
 		}

@@ -18,7 +18,7 @@ import (
 // URL: staging, production), where a run must write and delete only keys
 // of its own.
 func sharedRedis(spec string) bool {
-	return spec != redisconn.SpecEmbedded && spec != redisconn.SpecSpawn
+	return spec != redisconn.SpecEmbedded && !redisconn.IsSpawnSpec(spec)
 }
 
 // newNamespace returns a key namespace no other run shares:

@@ -70,7 +70,7 @@ func (f *figures) into(dst map[string]float64) map[string]float64 {
 func (e *env) openSimulated(ctx context.Context, sc *scenario.Scenario, spec string, o Options) (*redisconn.Config, func() error, error) {
 	n := sc.Target.Replicate
 	if n == 0 || spec != redisconn.SpecSpawn {
-		return openRedis(ctx, spec, o)
+		return openRedis(ctx, spec, o, needsReplica(sc))
 	}
 	d, err := redisconn.Spawn(ctx, redisconn.SpawnOptions{Replicas: n})
 	if err != nil {
@@ -192,7 +192,7 @@ func (e *env) replicatedFailover(ctx context.Context, sc *scenario.Scenario, spe
 		})})
 		e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection; the run's keys stayed, as on a promoted replica that acknowledged every admission")
 	default:
-		rcfg, stop, err := openRedis(ctx, spec, o)
+		rcfg, stop, err := openRedis(ctx, spec, o, false)
 		if err != nil {
 			return fmt.Errorf("%s: failover replica: %w", sc.Name, err)
 		}
@@ -218,6 +218,15 @@ func (e *env) replicatedFailover(ctx context.Context, sc *scenario.Scenario, spe
 // new one lacks to counts_lost. Designs whose state is not a count
 // (token bucket, GCRA) and targets of no design add nothing.
 func (e *env) countLost(before, after redis.UniversalClient, failover func(context.Context)) func(context.Context) {
+	same := func() (redis.UniversalClient, func() error) { return before, func() error { return nil } }
+	then := func() (redis.UniversalClient, func() error) { return after, func() error { return nil } }
+	return e.countLostVia(same, then, failover)
+}
+
+// countLostVia is countLost with clients made when each reading is taken
+// (and closed after it): a real failover's new primary is known only once
+// the topology has elected it.
+func (e *env) countLostVia(before, after func() (redis.UniversalClient, func() error), failover func(context.Context)) func(context.Context) {
 	pattern, zset, ok := counterOf(e.lc)
 	if !ok {
 		return failover
@@ -226,12 +235,16 @@ func (e *env) countLost(before, after redis.UniversalClient, failover func(conte
 		e.notes = append(e.notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it)")
 	})
 	return func(ctx context.Context) {
-		had, err := counters(ctx, before, pattern, zset)
+		b, closeB := before()
+		had, err := counters(ctx, b, pattern, zset)
+		closeB()
 		failover(ctx)
 		if err != nil {
 			return
 		}
-		has, err := counters(ctx, after, pattern, zset)
+		a, closeA := after()
+		has, err := counters(ctx, a, pattern, zset)
+		closeA()
 		if err != nil {
 			return
 		}

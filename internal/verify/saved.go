@@ -159,7 +159,8 @@ func designOf(sc *scenario.Scenario) *report.Design {
 func reportFaults(fs []history.Fault) []report.Fault {
 	var out []report.Fault
 	for _, f := range fs {
-		out = append(out, report.Fault{Action: f.Action, FromMs: ms(f.At), ForMs: ms(f.For)})
+		out = append(out, report.Fault{Action: f.Action, FromMs: ms(f.At), ForMs: ms(f.For),
+			ElectionFromMs: ms(f.Stopped), ElectionToMs: ms(f.Answered)})
 	}
 	return out
 }

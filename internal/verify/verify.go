@@ -41,6 +41,14 @@ type Options struct {
 	RedisOptions redisconn.Options
 	// Progress is called with live traffic statistics.
 	Progress func(traffic.Stats)
+	// AllowFailover lets failover faults promote a replica of a Sentinel or
+	// Cluster rlctl did not start (--allow-failover); without it such a
+	// scenario is refused before it runs.
+	AllowFailover bool
+	// AfterRun, when set, is called with the run's Redis once the traffic
+	// is over and before rlctl stops what it started, to read back what
+	// Redis itself recorded.
+	AfterRun func(ctx context.Context, redis *redisconn.Config)
 	// Segment is this process's share of the scenario when several
 	// processes run it at once (verify --segment); the zero Segment is
 	// the whole.
@@ -133,6 +141,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
 	}
 	out.History = h
+	out.Saved.Notes = append(out.Saved.Notes, env.recordElections(h)...)
+	if o.AfterRun != nil && env.redis != nil {
+		o.AfterRun(ctx, env.redis)
+	}
 	if runErr != nil {
 		if ctx.Err() == nil {
 			return fail(runErr)
@@ -320,7 +332,13 @@ type env struct {
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
-	repl    replication
+	// proxy is the fault proxy between the gateways and a standalone
+	// Redis, when there is one.
+	proxy *fault.Proxy
+	// elections hold, by index in the scenario's faults, what each real
+	// failover's hook saw (nil for other faults).
+	elections []*election
+	repl      replication
 	// extra are figures fault hooks measure in Redis (counts_lost).
 	extra      figures
 	countsNote sync.Once
@@ -361,6 +379,9 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 	}()
 	spec := redisSpec(sc, o)
+	if err := refuseFaults(sc, spec, o); err != nil {
+		return nil, err
+	}
 	switch sc.Target.Kind {
 	case scenario.KindHTTP:
 		if len(sc.Faults) > 0 {
@@ -400,7 +421,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		if o.shared() && spec != "" && sharedRedis(spec) {
 			// The gateways' Redis, when named, is the better reference:
 			// TIME to the microsecond, read without writing anything.
-			cfg, stop, err := openRedis(ctx, spec, o)
+			cfg, stop, err := openRedis(ctx, spec, o, false)
 			if err != nil {
 				return nil, err
 			}
@@ -419,7 +440,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		ok = true
 		return e, nil
 	case scenario.KindRedisScript:
-		cfg, stop, err := openRedis(ctx, spec, o)
+		cfg, stop, err := openRedis(ctx, spec, o, needsReplica(sc))
 		if err != nil {
 			return nil, err
 		}
@@ -433,7 +454,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		e.own(cfg, keys, ns)
 		newClient := cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys)
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys, ns)
 			if err != nil {
 				return nil, err
 			}
@@ -474,7 +495,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		e.lc = lc
 		newClient = cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys)
+			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys, lc.Prefix)
 			if err != nil {
 				return nil, err
 			}
@@ -536,8 +557,16 @@ func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
 	return c, nil
 }
 
-func openRedis(ctx context.Context, spec string, o Options) (*redisconn.Config, func() error, error) {
-	cfg, stop, err := redisconn.Open(ctx, spec, o.RedisOptions)
+// openRedis opens the Redis spec names; with replica, spawn starts a
+// primary with one replica (for a real failover).
+func openRedis(ctx context.Context, spec string, o Options, replica bool) (*redisconn.Config, func() error, error) {
+	open := redisconn.Open
+	if replica && strings.TrimSpace(spec) == redisconn.SpecSpawn {
+		open = func(ctx context.Context, _ string, ro redisconn.Options) (*redisconn.Config, func() error, error) {
+			return redisconn.OpenSpawn(ctx, redisconn.SpecSpawn, redisconn.SpawnOptions{Replicas: 1}, ro)
+		}
+	}
+	cfg, stop, err := open(ctx, spec, o.RedisOptions)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -553,8 +582,27 @@ func openRedis(ctx context.Context, spec string, o Options) (*redisconn.Config, 
 // withFaults puts a fault proxy between the gateways and Redis and turns
 // the scenario's Redis faults into hooks on the run's clock. It returns the
 // client constructor the gateways must use (through the proxy).
-func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, keys runKeys) (func() redis.UniversalClient, error) {
+//
+// On a Sentinel or Cluster (spawned, or the user's with --allow-failover)
+// there is no proxy: the gateways find the primary as their clients do,
+// failover and kill-primary are real (see realFailovers), and the faults
+// that need the proxy are refused. prefix is where the run's own keys live
+// (the election probe writes under it).
+func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, keys runKeys, prefix string) (func() redis.UniversalClient, error) {
 	t := cfg.Target()
+	tp := &topology{cfg: cfg, d: cfg.Deployment(), shardKey: shardKey, probeKey: probeKeyOf(prefix)}
+	if prefix != "" && sharedRedis(spec) {
+		e.closers = append(e.closers, func() error {
+			c := cfg.NewClient()
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			return c.Del(ctx, tp.probeKey).Err()
+		})
+	}
+	if t.Mode == redisconn.ModeSentinel || t.Mode == redisconn.ModeCluster {
+		return e.topologyFaults(ctx, sc, cfg, o, keys, tp)
+	}
 	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
 		return nil, exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
 	}
@@ -563,6 +611,15 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 		return nil, err
 	}
 	e.closers = append(e.closers, proxy.Close)
+	e.proxy = proxy
+	// A spawned primary with a replica fails over for real; the embedded
+	// Redis and a given one stage it.
+	real := tp.d != nil && len(tp.d.Servers) > 1
+	if real && needsReplica(sc) {
+		if err := e.realFailovers(ctx, sc, tp, o); err != nil {
+			return nil, err
+		}
+	}
 	popts := o.RedisOptions
 	popts.URL = "redis://" + proxy.Addr()
 	if t.Username != "" || t.Password != "" {
@@ -596,6 +653,9 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				_, _ = keys.delete(ctx, admin)
 			}})
 		case scenario.FaultFailover:
+			if real {
+				continue
+			}
 			if sc.Target.Replicate > 0 {
 				if err := e.replicatedFailover(ctx, sc, spec, o, keys, proxy, admin, f); err != nil {
 					return nil, err
@@ -617,7 +677,7 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
 				continue
 			}
-			rcfg, stop, err := openRedis(ctx, spec, o)
+			rcfg, stop, err := openRedis(ctx, spec, o, false)
 			if err != nil {
 				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)
 			}
@@ -628,7 +688,7 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(context.Context) {
 				proxy.SetUpstream(addr)
 			})})
-			e.notes = append(e.notes, "failover: the gateways' Redis was replaced by a promoted replica that had not caught up (empty counters, no marker)")
+			e.notes = append(e.notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
 		}
 	}
 	return pcfg.NewClient, nil

@@ -206,6 +206,9 @@ faults:
 
 // A failover to an empty replica lets a second quota through with
 // on_failover: trust; deny holds it back.
+// The embedded Redis's emulated failover (an empty Redis swapped in): trust
+// admits a second quota, deny refuses it. Real failovers are in
+// topology_test.go.
 func TestFailoverTrustVersusDeny(t *testing.T) {
 	doc := `name: failover-%[1]s
 limit: 20/1s
@@ -213,7 +216,7 @@ target:
   kind: simulated
   algorithm: redis-fixed-window
   gateways: 2
-  redis: spawn
+  redis: embedded
   timeout: 500ms
   endpoints: [{name: api, share: 1, on_failover: %[1]s}]
 traffic: {rate: 100/s, duration: 2s}
@@ -233,7 +236,7 @@ faults: [{at: 1200ms, action: failover}]
 	// is staged there (connections cut, limiter keys gone) and must show
 	// the same second quota.
 	srv := redistest.Start(t)
-	given := run(t, parse(t, strings.Replace(fmt.Sprintf(doc, "trust"), "redis: spawn", "redis: "+srv.URL(), 1)))
+	given := run(t, parse(t, strings.Replace(fmt.Sprintf(doc, "trust"), "redis: embedded", "redis: "+srv.URL(), 1)))
 	if v := metric(t, given, analysis.AfterFaultCeiling); v <= 20 {
 		t.Errorf("given Redis: after_fault_ceiling %g; the staged failover should admit a second quota", v)
 	}

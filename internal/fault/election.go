@@ -1,0 +1,70 @@
+package fault
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Election is what a watch saw of a primary changing hands, on the wall
+// clock. A zero time was not seen before the watch ended.
+type Election struct {
+	// Stopped is when the old primary first refused or failed a write. A
+	// graceful Sentinel failover leaves it taking writes for seconds after
+	// the promotion (until Sentinel turns it into a replica), so it may
+	// come after Answered, or not at all.
+	Stopped time.Time
+	// Answered is when a write made the way the gateways make theirs first
+	// landed on the new primary.
+	Answered time.Time
+}
+
+// Probe writes to one node and reports whether it took the write.
+type Probe func(ctx context.Context) error
+
+// Watch is what WatchElection probes.
+type Watch struct {
+	// Old writes straight to the old primary; nil when it is known to have
+	// stopped (the caller records when).
+	Old Probe
+	// Via writes token the way the gateways write (Sentinel discovery,
+	// Cluster redirects, the fault proxy).
+	Via func(ctx context.Context, token string) error
+	// Landed reports whether token is on a node that is now a primary, and
+	// not the old one.
+	Landed func(ctx context.Context, token string) bool
+}
+
+// probeTimeout bounds one probe, so a hung node reads as a failure, not
+// as a stalled watch.
+const probeTimeout = 100 * time.Millisecond
+
+// WatchElection probes every period until a write made through w.Via
+// lands on a new primary, or until ctx ends (so bound ctx), and records
+// when the old primary first failed a write on the way.
+func WatchElection(ctx context.Context, w Watch, period time.Duration) Election {
+	var e Election
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	bounded := func(f func(context.Context) bool) bool {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		return f(pctx)
+	}
+	for n := 0; ; n++ {
+		now := time.Now()
+		if e.Stopped.IsZero() && w.Old != nil && !bounded(func(ctx context.Context) bool { return w.Old(ctx) == nil }) {
+			e.Stopped = now
+		}
+		token := strconv.Itoa(n)
+		if bounded(func(ctx context.Context) bool { return w.Via(ctx, token) == nil && w.Landed(ctx, token) }) {
+			e.Answered = time.Now()
+			return e
+		}
+		select {
+		case <-ctx.Done():
+			return e
+		case <-tick.C:
+		}
+	}
+}

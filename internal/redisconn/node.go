@@ -1,0 +1,170 @@
+package redisconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NodeClient returns a client of one node of c's deployment at addr
+// (host:port), with c's credentials and TLS settings: a data node, or with
+// sentinel a Sentinel (which takes the URL's Sentinel credentials). It
+// never retries, so a probe sees each failure as it happens.
+func (c *Config) NodeClient(addr string, sentinel bool) *redis.Client {
+	t := c.target
+	o := &redis.Options{Addr: addr, Username: t.Username, Password: t.Password,
+		DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true, Protocol: 2}
+	if sentinel {
+		o.Username, o.Password = t.SentinelUsername, t.SentinelPassword
+	}
+	if c.tls != nil {
+		o.TLSConfig = c.tls.Clone()
+	}
+	return redis.NewClient(o)
+}
+
+// Shard is one primary of a deployment and its replicas, by address.
+type Shard struct {
+	Primary  string
+	Replicas []string
+	// ID is the primary's Cluster node id ("" outside a Cluster).
+	ID string
+}
+
+// SentinelShard asks the URL's Sentinels, in turn, for the monitored
+// primary and its replicas.
+func (c *Config) SentinelShard(ctx context.Context) (Shard, error) {
+	var errs []error
+	for _, addr := range c.target.Addrs {
+		s := c.NodeClient(addr, true)
+		sh, err := sentinelShard(ctx, s, c.target.MasterName)
+		s.Close()
+		if err == nil {
+			return sh, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return Shard{}, fmt.Errorf("ask the Sentinels for %s: %w", c.target.MasterName, errors.Join(errs...))
+}
+
+func sentinelShard(ctx context.Context, s *redis.Client, master string) (Shard, error) {
+	m, err := s.Do(ctx, "SENTINEL", "get-master-addr-by-name", master).StringSlice()
+	if err != nil {
+		return Shard{}, err
+	}
+	if len(m) != 2 {
+		return Shard{}, fmt.Errorf("no address for master %q", master)
+	}
+	sh := Shard{Primary: net.JoinHostPort(m[0], m[1])}
+	reps, err := s.Do(ctx, "SENTINEL", "REPLICAS", master).Slice()
+	if err != nil {
+		return Shard{}, err
+	}
+	for _, r := range reps {
+		flags := sentinelField(r, "flags")
+		if strings.Contains(flags, "s_down") || strings.Contains(flags, "disconnected") {
+			continue
+		}
+		sh.Replicas = append(sh.Replicas, net.JoinHostPort(sentinelField(r, "ip"), sentinelField(r, "port")))
+	}
+	return sh, nil
+}
+
+// SentinelFailover asks the URL's first answering Sentinel to fail over
+// now (SENTINEL FAILOVER). Sentinel refuses with NOGOODSLAVE until it has
+// a recent INFO from a replica; that is retried until ctx ends.
+func (c *Config) SentinelFailover(ctx context.Context) error {
+	var err error
+	for {
+		for _, addr := range c.target.Addrs {
+			s := c.NodeClient(addr, true)
+			err = s.Do(ctx, "SENTINEL", "FAILOVER", c.target.MasterName).Err()
+			s.Close()
+			if err == nil {
+				return nil
+			}
+			if strings.Contains(err.Error(), "NOGOODSLAVE") {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sentinel failover %s: %w (and still so when %w)", c.target.MasterName, err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// ClusterShard finds the shard that owns key's slot: its primary and
+// replicas, from the CLUSTER NODES of the first node that answers.
+func (c *Config) ClusterShard(ctx context.Context, key string) (Shard, error) {
+	var errs []error
+	for _, addr := range c.target.Addrs {
+		n := c.NodeClient(addr, false)
+		sh, err := clusterShard(ctx, n, key)
+		n.Close()
+		if err == nil {
+			return sh, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return Shard{}, fmt.Errorf("find the shard of %s: %w", key, errors.Join(errs...))
+}
+
+func clusterShard(ctx context.Context, n *redis.Client, key string) (Shard, error) {
+	slot, err := n.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return Shard{}, err
+	}
+	nodes, err := n.ClusterNodes(ctx).Result()
+	if err != nil {
+		return Shard{}, err
+	}
+	type node struct{ id, addr, flags, master string }
+	var all []node
+	var sh Shard
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		// id addr@bus[,hostname] flags master-id ping pong epoch state slots...
+		addr, _, _ := strings.Cut(f[1], "@")
+		nd := node{id: f[0], addr: addr, flags: f[2], master: f[3]}
+		all = append(all, nd)
+		if !strings.Contains(nd.flags, "master") || strings.Contains(nd.flags, "fail") {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, isRange := strings.Cut(r, "-")
+			if !isRange {
+				hi = lo
+			}
+			var a, b int64
+			if _, err := fmt.Sscan(lo, &a); err != nil {
+				continue // an importing or migrating slot: [..]
+			}
+			if _, err := fmt.Sscan(hi, &b); err != nil {
+				continue
+			}
+			if slot >= a && slot <= b {
+				sh.Primary, sh.ID = nd.addr, nd.id
+			}
+		}
+	}
+	if sh.ID == "" {
+		return Shard{}, fmt.Errorf("no primary serves slot %d", slot)
+	}
+	for _, nd := range all {
+		if nd.master == sh.ID && !strings.Contains(nd.flags, "fail") {
+			sh.Replicas = append(sh.Replicas, nd.addr)
+		}
+	}
+	return sh, nil
+}

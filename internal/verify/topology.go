@@ -1,0 +1,383 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/traffic"
+)
+
+// electionLimit bounds how long a failover hook watches for the new
+// primary; a topology that elects none by then shows as an outage.
+const electionLimit = 15 * time.Second
+
+// electionProbeEvery is how often the watch writes to the old primary and
+// the candidates.
+const electionProbeEvery = 10 * time.Millisecond
+
+// isFailover reports whether a fault changes which node is primary.
+func isFailover(action string) bool {
+	return action == scenario.FaultFailover || action == scenario.FaultKillPrimary
+}
+
+// needsReplica reports whether sc has a fault a replica must exist for:
+// on spawn, such a scenario starts a primary with one replica.
+func needsReplica(sc *scenario.Scenario) bool {
+	return slices.ContainsFunc(sc.Faults, func(f scenario.Fault) bool { return isFailover(f.Action) })
+}
+
+// election is what a failover hook saw, on the wall clock, read into the
+// history once the run is over.
+type election struct {
+	mu                sync.Mutex
+	stopped, answered time.Time
+	err               error
+	lagErr            error // replica_lag could not be set up
+}
+
+func (e *election) set(stopped, answered time.Time, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopped, e.answered, e.err = stopped, answered, err
+}
+
+// recordElections writes what the failover hooks saw into h's faults, as
+// offsets from the run's start, and returns a note for each failover that
+// could not be carried out.
+func (e *env) recordElections(h *history.History) []string {
+	var notes []string
+	offset := func(t time.Time) time.Duration {
+		if t.IsZero() {
+			return 0
+		}
+		return max(t.Sub(h.Meta.Start), time.Nanosecond)
+	}
+	for i, el := range e.elections {
+		if el == nil || i >= len(h.Meta.Faults) {
+			continue
+		}
+		el.mu.Lock()
+		f := &h.Meta.Faults[i]
+		f.Stopped, f.Answered = offset(el.stopped), offset(el.answered)
+		if el.lagErr != nil {
+			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At, el.lagErr))
+		}
+		if el.err != nil {
+			notes = append(notes, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At, el.err))
+		} else if f.Answered == 0 {
+			notes = append(notes, fmt.Sprintf("%s at %s: no new primary took a write before the run ended", f.Action, f.At))
+		}
+		el.mu.Unlock()
+	}
+	return notes
+}
+
+// topology is how real failovers reach the nodes of a deployment: one
+// rlctl spawned (d set) or the user's own Sentinel or Cluster.
+type topology struct {
+	cfg *redisconn.Config
+	d   *redisconn.Deployment
+	// shardKey picks the Cluster shard to fail over: a key with the first
+	// identity's hash tag, so the shard holding its counters.
+	shardKey string
+	// probeKey is the key the election watch writes, in shardKey's slot
+	// and among the run's own keys.
+	probeKey string
+}
+
+// shard finds the primary and replicas a failover acts on now.
+func (tp *topology) shard(ctx context.Context) (redisconn.Shard, error) {
+	switch tp.cfg.Mode() {
+	case redisconn.ModeCluster:
+		return tp.cfg.ClusterShard(ctx, tp.shardKey)
+	case redisconn.ModeSentinel:
+		return tp.cfg.SentinelShard(ctx)
+	}
+	// spawn with a replica: the gateways reach the primary through the
+	// fault proxy, so the deployment says which node that is.
+	var sh redisconn.Shard
+	for i, p := range tp.d.Servers {
+		if i == tp.d.Primary() {
+			sh.Primary = p.Addr
+		} else if p.Alive() {
+			sh.Replicas = append(sh.Replicas, p.Addr)
+		}
+	}
+	return sh, nil
+}
+
+// probe writes the probe key on the node at addr; the caller closes the
+// returned client.
+func (tp *topology) probe(addr string) (fault.Probe, func() error) {
+	c := tp.cfg.NodeClient(addr, false)
+	return func(ctx context.Context) error { return c.Set(ctx, tp.probeKey, "old", time.Minute).Err() }, c.Close
+}
+
+// landed reports, through clients of the candidates, whether token is the
+// probe key's value on a candidate that is now a primary.
+func (tp *topology) landed(candidates []string) (func(context.Context, string) bool, func()) {
+	var cs []*redis.Client
+	for _, a := range candidates {
+		cs = append(cs, tp.cfg.NodeClient(a, false))
+	}
+	return func(ctx context.Context, token string) bool {
+			for _, c := range cs {
+				role, err := c.Do(ctx, "ROLE").Slice()
+				if err != nil || len(role) == 0 || role[0] != "master" {
+					continue
+				}
+				if v, err := c.Get(ctx, tp.probeKey).Result(); err == nil && v == token {
+					return true
+				}
+			}
+			return false
+		}, func() {
+			for _, c := range cs {
+				c.Close()
+			}
+		}
+}
+
+// watch waits for the election after a failover began on sh: when the old
+// primary first refused a write, and when a write through the topology's
+// own client (Sentinel discovery, Cluster redirects: what the gateways use)
+// first landed on a promoted replica.
+func (tp *topology) watch(ctx context.Context, sh redisconn.Shard) fault.Election {
+	old, closeOld := tp.probe(sh.Primary)
+	defer closeOld()
+	landed, closeLanded := tp.landed(sh.Replicas)
+	defer closeLanded()
+	c := tp.cfg.NewClient()
+	defer c.Close()
+	via := func(ctx context.Context, token string) error {
+		return c.Set(ctx, tp.probeKey, token, time.Minute).Err()
+	}
+	ctx, cancel := context.WithTimeout(ctx, electionLimit)
+	defer cancel()
+	return fault.WatchElection(ctx, fault.Watch{Old: old, Via: via, Landed: landed}, electionProbeEvery)
+}
+
+// failover starts f on sh: SENTINEL FAILOVER, CLUSTER FAILOVER on the
+// shard's replica (FORCE when its replication is held back: it cannot
+// catch up), or SIGKILL of the primary (rlctl's own only).
+func (tp *topology) failover(ctx context.Context, action string, sh redisconn.Shard, held bool) error {
+	if action == scenario.FaultKillPrimary {
+		return tp.d.KillAddr(sh.Primary)
+	}
+	switch tp.cfg.Mode() {
+	case redisconn.ModeSentinel:
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return tp.cfg.SentinelFailover(fctx)
+	case redisconn.ModeCluster:
+		if len(sh.Replicas) == 0 {
+			return fmt.Errorf("the shard of %s has no replica", sh.Primary)
+		}
+		c := tp.cfg.NodeClient(sh.Replicas[0], false)
+		defer c.Close()
+		if held {
+			return c.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err()
+		}
+		// Without FORCE: the replica has its primary pause writers and
+		// waits until it has every write, then takes over, as an operator's
+		// manual failover does.
+		return c.Do(ctx, "CLUSTER", "FAILOVER").Err()
+	}
+	return errors.New("no failover for this deployment")
+}
+
+// realFailovers turns sc's failover and kill-primary faults into hooks that
+// carry them out on the deployment, and refuses up front what cannot be
+// carried out there.
+func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topology, o Options) error {
+	own := tp.d != nil
+	kind := map[redisconn.Mode]string{redisconn.ModeSentinel: "Sentinel", redisconn.ModeCluster: "Cluster"}[tp.cfg.Mode()]
+	if kind == "" {
+		kind = "primary and replica"
+	}
+	sh, err := tp.shard(ctx)
+	if err != nil {
+		return exitcode.With(fmt.Errorf("%s: failover: %w", sc.Name, err), exitcode.Unreachable)
+	}
+	if len(sh.Replicas) == 0 {
+		return exitcode.With(fmt.Errorf("%s: failover: the primary %s has no replica to promote", sc.Name, sh.Primary), exitcode.Usage)
+	}
+	e.elections = make([]*election, len(sc.Faults))
+	for i, f := range sc.Faults {
+		if !isFailover(f.Action) {
+			continue
+		}
+		el := &election{}
+		e.elections[i] = el
+		if f.ReplicaLag > 0 {
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At - f.ReplicaLag, Name: "replica-lag", Fn: func(ctx context.Context) {
+				sh, err := tp.shard(ctx)
+				if err == nil {
+					err = tp.d.HoldReplication(ctx, sh.Primary)
+				}
+				if err != nil {
+					el.mu.Lock()
+					el.lagErr = err
+					el.mu.Unlock()
+				}
+			}})
+		}
+		action := f.Action
+		// counts_lost: the design's counters as the gateways reach them,
+		// just before the failover and once the election is over.
+		reach := func() (redis.UniversalClient, func() error) {
+			if tp.cfg.Mode() == redisconn.ModeStandalone {
+				c := tp.cfg.NodeClient(e.proxy.Addr(), false)
+				return c, c.Close
+			}
+			c := tp.cfg.NewClient()
+			return c, c.Close
+		}
+		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: action, Fn: e.countLostVia(reach, reach, func(ctx context.Context) {
+			sh, err := tp.shard(ctx)
+			if err != nil {
+				el.set(time.Time{}, time.Time{}, err)
+				return
+			}
+			if tp.cfg.Mode() == redisconn.ModeStandalone {
+				e.promoteSpawned(ctx, tp, action, el)
+				return
+			}
+			if err := tp.failover(ctx, action, sh, f.ReplicaLag > 0); err != nil {
+				el.set(time.Time{}, time.Time{}, err)
+				return
+			}
+			w := tp.watch(ctx, sh)
+			el.set(w.Stopped, w.Answered, nil)
+		})})
+	}
+	what := map[bool]string{true: "rlctl's own " + kind, false: "your " + kind + " (--allow-failover)"}[own]
+	e.notes = append(e.notes, fmt.Sprintf("failover faults were real, on %s: the election is the span from the old primary's first refused write to the first write the gateways' client got through again", what))
+	return nil
+}
+
+// promoteSpawned fails over a spawned primary with one replica and no
+// Sentinel: the gateways' proxy is re-pointed at the replica (their
+// connections cut), which is then promoted with REPLICAOF NO ONE; with
+// kill-primary the primary is SIGKILLed first. The proxy is set by
+// withFaults.
+func (e *env) promoteSpawned(ctx context.Context, tp *topology, action string, el *election) {
+	d := tp.d
+	old := d.Primary()
+	next := 1 - old
+	if action == scenario.FaultKillPrimary {
+		if err := d.Kill(old); err != nil {
+			el.set(time.Time{}, time.Time{}, err)
+			return
+		}
+	}
+	stopped := time.Now()
+	e.proxy.SetUpstream(d.Servers[next].Addr)
+	if err := d.Promote(ctx, next); err != nil {
+		el.set(stopped, time.Time{}, err)
+		return
+	}
+	// Through the proxy, as the gateways write.
+	c := tp.cfg.NodeClient(e.proxy.Addr(), false)
+	defer c.Close()
+	via := func(ctx context.Context, token string) error {
+		return c.Set(ctx, tp.probeKey, token, time.Minute).Err()
+	}
+	landed, closeLanded := tp.landed([]string{d.Servers[next].Addr})
+	defer closeLanded()
+	wctx, cancel := context.WithTimeout(ctx, electionLimit)
+	defer cancel()
+	w := fault.WatchElection(wctx, fault.Watch{Via: via, Landed: landed}, electionProbeEvery)
+	el.set(stopped, w.Answered, nil)
+}
+
+// shardKey is a key in the slot of the first identity's keys: the
+// simulated designs tag every key with {identity}, and a redis-script's
+// templates can ({{{id}}}).
+const shardKey = "{user-0}"
+
+// probeKeyOf is the election probe's key: under the run's own prefix, in
+// the first identity's slot.
+func probeKeyOf(prefix string) string {
+	return prefix + "election-probe:" + shardKey
+}
+
+// topologyFaults sets up sc's faults on a Sentinel or Cluster, which the
+// gateways reach through their own discovery rather than through the fault
+// proxy: failover and kill-primary are real, redis-reset deletes the run's
+// keys on every primary, and the faults that need the proxy are refused.
+func (e *env) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *redisconn.Config, o Options, keys runKeys, tp *topology) (func() redis.UniversalClient, error) {
+	for _, f := range sc.Faults {
+		switch f.Action {
+		case scenario.FaultRedisReset:
+			admin := cfg.NewClient()
+			e.closers = append(e.closers, admin.Close)
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+				// Best effort: a fault that cannot be applied shows in the
+				// figures.
+				_, _ = keys.delete(ctx, admin)
+			}})
+		}
+	}
+	if needsReplica(sc) {
+		if err := e.realFailovers(ctx, sc, tp, o); err != nil {
+			return nil, err
+		}
+	}
+	return cfg.NewClient, nil
+}
+
+// refuseFaults says, before anything is started, why sc's faults cannot run
+// on the Redis spec names; nil when they can. Each refusal is one line and
+// carries exitcode.Usage.
+func refuseFaults(sc *scenario.Scenario, spec string, o Options) error {
+	if len(sc.Faults) == 0 || sc.Target.Kind == scenario.KindHTTP {
+		return nil
+	}
+	spec = strings.TrimSpace(spec)
+	mode, own := redisconn.ModeStandalone, true
+	switch spec {
+	case redisconn.SpecSpawnSentinel:
+		mode = redisconn.ModeSentinel
+	case redisconn.SpecSpawnCluster:
+		mode = redisconn.ModeCluster
+	case redisconn.SpecSpawn, redisconn.SpecEmbedded, "":
+	default:
+		t, err := redisconn.ParseURL(spec)
+		if err != nil {
+			return nil // Open reports it
+		}
+		mode, own = t.Mode, false
+	}
+	replicated := own && spec != redisconn.SpecEmbedded && spec != ""
+	refuse := func(format string, args ...any) error {
+		return exitcode.With(fmt.Errorf("%s: "+format, append([]any{sc.Name}, args...)...), exitcode.Usage)
+	}
+	for _, f := range sc.Faults {
+		switch {
+		case (f.Action == scenario.FaultRedisDown || f.Action == scenario.FaultRedisLatency) && mode != redisconn.ModeStandalone:
+			return refuse("%s needs rlctl's fault proxy in front of one Redis, and gateways find a %s's nodes themselves: run it on --redis spawn or embedded", f.Action, mode)
+		case f.Action == scenario.FaultKillPrimary && !replicated:
+			return refuse("kill-primary needs a primary with a replica that rlctl started and may kill (--redis spawn, spawn-sentinel or spawn-cluster), not %s", redisconn.Redact(spec))
+		case f.ReplicaLag > 0 && !own && mode != redisconn.ModeStandalone:
+			// On a given standalone Redis the failover is staged (every
+			// count lost), so a lag changes nothing there.
+			return refuse("replica_lag cuts a replica off, and rlctl never reconfigures a server it did not start: use --redis spawn, spawn-sentinel or spawn-cluster")
+		case isFailover(f.Action) && !own && mode != redisconn.ModeStandalone && !o.AllowFailover:
+			return refuse("a failover fault would promote a replica of your own %s: pass --allow-failover to allow it", mode)
+		}
+	}
+	return nil
+}

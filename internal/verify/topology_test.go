@@ -1,0 +1,219 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// TestRealFailoverAgainstRedis drives traffic through real failovers on
+// topologies rlctl spawns and holds the run's history against what Redis
+// itself recorded: after the run, the counters on the node that is primary
+// then. The limit is never reached, so every request the limiter admitted
+// incremented its window's counter once; the counts the promoted node lacks
+// are the failover's losses, and they must lie where the failover puts
+// them:
+//   - a graceful Cluster failover (the replica waits until it has every
+//     write) loses none;
+//   - a killed primary loses at most what it acknowledged in its last
+//     moment, before its replica got it;
+//   - replica_lag loses the counts of the lag, and not those before it.
+func TestRealFailoverAgainstRedis(t *testing.T) {
+	redistest.Binary(t)
+	for _, tc := range []struct {
+		name, redis, fault string
+		lag                time.Duration
+		// lossFrom and lossTo bound, from the fault, where the counts the
+		// promoted node lacks were admitted.
+		lossFrom, lossTo time.Duration
+		lossy            bool // whether losses are expected at all
+	}{
+		{name: "cluster-failover", redis: "spawn-cluster", fault: "failover"},
+		{name: "cluster-kill-primary", redis: "spawn-cluster", fault: "kill-primary", lossFrom: -50 * time.Millisecond, lossTo: 10 * time.Millisecond, lossy: true},
+		{name: "sentinel-kill-primary", redis: "spawn-sentinel", fault: "kill-primary", lossFrom: -50 * time.Millisecond, lossTo: 10 * time.Millisecond, lossy: true},
+		{name: "sentinel-lag", redis: "spawn-sentinel", fault: "kill-primary", lag: 700 * time.Millisecond, lossFrom: -700 * time.Millisecond, lossTo: 10 * time.Millisecond, lossy: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const at = 800 * time.Millisecond
+			lag := ""
+			if tc.lag > 0 {
+				lag = ", replica_lag: " + tc.lag.String()
+			}
+			doc := fmt.Sprintf(`name: %s
+limit: 100000/1m
+target:
+  algorithm: redis-fixed-window
+  gateways: 2
+  redis: %s
+  timeout: 300ms
+traffic: {rate: 200/s, duration: 5s}
+faults: [{at: %s, action: %s%s}]
+max_error_rate: 1
+`, tc.name, tc.redis, at, tc.fault, lag)
+			var counted int64
+			var readErr error
+			o := Options{AfterRun: func(ctx context.Context, cfg *redisconn.Config) {
+				counted, readErr = promotedCount(ctx, cfg)
+			}}
+			out, err := Run(context.Background(), parse(t, doc), o)
+			if err != nil {
+				t.Fatalf("run: %v (notes %v)", err, out.Saved.Notes)
+			}
+			if readErr != nil {
+				t.Fatalf("read the promoted node's counters: %v", readErr)
+			}
+			h := out.History
+			f := h.Meta.Faults[0]
+			if f.Answered <= f.At {
+				t.Fatalf("no election recorded after the %s at %v: %+v (notes %v)", tc.fault, f.At, f, out.Saved.Notes)
+			}
+			if tc.fault == "kill-primary" && (f.Stopped < f.At || f.Stopped > f.At+200*time.Millisecond) {
+				t.Errorf("the killed primary stopped taking writes at %v, want right after %v", f.Stopped, f.At)
+			}
+			t.Logf("election %v–%v after the fault at %v", f.Stopped, f.Answered, f.At)
+
+			admitted, maybe := limiterCounts(h)
+			lost := admitted - counted
+			// A request that errored may still have incremented (its
+			// answer lost); nothing else can.
+			if counted > admitted+maybe {
+				t.Fatalf("the promoted node counted %d, more than the %d the limiter admitted (+%d errors)", counted, admitted, maybe)
+			}
+			if !tc.lossy {
+				if lost > 0 {
+					t.Errorf("a graceful failover lost %d of %d counts", lost, admitted)
+				}
+				return
+			}
+			to := f.At + tc.lossTo
+			window := admittedBetween(h, f.At+tc.lossFrom, to)
+			if lost > window {
+				t.Errorf("the promoted node lacks %d counts, but only %d were admitted between %v and %v, where this failover loses them", lost, window, f.At+tc.lossFrom, to)
+			}
+			if tc.lag > 0 {
+				// The lag itself: what was admitted in it, short of its
+				// edges, is missing.
+				inLag := admittedBetween(h, f.At-tc.lag+50*time.Millisecond, f.At-50*time.Millisecond)
+				if lost < inLag {
+					t.Errorf("replica_lag %v: the promoted node lacks only %d counts, yet %d were admitted inside the lag", tc.lag, lost, inLag)
+				}
+			}
+			t.Logf("admitted %d, promoted node counted %d: %d lost", admitted, counted, lost)
+		})
+	}
+}
+
+// limiterCounts counts the requests the limiter itself admitted (not a
+// failure policy) and those that errored.
+func limiterCounts(h *history.History) (admitted, errored int64) {
+	for i := range h.Len() {
+		switch {
+		case h.Outcome(i) == decision.Allowed && h.By(i) == decision.ByRedis:
+			admitted++
+		case h.Outcome(i) == decision.Error:
+			errored++
+		}
+	}
+	return admitted, errored
+}
+
+// admittedBetween counts the limiter's admissions answered in [from, to].
+func admittedBetween(h *history.History, from, to time.Duration) int64 {
+	var n int64
+	for i := range h.Len() {
+		if h.Outcome(i) == decision.Allowed && h.By(i) == decision.ByRedis && h.Received(i) >= from && h.Sent(i) <= to {
+			n++
+		}
+	}
+	return n
+}
+
+// promotedCount sums the fixed-window counters of the run's identity on the
+// node that is primary for it now, read straight from that node.
+func promotedCount(ctx context.Context, cfg *redisconn.Config) (int64, error) {
+	var sh redisconn.Shard
+	var err error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if cfg.Mode() == redisconn.ModeCluster {
+			sh, err = cfg.ClusterShard(ctx, shardKey)
+		} else {
+			sh, err = cfg.SentinelShard(ctx)
+		}
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return 0, err
+	}
+	c := cfg.NodeClient(sh.Primary, false)
+	defer c.Close()
+	keys, err := c.Keys(ctx, "rl:fw:"+shardKey+"*").Result()
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, k := range keys {
+		v, err := c.Get(ctx, k).Result()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", k, err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s = %q: %w", k, v, err)
+		}
+		sum += n
+	}
+	if len(keys) == 0 {
+		return 0, fmt.Errorf("no counter on %s", sh.Primary)
+	}
+	return sum, nil
+}
+
+// TestFaultsRefusedUpFront: a fault the Redis cannot take is refused before
+// anything starts, in one line, with exit code 2, and nothing runs.
+func TestFaultsRefusedUpFront(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		redis, fault string
+		allow        bool
+		want         string
+	}{
+		{"embedded", "kill-primary", false, "kill-primary needs a primary with a replica that rlctl started"},
+		{"redis://127.0.0.1:1", "kill-primary", false, "kill-primary needs a primary with a replica that rlctl started"},
+		{"spawn-sentinel", "redis-down, for: 1s", false, "redis-down needs rlctl's fault proxy"},
+		{"spawn-cluster", "redis-latency, latency: 10ms", false, "redis-latency needs rlctl's fault proxy"},
+		{"redis+sentinel://127.0.0.1:1/mymaster", "failover", false, "pass --allow-failover"},
+		{"redis+cluster://127.0.0.1:1", "failover", false, "pass --allow-failover"},
+		{"redis+cluster://127.0.0.1:1", "kill-primary", true, "kill-primary needs a primary with a replica that rlctl started"},
+		{"redis+sentinel://127.0.0.1:1/mymaster", "failover, replica_lag: 500ms", true, "rlctl never reconfigures a server it did not start"},
+	} {
+		t.Run(tc.redis+"/"+tc.fault, func(t *testing.T) {
+			doc := fmt.Sprintf(`name: refused
+limit: 10/1s
+target: {algorithm: redis-fixed-window, redis: '%s'}
+traffic: {rate: 10/s, duration: 2s}
+faults: [{at: 1s, action: %s}]
+`, tc.redis, tc.fault)
+			out, err := Run(context.Background(), parse(t, doc), Options{AllowFailover: tc.allow})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line saying %q", err, tc.want)
+			}
+			if exitcode.Of(err) != exitcode.Usage || out.History != nil {
+				t.Errorf("exit code %d, history %v: want 2 and no run", exitcode.Of(err), out.History)
+			}
+		})
+	}
+}
