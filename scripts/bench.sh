@@ -44,6 +44,22 @@ for round in 1 2 3 4 5; do
 	echo "   round $round: redis-benchmark: $rb req/s   rlctl: $rl decisions/s (errors+dropped: $bad)   ratio: ${ratios[-1]}×   bare go-redis loop: $lp req/s, ${loops[-1]}×"
 done
 echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 3p)× (target ≥ 1.0); bare go-redis loop: $(printf '%s\n' "${loops[@]}" | sort -n | sed -n 3p)×"
+
+echo "== 1b. CPU µs per decision (user+sys of the whole process / decisions answered): rlctl closed and open model vs redis-benchmark per request"
+echo "   open model: a 1,000,000/s schedule far above what Redis serves, so most requests are dropped (and recorded)"
+# cpu_us FILE N: the user+sys seconds /usr/bin/time wrote to FILE, in µs per one of N.
+cpu_us() { awk -v n="$2" '{ if (n > 0) printf "%.1f", ($1 + $2) * 1e6 / n; else print "n/a" }' "$1"; }
+/usr/bin/time -f '%U %S' -o "$work/rb.cpu" redis-benchmark -p "$rport" -c 50 -n 250000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 >/dev/null
+rb_us=$(cpu_us "$work/rb.cpu" 250000)
+for model in closed open; do
+	yaml=scripts/bench/redis-fixed-window.yaml
+	[ "$model" = open ] && yaml=scripts/bench/redis-fixed-window-open.yaml
+	rm -rf "$work/rc"
+	/usr/bin/time -f '%U %S' -o "$work/rl.cpu" "$RLCTL" verify "$yaml" --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/rc" --format json >/dev/null 2>"$work/vc.err" || { cat "$work/vc.err"; exit 1; }
+	read -r req bad < <(go run ./scripts/benchtool rate "$work"/rc/*/report.json)
+	rl_us=$(cpu_us "$work/rl.cpu" $((req - bad)))
+	echo "   $model model: rlctl $rl_us µs/decision ($((req - bad)) decisions, $bad dropped or errors)   redis-benchmark: $rb_us µs/request   ratio: $(ratio "$rl_us" "$rb_us")×"
+done
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 
 echo "== 2. HTTP requests/s at 50 connections: rlctl (every response recorded) vs wrk, against nginx on loopback"
@@ -81,6 +97,19 @@ echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)× (
 
 echo "== 3. analysis of 10 million history records (target ≤ 2 s, ≤ 48 bytes/record at peak)"
 go test -run '^$' -bench 'Analyze10M' -benchtime 1x ./internal/analysis/ | grep -E 'Benchmark|ns/op'
+
+echo "== 3b. analysis of 50 million records: spilled to disk (a soak run's) vs held in memory (target ≤ 2× the time, RSS under 300 MB)"
+go test -c -o "$work/analysis.test" ./internal/analysis/
+for mode in disk memory; do
+	# The soak child generates the records, analyses them and prints its
+	# analysis time and its peak resident memory (VmHWM).
+	out=$(cd "$work" && RLCTL_SOAK_RECORDS=50000000 RLCTL_SOAK_MODE=$mode TMPDIR="$work" ./analysis.test)
+	secs=$(grep -oE 'analysis_s=[0-9.]+' <<<"$out" | cut -d= -f2)
+	rss=$(grep -oE 'peak_rss_mb=[0-9]+' <<<"$out" | cut -d= -f2)
+	eval "secs_$mode=$secs"
+	echo "   $mode: analysis ${secs}s, peak RSS ${rss} MB"
+done
+echo "   spilled / in memory time: $(ratio "$secs_disk" "$secs_memory")× (target ≤ 2)"
 
 if [ -x scripts/bench-keys.sh ]; then
 	echo "== 4. audit and repair-ttl over 1,000,000 limiter keys vs redis-cli --scan"

@@ -15,6 +15,7 @@ bench)
 	command -v redis-benchmark >/dev/null || need+=(redis-tools)
 	command -v wrk >/dev/null || need+=(wrk)
 	command -v nginx >/dev/null || need+=(nginx-light)
+	[ -x /usr/bin/time ] || need+=(time) # CPU per decision (section 1b)
 	;;
 esac
 if [ ${#need[@]} -gt 0 ]; then

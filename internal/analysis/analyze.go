@@ -42,6 +42,7 @@ type identityState struct {
 	counts     tally
 	failOpen   int64
 	failClosed int64
+	maybe      int64 // errors that may have been admitted (decision.ByUnanswered)
 	fig        figures
 }
 
@@ -114,13 +115,12 @@ type gatewayState struct {
 // else somewhere in [Sent, Received]. A missing Sent falls back on Intended
 // and a missing Received on Sent; a reversed pair (a clock step) is put in
 // order rather than dropped.
-func (a *analyzer) decidedBetween(i int) (s, r int64) {
-	h := a.h
+func (a *analyzer) decidedBetween(h *history.History, i int) (s, r int64) {
 	sent, recv := h.Sent(i), h.Received(i)
 	if d := h.Decided(i); d != history.NoTime {
 		t := clampTime(int64(d))
 		if a.shift != nil {
-			t -= a.shift[a.gateway(i)]
+			t -= a.shift[a.gateway(h, i)]
 		}
 		return t, t
 	}
@@ -181,23 +181,16 @@ func (b offsetBounds) nearestZero() int64 { return min(max(0, b.lo), b.hi) }
 // requests whose decision time is not known (a gateway's fail-open
 // answers, say), which a remote Redis's clock 50 ms ahead would make them
 // miss by 50 ms.
-func (a *analyzer) clockShifts() {
-	h := a.h
-	var all offsetBounds
+func (a *analyzer) clockShifts(cb *clockBounds) {
 	per := make([]offsetBounds, len(a.gwNames))
-	// The median comes from a bounded sample, so memory stays constant.
-	stride := max(1, a.n/4096)
-	var sample []int64
-	for i := range a.n {
-		d, s, r := h.Decided(i), h.Sent(i), h.Received(i)
-		if d == history.NoTime || s == history.NoTime || r == history.NoTime || r < s || h.Outcome(i) == decision.Dropped {
-			continue
-		}
-		from, to := clampTime(int64(d-r)), clampTime(int64(d-s))
-		all.add(from, to)
-		per[a.gateway(i)].add(from, to)
-		if i%stride == 0 {
-			sample = append(sample, from+(to-from)/2)
+	for g, b := range cb.per {
+		if b.seen {
+			p := &per[a.denseGateway(uint16(g))]
+			if p.seen {
+				p.add(b.lo, b.hi)
+			} else {
+				*p = b
+			}
 		}
 	}
 	shared := func(v int64) {
@@ -209,9 +202,9 @@ func (a *analyzer) clockShifts() {
 		}
 	}
 	switch {
-	case !all.seen:
-	case all.fits():
-		shared(all.nearestZero())
+	case !cb.all.seen:
+	case cb.all.fits():
+		shared(cb.all.nearestZero())
 	case !slices.ContainsFunc(per, func(b offsetBounds) bool { return b.seen && !b.fits() }):
 		a.shift = make([]int64, len(a.gwNames))
 		for g, b := range per {
@@ -220,8 +213,42 @@ func (a *analyzer) clockShifts() {
 			}
 		}
 	default:
-		slices.Sort(sample)
-		shared(sample[len(sample)/2])
+		slices.Sort(cb.sample)
+		shared(cb.sample[len(cb.sample)/2])
+	}
+}
+
+// clockBounds gathers, record by record, what clockShifts decides from:
+// the offsets every record allows, overall and per gateway as recorded
+// (the raw index; clockShifts folds them onto the dense ones), and a
+// bounded sample of them for the median.
+type clockBounds struct {
+	all    offsetBounds
+	per    []offsetBounds
+	stride int
+	sample []int64
+}
+
+func newClockBounds(n int) *clockBounds {
+	// The median comes from a bounded sample, so memory stays constant.
+	return &clockBounds{stride: max(1, n/4096)}
+}
+
+// add takes record i of chunk c, the base-th record of the history.
+func (cb *clockBounds) add(c *history.History, i, base int) {
+	d, s, r := c.Decided(i), c.Sent(i), c.Received(i)
+	if d == history.NoTime || s == history.NoTime || r == history.NoTime || r < s || c.Outcome(i) == decision.Dropped {
+		return
+	}
+	from, to := clampTime(int64(d-r)), clampTime(int64(d-s))
+	cb.all.add(from, to)
+	g := int(c.Gateway(i))
+	if g >= len(cb.per) {
+		cb.per = append(cb.per, make([]offsetBounds, g+1-len(cb.per))...)
+	}
+	cb.per[g].add(from, to)
+	if (base+i)%cb.stride == 0 {
+		cb.sample = append(cb.sample, from+(to-from)/2)
 	}
 }
 
@@ -231,13 +258,6 @@ func (a *analyzer) clockShifts() {
 const timeLimit = 1 << 60
 
 func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
-
-// decisionTime is the single instant used where one is needed (envelope,
-// slipped, timeline): Decided when known, else the middle of [Sent, Received].
-func (a *analyzer) decisionTime(i int) int64 {
-	s, r := a.decidedBetween(i)
-	return s + (r-s)/2
-}
 
 // Analyze measures one run's history. It is pure: the same history and
 // options always give the same Result.
@@ -316,50 +336,89 @@ func (a *analyzer) decisionTime(i int) int64 {
 //     denial after others took the freed quota is contention, counted by
 //     relimited, not here; so this is a definite count, a lower bound.
 func Analyze(h *history.History, opts Options) Result {
-	return analyze(h, opts, parallelSort)
+	res, err := AnalyzeDisk(h, opts)
+	if err != nil {
+		panic(err)
+	}
+	return res
 }
 
-// analyze is Analyze with the size from which an identity counts as big
-// (see worker.identity), so tests can drive both paths on small inputs.
-func analyze(h *history.History, opts Options, bigIdentity int) Result {
+// AnalyzeDisk is Analyze for a history that may have spilled to disk (see
+// history.History.Spill): the same Result, computed in a few passes over
+// the history's chunks with memory bounded whatever its length (sorted
+// runs and groups of identities go to scratch files beside the spill,
+// removed before it returns), and the error reading the history or
+// writing the scratch files. For a history in memory it never fails.
+func AnalyzeDisk(h *history.History, opts Options) (Result, error) {
+	return analyze(h, opts, parallelSort, spillBudget)
+}
+
+// analyze is AnalyzeDisk with the size from which an identity counts as
+// big (see worker.identity) and the spilled analysis's memory budget, so
+// tests can drive every path on small inputs.
+func analyze(h *history.History, opts Options, bigIdentity int, b budget) (Result, error) {
 	if h == nil {
 		h = history.New(history.Meta{}, 0)
 	}
 	a := newAnalyzer(h, opts)
 	a.bigIdentity = bigIdentity
-	a.scan()
-	a.perIdentity()
-	return a.result()
+	a.budget = b
+	defer a.close()
+	if err := a.scan(); err != nil {
+		return Result{}, err
+	}
+	if err := a.perIdentity(); err != nil {
+		return Result{}, err
+	}
+	res := a.result()
+	if err := a.retryFigures(&res); err != nil {
+		return Result{}, err
+	}
+	return res, nil
 }
 
 type analyzer struct {
-	h    *history.History
-	opts Options
-	n    int
-	l    int64 // published count, 0 when unknown
-	w    int64 // window in ns, 0 when unknown
+	h       *history.History
+	opts    Options
+	n       int
+	l       int64 // published count, 0 when unknown
+	w       int64 // window in ns, 0 when unknown
+	spilled bool  // h is read chunk by chunk from disk (see stream.go)
+	budget  budget
 
-	// ids maps a record to its dense identity index when the identity
-	// column holds values far beyond Meta.Identities (never in a real run);
-	// nil means the column is used as is.
-	ids     []uint32
+	// idMap maps an identity index beyond Meta.Identities' to its dense
+	// one when the identity column holds values far beyond (never in a
+	// real run); nil means the column is used as is. gwMap likewise.
+	idMap   map[uint32]uint32
+	idNamed int
 	idNames []string
-	gws     []uint16 // like ids, for gateways
+	gwMap   map[uint16]uint16
+	gwNamed int
 	gwNames []string
 	idState []identityState
 	gwState []gatewayState
-	allowed []int32 // allowed record indices, grouped by identity
+
+	// In memory only: allowed holds the allowed record indices, grouped
+	// by identity; offsets[k] is where identity k's start.
+	allowed []int32
 	// maybeByID holds, per identity, the errors that may have been
 	// admitted (see decision.ByUnanswered); few, so a map, nil when none.
 	maybeByID map[uint32][]int32
 	dense     []bool // identities left out of allowed (see worker.each)
-	offsets   []int  // identity k's are allowed[offsets[k]:offsets[k+1]]
-	start     int64  // earliest time seen (Intended, Sent, Decided)
-	end       int64  // latest time seen (Intended, Received, Decided)
-	maxRound  int32
-	hasRound  bool
+	offsets   []int
+	// Spilled only: the identities' records in groups on disk.
+	groups *groups
+
+	start    int64 // earliest time seen (Intended, Sent, Decided)
+	end      int64 // latest time seen (Intended, Received, Decided)
+	maxRound int32
+	hasRound bool
 
 	deniedTotal, missingRetry int64
+	// recovered is the first Redis decision after the last fault (see
+	// recoverMs), math.MaxInt64 when none.
+	recovered int64
+	faultEnd  int64
 
 	boundaries []int64
 	span       int64 // Meta.BoundarySpan
@@ -378,7 +437,7 @@ type analyzer struct {
 }
 
 func newAnalyzer(h *history.History, opts Options) *analyzer {
-	a := &analyzer{h: h, opts: opts, n: h.Len(), maxRound: -1}
+	a := &analyzer{h: h, opts: opts, n: h.Len(), maxRound: -1, spilled: h.Spilled(), recovered: math.MaxInt64}
 	if h.Meta.Limit.Count > 0 && h.Meta.Limit.Window > 0 {
 		a.l, a.w = h.Meta.Limit.Count, min(int64(h.Meta.Limit.Window), timeLimit)
 	}
@@ -392,95 +451,169 @@ func newAnalyzer(h *history.History, opts Options) *analyzer {
 		f.For = time.Duration(clampTime(int64(f.For)))
 		a.faults = append(a.faults, f)
 	}
+	if len(a.faults) > 0 {
+		last := a.faults[0]
+		for _, f := range a.faults[1:] {
+			if f.At >= last.At {
+				last = f
+			}
+		}
+		a.faultEnd = int64(last.At + last.For)
+	}
 	return a
 }
 
-func (a *analyzer) gateway(i int) uint16 {
-	if a.gws != nil {
-		return a.gws[i]
-	}
-	return a.h.Gateway(i)
+// chunks calls fn with each piece of the history and the index of its
+// first record: the history itself when it is in memory.
+func (a *analyzer) chunks(fn func(c *history.History, base int)) error {
+	base := 0
+	return a.h.Chunks(func(c *history.History) error {
+		fn(c, base)
+		base += c.Len()
+		return nil
+	})
 }
 
-func (a *analyzer) identity(i int) uint32 {
-	if a.ids != nil {
-		return a.ids[i]
-	}
-	return a.h.Identity(i)
+func (a *analyzer) gateway(c *history.History, i int) uint16 {
+	return a.denseGateway(c.Gateway(i))
 }
 
-// densify maps the n records' indices (read by at) onto dense ones: an
-// index the Meta names (below len(names)) stays, an unnamed one — which a
-// corrupt or hand-made history can scatter up to 2^32 — gets the next free
-// index and the name "#<index>". It returns the per-record indices and the
+func (a *analyzer) denseGateway(v uint16) uint16 {
+	if a.gwMap != nil && int(v) >= a.gwNamed {
+		return a.gwMap[v]
+	}
+	return v
+}
+
+func (a *analyzer) identity(c *history.History, i int) uint32 {
+	v := c.Identity(i)
+	if a.idMap != nil && int(v) >= a.idNamed {
+		return a.idMap[v]
+	}
+	return v
+}
+
+// densify gives the unnamed indices (at or beyond len(names)) that a
+// corrupt or hand-made history can scatter up to 2^32 dense ones, in order
+// of first appearance, named "#<index>": it returns the map and the
 // extended names.
-func densify[T uint16 | uint32](n int, at func(int) T, names []string) ([]T, []string) {
-	named := len(names)
-	out := make([]T, n)
-	dense := map[T]T{}
-	for i := range n {
-		v := at(i)
-		if int(v) >= named {
-			k, ok := dense[v]
-			if !ok {
-				k = T(len(names))
-				dense[v] = k
-				names = append(names, fmt.Sprintf("#%d", v))
-			}
-			v = k
-		}
-		out[i] = v
+func densify[T uint16 | uint32](v T, dense map[T]T, names []string) []string {
+	if _, ok := dense[v]; !ok {
+		dense[v] = T(len(names))
+		names = append(names, fmt.Sprintf("#%d", v))
 	}
-	return out, names
+	return names
 }
 
-// scan is the one pass over every record: tallies, latency, the run's span
-// and the per-identity allowed counts the grouping needs.
-func (a *analyzer) scan() {
+// scan makes the passes over every record before the per-identity work:
+// the indices in use and the clocks' offsets; then tallies, latency, the
+// run's span and recovery; then the grouping of the allowed by identity.
+func (a *analyzer) scan() error {
 	h := a.h
 	a.idNames = slices.Clone(h.Meta.Identities)
+	a.gwNames = slices.Clone(h.Meta.Gateways)
+	a.idNamed, a.gwNamed = len(a.idNames), len(a.gwNames)
 	maxID, maxGW := -1, len(h.Meta.Gateways)-1
-	for i := range a.n {
-		maxID = max(maxID, int(h.Identity(i)))
-		maxGW = max(maxGW, int(h.Gateway(i)))
-	}
-	if maxID >= len(a.idNames) {
-		if maxID < len(a.idNames)+a.n {
-			for k := len(a.idNames); k <= maxID; k++ {
-				a.idNames = append(a.idNames, fmt.Sprintf("#%d", k))
+	cb := newClockBounds(a.n)
+	// A spilled history's grouping needs each identity's weight before
+	// the pass that writes the groups (see stream.go).
+	var wt weights
+	err := a.chunks(func(c *history.History, base int) {
+		for i := range c.Len() {
+			v := int(c.Identity(i))
+			maxID = max(maxID, v)
+			maxGW = max(maxGW, int(c.Gateway(i)))
+			cb.add(c, i, base)
+			if a.spilled && v < a.idNamed+a.n {
+				wt.add(c, i, v)
 			}
-		} else {
-			// Sparse unnamed identities: give them dense indices.
-			a.ids, a.idNames = densify(a.n, h.Identity, a.idNames)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	sparseID := maxID >= len(a.idNames)+a.n
+	sparseGW := maxGW >= len(a.gwNames)+a.n
+	if sparseID || sparseGW {
+		// Sparse unnamed indices: give them dense ones.
+		if sparseID {
+			a.idMap = map[uint32]uint32{}
+		}
+		if sparseGW {
+			a.gwMap = map[uint16]uint16{}
+		}
+		wt = weights{}
+		err := a.chunks(func(c *history.History, _ int) {
+			for i := range c.Len() {
+				if v := c.Identity(i); sparseID && int(v) >= a.idNamed {
+					a.idNames = densify(v, a.idMap, a.idNames)
+				}
+				if v := c.Gateway(i); sparseGW && int(v) >= a.gwNamed {
+					a.gwNames = densify(v, a.gwMap, a.gwNames)
+				}
+				if a.spilled {
+					wt.add(c, i, int(a.identity(c, i)))
+				}
+			}
+		})
+		if err != nil {
+			return err
 		}
 	}
-	a.idState = make([]identityState, len(a.idNames))
-	a.gwNames = slices.Clone(h.Meta.Gateways)
-	if maxGW >= len(a.gwNames)+a.n {
-		// Sparse unnamed gateways: give them dense indices.
-		a.gws, a.gwNames = densify(a.n, h.Gateway, a.gwNames)
+	for k := len(a.idNames); k <= maxID && !sparseID; k++ {
+		a.idNames = append(a.idNames, fmt.Sprintf("#%d", k))
 	}
-	for k := len(a.gwNames); k <= maxGW && a.gws == nil; k++ {
+	for k := len(a.gwNames); k <= maxGW && !sparseGW; k++ {
 		a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", k))
 	}
+	a.idState = make([]identityState, len(a.idNames))
 	a.gwState = make([]gatewayState, len(a.gwNames))
-	a.clockShifts()
+	a.clockShifts(cb)
 
 	// Two halves of the work read different columns, so they run side by
 	// side without sharing anything: latency per gateway and the run's
 	// span on one side, per-identity tallies on the other.
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.scanLatency()
-	}()
-	a.scanIdentities()
-	wg.Wait()
+	a.lag = NewLatencyHistogram()
+	a.start, a.end = math.MaxInt64, math.MinInt64
+	if a.spilled {
+		if err := a.newGroups(&wt); err != nil {
+			return err
+		}
+	}
+	err = a.chunks(func(c *history.History, base int) {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.scanLatency(c)
+		}()
+		a.scanIdentities(c, base)
+		if a.spilled {
+			a.groupChunk(c)
+		}
+		wg.Wait()
+	})
+	if err != nil {
+		return err
+	}
 	if a.n == 0 {
 		a.start, a.end = 0, 0
 	}
 
+	a.interval = int64(a.opts.Interval)
+	if a.interval <= 0 {
+		a.interval = int64(niceInterval(time.Duration(a.end - a.start)))
+	}
+	// A tiny Interval over a long run would chart millions of points;
+	// coarsen it to at most maxTimeline.
+	for (a.end-a.start)/a.interval >= maxTimeline {
+		a.interval *= 2
+	}
+	a.timeline = make([]int64, (a.end-a.start)/a.interval+1)
+
+	if a.spilled {
+		return a.groups.finish()
+	}
 	// Group the allowed records by identity (a counting sort), so the
 	// per-identity work below touches no map and sorts only short lists.
 	a.offsets = make([]int, len(a.idState)+1)
@@ -497,7 +630,7 @@ func (a *analyzer) scan() {
 	fill := slices.Clone(a.offsets[:len(a.idState)])
 	for i := range a.n {
 		if h.Outcome(i) == decision.Allowed {
-			id := a.identity(i)
+			id := a.identity(h, i)
 			if a.dense[id] {
 				continue
 			}
@@ -505,31 +638,19 @@ func (a *analyzer) scan() {
 			fill[id]++
 		}
 	}
-
-	a.interval = int64(a.opts.Interval)
-	if a.interval <= 0 {
-		a.interval = int64(niceInterval(time.Duration(a.end - a.start)))
-	}
-	// A tiny Interval over a long run would chart millions of points;
-	// coarsen it to at most maxTimeline.
-	for (a.end-a.start)/a.interval >= maxTimeline {
-		a.interval *= 2
-	}
-	a.timeline = make([]int64, (a.end-a.start)/a.interval+1)
+	return nil
 }
 
 // scanLatency records every request's latency in its gateway's histogram
-// and finds the run's span.
-func (a *analyzer) scanLatency() {
-	h := a.h
-	a.lag = NewLatencyHistogram()
-	start, end := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range a.n {
-		o := h.Outcome(i)
-		in := clampTime(int64(h.Intended(i)))
+// and widens the run's span to chunk c's records.
+func (a *analyzer) scanLatency(c *history.History) {
+	start, end := a.start, a.end
+	for i := range c.Len() {
+		o := c.Outcome(i)
+		in := clampTime(int64(c.Intended(i)))
 		start = min(start, in)
 		end = max(end, in)
-		gs := &a.gwState[a.gateway(i)]
+		gs := &a.gwState[a.gateway(c, i)]
 		if gs.hist == nil {
 			gs.hist = NewLatencyHistogram()
 		}
@@ -537,7 +658,7 @@ func (a *analyzer) scanLatency() {
 		if o == decision.Dropped {
 			continue // never ran: no latency, and its times mean nothing
 		}
-		if recv := h.Received(i); recv != history.NoTime {
+		if recv := c.Received(i); recv != history.NoTime {
 			r := clampTime(int64(recv))
 			end = max(end, r)
 			recordMicros(gs.hist, (r-in)/1000)
@@ -545,50 +666,61 @@ func (a *analyzer) scanLatency() {
 		// A target's clock may put Sent or Decided outside [Intended,
 		// Received]; the run's span covers them so no decision falls off
 		// the charts.
-		if sent := h.Sent(i); sent != history.NoTime {
+		if sent := c.Sent(i); sent != history.NoTime {
 			s := clampTime(int64(sent))
 			start = min(start, s)
 			recordMicros(a.lag, (s-in)/1000)
 		}
-		if h.Decided(i) != history.NoTime {
-			d, _ := a.decidedBetween(i)
+		if c.Decided(i) != history.NoTime {
+			d, _ := a.decidedBetween(c, i)
 			start, end = min(start, d), max(end, d)
 		}
 	}
 	a.start, a.end = start, end
 }
 
-// scanIdentities tallies outcomes per identity and the run-wide counts
-// that need no latency.
-func (a *analyzer) scanIdentities() {
-	h := a.h
-	for i := range a.n {
-		o := h.Outcome(i)
-		id := a.identity(i)
+// scanIdentities tallies outcomes per identity, the run-wide counts that
+// need no latency and the first Redis decision after the last fault, over
+// chunk c (whose first record is the history's base-th).
+func (a *analyzer) scanIdentities(c *history.History, base int) {
+	for i := range c.Len() {
+		o := c.Outcome(i)
+		id := a.identity(c, i)
 		st := &a.idState[id]
 		st.counts[o]++
-		switch h.By(i) {
+		by := c.By(i)
+		switch by {
 		case decision.ByFailOpen:
 			st.failOpen++
 		case decision.ByFailClosed:
 			st.failClosed++
 		case decision.ByUnanswered:
 			if o == decision.Error {
-				if a.maybeByID == nil {
-					a.maybeByID = map[uint32][]int32{}
+				st.maybe++
+				if !a.spilled {
+					if a.maybeByID == nil {
+						a.maybeByID = map[uint32][]int32{}
+					}
+					a.maybeByID[id] = append(a.maybeByID[id], int32(base+i))
 				}
-				a.maybeByID[id] = append(a.maybeByID[id], int32(i))
 			}
 		}
 		if o == decision.Denied {
 			a.deniedTotal++
-			if h.RetryAfter(i) == history.NoTime {
+			if c.RetryAfter(i) == history.NoTime {
 				a.missingRetry++
 			}
 		}
-		if r := h.Round(i); r >= 0 {
+		if r := c.Round(i); r >= 0 {
 			a.hasRound = true
 			a.maxRound = max(a.maxRound, r)
+		}
+		if a.faults != nil && (o == decision.Allowed || o == decision.Denied) && (by == decision.ByRedis || by == decision.ByLease) {
+			// A known decision time is a point (s == r); otherwise the
+			// answer's arrival is the latest it can have been decided.
+			if s, r := a.decidedBetween(c, i); s >= a.faultEnd {
+				a.recovered = min(a.recovered, r)
+			}
 		}
 	}
 }
@@ -607,10 +739,15 @@ func (a *analyzer) envelope() (float64, float64, bool) {
 }
 
 // perIdentity computes every per-identity figure. Identities are
-// independent, so workers (one per CPU) take them in turn, each with its own
-// scratch slices sized for the largest identity and its own timeline.
-func (a *analyzer) perIdentity() {
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(a.idState)))
+// independent, so workers (one per CPU) take them in turn (a spilled
+// history's: a group of them at a time), each with its own scratch sized
+// for the largest identity and its own timeline.
+func (a *analyzer) perIdentity() error {
+	units := len(a.idState)
+	if a.spilled {
+		units = len(a.groups.allowed.ranges)
+	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), units))
 	ws := make([]*worker, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -622,16 +759,23 @@ func (a *analyzer) perIdentity() {
 			defer wg.Done()
 			for {
 				k := int(next.Add(1) - 1)
-				if k >= len(a.idState) {
+				if k >= units || w.err != nil {
 					return
 				}
-				w.identity(k)
+				if a.spilled {
+					w.group(k)
+				} else {
+					w.identity(k, w.eachInMemory(k))
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	best := -1
+	var err error
 	for _, w := range ws {
+		w.close()
+		err = cmp.Or(err, w.err)
 		for b, c := range w.timeline {
 			a.timeline[b] += c
 		}
@@ -641,21 +785,29 @@ func (a *analyzer) perIdentity() {
 			best, a.worst, a.sliding = w.bestCeiling, w.worst, w.sliding
 		}
 	}
+	return err
 }
 
 // worker holds one goroutine's scratch for perIdentity.
 type worker struct {
-	a                   *analyzer
-	sent, recv, times   []int64
-	perBoundary         []int
-	perRound            []int32
-	touched             []int32
-	timeline            []int64
-	bestCeiling, worst  int
-	sink                time.Duration // keeps the prefetching loads alive
-	sliding             []Point       // the worst identity's Sliding so far
-	burstEnv, rateEnv   float64
-	hasEnv, raceApplies bool
+	a *analyzer
+	// One identity's allowed requests: the starts and ends of their
+	// decision intervals, their decision times, the long intervals (see
+	// intervals) and the errors that may have been admitted.
+	sent, recv, times, longSent, longRecv, maybeSent, maybeRecv sorter
+	perBoundary                                                 []int
+	perRound                                                    []int32
+	touched                                                     []int32
+	timeline                                                    []int64
+	bestCeiling, worst                                          int
+	sink                                                        time.Duration // keeps the prefetching loads alive
+	sliding                                                     []Point       // the worst identity's Sliding so far
+	burstEnv, rateEnv                                           float64
+	hasEnv, raceApplies                                         bool
+	// Spilled only: a group's records, read and then grouped by identity.
+	recs, byID []allowedRec
+	block      []byte
+	err        error
 }
 
 func (a *analyzer) newWorker() *worker {
@@ -667,6 +819,11 @@ func (a *analyzer) newWorker() *worker {
 		// set, no race rounds): those are not race rounds.
 		raceApplies: a.h.Meta.Rounds > 0 || (a.hasRound && len(a.h.Meta.Boundaries) == 0),
 	}
+	for _, s := range w.sorters() {
+		if a.spilled {
+			s.limit, s.dir = a.budget.run, a.h.SpillDir()
+		}
+	}
 	w.burstEnv, w.rateEnv, w.hasEnv = a.envelope()
 	if len(a.boundaries) > 0 {
 		w.perBoundary = make([]int, len(a.boundaries))
@@ -677,6 +834,37 @@ func (a *analyzer) newWorker() *worker {
 	return w
 }
 
+func (w *worker) sorters() []*sorter {
+	return []*sorter{&w.sent, &w.recv, &w.times, &w.longSent, &w.longRecv, &w.maybeSent, &w.maybeRecv}
+}
+
+// close removes the sorters' scratch files and keeps their first error.
+func (w *worker) close() {
+	for _, s := range w.sorters() {
+		w.err = cmp.Or(w.err, s.err)
+		s.close()
+	}
+}
+
+// visitFn takes one allowed record of an identity, its decision interval
+// [s, r] and round, or with maybe set an error that may have been admitted.
+type visitFn func(s, r int64, round int32, maybe bool)
+
+// eachInMemory visits identity k's records in a history in memory.
+func (w *worker) eachInMemory(k int) func(visitFn) {
+	a, h := w.a, w.a.h
+	return func(visit visitFn) {
+		w.each(k, func(i int) {
+			s, r := a.decidedBetween(h, i)
+			visit(s, r, h.Round(i), false)
+		})
+		for _, i := range a.maybeByID[uint32(k)] {
+			s, r := a.decidedBetween(h, int(i))
+			visit(s, r, history.NoRound, true)
+		}
+	}
+}
+
 // each calls visit with every allowed record of identity k, in history
 // order: from the grouped index, or for a dense identity (one holding a
 // large share of the run) by filtering the history itself, which saves the
@@ -685,7 +873,7 @@ func (w *worker) each(k int, visit func(i int)) {
 	a, h := w.a, w.a.h
 	if a.dense[k] {
 		for i := range a.n {
-			if h.Outcome(i) == decision.Allowed && a.identity(i) == uint32(k) {
+			if h.Outcome(i) == decision.Allowed && a.identity(h, i) == uint32(k) {
 				visit(i)
 			}
 		}
@@ -705,9 +893,14 @@ func (w *worker) each(k int, visit func(i int)) {
 	w.sink += ahead
 }
 
-// identity computes identity k's figures into a.idState[k].metrics.
-func (w *worker) identity(k int) {
-	a, h := w.a, w.a.h
+// mid is the single instant used where one is needed (envelope, slipped,
+// timeline): Decided when known, else the middle of [Sent, Received].
+func mid(s, r int64) int64 { return s + (r-s)/2 }
+
+// identity computes identity k's figures into a.idState[k].fig from its
+// records, which each visits (it may be called twice).
+func (w *worker) identity(k int, each func(visitFn)) {
+	a := w.a
 	st := &a.idState[k]
 	count := int(st.counts[decision.Allowed])
 	m := &st.fig
@@ -721,24 +914,27 @@ func (w *worker) identity(k int) {
 		m.set(fFailClosed, float64(st.failClosed))
 	}
 
-	// One gather over this identity's allowed records (they are scattered
-	// through the history, so each visit is a cache miss: visit once)
-	// collects the interval ends and decision times, and counts boundaries
-	// and race rounds on the way.
+	// One gather over this identity's allowed records (in memory they are
+	// scattered through the history, so each visit is a cache miss: visit
+	// once) collects the interval ends and decision times, and counts
+	// boundaries and race rounds on the way.
 	//
 	// Scratch grows to the largest identity this worker meets, and no
-	// further: one huge identity costs one worker's memory, not all. A big
-	// identity (a fail-open run's millions of allowed) gets its decision
-	// times in a second gather into the sent slice once the ceiling is
-	// done: a third less scratch where scratch is largest, for one more
-	// pass where a pass is cheapest relative to its sorts.
+	// further (a spilled history's, to the budget: past it, sorted runs go
+	// to disk). A big identity (a fail-open run's millions of allowed)
+	// gets its decision times in a second gather into the sent sorter once
+	// the ceiling is done: a third less scratch where scratch is largest,
+	// for one more pass where a pass is cheapest relative to its sorts.
 	big := count >= a.bigIdentity
-	w.sent = slices.Grow(w.sent[:0], count)
-	w.recv = slices.Grow(w.recv[:0], count)
-	if !big {
-		w.times = slices.Grow(w.times[:0], count)
+	for _, s := range w.sorters() {
+		s.reset()
 	}
-	sent, recv, times := w.sent, w.recv, w.times[:0]
+	sent, recv, times := &w.sent, &w.recv, &w.times
+	sent.grow(count)
+	recv.grow(count)
+	if !big {
+		times.grow(count)
+	}
 	newBest := false
 	long := 0
 	if w.perBoundary != nil {
@@ -748,16 +944,22 @@ func (w *worker) identity(k int) {
 	bestBoundary := 0
 	touched := w.touched[:0]
 	var widest int64 // longest [Sent, Received]: how far a decision time may be off
-	w.each(k, func(i int) {
-		s, r := a.decidedBetween(i)
-		sent = append(sent, s)
-		recv = append(recv, r)
+	each(func(s, r int64, rd int32, maybe bool) {
+		if maybe {
+			w.maybeSent.add(s)
+			w.maybeRecv.add(r)
+			return
+		}
+		sent.add(s)
+		recv.add(r)
 		widest = max(widest, r-s)
 		if !big {
-			times = append(times, s+(r-s)/2)
+			times.add(mid(s, r))
 		}
-		if r-s >= a.w {
+		if a.w > 0 && r-s >= a.w {
 			long++
+			w.longSent.add(s)
+			w.longRecv.add(r)
 		}
 		if w.perBoundary != nil {
 			// Boundaries B with B-span <= s and r <= B+span.
@@ -766,13 +968,11 @@ func (w *worker) identity(k int) {
 				bestBoundary = max(bestBoundary, w.perBoundary[j])
 			}
 		}
-		if a.hasRound {
-			if rd := h.Round(i); rd >= 0 {
-				if w.perRound[rd] == 0 {
-					touched = append(touched, rd)
-				}
-				w.perRound[rd]++
+		if a.hasRound && rd >= 0 {
+			if w.perRound[rd] == 0 {
+				touched = append(touched, rd)
 			}
+			w.perRound[rd]++
 		}
 	})
 	w.touched = touched
@@ -791,35 +991,22 @@ func (w *worker) identity(k int) {
 	// Window figures: ceiling bounds over every window, and over the
 	// windows around each fault.
 	if a.w > 0 {
-		defSent, defRecv := sent, recv
-		if long > 0 {
-			defSent, defRecv = nil, nil
-			for j := range sent {
-				if recv[j]-sent[j] < a.w {
-					defSent = append(defSent, sent[j])
-					defRecv = append(defRecv, recv[j])
-				}
-			}
-			sortTimes(defSent)
-			sortTimes(defRecv)
-		}
 		if big {
 			sortAll(sent, recv)
 		} else {
 			sortAll(sent, recv, times)
 		}
-		lower, upper := ceilingBounds(sent, recv, defSent, defRecv, a.w, minTime, maxTime)
-		if maybe := a.maybeByID[uint32(k)]; len(maybe) > 0 {
+		w.longSent.sort()
+		w.longRecv.sort()
+		iv := intervals{sent: sent.cursor, recv: recv.cursor, longSent: w.longSent.cursor, longRecv: w.longRecv.cursor, long: long}
+		lower, upper := ceilingBounds(iv, a.w, minTime, maxTime)
+		if w.maybeSent.n > 0 {
 			// Errors that may have been admitted can only raise the upper
 			// bound: each counts as possibly allowed within its interval.
-			ms := append(slices.Clone(sent), make([]int64, len(maybe))...)
-			mr := append(slices.Clone(recv), make([]int64, len(maybe))...)
-			for j, i := range maybe {
-				ms[len(sent)+j], mr[len(recv)+j] = a.decidedBetween(int(i))
-			}
-			sortTimes(ms)
-			sortTimes(mr)
-			upper = maxOverlap(ms, 1-a.w, mr, minTime, maxTime)
+			w.maybeSent.sort()
+			w.maybeRecv.sort()
+			upper = maxOverlap(mergeCursors(sent.cursor(), w.maybeSent.cursor()), 1-a.w,
+				mergeCursors(recv.cursor(), w.maybeRecv.cursor()), minTime, maxTime)
 		}
 		m.set(fCeiling, float64(lower))
 		m.set(fCeilingUpper, float64(upper))
@@ -832,8 +1019,7 @@ func (w *worker) identity(k int) {
 			worst := 0
 			for _, f := range a.faults {
 				lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
-				c, _ := ceilingBounds(sent, recv, defSent, defRecv, a.w, lo, hi)
-				worst = max(worst, c)
+				worst = max(worst, definite(iv, a.w, lo, hi))
 			}
 			m.set(fAfterFaultCeiling, float64(worst))
 		}
@@ -842,21 +1028,26 @@ func (w *worker) identity(k int) {
 	// Decision-time figures: the envelope, slipped and the timeline.
 	switch {
 	case big:
-		times = sent[:0]
-		w.each(k, func(i int) { times = append(times, a.decisionTime(i)) })
-		sortTimes(times)
+		times = sent
+		times.reset()
+		each(func(s, r int64, _ int32, maybe bool) {
+			if !maybe {
+				times.add(mid(s, r))
+			}
+		})
+		times.sort()
 	case a.w <= 0:
-		sortTimes(times)
+		times.sort()
 	}
 	if newBest {
 		// This identity is the worst so far: keep its sliding-window
 		// curve, while its sorted times are at hand.
-		w.sliding = slidingSeries(times, a.w, a.start, a.end, a.interval)
+		w.sliding = slidingSeries(times.cursor(), times.cursor(), a.w, a.start, a.end, a.interval)
 	}
 	if a.w > 0 {
-		rate := sustainedRate(times, a.start, a.end, a.w)
+		rate := sustainedRate(times.cursor(), times.n, a.start, a.end, a.w)
 		m.set(fSustainedRate, rate)
-		m.set(fBurst, burstFor(times, rate))
+		m.set(fBurst, burstFor(times.cursor(), rate))
 	}
 	if w.hasEnv {
 		// Decision times are estimates within half an interval each, so
@@ -865,9 +1056,10 @@ func (w *worker) identity(k int) {
 		// history a correct limiter could have made, and what it refuses
 		// certainly slipped.
 		slack := w.rateEnv * float64(widest) / 1e9
-		m.set(fSlipped, float64(slipped(times, w.burstEnv+slack, w.rateEnv)))
+		m.set(fSlipped, float64(slipped(times.cursor(), w.burstEnv+slack, w.rateEnv)))
 	}
-	for _, t := range times {
+	ts := times.cursor()
+	for t, ok := ts.next(); ok; t, ok = ts.next() {
 		b := (t - a.start) / a.interval
 		if b >= 0 && b < int64(len(w.timeline)) {
 			w.timeline[b]++
@@ -885,28 +1077,8 @@ const denseShare = 16
 const prefetchDistance = 8
 
 // parallelSort is the size from which sortAll sorts its slices side by
-// side: one identity with millions of allowed requests (a fail-open run)
-// otherwise leaves the other CPUs idle.
+// side.
 const parallelSort = 1 << 16
-
-// sortAll sorts each slice.
-func sortAll(ss ...[]int64) {
-	if len(ss[0]) < parallelSort {
-		for _, s := range ss {
-			sortTimes(s)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for _, s := range ss {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sortTimes(s)
-		}()
-	}
-	wg.Wait()
-}
 
 // listed returns the identities Result.PerIdentity lists, in Meta order:
 // all of them, or past maxPerIdentity the worst ones.
@@ -1011,8 +1183,6 @@ func (a *analyzer) result() Result {
 		res.Metrics[metric.SendLagP99] = ms(a.lag.ValueAtPercentile(99))
 	}
 
-	a.retryFigures(&res)
-
 	if a.n > 0 {
 		for b, c := range a.timeline {
 			res.Timeline = append(res.Timeline, Point{At: time.Duration(a.start + int64(b)*a.interval), Value: float64(c)})
@@ -1025,57 +1195,45 @@ func (a *analyzer) result() Result {
 // recoverMs measures the last fault's recovery; false when Redis never
 // decided again.
 func (a *analyzer) recoverMs() (float64, bool) {
-	last := a.faults[0]
-	for _, f := range a.faults[1:] {
-		if f.At >= last.At {
-			last = f
-		}
-	}
-	end := int64(last.At + last.For)
-	first := int64(math.MaxInt64)
-	h := a.h
-	for i := range a.n {
-		if !decidedByRedis(h, i) {
-			continue
-		}
-		// A known decision time is a point (s == r); otherwise the
-		// answer's arrival is the latest it can have been decided.
-		s, r := a.decidedBetween(i)
-		if s < end {
-			continue
-		}
-		first = min(first, r)
-	}
-	if first == math.MaxInt64 {
+	if a.recovered == math.MaxInt64 {
 		return 0, false
 	}
-	return float64(first-end) / 1e6, true
+	return float64(a.recovered-a.faultEnd) / 1e6, true
 }
 
 // slidingSeries is the trailing-window allowed count (t-w, t] over the run,
 // one point per step. Each point is the highest count reached within its
 // step (at an allowed request or at the step's end), so the chart's peak is
 // the true peak, not whatever a sample happened to hit.
-func slidingSeries(times []int64, w, start, end, step int64) []Point {
+//
+// lead and lag are two cursors over the same sorted times: the window's
+// front and back.
+func slidingSeries(lead, lag *cursor, w, start, end, step int64) []Point {
 	var out []Point
-	lo, hi := 0, 0 // times[lo:hi] are in the trailing window
+	lo, hi := 0, 0 // the lo-th to the hi-th times are in the trailing window
 	for at := start; ; at += step {
 		stepEnd := at + step
 		best := 0
-		for hi < len(times) && times[hi] < stepEnd {
-			t := times[hi]
+		for t, ok := lead.peek(); ok && t < stepEnd; t, ok = lead.peek() {
+			lead.i++
 			hi++
-			for times[lo] <= t-w {
+			for l, ok := lag.peek(); ok && l <= t-w; l, ok = lag.peek() {
+				lag.i++
 				lo++
 			}
 			best = max(best, hi-lo)
 		}
-		for lo < hi && times[lo] <= stepEnd-w {
+		for lo < hi {
+			if l, ok := lag.peek(); !ok || l > stepEnd-w {
+				break
+			}
+			lag.i++
 			lo++
 		}
 		best = max(best, hi-lo)
 		out = append(out, Point{At: time.Duration(at), Value: float64(best)})
-		if (stepEnd > end && hi == len(times)) || len(out) > maxTimeline {
+		_, more := lead.peek()
+		if (stepEnd > end && !more) || len(out) > maxTimeline {
 			break
 		}
 	}

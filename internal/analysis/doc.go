@@ -16,4 +16,14 @@
 // linear sweeps. Extra memory is 4 bytes per allowed record plus scratch for
 // the largest identity (24 bytes per its allowed record) and one latency
 // histogram per gateway.
+//
+// A history spilled to disk (a long run's; see history.History.Spill) is
+// analysed by AnalyzeDisk in three passes over its chunks: the indices in
+// use and the clocks' offsets; tallies, latency and, written to a scratch
+// file, each identity's records by groups of identities; then per group
+// the same per-identity figures, an identity too large for memory sorted
+// in runs on disk and merged. Memory stays under about 200 MB whatever the
+// run's length (a test holds 50 million records under 300 MB), and the
+// Result is the one the in-memory path gives (a property test compares
+// them).
 package analysis

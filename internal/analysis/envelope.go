@@ -1,7 +1,5 @@
 package analysis
 
-import "sort"
-
 // The token-bucket envelope. A bucket of capacity b refilled at rate r
 // admits a sequence of requests at times t_0 <= t_1 <= ... (starting full)
 // exactly when every run of them satisfies
@@ -16,35 +14,40 @@ import "sort"
 // of such a design is 2L-1 by construction.
 
 // sustainedRate is the long-run allowed rate in requests per second: the
-// allowed (decision times sorted in times) after the run's first window,
-// over the length of that part, [start+w, end]. A run shorter than 2w is
-// too short to leave its start out, so it uses all of [start, end].
-func sustainedRate(times []int64, start, end, w int64) float64 {
+// allowed (n decision times, sorted, read by times) after the run's first
+// window, over the length of that part, [start+w, end]. A run shorter than
+// 2w is too short to leave its start out, so it uses all of [start, end].
+func sustainedRate(times *cursor, n int, start, end, w int64) float64 {
 	span := end - start
 	if span <= 0 {
 		return 0
 	}
 	if span < 2*w {
-		return float64(len(times)) / (float64(span) / 1e9)
+		return float64(n) / (float64(span) / 1e9)
 	}
 	from := start + w
-	k := sort.Search(len(times), func(i int) bool { return times[i] >= from })
-	return float64(len(times)-k) / (float64(end-from) / 1e9)
+	k := times.skipWhile(func(t int64) bool { return t < from })
+	return float64(n-k) / (float64(end-from) / 1e9)
 }
 
 // burstFor is the smallest capacity b such that every [t_i, t_j] of the
 // sorted times saw at most b + rate*(t_j - t_i) allowed (rate per second):
 // max over i <= j of (j-i+1) - rate*(t_j - t_i), in one pass keeping the
 // best (rate*t_i - i) seen so far. 0 for no requests.
-func burstFor(times []int64, rate float64) float64 {
-	if len(times) == 0 {
+func burstFor(times *cursor, rate float64) float64 {
+	t0, ok := times.peek()
+	if !ok {
 		return 0
 	}
 	perNs := rate / 1e9
-	t0 := times[0] // offsets from t0 keep the products small and exact enough
+	// Offsets from t0 keep the products small and exact enough.
 	best := 0.0
 	bestStart := 0.0 // max over i <= j of perNs*(t_i-t0) - i
-	for j, t := range times {
+	for j := 0; ; j++ {
+		t, ok := times.next()
+		if !ok {
+			break
+		}
 		x := perNs * float64(t-t0)
 		if v := x - float64(j); j == 0 || v > bestStart {
 			bestStart = v
@@ -64,15 +67,15 @@ const slipEps = 1e-9
 // capacity burst refilled at rate per second, starting full; a request the
 // bucket must refuse is counted and does not spend a token (the limiter
 // admitted it, but a correct one of this envelope would not have).
-func slipped(times []int64, burst, rate float64) int {
-	if len(times) == 0 {
+func slipped(times *cursor, burst, rate float64) int {
+	last, ok := times.peek()
+	if !ok {
 		return 0
 	}
 	perNs := rate / 1e9
 	tokens := burst
-	last := times[0]
 	n := 0
-	for _, t := range times {
+	for t, ok := times.next(); ok; t, ok = times.next() {
 		tokens = min(burst, tokens+perNs*float64(t-last))
 		last = t
 		if tokens >= 1-slipEps {

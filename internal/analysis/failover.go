@@ -36,14 +36,24 @@ func isFailover(f history.Fault) bool { return slices.Contains(FailoverActions, 
 // own choice, counted apart) sent from its start, each within electionGap
 // of the one before, until the next fault.
 func (a *analyzer) elections() map[int]election {
-	var idx []int
-	h := a.h
-	for i := range a.n {
-		if undecided(h, i) && h.By(i) != decision.ByFailoverDeny && h.Sent(i) != history.NoTime {
-			idx = append(idx, i)
-		}
+	// The undecided requests that were sent, by send time: few (an
+	// outage's), so held even for a spilled history.
+	type sentRec struct {
+		sent, r int64
+		t       Tally
 	}
-	slices.SortFunc(idx, func(x, y int) int { return cmp.Compare(h.Sent(x), h.Sent(y)) })
+	var recs []sentRec
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if undecided(h, i) && h.By(i) != decision.ByFailoverDeny && h.Sent(i) != history.NoTime {
+				_, r := a.decidedBetween(h, i)
+				var t Tally
+				t.add(h, i)
+				recs = append(recs, sentRec{sent: int64(h.Sent(i)), r: r, t: t})
+			}
+		}
+	})
+	slices.SortStableFunc(recs, func(x, y sentRec) int { return cmp.Compare(x.sent, y.sent) })
 	out := map[int]election{}
 	for k, f := range a.faults {
 		if !isFailover(f) {
@@ -57,16 +67,14 @@ func (a *analyzer) elections() map[int]election {
 			}
 		}
 		e := election{last: start, end: start}
-		j, _ := slices.BinarySearchFunc(idx, f.At, func(i int, at time.Duration) int { return cmp.Compare(h.Sent(i), at) })
-		for ; j < len(idx); j++ {
-			i := idx[j]
-			s := int64(h.Sent(i))
-			if s >= until || s-e.last > int64(electionGap) {
+		j, _ := slices.BinarySearchFunc(recs, int64(f.At), func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
+		for ; j < len(recs); j++ {
+			x := recs[j]
+			if x.sent >= until || x.sent-e.last > int64(electionGap) {
 				break
 			}
-			_, r := a.decidedBetween(i)
-			e.last, e.end = s, max(e.end, r)
-			e.add(h, i)
+			e.last, e.end = x.sent, max(e.end, x.r)
+			e.Tally.merge(x.t)
 		}
 		out[k] = e
 	}
@@ -97,14 +105,16 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 	// the failover, from the first to the last.
 	var denied int64
 	first, firstAns, last := int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range a.n {
-		if a.h.By(i) != decision.ByFailoverDeny {
-			continue
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if h.By(i) != decision.ByFailoverDeny {
+				continue
+			}
+			denied++
+			s, r := a.decidedBetween(h, i)
+			first, firstAns, last = min(first, s), min(firstAns, r), max(last, r)
 		}
-		denied++
-		s, r := a.decidedBetween(i)
-		first, firstAns, last = min(first, s), min(firstAns, r), max(last, r)
-	}
+	})
 	res.Metrics[metric.FailoverDenied] = float64(denied)
 	if denied == 0 {
 		return els
@@ -145,18 +155,19 @@ func (a *analyzer) recover(els map[int]election) (float64, bool) {
 // before it stepped down); false when Redis never decided again.
 func (a *analyzer) failoverRecoverMs(f history.Fault, e election) (float64, bool) {
 	first := int64(math.MaxInt64)
-	h := a.h
-	for i := range a.n {
-		if !decidedByRedis(h, i) {
-			continue
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if !decidedByRedis(h, i) {
+				continue
+			}
+			s := int64(h.Sent(i))
+			if h.Sent(i) == history.NoTime || s < int64(f.At) || (e.last > int64(f.At) && s <= e.last) {
+				continue
+			}
+			_, r := a.decidedBetween(h, i)
+			first = min(first, r)
 		}
-		s := int64(h.Sent(i))
-		if h.Sent(i) == history.NoTime || s < int64(f.At) || (e.last > int64(f.At) && s <= e.last) {
-			continue
-		}
-		_, r := a.decidedBetween(i)
-		first = min(first, r)
-	}
+	})
 	if first == math.MaxInt64 {
 		return 0, false
 	}

@@ -36,6 +36,14 @@ type Tally struct {
 func (t Tally) Undecided() int64 { return t.FailOpen + t.FailClosed + t.Fallback + t.Errors }
 
 // add counts record i, an undecided one.
+// merge adds u's counts to t.
+func (t *Tally) merge(u Tally) {
+	t.FailOpen += u.FailOpen
+	t.FailClosed += u.FailClosed
+	t.Fallback += u.Fallback
+	t.Errors += u.Errors
+}
+
 func (t *Tally) add(h *history.History, i int) {
 	switch {
 	case h.Outcome(i) == decision.Error:
@@ -65,8 +73,36 @@ func undecided(h *history.History, i int) bool {
 // Outages finds the stretches of h in which requests went undecided (see
 // Outage) outside the planned spans: a request counts when its
 // send-to-answer interval overlaps no planned span. Undecided requests less
-// than gap apart join one outage. Outages come in time order.
+// than gap apart join one outage. Outages come in time order. A spilled
+// history is read a chunk at a time, and the chunks' outages joined.
 func Outages(h *history.History, planned []Span, gap time.Duration) []Outage {
+	var out []Outage
+	// A read error leaves the outages found so far; AnalyzeDisk reports it.
+	_ = h.Chunks(func(c *history.History) error {
+		out = append(out, outagesOf(c, planned, gap)...)
+		return nil
+	})
+	return joinOutages(out, gap)
+}
+
+// joinOutages sorts outages by start and joins those less than gap apart.
+func joinOutages(os []Outage, gap time.Duration) []Outage {
+	slices.SortStableFunc(os, func(a, b Outage) int { return cmp.Compare(a.From, b.From) })
+	var out []Outage
+	for _, o := range os {
+		if n := len(out); n > 0 && o.From <= out[n-1].To+gap {
+			p := &out[n-1]
+			p.To = max(p.To, o.To)
+			p.merge(o.Tally)
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// outagesOf is Outages over the records of h alone.
+func outagesOf(h *history.History, planned []Span, gap time.Duration) []Outage {
 	var idx []int
 	for i := range h.Len() {
 		if !undecided(h, i) {
@@ -142,7 +178,40 @@ const dropWindow = 100 * time.Millisecond
 // ExplainDrops looks at the moments h's requests were dropped (see Drops).
 // It returns a zero Drops when none was.
 func ExplainDrops(h *history.History) Drops {
-	var d Drops
+	var sum dropSums
+	// A read error leaves what was seen so far; AnalyzeDisk reports it.
+	_ = h.Chunks(func(c *history.History) error {
+		sum.add(c)
+		return nil
+	})
+	d := Drops{Dropped: sum.dropped, Workers: sum.workers}
+	if d.Dropped == 0 {
+		return Drops{}
+	}
+	if h.Meta.Workers > 0 {
+		d.Workers = h.Meta.Workers
+	}
+	if sum.samples > 0 {
+		d.Service = sum.svc / time.Duration(sum.samples)
+		d.Rate = sum.rate / float64(sum.samples)
+	}
+	d.SlowTarget = d.Workers > 0 && d.Rate*d.Service.Seconds() >= float64(d.Workers)/2
+	return d
+}
+
+// dropSums gathers ExplainDrops' figures a piece of history at a time. A
+// spilled history's chunks are swept each on its own, so a request in
+// flight across a chunk's edge is missed there: over chunks of 65,536
+// records, a small error in estimates that are means anyway.
+type dropSums struct {
+	dropped int64
+	workers int
+	svc     time.Duration
+	rate    float64
+	samples int64
+}
+
+func (d *dropSums) add(h *history.History) {
 	type event struct {
 		at    time.Duration
 		svc   time.Duration // the request's send-to-answer time
@@ -150,10 +219,11 @@ func ExplainDrops(h *history.History) Drops {
 	}
 	var ev []event
 	intended := make([]time.Duration, 0, h.Len())
+	dropped := 0
 	for i := range h.Len() {
 		intended = append(intended, h.Intended(i))
 		if h.Outcome(i) == decision.Dropped {
-			d.Dropped++
+			dropped++
 			ev = append(ev, event{at: h.Intended(i)})
 			continue
 		}
@@ -164,8 +234,9 @@ func ExplainDrops(h *history.History) Drops {
 		r = max(r, s)
 		ev = append(ev, event{s, r - s, +1}, event{r, r - s, -1})
 	}
-	if d.Dropped == 0 {
-		return Drops{}
+	d.dropped += int64(dropped)
+	if dropped == 0 {
+		return
 	}
 	// At equal times answers come first, then drops, then sends: a worker
 	// freed at t serves a request due at t.
@@ -178,29 +249,18 @@ func ExplainDrops(h *history.History) Drops {
 	slices.Sort(intended)
 	// One sweep keeps the number in flight and the sum of their service
 	// times; each drop reads both, and the rate offered just before it.
-	var inflight, sum, samples int64
-	var svc time.Duration
-	var rate float64
+	var inflight, sum int64
 	for _, e := range ev {
 		inflight += int64(e.delta)
 		sum += int64(e.delta) * int64(e.svc)
-		d.Workers = max(d.Workers, int(inflight))
+		d.workers = max(d.workers, int(inflight))
 		if e.delta != 0 || inflight <= 0 {
 			continue
 		}
-		svc += time.Duration(sum / inflight)
+		d.svc += time.Duration(sum / inflight)
 		lo, _ := slices.BinarySearch(intended, e.at-dropWindow)
 		hi, _ := slices.BinarySearch(intended, e.at+1)
-		rate += float64(hi-lo) / dropWindow.Seconds()
-		samples++
+		d.rate += float64(hi-lo) / dropWindow.Seconds()
+		d.samples++
 	}
-	if h.Meta.Workers > 0 {
-		d.Workers = h.Meta.Workers
-	}
-	if samples > 0 {
-		d.Service = svc / time.Duration(samples)
-		d.Rate = rate / float64(samples)
-	}
-	d.SlowTarget = d.Workers > 0 && d.Rate*d.Service.Seconds() >= float64(d.Workers)/2
-	return d
 }

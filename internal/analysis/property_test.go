@@ -233,7 +233,7 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 		res := Analyze(h, opts)
 		// The path for big identities (two gathers, parallel sorts) must
 		// agree with the one for small ones.
-		if big := analyze(h, opts, 1); !reflect.DeepEqual(big.PerIdentity, res.PerIdentity) || !reflect.DeepEqual(big.Sliding, res.Sliding) || !reflect.DeepEqual(big.Timeline, res.Timeline) {
+		if big := mustAnalyze(t, h, opts, 1, spillBudget); !reflect.DeepEqual(big.PerIdentity, res.PerIdentity) || !reflect.DeepEqual(big.Sliding, res.Sliding) || !reflect.DeepEqual(big.Timeline, res.Timeline) {
 			t.Fatalf("iteration %d: big-identity path differs:\n%+v\n%+v", iter, big.PerIdentity, res.PerIdentity)
 		}
 		w := int64(h.Meta.Limit.Window)
@@ -574,4 +574,14 @@ func TestClockShiftOfAJitteryClockIsShared(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mustAnalyze is analyze, failing the test on an error.
+func mustAnalyze(t testing.TB, h *history.History, opts Options, bigIdentity int, b budget) Result {
+	t.Helper()
+	res, err := analyze(h, opts, bigIdentity, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -30,198 +30,221 @@ func exactSlack(told int64) int64 {
 	return max(int64(5*time.Millisecond), told/20)
 }
 
-// arrival is one request of an identity, for the retry figures.
-type arrival struct {
-	sent    int64 // Sent (Intended when it has none)
-	recv    int64 // Received, or NoTime
-	s, e    int64 // decision interval
-	retry   bool
-	allowed bool
-	denied  bool
+// retryRec is one request that ran, as the retry figures need it.
+type retryRec struct {
+	sent       int64 // Sent (Intended when it has none), not clamped
+	rawSent    int64 // Sent, or NoTime
+	recv       int64 // Received, or NoTime
+	s, e       int64 // decision interval
+	retryAfter int64 // or NoTime
+	told       int64
+	waited     int64
+	id         uint32
+	attempt    uint8
+	outcome    decision.Outcome
+}
+
+func (r *retryRec) allowed() bool { return r.outcome == decision.Allowed }
+func (r *retryRec) denied() bool  { return r.outcome == decision.Denied }
+
+// retryRecOf is record i of chunk c.
+func (a *analyzer) retryRecOf(c *history.History, i int) retryRec {
+	s, e := a.decidedBetween(c, i)
+	raw := c.Sent(i)
+	sent := raw
+	if sent == history.NoTime {
+		sent = c.Intended(i)
+	}
+	return retryRec{
+		sent: int64(sent), rawSent: int64(raw), recv: int64(c.Received(i)), s: s, e: e,
+		retryAfter: int64(c.RetryAfter(i)), told: int64(c.Told(i)), waited: int64(c.Waited(i)),
+		id: a.identity(c, i), attempt: c.Attempt(i), outcome: c.Outcome(i),
+	}
 }
 
 // retryFigures measures how retrying clients fared (Analyze documents the
 // definitions). It applies only to histories with retries, and is computed
 // per identity: a reset, a denial and an admission concern one limit.
-func (a *analyzer) retryFigures(res *Result) {
+func (a *analyzer) retryFigures(res *Result) error {
 	h := a.h
 	if !h.HasRetries() {
+		return nil
+	}
+	acc := retryAcc{herdPeak: -1, herdID: -1}
+	if a.spilled {
+		if err := a.retryGroups(&acc); err != nil {
+			return err
+		}
+	} else {
+		byID := make([][]int32, len(a.idState))
+		for i := range a.n {
+			if h.Outcome(i) == decision.Dropped {
+				continue // never sent
+			}
+			id := a.identity(h, i)
+			byID[id] = append(byID[id], int32(i))
+		}
+		var rs []retryRec
+		for id, idx := range byID {
+			rs = rs[:0]
+			for _, i := range idx {
+				rs = append(rs, a.retryRecOf(h, int(i)))
+			}
+			acc.identity(id, rs)
+		}
+	}
+	acc.result(res)
+	return nil
+}
+
+// retryAcc accumulates the retry figures identity by identity.
+type retryAcc struct {
+	retries, relimited     int64 // answered retries, denied ones
+	excessSum              float64
+	excessN                int64
+	exact, lied            int64
+	herdPeak               int
+	herdID                 int
+	herdAt                 int64
+	arrivalsSent, retrySet []int64
+}
+
+// identity adds identity id's requests that ran, rs, in history order.
+func (acc *retryAcc) identity(id int, rs []retryRec) {
+	if len(rs) == 0 {
 		return
 	}
-	byID := make([][]int32, len(a.idState))
-	for i := range a.n {
-		if h.Outcome(i) == decision.Dropped {
-			continue // never sent
+	var resets []int64
+	sends := make([]int64, 0, len(rs))
+	for j := range rs {
+		r := &rs[j]
+		sends = append(sends, clampTime(r.sent))
+		if r.denied() && r.retryAfter != int64(history.NoTime) && r.recv != int64(history.NoTime) {
+			resets = append(resets, clampTime(r.recv+r.retryAfter))
 		}
-		id := a.identity(i)
-		byID[id] = append(byID[id], int32(i))
+		if r.attempt > 0 && r.told != int64(history.NoTime) && r.waited != int64(history.NoTime) {
+			resets = append(resets, clampTime(r.sent-r.waited+r.told))
+		}
 	}
-	var (
-		retries, relimited     int64 // answered retries, denied ones
-		excessSum              float64
-		excessN                int64
-		exact, lied            int64
-		herdPeak               = -1
-		herdID                 = -1
-		herdAt                 int64
-		arrivalsSent, retrySet []int64
-	)
-	for id, idx := range byID {
-		if len(idx) == 0 {
+	slices.Sort(sends)
+	// herd_peak: arrivals in [R, R+HerdSpan) after each announced reset R.
+	for _, r := range resets {
+		lo := sort.Search(len(sends), func(j int) bool { return sends[j] >= r })
+		hi := sort.Search(len(sends), func(j int) bool { return sends[j] >= r+int64(HerdSpan) })
+		if n := hi - lo; n > acc.herdPeak || (n == acc.herdPeak && id < acc.herdID) {
+			acc.herdPeak, acc.herdID, acc.herdAt = n, id, r
+		}
+	}
+
+	// The identity's admissions ordered by their decision interval's
+	// start, with the running maximum of its end (was anything admitted by
+	// then?) and the suffix minimum of its end (the earliest admission
+	// from then on).
+	var adm []retryRec
+	for _, r := range rs {
+		if r.allowed() {
+			adm = append(adm, r)
+		}
+	}
+	slices.SortStableFunc(adm, func(x, y retryRec) int { return cmp.Compare(x.s, y.s) })
+	starts := make([]int64, len(adm))
+	prefMaxEnd := make([]int64, len(adm))
+	sufMinEnd := make([]int64, len(adm)+1)
+	sufMinEnd[len(adm)] = maxTime
+	for j, r := range adm {
+		starts[j] = r.s
+		prefMaxEnd[j] = r.e
+		if j > 0 {
+			prefMaxEnd[j] = max(prefMaxEnd[j], prefMaxEnd[j-1])
+		}
+	}
+	for j := len(adm) - 1; j >= 0; j-- {
+		sufMinEnd[j] = min(adm[j].e, sufMinEnd[j+1])
+	}
+	// admittedWithin: did some admission's interval touch [from, to]?
+	admittedWithin := func(from, to int64) bool {
+		k := sort.Search(len(starts), func(j int) bool { return starts[j] > to }) // starts[:k] <= to
+		return k > 0 && prefMaxEnd[k-1] >= from
+	}
+	// The identity's denials by arrival, so a retry finds the denial it
+	// repeats (the one that arrived Waited before it was sent) and with it
+	// the earliest moment that denial can have been decided.
+	var denials []retryRec
+	for _, r := range rs {
+		if r.denied() && r.recv != int64(history.NoTime) {
+			denials = append(denials, r)
+		}
+	}
+	slices.SortStableFunc(denials, func(x, y retryRec) int { return cmp.Compare(x.recv, y.recv) })
+	deniedAt := func(prev int64) int64 {
+		k := sort.Search(len(denials), func(j int) bool { return denials[j].recv >= prev-int64(time.Microsecond) })
+		if k < len(denials) && denials[k].recv <= prev+int64(time.Microsecond) {
+			return denials[k].s
+		}
+		return prev // not found (a merged or hand-made history): its arrival
+	}
+
+	for j := range rs {
+		r := &rs[j]
+		if r.attempt == 0 || (!r.allowed() && !r.denied()) {
 			continue
 		}
-		rs := make([]arrival, len(idx))
-		var resets []int64
-		for j, i := range idx {
-			s, e := a.decidedBetween(int(i))
-			sent := h.Sent(int(i))
-			if sent == history.NoTime {
-				sent = h.Intended(int(i))
-			}
-			o := h.Outcome(int(i))
-			rs[j] = arrival{sent: clampTime(int64(sent)), recv: int64(h.Received(int(i))), s: s, e: e,
-				retry: h.Attempt(int(i)) > 0, allowed: o == decision.Allowed, denied: o == decision.Denied}
-			if o == decision.Denied {
-				if ra := h.RetryAfter(int(i)); ra != history.NoTime {
-					if recv := h.Received(int(i)); recv != history.NoTime {
-						resets = append(resets, clampTime(int64(recv+ra)))
-					}
-				}
-			}
-			if rs[j].retry {
-				if told, waited := h.Told(int(i)), h.Waited(int(i)); told != history.NoTime && waited != history.NoTime {
-					resets = append(resets, clampTime(int64(sent-waited+told)))
-				}
-			}
+		acc.retries++
+		if r.denied() {
+			acc.relimited++
 		}
-		slices.SortFunc(rs, func(x, y arrival) int { return cmp.Compare(x.sent, y.sent) })
-		sends := make([]int64, len(rs))
-		for j, r := range rs {
-			sends[j] = r.sent
+		if r.rawSent == int64(history.NoTime) || r.waited == int64(history.NoTime) {
+			continue
 		}
-		// herd_peak: arrivals in [R, R+HerdSpan) after each announced reset R.
-		for _, r := range resets {
-			lo := sort.Search(len(sends), func(j int) bool { return sends[j] >= r })
-			hi := sort.Search(len(sends), func(j int) bool { return sends[j] >= r+int64(HerdSpan) })
-			if n := hi - lo; n > herdPeak || (n == herdPeak && id < herdID) {
-				herdPeak, herdID, herdAt = n, id, r
-			}
+		prev := clampTime(r.rawSent - r.waited) // the previous answer's arrival
+		if r.allowed() {
+			// The earliest admission of this identity decided after the
+			// previous answer arrived: the retry could have been there.
+			k := sort.Search(len(starts), func(j int) bool { return starts[j] >= prev })
+			acc.excessSum += float64(max(0, clampTime(r.rawSent)-sufMinEnd[k]))
+			acc.excessN++
 		}
-
-		// The identity's admissions ordered by their decision interval's
-		// start, with the running maximum of its end (was anything
-		// admitted by then?) and the suffix minimum of its end (the
-		// earliest admission from then on).
-		adm := make([]arrival, 0, len(rs))
+		if r.told == int64(history.NoTime) {
+			continue
+		}
+		tl := r.told
+		if r.waited < tl || r.waited > tl+exactSlack(tl) {
+			continue // it did not wait exactly what it was told
+		}
+		acc.exact++
+		if r.denied() && !admittedWithin(deniedAt(prev), r.e) {
+			// Early only when nothing of the identity was admitted from
+			// the previous denial on: quota that came back and went to
+			// another client is contention, not an early hint.
+			acc.lied++
+		}
+	}
+	if id == acc.herdID {
+		acc.arrivalsSent, acc.retrySet = acc.arrivalsSent[:0], acc.retrySet[:0]
 		for _, r := range rs {
-			if r.allowed {
-				adm = append(adm, r)
+			acc.arrivalsSent = append(acc.arrivalsSent, clampTime(r.sent))
+			if r.attempt > 0 {
+				acc.retrySet = append(acc.retrySet, clampTime(r.sent))
 			}
 		}
-		slices.SortFunc(adm, func(x, y arrival) int { return cmp.Compare(x.s, y.s) })
-		starts := make([]int64, len(adm))
-		prefMaxEnd := make([]int64, len(adm))
-		sufMinEnd := make([]int64, len(adm)+1)
-		sufMinEnd[len(adm)] = maxTime
-		for j, r := range adm {
-			starts[j] = r.s
-			prefMaxEnd[j] = r.e
-			if j > 0 {
-				prefMaxEnd[j] = max(prefMaxEnd[j], prefMaxEnd[j-1])
-			}
-		}
-		for j := len(adm) - 1; j >= 0; j-- {
-			sufMinEnd[j] = min(adm[j].e, sufMinEnd[j+1])
-		}
-		// admittedWithin: did some admission's interval touch [from, to]?
-		admittedWithin := func(from, to int64) bool {
-			k := sort.Search(len(starts), func(j int) bool { return starts[j] > to }) // starts[:k] <= to
-			return k > 0 && prefMaxEnd[k-1] >= from
-		}
-		// The identity's denials by arrival, so a retry finds the denial it
-		// repeats (the one that arrived Waited before it was sent) and with
-		// it the earliest moment that denial can have been decided.
-		var denials []arrival
-		for _, r := range rs {
-			if r.denied && r.recv != int64(history.NoTime) {
-				denials = append(denials, r)
-			}
-		}
-		slices.SortFunc(denials, func(x, y arrival) int { return cmp.Compare(x.recv, y.recv) })
-		deniedAt := func(prev int64) int64 {
-			k := sort.Search(len(denials), func(j int) bool { return denials[j].recv >= prev-int64(time.Microsecond) })
-			if k < len(denials) && denials[k].recv <= prev+int64(time.Microsecond) {
-				return denials[k].s
-			}
-			return prev // not found (a merged or hand-made history): its arrival
-		}
+	}
+}
 
-		for _, i := range idx {
-			if h.Attempt(int(i)) == 0 {
-				continue
-			}
-			o := h.Outcome(int(i))
-			if o != decision.Allowed && o != decision.Denied {
-				continue
-			}
-			retries++
-			if o == decision.Denied {
-				relimited++
-			}
-			sent, waited, told := h.Sent(int(i)), h.Waited(int(i)), h.Told(int(i))
-			if sent == history.NoTime || waited == history.NoTime {
-				continue
-			}
-			prev := clampTime(int64(sent - waited)) // the previous answer's arrival
-			if o == decision.Allowed {
-				// The earliest admission of this identity decided after the
-				// previous answer arrived: the retry could have been there.
-				k := sort.Search(len(starts), func(j int) bool { return starts[j] >= prev })
-				excessSum += float64(max(0, clampTime(int64(sent))-sufMinEnd[k]))
-				excessN++
-			}
-			if told == history.NoTime {
-				continue
-			}
-			tl := int64(told)
-			if int64(waited) < tl || int64(waited) > tl+exactSlack(tl) {
-				continue // it did not wait exactly what it was told
-			}
-			exact++
-			if o == decision.Denied {
-				// Early only when nothing of the identity was admitted from
-				// the previous denial on: quota that came back and went to
-				// another client is contention, not an early hint.
-				_, recv := a.decidedBetween(int(i))
-				if !admittedWithin(deniedAt(prev), recv) {
-					lied++
-				}
-			}
-		}
-		if id == herdID {
-			arrivalsSent, retrySet = arrivalsSent[:0], retrySet[:0]
-			for _, r := range rs {
-				arrivalsSent = append(arrivalsSent, r.sent)
-				if r.retry {
-					retrySet = append(retrySet, r.sent)
-				}
-			}
-		}
+func (acc *retryAcc) result(res *Result) {
+	if acc.herdPeak >= 0 {
+		res.Metrics[metric.HerdPeak] = float64(acc.herdPeak)
+		res.HerdAt = time.Duration(acc.herdAt)
+		res.Arrivals = binArrivals(acc.arrivalsSent, acc.herdAt)
+		res.RetryArrivals = binArrivals(acc.retrySet, acc.herdAt)
 	}
-	if herdPeak >= 0 {
-		res.Metrics[metric.HerdPeak] = float64(herdPeak)
-		res.HerdAt = time.Duration(herdAt)
-		res.Arrivals = binArrivals(arrivalsSent, herdAt)
-		res.RetryArrivals = binArrivals(retrySet, herdAt)
+	if acc.retries > 0 {
+		res.Metrics[metric.Relimited] = float64(acc.relimited) / float64(acc.retries)
 	}
-	if retries > 0 {
-		res.Metrics[metric.Relimited] = float64(relimited) / float64(retries)
+	if acc.excessN > 0 {
+		res.Metrics[metric.RetryWaitExcess] = acc.excessSum / float64(acc.excessN) / 1e6
 	}
-	if excessN > 0 {
-		res.Metrics[metric.RetryWaitExcess] = excessSum / float64(excessN) / 1e6
-	}
-	if exact > 0 {
-		res.Metrics[metric.RetryAfterEarly] = float64(lied) / float64(exact)
+	if acc.exact > 0 {
+		res.Metrics[metric.RetryAfterEarly] = float64(acc.lied) / float64(acc.exact)
 	}
 }
 

@@ -1,7 +1,5 @@
 package analysis
 
-import "sort"
-
 // The window figures reduce to one question about intervals. A request
 // decided at an unknown instant d in [s, r] lies in the window [t, t+W):
 //
@@ -20,24 +18,28 @@ import "sort"
 // start need not belong with the k-th smallest end: the count at any t is
 // #{start <= t} - #{end < t} whatever the pairing, as long as no interval
 // is empty). The maximum is reached at lo or at some start, so a merge of
-// the two sorted lists finds it in O(n).
-func maxOverlap(starts []int64, shift int64, ends []int64, lo, hi int64) int {
-	if len(starts) == 0 || lo > hi {
+// the two sorted sequences finds it in one pass. It consumes the cursors.
+func maxOverlap(starts *cursor, shift int64, ends *cursor, lo, hi int64) int {
+	if _, ok := starts.peek(); !ok || lo > hi {
 		return 0
 	}
 	// Count at t = lo.
-	i := sort.Search(len(starts), func(k int) bool { return starts[k]+shift > lo })
-	j := sort.Search(len(ends), func(k int) bool { return ends[k] >= lo })
+	i := starts.skipWhile(func(v int64) bool { return v+shift <= lo })
+	j := ends.skipWhile(func(v int64) bool { return v < lo })
 	best := i - j
-	for i < len(starts) {
-		t := starts[i] + shift
-		if t > hi {
+	for {
+		v, ok := starts.peek()
+		if !ok || v+shift > hi {
 			break
 		}
-		for i < len(starts) && starts[i]+shift <= t {
+		t := v + shift
+		for ok && v+shift <= t {
+			starts.i++
 			i++
+			v, ok = starts.peek()
 		}
-		for j < len(ends) && ends[j] < t {
+		for e, ok := ends.peek(); ok && e < t; e, ok = ends.peek() {
+			ends.i++
 			j++
 		}
 		best = max(best, i-j)
@@ -50,17 +52,32 @@ const (
 	maxTime = 1<<63 - 1
 )
 
+// intervals is one identity's allowed requests as sorted sequences: the
+// starts (sent) and ends (recv) of their [Sent, Received] intervals, each
+// sorted on its own, and the same for the long ones (an interval of w or
+// more, never definitely inside a window: it would make an empty interval
+// that maxOverlap must not see). Each call returns fresh cursors.
+type intervals struct {
+	sent, recv         func() *cursor
+	longSent, longRecv func() *cursor
+	long               int
+}
+
 // ceilingBounds returns the definite and possible most-allowed counts over
-// windows [t, t+w) with t in [lo, hi]. sent and recv are the allowed
-// requests' interval starts and ends, each sorted on its own; defSent and
-// defRecv are the same for the requests whose interval is shorter than w
-// (a longer one is never definitely inside a window, and would make an
-// empty interval that maxOverlap must not see).
+// windows [t, t+w) with t in [lo, hi].
 //
-// Definite: intervals [r-w+1, s]: starts from defRecv, ends from defSent.
-// Possible: intervals [s-w+1, r]: starts from sent, ends from recv.
-func ceilingBounds(sent, recv, defSent, defRecv []int64, w int64, lo, hi int64) (lower, upper int) {
-	lower = maxOverlap(defRecv, 1-w, defSent, lo, hi)
-	upper = maxOverlap(sent, 1-w, recv, lo, hi)
-	return lower, upper
+// Definite: intervals [r-w+1, s] of the intervals shorter than w: starts
+// from their recv, ends from their sent. Possible: intervals [s-w+1, r]:
+// starts from sent, ends from recv.
+func ceilingBounds(iv intervals, w int64, lo, hi int64) (lower, upper int) {
+	return definite(iv, w, lo, hi), maxOverlap(iv.sent(), 1-w, iv.recv(), lo, hi)
+}
+
+// definite is ceilingBounds' lower bound.
+func definite(iv intervals, w int64, lo, hi int64) int {
+	defSent, defRecv := iv.sent(), iv.recv()
+	if iv.long > 0 {
+		defSent, defRecv = diffCursor(defSent, iv.longSent()), diffCursor(defRecv, iv.longRecv())
+	}
+	return maxOverlap(defRecv, 1-w, defSent, lo, hi)
 }

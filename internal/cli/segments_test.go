@@ -330,7 +330,10 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := verify.Score(naive, saved)
+	r, err := verify.Score(naive, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("gateways' own ceiling %d; merged [%v, %v]; merged without the correction from %v", truth, m[metric.Ceiling], m[metric.CeilingUpper], r.Metrics[metric.Ceiling])
 	if lo := r.Metrics[metric.Ceiling]; lo <= float64(truth) {
 		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one)", lo, truth)

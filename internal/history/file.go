@@ -151,27 +151,51 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteTo writes the history in the binary file format. It implements
-// io.WriterTo.
-func (h *History) WriteTo(w io.Writer) (int64, error) {
+// startFile writes a history file's header for h to w, through a buffer
+// and a checksum; it returns both and the file's flags.
+func (h *History) startFile(w io.Writer) (*bufio.Writer, *crcWriter, uint16, error) {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	cw := &crcWriter{w: bw, crc: crc32.New(castagnoli)}
 	meta, err := json.Marshal(toFileMeta(h.Meta))
 	if err != nil {
-		return 0, fmt.Errorf("encode history meta: %w", err)
+		return nil, nil, 0, fmt.Errorf("encode history meta: %w", err)
 	}
-	var hdr []byte
-	hdr = append(hdr, fileMagic...)
-	hdr = binary.LittleEndian.AppendUint16(hdr, FileVersion)
 	var flags uint16
-	if h.attempt != nil {
+	if h.HasRetries() {
 		flags |= flagRetries
 	}
-	hdr = binary.LittleEndian.AppendUint16(hdr, flags)
-	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(meta)))
-	hdr = append(hdr, meta...)
-	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(h.Len()))
-	cw.Write(hdr)
+	cw.Write(fileHeader(flags, meta, h.Len()))
+	return bw, cw, flags, nil
+}
+
+// finish writes the checksum of everything before it and flushes bw, the
+// buffer under c; it returns the bytes written and the first error.
+func (c *crcWriter) finish(bw *bufio.Writer) (int64, error) {
+	if c.err == nil {
+		crc := binary.LittleEndian.AppendUint32(nil, c.crc.Sum32())
+		n, err := bw.Write(crc)
+		c.n += int64(n)
+		c.err = err
+	}
+	if c.err == nil {
+		c.err = bw.Flush()
+	}
+	if c.err != nil {
+		return c.n, fmt.Errorf("write history: %w", c.err)
+	}
+	return c.n, nil
+}
+
+// WriteTo writes the history in the binary file format. It implements
+// io.WriterTo.
+func (h *History) WriteTo(w io.Writer) (int64, error) {
+	if h.Spilled() {
+		return h.writeSpilled(w)
+	}
+	bw, cw, flags, err := h.startFile(w)
+	if err != nil {
+		return 0, err
+	}
 	writeRows(cw, h.t, 8, func(t *times) uint64 { return uint64(t.intended) })
 	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.sent) })
 	writeRows(cw, h.t, 4, func(t *times) uint64 { return uint64(t.received) })
@@ -198,19 +222,114 @@ func (h *History) WriteTo(w io.Writer) (int64, error) {
 			writeBig(b)
 		}
 	}
-	if cw.err == nil {
-		crc := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
-		n, err := bw.Write(crc)
-		cw.n += int64(n)
-		cw.err = err
+	return cw.finish(bw)
+}
+
+// fileHeader is a file's magic, version, flags, meta and record count.
+func fileHeader(flags uint16, meta []byte, n int) []byte {
+	var hdr []byte
+	hdr = append(hdr, fileMagic...)
+	hdr = binary.LittleEndian.AppendUint16(hdr, FileVersion)
+	hdr = binary.LittleEndian.AppendUint16(hdr, flags)
+	hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(meta)))
+	hdr = append(hdr, meta...)
+	return binary.LittleEndian.AppendUint64(hdr, uint64(n))
+}
+
+// writeSpilled writes a spilled history in the same format as one in
+// memory, a column at a time: one pass over the chunks per column, each
+// copying the column's bytes from the spill file (a chunk on disk holds
+// them in the file's own form), so memory stays one chunk's column. A
+// chunk with large values is decoded instead: a packed value that refers
+// to its chunk's table of them is renumbered into the file's table.
+func (h *History) writeSpilled(w io.Writer) (int64, error) {
+	bw, cw, flags, err := h.startFile(w)
+	if err != nil {
+		return 0, err
 	}
-	if cw.err == nil {
-		cw.err = bw.Flush()
+	var big [numCols][]time.Duration
+	repack := func(c *History, col int, p int32) uint64 {
+		if p&3 == tagSpecial && p>>2 > 0 {
+			big[col] = append(big[col], c.big[col][p>>2-1])
+			p = int32(len(big[col]))<<2 | tagSpecial
+		}
+		return uint64(uint32(p))
 	}
-	if cw.err != nil {
-		return cw.n, fmt.Errorf("write history: %w", cw.err)
+	// Column k: copied as it is from each chunk on disk, or written by
+	// fn from a chunk decoded (one with large values) and the tail.
+	k := 0
+	pass := func(fn func(c *History)) error {
+		defer func() { k++ }()
+		return h.columnPass(k, func(b []byte) error {
+			cw.Write(b)
+			return cw.err
+		}, func(c *History) error {
+			fn(c)
+			return cw.err
+		})
 	}
-	return cw.n, nil
+	packed := func(col int, get func(*times) int32) func(c *History) {
+		return func(c *History) {
+			writeRows(cw, c.t, 4, func(t *times) uint64 { return repack(c, col, get(t)) })
+		}
+	}
+	passes := []func(c *History){
+		func(c *History) { writeRows(cw, c.t, 8, func(t *times) uint64 { return uint64(t.intended) }) },
+		packed(colSent, func(t *times) int32 { return t.sent }),
+		packed(colReceived, func(t *times) int32 { return t.received }),
+		packed(colDecided, func(t *times) int32 { return t.decided }),
+		packed(colRetry, func(t *times) int32 { return t.retryAfter }),
+		func(c *History) { writeColumn(cw, c.identity) },
+		func(c *History) { writeColumn(cw, c.round) },
+		func(c *History) { writeColumn(cw, c.gateway) },
+		func(c *History) { writeColumn(cw, c.endpoint) },
+		func(c *History) { writeColumn(cw, c.outcome) },
+		func(c *History) { writeColumn(cw, c.by) },
+	}
+	writeBig := func(cols []time.Duration) {
+		cw.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(cols))))
+		writeColumn(cw, cols)
+	}
+	for _, p := range passes {
+		if err := pass(p); err != nil {
+			return cw.n, fmt.Errorf("write history: %w", err)
+		}
+	}
+	for _, b := range big[:numPacked] {
+		writeBig(b)
+	}
+	if flags&flagRetries != 0 {
+		// A chunk without retries holds first attempts only: zeros.
+		retryCol := func(col int, get func(*retryTimes) int32) func(c *History) {
+			return func(c *History) {
+				if c.retry == nil {
+					writeColumn(cw, make([]int32, c.Len()))
+					return
+				}
+				writeRows(cw, c.retry, 4, func(r *retryTimes) uint64 { return repack(c, col, get(r)) })
+			}
+		}
+		passes := []func(c *History){
+			func(c *History) {
+				if c.attempt == nil {
+					writeColumn(cw, make([]uint8, c.Len()))
+					return
+				}
+				writeColumn(cw, c.attempt)
+			},
+			retryCol(colTold, func(r *retryTimes) int32 { return r.told }),
+			retryCol(colWaited, func(r *retryTimes) int32 { return r.waited }),
+		}
+		for _, p := range passes {
+			if err := pass(p); err != nil {
+				return cw.n, fmt.Errorf("write history: %w", err)
+			}
+		}
+		for _, b := range big[numPacked:] {
+			writeBig(b)
+		}
+	}
+	return cw.finish(bw)
 }
 
 type fixed interface {

@@ -41,6 +41,9 @@ func Merge(hs ...*History) (*History, error) {
 		if h == nil {
 			return nil, fmt.Errorf("merge histories: history %d is nil", i)
 		}
+		if h.Spilled() {
+			return nil, fmt.Errorf("merge histories: history %d spilled to disk; merge reads histories in memory", i)
+		}
 	}
 	first := hs[0].Meta
 	start := refStart(first)

@@ -46,6 +46,9 @@ type History struct {
 	// as first attempts), so a run without retries pays nothing for them.
 	attempt []uint8
 	retry   []retryTimes
+
+	// sp, when set, writes records past a threshold to disk (see Spill).
+	sp *spill
 }
 
 // retryTimes is one record's Told and Waited, packed like RetryAfter.
@@ -113,6 +116,14 @@ func grow[T any](s []T, n int) []T {
 
 // Append adds r. It is not safe for concurrent use: one consumer appends.
 func (h *History) Append(r Record) {
+	if h.sp != nil {
+		h.appendSpill(r)
+		return
+	}
+	h.appendMem(r)
+}
+
+func (h *History) appendMem(r Record) {
 	h.t = append(h.t, times{
 		intended:   r.Intended,
 		sent:       h.packOffset(colSent, r.Intended, r.Sent),
@@ -144,10 +155,21 @@ func (h *History) Append(r Record) {
 }
 
 // HasRetries reports whether any record is a retry.
-func (h *History) HasRetries() bool { return h.attempt != nil }
+func (h *History) HasRetries() bool {
+	if h.attempt != nil {
+		return true
+	}
+	sp := h.sp
+	return sp != nil && (sp.retries || sp.tail != nil && sp.tail.attempt != nil)
+}
 
 // Len is the number of records.
-func (h *History) Len() int { return len(h.outcome) }
+func (h *History) Len() int {
+	if h.sp != nil && h.sp.tail != nil {
+		return h.sp.queued + h.sp.tail.Len()
+	}
+	return len(h.outcome)
+}
 
 // At returns record i.
 func (h *History) At(i int) Record {

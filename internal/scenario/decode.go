@@ -546,7 +546,7 @@ func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {
 		"pattern":      d.enum(&t.Pattern, "traffic pattern", patterns),
 		"rate":         d.limit(&t.Rate),
 		"duration":     d.duration(&t.Duration),
-		"max_requests": d.count(&t.MaxRequests, math.MaxInt32),
+		"max_requests": d.count(&t.MaxRequests, MaxRequests),
 		"identities":   d.count(&t.Identities, math.MaxInt32),
 		"spread":       d.enum(&t.Spread, "spread", spreads),
 		"segment":      d.enum(&t.Segment, "segment share", segmentBys),

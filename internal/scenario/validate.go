@@ -22,11 +22,16 @@ const (
 	DefaultRefillBelow = design.DefaultRefillBelow
 	DefaultDuration    = 5 * time.Second
 	DefaultMaxRequests = 100000
-	DefaultIdentities  = 1
-	DefaultRounds      = workload.DefaultRounds
-	DefaultMethod      = "GET"
-	DefaultIDHeader    = "X-API-Key"
-	DefaultEndpoint    = "default"
+	// MaxRequests bounds traffic.max_requests: 2^40 records, 37 TiB of a
+	// history spilled to disk at 37 bytes each. Past 2 million records a
+	// run keeps its history on disk as it records (traffic.InMemory), so
+	// it is the disk that bounds a soak run, not memory.
+	MaxRequests       = 1 << 40
+	DefaultIdentities = 1
+	DefaultRounds     = workload.DefaultRounds
+	DefaultMethod     = "GET"
+	DefaultIDHeader   = "X-API-Key"
+	DefaultEndpoint   = "default"
 	// DefaultMaxErrorRate is max_error_rate's default: 1% of requests.
 	DefaultMaxErrorRate = 0.01
 	// MaxIdentities bounds traffic.identities: what each identity costs

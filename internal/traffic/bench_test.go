@@ -72,3 +72,46 @@ func BenchmarkPacerLag(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEngineOverload is the open model far above what the target
+// serves: a 200µs target behind 50 workers (250,000/s at most) scheduled at
+// 2,000,000/s, so most requests are dropped. It reports the process's CPU
+// per request answered (the cost of each drop lands on the answered ones)
+// beside the closed model's, which BenchmarkEngineClosedSlow gives.
+func BenchmarkEngineOverload(b *testing.B) {
+	lim := newWindowLimiter(1<<40, time.Hour, 50)
+	lim.delay = 200 * time.Microsecond
+	plan := Plan{
+		Rate:     rate.Limit{Count: 2_000_000, Window: time.Second},
+		Duration: time.Hour, MaxRequests: int64(b.N), Workers: 50, Identities: 16,
+	}
+	b.ResetTimer()
+	cpu := processCPU()
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
+	cpu = processCPU() - cpu
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := traffictest.Counts(h)
+	answered := c[decision.Allowed] + c[decision.Denied]
+	b.ReportMetric(float64(c[decision.Dropped])/float64(h.Len()), "dropped/op")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(max(answered, 1)), "cpu-µs/decision")
+}
+
+// BenchmarkEngineClosedSlow is the closed model against the same 200µs
+// target: its CPU per decision is the parity the overload is held to.
+func BenchmarkEngineClosedSlow(b *testing.B) {
+	lim := newWindowLimiter(1<<40, time.Hour, 50)
+	lim.delay = 200 * time.Microsecond
+	plan := Plan{Model: ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
+	b.ResetTimer()
+	cpu := processCPU()
+	h, err := Run(context.Background(), lim, plan, RunOptions{})
+	cpu = processCPU() - cpu
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := traffictest.Counts(h)
+	b.ReportMetric(float64(cpu.Microseconds())/float64(max(c[decision.Allowed]+c[decision.Denied], 1)), "cpu-µs/decision")
+}

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,8 +54,16 @@ type engine struct {
 	timer    *time.Timer
 	sleeper  sleeper       // the producer's precise sleeper (see sleepUntil)
 	lastWake time.Duration // when the producer last woke from a sleep
-	budget   int64         // requests the producer may still schedule
-	results  chan history.Record
+	// seen is the latest the producer read the run's clock: a request due
+	// by then needs no new reading (see sleepUntil).
+	seen      time.Duration
+	unchecked int // requests let through on seen since the last check
+	// drops holds the producer's dropped requests until it sleeps or ends,
+	// so under overload a drop costs an append, not a channel hand-off and
+	// a collector wake-up (see dispatch).
+	drops   recBatch
+	budget  int64 // requests the producer may still schedule
+	results chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
 	// channel hand-off and collector wake-up per group instead of per
 	// request.
@@ -107,6 +116,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		timer:   time.NewTimer(time.Hour),
 	}
 	e.timer.Stop()
+	e.drops.e = e
 	if p.EndpointShares != nil {
 		e.shares = cumulative(p.EndpointShares)
 	}
@@ -138,7 +148,16 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	if !e.share.whole {
 		meta.Segment = p.Segment.String()
 	}
-	h := history.New(meta, e.capacity())
+	keep := cmp.Or(o.KeepInMemory, InMemory)
+	h := history.New(meta, min(e.capacity(), keep))
+	if p.MaxRequests > int64(keep) {
+		// Spilling happens on the consumer's side of the results channel
+		// and in the history's own writer goroutine: the workers never
+		// wait for the disk.
+		if err := h.Spill(history.SpillOptions{Dir: o.SpillDir, Keep: keep}); err != nil {
+			return nil, fmt.Errorf("traffic: %w", err)
+		}
+	}
 
 	// In-flight requests must outlive a cancelled ctx for the grace period,
 	// so they get their own context, cancelled only after the grace.
@@ -149,18 +168,30 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	consumed := make(chan struct{})
 	go func() {
 		defer close(consumed)
+		// The counters progress reads are shared: a batch is tallied
+		// first and added once.
+		var tl [decision.Dropped + 1]uint64
+		tally := func() {
+			for o, c := range tl {
+				if c == 0 {
+					continue
+				}
+				switch decision.Outcome(o) {
+				case decision.Allowed:
+					e.allowed.Add(c)
+				case decision.Denied:
+					e.denied.Add(c)
+				case decision.Dropped:
+					e.dropped.Add(c)
+				default:
+					e.errors.Add(c)
+				}
+				tl[o] = 0
+			}
+		}
 		add := func(r history.Record) {
 			h.Append(r)
-			switch r.Outcome {
-			case decision.Allowed:
-				e.allowed.Add(1)
-			case decision.Denied:
-				e.denied.Add(1)
-			case decision.Dropped:
-				e.dropped.Add(1)
-			default:
-				e.errors.Add(1)
-			}
+			tl[min(r.Outcome, decision.Dropped)]++
 		}
 		results, batches := e.results, e.batches
 		for results != nil || batches != nil {
@@ -171,6 +202,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 					continue
 				}
 				add(r)
+				tally()
 			case b, ok := <-batches:
 				if !ok {
 					batches = nil
@@ -179,6 +211,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 				for _, r := range b {
 					add(r)
 				}
+				tally()
 				select {
 				case e.spare <- b[:0]:
 				default:
@@ -274,6 +307,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 			e.runRace()
 		}
 		e.sleeper.close()
+		e.drops.flush()
 		close(e.jobs)
 	}
 
@@ -444,9 +478,18 @@ func (e *engine) sleepUntil(at time.Duration) bool {
 	if at > e.p.Duration {
 		return false
 	}
-	if at <= e.elapsed() {
+	if at <= e.seen && e.unchecked < checkEvery {
+		// Behind the schedule (overload): due without reading the clock
+		// (or, but every checkEvery requests, the context).
+		e.unchecked++
+		return true
+	}
+	e.unchecked = 0
+	if e.seen = e.elapsed(); at <= e.seen {
 		return e.ctx.Err() == nil
 	}
+	// About to wait: hand over the drops held, so progress stays current.
+	e.drops.flush()
 	wake := max(at, e.lastWake+minWake)
 	if d := wake - e.elapsed() - preciseSpan; d > 0 {
 		e.timer.Reset(d)
@@ -464,20 +507,38 @@ func (e *engine) sleepUntil(at time.Duration) bool {
 		runtime.Gosched() // less than a sleep's own cost (see spinBelow)
 	}
 	e.lastWake = e.elapsed()
+	e.seen = e.lastWake
 	return e.ctx.Err() == nil
+}
+
+// checkEvery is how many requests the producer lets through behind the
+// schedule before it reads the clock and the context again: a cancelled
+// run stops within that many.
+const checkEvery = 256
+
+// claim takes a free worker, false when none is: a saturated pool is seen
+// with a load, not two atomic writes.
+func (e *engine) claim() bool {
+	if e.free.Load() <= 0 {
+		return false
+	}
+	if e.free.Add(-1) < 0 {
+		e.free.Add(1)
+		return false
+	}
+	return true
 }
 
 // dispatch hands j to a free worker, or records it as dropped when every
 // worker is busy: the open model never delays a request to wait for one.
 func (e *engine) dispatch(j job) {
-	if e.free.Add(-1) < 0 {
-		e.free.Add(1)
-		e.results <- history.Record{
+	if !e.claim() {
+		e.drops.add(history.Record{
 			Intended: j.intended, Sent: history.NoTime, Received: history.NoTime,
 			Decided: history.NoTime, RetryAfter: history.NoTime,
 			Identity: j.identity, Round: j.round, Gateway: j.gateway, Endpoint: j.endpoint,
 			Outcome: decision.Dropped,
-		}
+		})
 		if j.wg != nil {
 			j.wg.Done()
 		}

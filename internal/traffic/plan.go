@@ -156,7 +156,20 @@ type RunOptions struct {
 	// and the target's decision times are read against; tests skew it to
 	// play a machine whose clock is off.
 	Now func() time.Time
+	// SpillDir is where a run that may record more than KeepInMemory
+	// requests spills its history (os.TempDir() when ""); the caller
+	// closes the history (history.History.Close) to remove the file.
+	SpillDir string
+	// KeepInMemory is the most records the run keeps in memory; 0 is
+	// InMemory.
+	KeepInMemory int
 }
+
+// InMemory is the most records a run keeps in memory (78 MB of them): a
+// run whose MaxRequests allows more spills the rest of its history to disk
+// in chunks as it records (history.History.Spill), so a soak run's memory
+// stays flat.
+const InMemory = 1 << 21
 
 // ErrLate is wrapped by the error of a run that reached RunOptions.StartAt
 // too late to share any of its duration with the others.

@@ -208,7 +208,11 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		if len(extra) > 0 {
 			saved.Extra = extra
 		}
-		rep.Scenarios = append(rep.Scenarios, Score(h, saved))
+		sr, err := Score(h, saved)
+		if err != nil {
+			return nil, err
+		}
+		rep.Scenarios = append(rep.Scenarios, sr)
 		if out != nil {
 			if err := out.SaveHistory(h, saved); err != nil {
 				return nil, err

@@ -77,9 +77,13 @@ func SavedOf(sc *scenario.Scenario) Saved {
 // Score analyses h and checks s's thresholds, as verify does at the end of
 // a run. Beside the thresholds every run gets a validity check: a run
 // whose requests went undecided (see judge) is an error, whatever the
-// thresholds say.
-func Score(h *history.History, s Saved) report.Scenario {
-	res := analysis.Analyze(h, s.Analysis)
+// thresholds say. The error is for a history spilled to disk that cannot
+// be read back.
+func Score(h *history.History, s Saved) (report.Scenario, error) {
+	res, err := analysis.AnalyzeDisk(h, s.Analysis)
+	if err != nil {
+		return report.Scenario{}, fmt.Errorf("%s: %w", s.Name, err)
+	}
 	for k, v := range s.Extra {
 		res.Metrics[k] = v
 	}
@@ -104,7 +108,7 @@ func Score(h *history.History, s Saved) report.Scenario {
 	}
 	r.Notes = append(r.Notes, notes(h, s, res.Metrics)...)
 	r.Settle()
-	return r
+	return r, nil
 }
 
 // reportOf is a scenario's report before it has run: what it is, with no
@@ -152,9 +156,7 @@ func reportFaults(fs []history.Fault) []report.Fault {
 // ran is how long h's traffic ran: from its start to its last answer.
 func ran(h *history.History) time.Duration {
 	var last time.Duration
-	for i := range h.Len() {
-		last = max(last, h.Intended(i), h.Sent(i), h.Received(i))
-	}
+	eachRecord(h, func(h *history.History, i int) { last = max(last, h.Intended(i), h.Sent(i), h.Received(i)) })
 	return last
 }
 

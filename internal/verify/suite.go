@@ -87,6 +87,12 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 		if o.Done != nil {
 			o.Done(i, sc, out, err)
 		}
+		if out.History != nil {
+			// A long run's history spilled to disk: saved, it goes.
+			if cerr := out.History.Close(); cerr != nil && o.Warn != nil {
+				o.Warn(fmt.Errorf("%s: %w", sc.Name, cerr))
+			}
+		}
 		rep.Scenarios = append(rep.Scenarios, out.Report)
 	}
 	rep.DurationMs = now().Sub(started).Milliseconds()

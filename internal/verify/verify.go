@@ -69,8 +69,10 @@ func (o Options) shared() bool { return !o.Segment.IsWhole() || !o.StartAt.IsZer
 
 // Outcome is one scenario's result.
 type Outcome struct {
-	Report  report.Scenario
-	History *history.History // nil when the scenario could not start
+	Report report.Scenario
+	// History is nil when the scenario could not start. A long run's has
+	// spilled to disk: the caller closes it (RunSuite does).
+	History *history.History
 	// Saved is what re-scoring the history later needs.
 	Saved Saved
 	// Interrupted is set when ctx was cancelled mid-run: Report holds what
@@ -164,7 +166,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
 	out.Saved.Extra = env.extra.into(out.Saved.Extra)
-	r := Score(h, out.Saved)
+	r, err := Score(h, out.Saved)
+	if err != nil {
+		return fail(err)
+	}
 	out.Report = r
 	if out.Interrupted {
 		// Thresholds judged on part of a run would read as a verdict on
@@ -233,10 +238,15 @@ const clockNoteAfter = time.Millisecond
 // that shift.
 func decidedClockNote(h *history.History) string {
 	var offs []time.Duration
-	for i := range h.Len() {
+	// Every record up to a million, then a sample: a soak run's median.
+	stride, k := max(1, h.Len()>>20), 0
+	eachRecord(h, func(h *history.History, i int) {
 		d, s, r := h.Decided(i), h.Sent(i), h.Received(i)
 		if d == history.NoTime || s == history.NoTime || r == history.NoTime {
-			continue
+			return
+		}
+		if k++; k%stride != 0 {
+			return
 		}
 		switch {
 		case d < s:
@@ -246,7 +256,7 @@ func decidedClockNote(h *history.History) string {
 		default:
 			offs = append(offs, 0)
 		}
-	}
+	})
 	if len(offs) == 0 {
 		return ""
 	}
@@ -272,15 +282,27 @@ func httpErrorsNote(sc *scenario.Scenario, h *history.History) string {
 		return ""
 	}
 	n := 0
-	for i := range h.Len() {
+	eachRecord(h, func(h *history.History, i int) {
 		if h.Outcome(i) == decision.Error && h.By(i) == decision.ByUnanswered {
 			n++
 		}
-	}
+	})
 	if n == 0 {
 		return ""
 	}
 	return fmt.Sprintf("%d requests reached the gateway but got no deciding answer (a 5xx, a timeout or a connection lost while waiting): the limiter may have admitted and counted some of them, so ceiling_upper counts them as possibly allowed and ceiling does not; the gateway's own log can tell, or require errors == 0", n)
+}
+
+// eachRecord calls fn with every record of h, a chunk at a time when h
+// spilled to disk. A read error ends it early: Score's analysis reports
+// it.
+func eachRecord(h *history.History, fn func(c *history.History, i int)) {
+	_ = h.Chunks(func(c *history.History) error {
+		for i := range c.Len() {
+			fn(c, i)
+		}
+		return nil
+	})
 }
 
 // embeddedNote says so when a run on the embedded Redis went that fast.
@@ -290,9 +312,7 @@ func embeddedNote(sc *scenario.Scenario, o Options, h *history.History) string {
 		return ""
 	}
 	var last time.Duration
-	for i := range h.Len() {
-		last = max(last, h.At(i).Sent)
-	}
+	eachRecord(h, func(h *history.History, i int) { last = max(last, h.Sent(i)) })
 	if last <= 0 {
 		return ""
 	}

@@ -102,6 +102,9 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 			res.Span, res.SpanMs = span.Round(time.Millisecond).String(), float64(span)/float64(time.Millisecond)
 			res.FullWindow = span >= W
 		}
+		if err := out.History.Close(); err != nil {
+			return nil, err
+		}
 	}
 	res.Ceiling = max(res.Ceiling, 0)
 	res.Theory = pl.Theory.Ceiling
@@ -120,14 +123,17 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 // answer received: what its figures can speak for.
 func spanOf(h *history.History) time.Duration {
 	first, last := time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
-	for i := range h.Len() {
-		if s := h.Sent(i); s != history.NoTime {
-			first = min(first, s)
+	_ = h.Chunks(func(c *history.History) error { // a read error: Score reported it
+		for i := range c.Len() {
+			if s := c.Sent(i); s != history.NoTime {
+				first = min(first, s)
+			}
+			if r := c.Received(i); r != history.NoTime {
+				last = max(last, r)
+			}
 		}
-		if r := h.Received(i); r != history.NoTime {
-			last = max(last, r)
-		}
-	}
+		return nil
+	})
 	if last < first {
 		return 0
 	}
