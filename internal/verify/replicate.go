@@ -97,9 +97,11 @@ const replicaWait = 5 * time.Second
 var connectedReplicas = regexp.MustCompile(`(?m)^connected_slaves:(\d+)`)
 
 // onlineReplicas is how many of the primary's replicas acknowledge, up to
-// n: with fewer than n connected, those (at once); else WAIT n on a
-// connection that wrote nothing, which counts the replicas online,
-// retried until n answer or replicaWait passes.
+// n: with fewer than n connected, those (at once); else WAIT n after a
+// PUBLISH on the same connection (replicated, yet no key is written),
+// retried until n acknowledge it or replicaWait passes. A WAIT after no
+// write at all counts a replica that synced but has not acknowledged yet,
+// whose first real WAITs then time out.
 func onlineReplicas(ctx context.Context, c redis.UniversalClient, n int) (int, error) {
 	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
@@ -114,7 +116,13 @@ func onlineReplicas(ctx context.Context, c redis.UniversalClient, n int) (int, e
 	}
 	deadline := time.Now().Add(replicaWait)
 	for {
-		k, err := c.Do(ctx, "WAIT", n, 100).Int()
+		pipe := c.Pipeline()
+		pipe.Publish(ctx, "rlctl:replicate-probe", "")
+		wait := pipe.Do(ctx, "WAIT", n, 100)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, err
+		}
+		k, err := wait.Int()
 		if err != nil || k >= n || time.Now().After(deadline) {
 			return k, err
 		}
