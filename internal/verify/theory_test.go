@@ -19,6 +19,7 @@ import (
 // design admits at least its published limit in some window. Against a
 // real redis-server.
 func TestMeasuredCeilingWithinTheory(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l := rate.Limit{Count: 10, Window: 500 * time.Millisecond}
 	const gateways = 3
@@ -27,6 +28,7 @@ func TestMeasuredCeilingWithinTheory(t *testing.T) {
 			continue
 		}
 		t.Run(th.Design, func(t *testing.T) {
+			t.Parallel()
 			for _, pattern := range []string{"constant", "boundary"} {
 				out := run(t, parse(t, fmt.Sprintf(`name: theory-%[1]s-%[2]s
 limit: %[3]s
