@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"sort"
-	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -59,13 +56,6 @@ installed; --redis spawn starts a redis-server from PATH for the duration.
 	return cmd
 }
 
-// pingNode is one primary as ping reports it.
-type pingNode struct {
-	Addr    string `json:"addr"`
-	Version string `json:"version"`
-	Role    string `json:"role"`
-}
-
 // pingRTT summarises the round-trip times, in milliseconds.
 type pingRTT struct {
 	Count int     `json:"count"`
@@ -78,10 +68,10 @@ type pingRTT struct {
 
 // pingResult is rlctl ping's output; its JSON form is stable.
 type pingResult struct {
-	URL   string     `json:"url"`
-	Mode  string     `json:"mode"`
-	Nodes []pingNode `json:"nodes"`
-	RTT   pingRTT    `json:"rtt"`
+	URL   string             `json:"url"`
+	Mode  string             `json:"mode"`
+	Nodes []redisconn.Server `json:"nodes"`
+	RTT   pingRTT            `json:"rtt"`
 }
 
 func runPing(ctx context.Context, opts *pingOptions) error {
@@ -99,7 +89,7 @@ func runPing(ctx context.Context, opts *pingOptions) error {
 	defer client.Close()
 
 	res := pingResult{URL: cfg.String(), Mode: string(cfg.Mode())}
-	if res.Nodes, err = pingNodes(ctx, cfg, client); err != nil {
+	if res.Nodes, err = cfg.Primaries(ctx, client); err != nil {
 		return err
 	}
 	rtts := make([]time.Duration, 0, opts.Count)
@@ -131,84 +121,6 @@ func runPing(ctx context.Context, opts *pingOptions) error {
 	fmt.Fprintf(w, "rtt\t%d pings\tmin %.3fms  p50 %.3fms  p90 %.3fms  p99 %.3fms  max %.3fms\n",
 		r.Count, r.Min, r.P50, r.P90, r.P99, r.Max)
 	return w.Flush()
-}
-
-// pingNodes describes every primary: the one server, the primary a
-// Sentinel set names, or each Cluster master.
-func pingNodes(ctx context.Context, cfg *redisconn.Config, client redis.UniversalClient) ([]pingNode, error) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout())
-	defer cancel()
-	if cc, ok := client.(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		var nodes []pingNode
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			n := describe(ctx, m, m.Options().Addr)
-			mu.Lock()
-			defer mu.Unlock()
-			nodes = append(nodes, n)
-			return nil
-		})
-		if err != nil {
-			return nil, cfg.ConnError(ctx, "list cluster masters", err)
-		}
-		sort.Slice(nodes, func(i, j int) bool { return nodes[i].Addr < nodes[j].Addr })
-		return nodes, nil
-	}
-	addr := cfg.String()
-	t := cfg.Target()
-	switch {
-	case cfg.Mode() == redisconn.ModeSentinel:
-		a, err := sentinelMaster(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		addr = a
-	case !cfg.IsEmbedded() && len(t.Addrs) == 1:
-		addr = t.Addrs[0]
-	}
-	n := describe(ctx, client, addr)
-	if cfg.IsEmbedded() && n.Version == "unknown" {
-		n.Version = "miniredis (embedded)"
-	}
-	return []pingNode{n}, nil
-}
-
-// describe reads a server's version and role from INFO. Servers that do
-// not answer INFO server (miniredis) are reported as "unknown" rather than
-// failing the ping.
-func describe(ctx context.Context, c redis.Cmdable, addr string) pingNode {
-	n := pingNode{Addr: addr, Version: "unknown", Role: "master"}
-	if info, err := c.Info(ctx, "server").Result(); err == nil {
-		if v := redisconn.InfoField(info, "redis_version"); v != "" {
-			n.Version = v
-		}
-	}
-	if info, err := c.Info(ctx, "replication").Result(); err == nil {
-		if v := redisconn.InfoField(info, "role"); v != "" {
-			n.Role = v
-		}
-	}
-	return n
-}
-
-// sentinelMaster asks the Sentinels, in order, for the current primary.
-func sentinelMaster(ctx context.Context, cfg *redisconn.Config) (string, error) {
-	t := cfg.Target()
-	var lastErr error
-	for _, a := range t.Addrs {
-		s := redis.NewSentinelClient(&redis.Options{Addr: a, Username: t.SentinelUsername, Password: t.SentinelPassword,
-			DialTimeout: cfg.Timeout(), ReadTimeout: cfg.Timeout(), MaxRetries: -1, DisableIdentity: true})
-		addr, err := s.GetMasterAddrByName(ctx, t.MasterName).Result()
-		s.Close()
-		if err == nil && len(addr) == 2 {
-			return net.JoinHostPort(addr[0], addr[1]), nil
-		}
-		if err == nil {
-			err = fmt.Errorf("unexpected reply %q", addr)
-		}
-		lastErr = err
-	}
-	return "", cfg.ConnError(ctx, "ask sentinels for "+t.MasterName, lastErr)
 }
 
 // summarise computes nearest-rank percentiles of the round-trip times.

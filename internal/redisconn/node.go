@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -167,4 +169,67 @@ func clusterShard(ctx context.Context, n *redis.Client, key string) (Shard, erro
 		}
 	}
 	return sh, nil
+}
+
+// Server is what a primary says of itself: its address, version and role.
+type Server struct {
+	Addr    string `json:"addr"`
+	Version string `json:"version"`
+	Role    string `json:"role"`
+}
+
+// Primaries describes every primary client writes to: the one server, the
+// primary the Sentinels name, or each Cluster master (sorted by address).
+func (c *Config) Primaries(ctx context.Context, client redis.UniversalClient) ([]Server, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var servers []Server
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			s := describeServer(ctx, m, m.Options().Addr)
+			mu.Lock()
+			defer mu.Unlock()
+			servers = append(servers, s)
+			return nil
+		})
+		if err != nil {
+			return nil, c.ConnError(ctx, "list cluster masters", err)
+		}
+		slices.SortFunc(servers, func(a, b Server) int { return strings.Compare(a.Addr, b.Addr) })
+		return servers, nil
+	}
+	addr := c.String()
+	switch {
+	case c.Mode() == ModeSentinel:
+		sh, err := c.SentinelShard(ctx)
+		if err != nil {
+			return nil, c.ConnError(ctx, "find the primary", err)
+		}
+		addr = sh.Primary
+	case !c.IsEmbedded() && len(c.target.Addrs) == 1:
+		addr = c.target.Addrs[0]
+	}
+	s := describeServer(ctx, client, addr)
+	if c.IsEmbedded() && s.Version == "unknown" {
+		s.Version = "miniredis (embedded)"
+	}
+	return []Server{s}, nil
+}
+
+// describeServer reads a server's version and role from INFO. A server
+// that does not answer INFO server (miniredis) has version "unknown".
+func describeServer(ctx context.Context, c redis.Cmdable, addr string) Server {
+	s := Server{Addr: addr, Version: "unknown", Role: "master"}
+	if info, err := c.Info(ctx, "server").Result(); err == nil {
+		if v := InfoField(info, "redis_version"); v != "" {
+			s.Version = v
+		}
+	}
+	if info, err := c.Info(ctx, "replication").Result(); err == nil {
+		if v := InfoField(info, "role"); v != "" {
+			s.Role = v
+		}
+	}
+	return s
 }

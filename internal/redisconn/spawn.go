@@ -267,6 +267,9 @@ func (d *Deployment) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := d.waitAcked(ctx, primary, o.Replicas); err != nil {
+		return err
+	}
 	for i := 0; i < o.Sentinels; i++ {
 		if err := d.startSentinel(ctx, i, "127.0.0.1", strconv.Itoa(primary.Port)); err != nil {
 			return err
@@ -542,6 +545,32 @@ func (d *Deployment) waitInSync(ctx context.Context, p *Process) error {
 	}
 }
 
+// waitAcked waits until n replicas acknowledge a write on the primary p
+// (a PUBLISH, replicated yet no key, then WAIT on the same connection). A
+// replica whose link is up acknowledges only after its first REPLCONF ACK,
+// up to a second later; until then a WAIT after a write times out.
+func (d *Deployment) waitAcked(ctx context.Context, p *Process, n int) error {
+	if n == 0 {
+		return nil
+	}
+	c := d.client(p)
+	defer c.Close()
+	for {
+		pipe := c.Pipeline()
+		pipe.Publish(ctx, "rlctl:spawn-probe", "")
+		wait := pipe.Do(ctx, "WAIT", n, 100)
+		_, err := pipe.Exec(ctx)
+		if k, _ := wait.Int(); err == nil && k >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: its replicas never acknowledged a write: %v", p.Addr, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // formCluster gives each master an even share of the slots, introduces
 // them to each other and waits until every node sees a healthy Cluster.
 func (d *Deployment) formCluster(ctx context.Context) error {
@@ -621,6 +650,11 @@ func (d *Deployment) addClusterReplicas(ctx context.Context) error {
 	}
 	for _, r := range replicas {
 		if err := d.waitInSync(ctx, r); err != nil {
+			return err
+		}
+	}
+	for _, m := range masters {
+		if err := d.waitAcked(ctx, m, d.opts.ClusterReplicas); err != nil {
 			return err
 		}
 	}
