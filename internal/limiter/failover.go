@@ -38,7 +38,8 @@ type FailoverDetector struct {
 
 	mu       sync.Mutex
 	token    string
-	servers  string // the primaries' run ids at the last read, "" = unknown
+	servers  string          // the primaries' run ids at the last read, "" = unknown
+	seen     map[string]bool // every set of run ids read so far
 	last     time.Time
 	inflight bool
 	closed   bool
@@ -75,6 +76,7 @@ func (d *FailoverDetector) Start(ctx context.Context) error {
 	servers := d.serverIDs(ctx)
 	d.mu.Lock()
 	d.token, d.servers = tok, servers
+	d.seen = map[string]bool{servers: true}
 	d.mu.Unlock()
 	return nil
 }
@@ -111,6 +113,11 @@ func runID(ctx context.Context, c redis.Cmdable) string {
 	if err != nil {
 		return ""
 	}
+	return runIDOf(info)
+}
+
+// runIDOf is run_id in an INFO server reply, or "".
+func runIDOf(info string) string {
 	for line := range strings.Lines(info) {
 		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
 			return strings.TrimSpace(v)
@@ -156,7 +163,10 @@ func (d *FailoverDetector) Poll(now time.Time) {
 func (d *FailoverDetector) Check(ctx context.Context, now time.Time) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	v, err := d.client.Get(ctx, d.key).Result()
+	d.mu.Lock()
+	known := d.servers != ""
+	d.mu.Unlock()
+	v, servers, err := d.read(ctx, known)
 	switch {
 	case errors.Is(err, redis.Nil):
 		v, err = d.mark(ctx)
@@ -168,18 +178,14 @@ func (d *FailoverDetector) Check(ctx context.Context, now time.Time) (bool, erro
 		d.errs.Add(1)
 		return false, fmt.Errorf("read failover marker %s: %w", d.key, err)
 	}
-	servers := ""
-	d.mu.Lock()
-	known := d.servers != ""
-	d.mu.Unlock()
-	if known {
-		servers = d.serverIDs(ctx)
-	}
 	d.mu.Lock()
 	changed := d.token != "" && v != d.token
 	d.token = v
-	if servers != "" {
-		changed = changed || servers != d.servers
+	// Only primaries never seen before are a failover: while connections
+	// move over, a read may still reach the old ones.
+	if servers != "" && !d.seen[servers] {
+		changed = true
+		d.seen[servers] = true
 		d.servers = servers
 	}
 	d.mu.Unlock()
@@ -188,6 +194,29 @@ func (d *FailoverDetector) Check(ctx context.Context, now time.Time) (bool, erro
 		d.detections.Add(1)
 	}
 	return changed, nil
+}
+
+// read reads the marker and, when withServers, the primaries' run ids. On
+// one server both go in one pipeline, so on one connection: while a
+// failover moves the connections over, a marker read from the new server
+// and a run id from the old one would make two detections of one failover.
+func (d *FailoverDetector) read(ctx context.Context, withServers bool) (marker, servers string, err error) {
+	if _, cluster := d.client.(*redis.ClusterClient); cluster || !withServers {
+		marker, err = d.client.Get(ctx, d.key).Result()
+		if err == nil && withServers {
+			servers = d.serverIDs(ctx)
+		}
+		return marker, servers, err
+	}
+	pipe := d.client.Pipeline()
+	get := pipe.Get(ctx, d.key)
+	info := pipe.Info(ctx, "server")
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	if in, err := info.Result(); err == nil {
+		servers = runIDOf(in)
+	}
+	marker, err = get.Result()
+	return marker, servers, err
 }
 
 func (d *FailoverDetector) check(now time.Time) {
