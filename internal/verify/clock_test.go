@@ -43,7 +43,7 @@ target: {kind: http, urls: [%q], timeout: 2s}
 traffic: {rate: 50/s, duration: 100ms}
 `, srv.URL+"/"))
 			now := func() time.Time { return time.Now().Add(ahead) }
-			out, err := Run(context.Background(), sc, Options{StartAt: now().Add(20 * time.Millisecond), Now: now})
+			out, err := Run(context.Background(), sc, Options{StartAt: now().Add(time.Second), Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}

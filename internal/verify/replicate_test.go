@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
@@ -77,7 +78,12 @@ func TestReplicateHoldsAcrossRealPromotion(t *testing.T) {
 		t.Errorf("without replicate: no note on the lost counts in %q", without.Report.Notes)
 	}
 	lost, held := measured(t, without, metric.CountsLost), heldAtFailover(without.History)
-	if held < 30 || lost < held-3 || lost > held+3 {
+	// The lag takes hold a moment after it is asked for (the replication
+	// user disabled, the links cut): what was admitted in that moment may
+	// still have reached the replica.
+	f := without.History.Meta.Faults[0]
+	late := float64(admittedBetween(without.History, f.At-time.Second, f.At-time.Second+300*time.Millisecond))
+	if held < 30 || lost < held-3-late || lost > held+3 {
 		t.Errorf("without replicate: counts_lost %g read from Redis, but the history says the windows held %g at the failover", lost, held)
 	}
 }
