@@ -118,15 +118,9 @@ func (at chunkAt) column(k int) (off int64, size, packed int) {
 // own large values, decoded, and last the tail in memory.
 func (h *History) columnPass(k int, raw func([]byte) error, decoded func(*History) error) error {
 	sp := h.sp
-	sp.pending.Wait()
-	sp.mu.Lock()
-	chunks, f, err := sp.chunks, sp.f, sp.err
-	sp.mu.Unlock()
+	chunks, f, err := sp.written()
 	if err != nil {
 		return err
-	}
-	if f == nil {
-		return errors.New("read spilled history: closed")
 	}
 	var buf []byte
 	c := &History{}
@@ -327,6 +321,22 @@ func (sp *spill) removeLocked() {
 	}
 }
 
+// written waits for the queued chunks to reach the file and returns them
+// with the file, or the write error, or an error when h was closed.
+func (sp *spill) written() ([]chunkAt, *os.File, error) {
+	sp.pending.Wait()
+	sp.mu.Lock()
+	chunks, f, err := sp.chunks, sp.f, sp.err
+	sp.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if f == nil {
+		return nil, nil, errors.New("read spilled history: closed")
+	}
+	return chunks, f, nil
+}
+
 // Chunks calls fn with h's records in order, a piece at a time, each piece
 // an in-memory History (with no Meta) that fn may read but must not keep:
 // a history in memory is one piece, h itself; a spilled one is read back
@@ -337,15 +347,9 @@ func (h *History) Chunks(fn func(c *History) error) error {
 	if sp == nil || sp.tail == nil {
 		return fn(h)
 	}
-	sp.pending.Wait()
-	sp.mu.Lock()
-	chunks, f, err := sp.chunks, sp.f, sp.err
-	sp.mu.Unlock()
+	chunks, f, err := sp.written()
 	if err != nil {
 		return err
-	}
-	if f == nil {
-		return errors.New("read spilled history: closed")
 	}
 	type piece struct {
 		c   *History
