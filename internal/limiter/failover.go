@@ -36,10 +36,11 @@ type FailoverDetector struct {
 	every   time.Duration
 	timeout time.Duration
 
-	mu       sync.Mutex
-	token    string
-	servers  string          // the primaries' run ids at the last read, "" = unknown
-	seen     map[string]bool // every set of run ids read so far
+	mu    sync.Mutex
+	token string
+	// seen holds every set of the primaries' run ids read so far; nil when
+	// they could not be read at start, and the marker alone decides.
+	seen     map[string]bool
 	last     time.Time
 	inflight bool
 	closed   bool
@@ -75,8 +76,10 @@ func (d *FailoverDetector) Start(ctx context.Context) error {
 	}
 	servers := d.serverIDs(ctx)
 	d.mu.Lock()
-	d.token, d.servers = tok, servers
-	d.seen = map[string]bool{servers: true}
+	d.token = tok
+	if servers != "" {
+		d.seen = map[string]bool{servers: true}
+	}
 	d.mu.Unlock()
 	return nil
 }
@@ -164,7 +167,7 @@ func (d *FailoverDetector) Check(ctx context.Context, now time.Time) (bool, erro
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	d.mu.Lock()
-	known := d.servers != ""
+	known := d.seen != nil
 	d.mu.Unlock()
 	v, servers, err := d.read(ctx, known)
 	switch {
@@ -186,7 +189,6 @@ func (d *FailoverDetector) Check(ctx context.Context, now time.Time) (bool, erro
 	if servers != "" && !d.seen[servers] {
 		changed = true
 		d.seen[servers] = true
-		d.servers = servers
 	}
 	d.mu.Unlock()
 	if changed {
