@@ -233,3 +233,18 @@ func describeServer(ctx context.Context, c redis.Cmdable, addr string) Server {
 	}
 	return s
 }
+
+// AckedReplicas is how many of c's primary's replicas, up to n, acknowledge
+// a write within timeout: a PUBLISH (replicated, yet no key is written),
+// then WAIT on the same connection. A WAIT after no write at all counts a
+// replica that has synced but not yet acknowledged (it does within a
+// second), whose first real WAITs then time out.
+func AckedReplicas(ctx context.Context, c redis.UniversalClient, n int, timeout time.Duration) (int, error) {
+	pipe := c.Pipeline()
+	pipe.Publish(ctx, "rlctl:replica-probe", "")
+	wait := pipe.Do(ctx, "WAIT", n, timeout.Milliseconds())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	return wait.Int()
+}

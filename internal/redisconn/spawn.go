@@ -546,9 +546,8 @@ func (d *Deployment) waitInSync(ctx context.Context, p *Process) error {
 }
 
 // waitAcked waits until n replicas acknowledge a write on the primary p
-// (a PUBLISH, replicated yet no key, then WAIT on the same connection). A
-// replica whose link is up acknowledges only after its first REPLCONF ACK,
-// up to a second later; until then a WAIT after a write times out.
+// (see AckedReplicas): a replica whose link is up acknowledges only after
+// its first REPLCONF ACK, up to a second later.
 func (d *Deployment) waitAcked(ctx context.Context, p *Process, n int) error {
 	if n == 0 {
 		return nil
@@ -556,11 +555,7 @@ func (d *Deployment) waitAcked(ctx context.Context, p *Process, n int) error {
 	c := d.client(p)
 	defer c.Close()
 	for {
-		pipe := c.Pipeline()
-		pipe.Publish(ctx, "rlctl:spawn-probe", "")
-		wait := pipe.Do(ctx, "WAIT", n, 100)
-		_, err := pipe.Exec(ctx)
-		if k, _ := wait.Int(); err == nil && k >= n {
+		if k, err := AckedReplicas(ctx, c, n, 100*time.Millisecond); err == nil && k >= n {
 			return nil
 		}
 		select {

@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -93,36 +92,22 @@ func (e *env) openSimulated(ctx context.Context, sc *scenario.Scenario, spec str
 // WAIT only after its first acknowledgement, up to a second later.
 const replicaWait = 5 * time.Second
 
-// connectedReplicas matches INFO replication's count of replicas.
-var connectedReplicas = regexp.MustCompile(`(?m)^connected_slaves:(\d+)`)
-
 // onlineReplicas is how many of the primary's replicas acknowledge, up to
-// n: with fewer than n connected, those (at once); else WAIT n after a
-// PUBLISH on the same connection (replicated, yet no key is written),
-// retried until n acknowledge it or replicaWait passes. A WAIT after no
-// write at all counts a replica that synced but has not acknowledged yet,
-// whose first real WAITs then time out.
+// n: with fewer than n connected, those (at once); else those that
+// acknowledge a write (redisconn.AckedReplicas), retried until n do or
+// replicaWait passes.
 func onlineReplicas(ctx context.Context, c redis.UniversalClient, n int) (int, error) {
 	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
 		return 0, err
 	}
-	connected := 0
-	if m := connectedReplicas.FindStringSubmatch(info); m != nil {
-		connected, _ = strconv.Atoi(m[1])
-	}
+	connected, _ := strconv.Atoi(redisconn.InfoField(info, "connected_slaves"))
 	if connected < n {
 		return connected, nil
 	}
 	deadline := time.Now().Add(replicaWait)
 	for {
-		pipe := c.Pipeline()
-		pipe.Publish(ctx, "rlctl:replicate-probe", "")
-		wait := pipe.Do(ctx, "WAIT", n, 100)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return 0, err
-		}
-		k, err := wait.Int()
+		k, err := redisconn.AckedReplicas(ctx, c, n, 100*time.Millisecond)
 		if err != nil || k >= n || time.Now().After(deadline) {
 			return k, err
 		}
