@@ -75,7 +75,7 @@ type pkg struct {
 
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json", "github.com/rlctl/rlctl/...")
+	cmd := exec.Command("go", "list", "-json", "./...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
