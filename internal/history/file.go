@@ -64,6 +64,7 @@ type fileMeta struct {
 	LimitCount   int64       `json:"limit_count"`
 	LimitWindow  int64       `json:"limit_window_ns"`
 	Identities   []string    `json:"identities"`
+	Shards       []string    `json:"shards,omitempty"`
 	Gateways     []string    `json:"gateways"`
 	Endpoints    []string    `json:"endpoints"`
 	Boundaries   []int64     `json:"boundaries_ns,omitempty"`
@@ -86,12 +87,13 @@ type fileFault struct {
 	Action   string `json:"action"`
 	Stopped  int64  `json:"stopped_ns,omitempty"`
 	Answered int64  `json:"answered_ns,omitempty"`
+	Shard    string `json:"shard,omitempty"`
 }
 
 func toFileMeta(m Meta) fileMeta {
 	fm := fileMeta{
 		Scenario: m.Scenario, LimitCount: m.Limit.Count, LimitWindow: int64(m.Limit.Window),
-		Identities: m.Identities, Gateways: m.Gateways, Endpoints: m.Endpoints,
+		Identities: m.Identities, Shards: m.Shards, Gateways: m.Gateways, Endpoints: m.Endpoints,
 		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds, Workers: m.Workers,
 		HeaderForms: m.HeaderForms, Retry: m.Retry,
 		Segment: m.Segment, LateNanos: int64(m.Late),
@@ -105,7 +107,7 @@ func toFileMeta(m Meta) fileMeta {
 	}
 	for _, f := range m.Faults {
 		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Action: f.Action,
-			Stopped: int64(f.Stopped), Answered: int64(f.Answered)})
+			Stopped: int64(f.Stopped), Answered: int64(f.Answered), Shard: f.Shard})
 	}
 	return fm
 }
@@ -113,7 +115,7 @@ func toFileMeta(m Meta) fileMeta {
 func (fm fileMeta) meta() Meta {
 	m := Meta{
 		Scenario: fm.Scenario, Limit: rate.Limit{Count: fm.LimitCount, Window: time.Duration(fm.LimitWindow)},
-		Identities: fm.Identities, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
+		Identities: fm.Identities, Shards: fm.Shards, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
 		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds, Workers: fm.Workers,
 		HeaderForms: fm.HeaderForms, Retry: fm.Retry,
 		Segment: fm.Segment, Late: time.Duration(fm.LateNanos),
@@ -127,7 +129,7 @@ func (fm fileMeta) meta() Meta {
 	}
 	for _, f := range fm.Faults {
 		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Action: f.Action,
-			Stopped: time.Duration(f.Stopped), Answered: time.Duration(f.Answered)})
+			Stopped: time.Duration(f.Stopped), Answered: time.Duration(f.Answered), Shard: f.Shard})
 	}
 	return m
 }
@@ -574,6 +576,9 @@ func (h *History) validate() error {
 	}
 	if h.Meta.Limit.Count < 0 || h.Meta.Limit.Window < 0 {
 		return fmt.Errorf("%w: negative limit %d/%d", ErrFormat, h.Meta.Limit.Count, h.Meta.Limit.Window)
+	}
+	if n := len(h.Meta.Shards); n != 0 && n != len(h.Meta.Identities) {
+		return fmt.Errorf("%w: %d shards for %d identities", ErrFormat, n, len(h.Meta.Identities))
 	}
 	return nil
 }

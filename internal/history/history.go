@@ -56,6 +56,10 @@ type Fault struct {
 	// first refused or failed a write and when the new one first took one:
 	// between them lies the election. Zero when not observed.
 	Stopped, Answered time.Duration
+	// Shard, for a real failover on a Redis Cluster, is the shard it acted
+	// on, named as in Meta.Shards (its primary's address when the run
+	// started); "" elsewhere.
+	Shard string
 }
 
 // Meta describes the run a history belongs to.
@@ -64,8 +68,14 @@ type Meta struct {
 	Start      time.Time  // wall clock of offset 0
 	Limit      rate.Limit // the published limit, per identity
 	Identities []string
-	Gateways   []string
-	Endpoints  []string
+	// Shards, when the run's Redis was a Cluster, names for each identity
+	// (same order as Identities) the shard holding its keys: the address
+	// of the primary that owned the slot of the identity's keys when the
+	// run started. Nil when not a Cluster (or not known); "" for an
+	// identity whose slot no primary served.
+	Shards    []string
+	Gateways  []string
+	Endpoints []string
 	// Boundaries are the window boundaries a boundary pattern aimed at, and
 	// BoundarySpan the half-width of the span counted around each.
 	Boundaries   []time.Duration

@@ -147,10 +147,11 @@ func sampleHistory(rng *rand.Rand, n int) *History {
 	h := New(Meta{
 		Scenario: "s", Start: time.Date(2026, 11, 29, 10, 0, 0, 123, time.UTC),
 		Limit:      rate.Limit{Count: 20, Window: time.Second},
-		Identities: []string{"a", "b"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
+		Identities: []string{"a", "b"}, Shards: []string{"127.0.0.1:7001", "127.0.0.1:7002"},
+		Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
 		Boundaries: []time.Duration{time.Second, 2 * time.Second}, BoundarySpan: 50 * time.Millisecond,
 		Faults: []Fault{{At: time.Second, For: 2 * time.Second, Action: "redis-down"},
-			{At: 3 * time.Second, Action: "kill-primary", Stopped: 3 * time.Second, Answered: 4200 * time.Millisecond}}, Rounds: 3,
+			{At: 3 * time.Second, Action: "kill-primary", Stopped: 3 * time.Second, Answered: 4200 * time.Millisecond, Shard: "127.0.0.1:7001"}}, Rounds: 3,
 	}, n)
 	for range n {
 		h.Append(randomRecord(rng))

@@ -14,7 +14,8 @@ import (
 //   - the scenario name and published limit must agree, else an error;
 //   - identities, gateways and endpoints are matched by name (the union, in
 //     order of first appearance), so "user-1" on two machines is one
-//     identity with one limit;
+//     identity with one limit; an identity's shard (Meta.Shards) is the
+//     first one a history names for it;
 //   - offsets are re-based on the earliest Meta.Start, so a record keeps its
 //     wall-clock instant exactly (to the nanosecond);
 //   - a history whose Meta.Clock was measured is first moved onto the
@@ -63,6 +64,8 @@ func Merge(hs ...*History) (*History, error) {
 
 	out := New(Meta{Scenario: first.Scenario, Start: start, Limit: first.Limit}, total)
 	var ids, gws, eps names
+	// shards holds each merged identity's shard, by its index in ids.
+	var shards []string
 	type source struct {
 		h     *History
 		shift time.Duration
@@ -81,6 +84,18 @@ func Merge(hs ...*History) (*History, error) {
 		var err error
 		if s.identity, err = mapNames[uint32](&ids, h.Meta.Identities, "identities"); err != nil {
 			return nil, err
+		}
+		for k, sh := range h.Meta.Shards {
+			if k >= len(s.identity) || sh == "" {
+				continue
+			}
+			j := int(s.identity[k])
+			if j >= len(shards) {
+				shards = append(shards, make([]string, j+1-len(shards))...)
+			}
+			if shards[j] == "" {
+				shards[j] = sh
+			}
 		}
 		if s.gateway, err = mapNames[uint16](&gws, h.Meta.Gateways, "gateways"); err != nil {
 			return nil, err
@@ -125,6 +140,9 @@ func Merge(hs ...*History) (*History, error) {
 		srcs[i] = s
 	}
 	out.Meta.Identities, out.Meta.Gateways, out.Meta.Endpoints = ids.list, gws.list, eps.list
+	if shards != nil {
+		out.Meta.Shards = append(shards, make([]string, len(ids.list)-len(shards))...)
+	}
 	slices.Sort(out.Meta.Boundaries)
 	out.Meta.Boundaries = slices.Compact(out.Meta.Boundaries)
 	slices.SortStableFunc(out.Meta.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })

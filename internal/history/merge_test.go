@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"math/rand/v2"
 	"strings"
@@ -213,5 +214,56 @@ func TestMergeMovesClocksOntoTheReference(t *testing.T) {
 		if got := m.At(i); got != w {
 			t.Fatalf("record %d: %+v; want %+v", i, got, w)
 		}
+	}
+}
+
+// TestMergeShards checks that each identity keeps its shard through a
+// merge whose inputs list identities in different orders, and that a
+// history without shards leaves its own identities' shards unknown ("").
+func TestMergeShards(t *testing.T) {
+	t.Parallel()
+	lim := rate.Limit{Count: 1, Window: time.Second}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := New(Meta{Scenario: "s", Start: start, Limit: lim, Identities: []string{"u0", "u1"}, Shards: []string{"n1", "n2"},
+		Faults: []Fault{{At: time.Second, Action: "failover", Shard: "n1"}}}, 0)
+	b := New(Meta{Scenario: "s", Start: start, Limit: lim, Identities: []string{"u2", "u1"}, Shards: []string{"n3", "n2"},
+		Faults: []Fault{{At: time.Second, Action: "failover", Shard: "n1"}}}, 0)
+	c := New(Meta{Scenario: "s", Start: start, Limit: lim, Identities: []string{"u3"}}, 0)
+	got, err := Merge(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"u0": "n1", "u1": "n2", "u2": "n3", "u3": ""}
+	if len(got.Meta.Shards) != len(got.Meta.Identities) {
+		t.Fatalf("merged %d shards for %d identities", len(got.Meta.Shards), len(got.Meta.Identities))
+	}
+	for i, id := range got.Meta.Identities {
+		if got.Meta.Shards[i] != want[id] {
+			t.Errorf("identity %s: shard %q, want %q", id, got.Meta.Shards[i], want[id])
+		}
+	}
+	if len(got.Meta.Faults) != 1 || got.Meta.Faults[0].Shard != "n1" {
+		t.Errorf("merged faults = %+v, want one failover of shard n1", got.Meta.Faults)
+	}
+	none, err := Merge(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.Meta.Shards != nil {
+		t.Errorf("a merge of histories without shards has shards %q", none.Meta.Shards)
+	}
+}
+
+// TestReadRefusesShardCount checks that a file whose shards do not match
+// its identities one for one is refused, not read with shards misplaced.
+func TestReadRefusesShardCount(t *testing.T) {
+	t.Parallel()
+	h := New(Meta{Scenario: "s", Identities: []string{"u0", "u1"}, Shards: []string{"n1"}}, 0)
+	var buf bytes.Buffer
+	if _, err := h.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(&buf); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Read = %v, want ErrFormat", err)
 	}
 }
