@@ -31,52 +31,76 @@ type election struct {
 // isFailover reports whether f changes the primary.
 func isFailover(f history.Fault) bool { return slices.Contains(FailoverActions, f.Action) }
 
-// elections measures each failover fault: the undecided requests (errors,
-// fail-open, fail-closed, local fallback; a failover-deny is the gateway's
-// own choice, counted apart) sent from its start, each within electionGap
-// of the one before, until the next fault.
-func (a *analyzer) elections() map[int]election {
-	// The undecided requests that were sent, by send time: few (an
-	// outage's), so held even for a spilled history.
-	type sentRec struct {
-		sent, r int64
-		t       Tally
-	}
+// sentRec is one undecided request (see undecided; a failover-deny is the
+// gateway's own choice, counted apart), by send time.
+type sentRec struct {
+	sent, r int64
+	id      uint32 // dense identity index
+	ep      uint8
+	t       Tally
+}
+
+// undecidedRecs are the undecided requests that were sent, sorted by send
+// time: few (an outage's), so held even for a spilled history.
+func (a *analyzer) undecidedRecs() []sentRec {
 	var recs []sentRec
 	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
 		for i := range h.Len() {
 			if undecided(h, i) && h.By(i) != decision.ByFailoverDeny && h.Sent(i) != history.NoTime {
 				_, r := a.decidedBetween(h, i)
-				var t Tally
-				t.add(h, i)
-				recs = append(recs, sentRec{sent: int64(h.Sent(i)), r: r, t: t})
+				x := sentRec{sent: int64(h.Sent(i)), r: r, id: a.identity(h, i), ep: h.Endpoint(i)}
+				x.t.add(h, i)
+				recs = append(recs, x)
 			}
 		}
 	})
 	slices.SortStableFunc(recs, func(x, y sentRec) int { return cmp.Compare(x.sent, y.sent) })
-	out := map[int]election{}
-	for k, f := range a.faults {
-		if !isFailover(f) {
+	return recs
+}
+
+// until is when fault k's figures stop: the next fault's start.
+func (a *analyzer) until(k int) int64 {
+	until := int64(math.MaxInt64)
+	for _, g := range a.faults {
+		if g.At > a.faults[k].At {
+			until = min(until, int64(g.At))
+		}
+	}
+	return until
+}
+
+// chain is failover k's election among the records keep admits: those
+// sent from its start, each within electionGap of the one before, until
+// the next fault; visit (when set) sees each.
+func (a *analyzer) chain(recs []sentRec, k int, keep func(sentRec) bool, visit func(sentRec)) election {
+	start, until := int64(a.faults[k].At), a.until(k)
+	e := election{last: start, end: start}
+	j, _ := slices.BinarySearchFunc(recs, start, func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
+	for ; j < len(recs) && recs[j].sent < until; j++ {
+		x := recs[j]
+		if keep != nil && !keep(x) {
 			continue
 		}
-		start := int64(f.At)
-		until := int64(math.MaxInt64)
-		for _, g := range a.faults {
-			if g.At > f.At {
-				until = min(until, int64(g.At))
-			}
+		if x.sent-e.last > int64(electionGap) {
+			break
 		}
-		e := election{last: start, end: start}
-		j, _ := slices.BinarySearchFunc(recs, int64(f.At), func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
-		for ; j < len(recs); j++ {
-			x := recs[j]
-			if x.sent >= until || x.sent-e.last > int64(electionGap) {
-				break
-			}
-			e.last, e.end = x.sent, max(e.end, x.r)
-			e.Tally.merge(x.t)
+		e.last, e.end = x.sent, max(e.end, x.r)
+		e.Tally.merge(x.t)
+		if visit != nil {
+			visit(x)
 		}
-		out[k] = e
+	}
+	return e
+}
+
+// elections measures each failover fault over recs: its chain of
+// undecided requests (see chain).
+func (a *analyzer) elections(recs []sentRec) map[int]election {
+	out := map[int]election{}
+	for k, f := range a.faults {
+		if isFailover(f) {
+			out[k] = a.chain(recs, k, nil, nil)
+		}
 	}
 	return out
 }
@@ -88,7 +112,8 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 	if !slices.ContainsFunc(a.faults, isFailover) {
 		return nil
 	}
-	els := a.elections()
+	recs := a.undecidedRecs()
+	els := a.elections(recs)
 	var errs, open, closed, longest int64
 	for k, e := range els {
 		errs += e.Errors
@@ -100,6 +125,8 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 	res.Metrics[metric.ElectionFailOpen] = float64(open)
 	res.Metrics[metric.ElectionFailClosed] = float64(closed)
 	res.Metrics[metric.ElectionMs] = float64(longest) / 1e6
+	a.shardFigures(res, recs)
+	a.endpointFigures(res, recs)
 
 	// Failover detection: every answer a gateway gave because it noticed
 	// the failover, from the first to the last.

@@ -28,6 +28,14 @@ type Result struct {
 	PerIdentityOmitted int
 	// PerGateway holds counts and latency per gateway, in Meta order.
 	PerGateway []GatewayResult
+	// PerEndpoint holds each endpoint's failover figures, in Meta order,
+	// when the run had a failover fault; nil otherwise.
+	PerEndpoint []EndpointResult
+	// PerShard holds each Redis Cluster shard's failover figures, in order
+	// of the first identity it held, when the history names the
+	// identities' shards (Meta.Shards) and a failover the shard it acted
+	// on; nil otherwise.
+	PerShard []ShardResult
 	// Timeline is allowed requests per interval (all identities, by
 	// decision time), for the "allowed per interval against the limit"
 	// chart; Interval is its step and each Point.At an interval's start.

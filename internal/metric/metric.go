@@ -49,6 +49,16 @@ const (
 	CountsLost         = "counts_lost"
 )
 
+// The failover figures split by Redis Cluster shard (see
+// analysis.Result.PerShard): the identities on the shard a failover acted
+// on, and those on the other shards.
+const (
+	FailedShardElectionUndecided = "failed_shard_election_undecided"
+	FailedShardAfterFaultCeiling = "failed_shard_after_fault_ceiling"
+	OtherShardsElectionUndecided = "other_shards_election_undecided"
+	OtherShardsAfterFaultCeiling = "other_shards_after_fault_ceiling"
+)
+
 // Names lists every metric name, in report order.
 var Names = []string{
 	Requests, Allowed, Denied, Errors, Dropped, Ceiling, CeilingUpper,
@@ -58,6 +68,8 @@ var Names = []string{
 	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
 	ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs,
 	FailoverDenied, FailoverDetectMs, FailoverDenyMs, CountsLost,
+	FailedShardElectionUndecided, FailedShardAfterFaultCeiling,
+	OtherShardsElectionUndecided, OtherShardsAfterFaultCeiling,
 }
 
 // Description says what a metric means to a reader: its unit and one
@@ -119,13 +131,19 @@ var Descriptions = map[string]Description{
 	CountsLost: {"requests", "Runs with a failover rlctl staged: the design's counters just before it minus what the new primary held right after, " +
 		"summed over the run's keys (counter designs: fixed windows, get-incr, clock and sliding windows, the sliding log), read from Redis. " +
 		"With replicate, a count lost this way belongs to a request refused when its WAIT failed."},
-	StrandedLease:     {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
-	RetryAfterMissing: {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
-	P50:               {"ms", "Median latency from each request's scheduled send time to its answer."},
-	P90:               {"ms", "90th percentile latency from scheduled send to answer."},
-	P99:               {"ms", "99th percentile latency from scheduled send to answer."},
-	P999:              {"ms", "99.9th percentile latency from scheduled send to answer."},
-	Max:               {"ms", "The slowest request, from scheduled send to answer."},
+	FailedShardElectionUndecided: {"requests", "Runs with a failover on a Redis Cluster: requests of the identities whose keys the shard that failed over held " +
+		"that got no decision from Redis while its primary changed (errors, fail-open, fail-closed, local fallback; sent from the failover's start, each within 1s of the one before)."},
+	FailedShardAfterFaultCeiling: {"requests per W", "Runs with a failover on a Redis Cluster: after_fault_ceiling of the worst identity whose keys the shard that failed over held."},
+	OtherShardsElectionUndecided: {"requests", "Runs with a failover on a Redis Cluster: requests of the identities on the other shards that got no decision from Redis " +
+		"during that election (sent from its start to 1s after its last undecided request or the new primary's first write): 0 means the other shards did not notice."},
+	OtherShardsAfterFaultCeiling: {"requests per W", "Runs with a failover on a Redis Cluster: after_fault_ceiling of the worst identity on the other shards; at most L means their limit held through it."},
+	StrandedLease:                {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
+	RetryAfterMissing:            {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
+	P50:                          {"ms", "Median latency from each request's scheduled send time to its answer."},
+	P90:                          {"ms", "90th percentile latency from scheduled send to answer."},
+	P99:                          {"ms", "99th percentile latency from scheduled send to answer."},
+	P999:                         {"ms", "99.9th percentile latency from scheduled send to answer."},
+	Max:                          {"ms", "The slowest request, from scheduled send to answer."},
 	SendLagP99: {"ms", "99th percentile of how late rlctl itself sent requests after their scheduled time; " +
 		"latency includes it, so latency close to it is rlctl's, not the target's."},
 }

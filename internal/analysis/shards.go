@@ -1,0 +1,169 @@
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
+)
+
+// ShardResult is one Redis Cluster shard's failover figures: those of the
+// identities whose keys it held when the run started (Meta.Shards).
+type ShardResult struct {
+	// Shard names the shard as Meta.Shards does (its primary's address at
+	// the start).
+	Shard string
+	// FailedOver says a failover fault acted on this shard.
+	FailedOver bool
+	// Identities is how many of the run's identities it held.
+	Identities int
+	// Metrics: election_errors, election_fail_open, election_fail_closed
+	// (its identities' undecided requests during the failover's election:
+	// the election's own chain for the shard that failed over, the span of
+	// that election for the others) and after_fault_ceiling (its worst
+	// identity's).
+	Metrics Metrics
+}
+
+// EndpointResult is one endpoint's failover figures: election_errors,
+// election_fail_open, election_fail_closed and election_ms over its own
+// requests, and failover_denied.
+type EndpointResult struct {
+	Endpoint string
+	Metrics  Metrics
+}
+
+// shardOf is the shard that held identity id's keys, "" when unknown.
+func (a *analyzer) shardOf(id uint32) string {
+	if int(id) < len(a.h.Meta.Shards) {
+		return a.h.Meta.Shards[id]
+	}
+	return ""
+}
+
+// shardFigures splits the failover figures between the Cluster shards
+// (Result.PerShard) and sums them up for the shards that failed over and
+// the others (failed_shard_* and other_shards_*), when the history names
+// each identity's shard and a failover names the shard it acted on.
+//
+// An identity on the shard failover k acted on counts the undecided
+// requests of k's election chain among that shard's identities (see
+// chain); an identity on another shard counts its undecided requests sent
+// from k's start to electionGap after the later of that chain's last
+// request and the first write the new primary took (Fault.Answered): the
+// span in which a shard that noticed the election would have shown it.
+func (a *analyzer) shardFigures(res *Result, recs []sentRec) {
+	failed := map[string]bool{}
+	for _, f := range a.faults {
+		if isFailover(f) && f.Shard != "" {
+			failed[f.Shard] = true
+		}
+	}
+	if len(a.h.Meta.Shards) == 0 || len(failed) == 0 {
+		return
+	}
+	index := map[string]int{}
+	var shards []ShardResult
+	ceilings := map[int]float64{}
+	for k := range min(len(a.h.Meta.Shards), len(a.idState)) {
+		sh := a.shardOf(uint32(k))
+		if sh == "" {
+			continue
+		}
+		j, ok := index[sh]
+		if !ok {
+			j = len(shards)
+			index[sh] = j
+			shards = append(shards, ShardResult{Shard: sh, FailedOver: failed[sh], Metrics: Metrics{}})
+		}
+		shards[j].Identities++
+		if v, ok := a.idState[k].fig.get(fAfterFaultCeiling); ok {
+			ceilings[j] = max(ceilings[j], v)
+		}
+	}
+	tallies := make([]Tally, len(shards))
+	for k, f := range a.faults {
+		if !isFailover(f) || f.Shard == "" {
+			continue
+		}
+		// A shard that held no identity has no entry: its chain is empty,
+		// and every identity counts as on another shard.
+		j, ok := index[f.Shard]
+		if !ok {
+			j = -1
+		}
+		e := a.chain(recs, k, func(x sentRec) bool { return a.shardOf(x.id) == f.Shard }, func(x sentRec) { tallies[j].merge(x.t) })
+		end := min(a.until(k), max(e.last, int64(f.Answered))+int64(electionGap))
+		i, _ := slices.BinarySearchFunc(recs, int64(f.At), func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
+		for ; i < len(recs) && recs[i].sent < end; i++ {
+			if o, ok := index[a.shardOf(recs[i].id)]; ok && o != j {
+				tallies[o].merge(recs[i].t)
+			}
+		}
+	}
+	group := map[bool]struct {
+		undecided, ceiling string
+	}{
+		true:  {metric.FailedShardElectionUndecided, metric.FailedShardAfterFaultCeiling},
+		false: {metric.OtherShardsElectionUndecided, metric.OtherShardsAfterFaultCeiling},
+	}
+	for j := range shards {
+		sr := &shards[j]
+		t := tallies[j]
+		sr.Metrics[metric.ElectionErrors] = float64(t.Errors)
+		sr.Metrics[metric.ElectionFailOpen] = float64(t.FailOpen)
+		sr.Metrics[metric.ElectionFailClosed] = float64(t.FailClosed)
+		g := group[sr.FailedOver]
+		res.Metrics[g.undecided] += float64(t.Undecided())
+		if v, ok := ceilings[j]; ok {
+			sr.Metrics[metric.AfterFaultCeiling] = v
+			res.Metrics[g.ceiling] = max(res.Metrics[g.ceiling], v)
+		}
+	}
+	res.PerShard = shards
+}
+
+// endpointFigures gives each endpoint its own election and failover
+// detection figures (Result.PerEndpoint), from the same chains as the
+// scenario's, each among the endpoint's requests alone.
+func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
+	names := slices.Clone(a.h.Meta.Endpoints)
+	denied := make([]int64, len(names))
+	grow := func(ep int) {
+		for len(names) <= ep {
+			names = append(names, fmt.Sprintf("#%d", len(names)))
+			denied = append(denied, 0)
+		}
+	}
+	for _, x := range recs {
+		grow(int(x.ep))
+	}
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if h.By(i) == decision.ByFailoverDeny {
+				grow(int(h.Endpoint(i)))
+				denied[h.Endpoint(i)]++
+			}
+		}
+	})
+	for ep, name := range names {
+		var t Tally
+		var longest int64
+		for k, f := range a.faults {
+			if !isFailover(f) {
+				continue
+			}
+			e := a.chain(recs, k, func(x sentRec) bool { return int(x.ep) == ep }, nil)
+			t.merge(e.Tally)
+			longest = max(longest, e.end-int64(f.At))
+		}
+		res.PerEndpoint = append(res.PerEndpoint, EndpointResult{Endpoint: name, Metrics: Metrics{
+			metric.ElectionErrors: float64(t.Errors), metric.ElectionFailOpen: float64(t.FailOpen),
+			metric.ElectionFailClosed: float64(t.FailClosed), metric.ElectionMs: float64(longest) / 1e6,
+			metric.FailoverDenied: float64(denied[ep]),
+		}})
+	}
+}

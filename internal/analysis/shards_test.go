@@ -1,0 +1,109 @@
+package analysis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// shardedHistory is a failover at 1s of shard n1 on a Cluster of three
+// shards: identity a (n1) sees the election, b (n2) one error inside the
+// election's span and one after it, c (n3) nothing after the fault, d's
+// shard is unknown. Endpoint 0 is login, 1 feed.
+func shardedHistory(shards []string) *history.History {
+	meta := history.Meta{Limit: rate.Limit{Count: 2, Window: time.Second},
+		Identities: []string{"a", "b", "c", "d"}, Shards: shards, Endpoints: []string{"login", "feed"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover", Shard: "n1", Answered: 1300 * msec}}}
+	h := history.New(meta, 0)
+	add := func(sent time.Duration, id uint32, ep uint8, o decision.Outcome, b decision.By) {
+		r := by(sent, sent+msec, o, b)
+		r.Identity, r.Endpoint = id, ep
+		h.Append(r)
+	}
+	add(800*msec, 2, 0, decision.Error, decision.ByUnknown) // c, before the fault
+	add(1000*msec, 0, 0, decision.Error, decision.ByUnknown)
+	add(1050*msec, 1, 0, decision.Allowed, decision.ByRedis)
+	add(1050*msec, 3, 1, decision.Error, decision.ByUnknown) // d: no known shard
+	add(1100*msec, 0, 0, decision.Error, decision.ByUnknown)
+	add(1100*msec, 2, 0, decision.Allowed, decision.ByRedis)
+	add(1150*msec, 0, 0, decision.Allowed, decision.ByFailOpen)
+	add(1200*msec, 0, 0, decision.Error, decision.ByUnknown)
+	for _, at := range []time.Duration{1400 * msec, 1410 * msec, 1420 * msec} {
+		add(at, 0, 0, decision.Allowed, decision.ByRedis)
+	}
+	add(1500*msec, 1, 0, decision.Allowed, decision.ByRedis)
+	add(1600*msec, 2, 1, decision.Denied, decision.ByFailoverDeny)
+	// b: inside the election's span (to 1.3s + 1s), then after it.
+	add(1900*msec, 1, 1, decision.Error, decision.ByUnknown)
+	add(2500*msec, 1, 1, decision.Error, decision.ByUnknown)
+	return h
+}
+
+// TestShardFigures counts by hand what each shard's identities saw of a
+// failover of shard n1, and the failed_shard_*/other_shards_* sums.
+func TestShardFigures(t *testing.T) {
+	t.Parallel()
+	res := Analyze(shardedHistory([]string{"n1", "n2", "n3", ""}), Options{})
+	wantMetrics(t, res.Metrics, Metrics{
+		metric.FailedShardElectionUndecided: 4, metric.FailedShardAfterFaultCeiling: 4,
+		metric.OtherShardsElectionUndecided: 1, metric.OtherShardsAfterFaultCeiling: 2,
+	})
+	want := []struct {
+		shard  string
+		failed bool
+		m      Metrics
+	}{
+		{"n1", true, Metrics{metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.AfterFaultCeiling: 4}},
+		{"n2", false, Metrics{metric.ElectionErrors: 1, metric.ElectionFailOpen: 0, metric.AfterFaultCeiling: 2}},
+		{"n3", false, Metrics{metric.ElectionErrors: 0, metric.ElectionFailOpen: 0, metric.AfterFaultCeiling: 1}},
+	}
+	if len(res.PerShard) != len(want) {
+		t.Fatalf("PerShard = %+v, want %d shards", res.PerShard, len(want))
+	}
+	for i, w := range want {
+		got := res.PerShard[i]
+		if got.Shard != w.shard || got.FailedOver != w.failed || got.Identities != 1 {
+			t.Errorf("shard %d = %s (failed over %v, %d identities), want %s (%v, 1)", i, got.Shard, got.FailedOver, got.Identities, w.shard, w.failed)
+		}
+		wantMetrics(t, got.Metrics, w.m)
+	}
+}
+
+// TestShardFiguresNeedShards checks that without the identities' shards
+// (not a Cluster) the split is absent, not zero: a threshold on it then
+// fails as unmeasured instead of passing.
+func TestShardFiguresNeedShards(t *testing.T) {
+	t.Parallel()
+	res := Analyze(shardedHistory(nil), Options{})
+	if res.PerShard != nil {
+		t.Errorf("PerShard = %+v without shards", res.PerShard)
+	}
+	for _, name := range []string{metric.FailedShardElectionUndecided, metric.FailedShardAfterFaultCeiling,
+		metric.OtherShardsElectionUndecided, metric.OtherShardsAfterFaultCeiling} {
+		if v, ok := res.Metrics[name]; ok {
+			t.Errorf("%s = %v without shards, want absent", name, v)
+		}
+	}
+}
+
+// TestEndpointFigures counts each endpoint's election and detection by
+// hand: login saw shard n1's election, feed the other errors (chained
+// within 1s of each other) and the one failover-deny.
+func TestEndpointFigures(t *testing.T) {
+	t.Parallel()
+	res := Analyze(shardedHistory(nil), Options{})
+	want := map[string]Metrics{
+		"login": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0},
+		"feed":  {metric.ElectionErrors: 3, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 1},
+	}
+	if len(res.PerEndpoint) != 2 {
+		t.Fatalf("PerEndpoint = %+v, want login and feed", res.PerEndpoint)
+	}
+	for _, e := range res.PerEndpoint {
+		wantMetrics(t, e.Metrics, want[e.Endpoint])
+	}
+}
