@@ -30,7 +30,9 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		p, n := thresholdCounts(sc)
 		return fmt.Sprintf("%d/%d", p, n)
 	},
-	"verdictClass": verdictClass,
+	"verdictClass":    verdictClass,
+	"failoverColumns": func() []string { return FailoverColumns },
+	"shardLabel":      shardLabel,
 }).Parse(htmlSource))
 
 // verdictClass is the CSS class of a verdict: holds, flaw (demonstrated)

@@ -73,7 +73,10 @@ func Markdown(w io.Writer, r *Report) error {
 		if sc.Description != "" {
 			fmt.Fprintf(b, "%s\n\n", mdText(sc.Description))
 		}
-		if sc.Error != "" {
+		switch {
+		case sc.Status == StatusSkipped:
+			fmt.Fprintf(b, "> **Skipped:** %s\n\n", mdText(sc.Error))
+		case sc.Error != "":
 			fmt.Fprintf(b, "> **Error:** %s\n\n", mdText(sc.Error))
 		}
 		if len(sc.Faults) > 0 {
@@ -105,6 +108,24 @@ func Markdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(b)
 			for _, n := range sc.Notes {
 				fmt.Fprintf(b, "- %s\n", mdText(n))
+			}
+			fmt.Fprintln(b)
+		}
+		if f := sc.Failover; f != nil {
+			fmt.Fprintf(b, "| part | %s |\n", strings.Join(FailoverColumns, " | "))
+			fmt.Fprintf(b, "|---|%s\n", strings.Repeat("---:|", len(FailoverColumns)))
+			row := func(name string, m map[string]float64) {
+				fmt.Fprintf(b, "| %s |", mdCell(name))
+				for _, c := range FailoverColumns {
+					fmt.Fprintf(b, " %s |", metricCell(m, c))
+				}
+				fmt.Fprintln(b)
+			}
+			for _, e := range f.Endpoints {
+				row("endpoint "+e.Name, e.Metrics)
+			}
+			for _, s := range f.Shards {
+				row(shardLabel(s), s.Metrics)
 			}
 			fmt.Fprintln(b)
 		}
@@ -150,4 +171,14 @@ func anchor(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// shardLabel names a shard's row of a failover table: "shard 127.0.0.1:7001
+// (3 identities, failed over)".
+func shardLabel(p FailoverPart) string {
+	s := fmt.Sprintf("shard %s (%s", p.Name, count(p.Identities, "identity"))
+	if p.FailedOver {
+		s += ", failed over"
+	}
+	return s + ")"
 }

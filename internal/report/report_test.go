@@ -22,6 +22,7 @@ func TestFinish(t *testing.T) {
 		{"one threshold fails", []Scenario{{Thresholds: []Threshold{{Status: StatusPass}, {Status: StatusFail}}}, {}}, false, StatusFail, []string{StatusFail, StatusPass}},
 		{"error", []Scenario{{Error: "boom"}}, false, StatusFail, []string{StatusError}},
 		{"interrupted", []Scenario{{}}, true, StatusIncomplete, []string{StatusPass}},
+		{"skipped changes nothing", []Scenario{{Status: StatusSkipped, Error: "needs a Redis Cluster"}, {}}, false, StatusPass, []string{StatusSkipped, StatusPass}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,5 +85,42 @@ func TestTimelineLimitCountsIdentities(t *testing.T) {
 	want := "the published limit for all 3 identities scaled to the interval (20/s per identity = 6 per 100ms)"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("timeline caption lacks %q", want)
+	}
+}
+
+// TestSkippedSaysWhy checks that a scenario skipped up front (its
+// deployment lacks what it requires) reads as skipped with its reason in
+// every format, JUnit's <skipped> included, and leaves the run passing.
+func TestSkippedSaysWhy(t *testing.T) {
+	t.Parallel()
+	const why = "needs a Redis Cluster: run with --redis spawn-cluster"
+	r := &Report{Scenarios: []Scenario{
+		{Name: "ok", Thresholds: []Threshold{{Expr: "ceiling <= limit", Status: StatusPass}}},
+		{Name: "cluster-only", Status: StatusSkipped, Error: why},
+	}}
+	r.Finish()
+	if r.Status != StatusPass {
+		t.Fatalf("status = %s with one scenario skipped, want pass", r.Status)
+	}
+	writers := map[string]struct {
+		write func(*bytes.Buffer) error
+		want  string
+	}{
+		"md":       {func(b *bytes.Buffer) error { return Markdown(b, r) }, "> **Skipped:** " + mdText(why)},
+		"html":     {func(b *bytes.Buffer) error { return HTML(b, r) }, `<p class="skipped" id="skipped-cluster-only">Skipped: ` + why + "</p>"},
+		"terminal": {func(b *bytes.Buffer) error { return Terminal(b, r, false) }, "Skipped:\n  cluster-only: " + why},
+		"junit":    {func(b *bytes.Buffer) error { return JUnit(b, r) }, `<skipped message="` + why + `">`},
+	}
+	for name, w := range writers {
+		var buf bytes.Buffer
+		if err := w.write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), w.want) {
+			t.Errorf("%s lacks %q:\n%s", name, w.want, buf.String())
+		}
+		if name == "terminal" && strings.Contains(buf.String(), "Failed:") {
+			t.Errorf("terminal lists a skipped scenario as failed:\n%s", buf.String())
+		}
 	}
 }

@@ -86,12 +86,12 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	if err := t.Render(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	var failed []string
+	var failed, skipped []string
 	flaws := false
 	for _, sc := range r.Scenarios {
 		flaws = flaws || sc.Flaw()
 		if sc.Status == StatusSkipped {
-			failed = append(failed, fmt.Sprintf("  %s: skipped: %s", sc.Name, sc.Error))
+			skipped = append(skipped, fmt.Sprintf("  %s: %s", sc.Name, sc.Error))
 			continue
 		}
 		if sc.Error != "" {
@@ -112,6 +112,10 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	if len(failed) > 0 {
 		lines = append(lines, paint(ansiBold, "Failed:"))
 		lines = append(lines, failed...)
+	}
+	if len(skipped) > 0 {
+		lines = append(lines, paint(ansiBold, "Skipped:"))
+		lines = append(lines, skipped...)
 	}
 	if flaws {
 		lines = append(lines, textfmt.Wrap(`"flaw demonstrated": the scenario exists to show a flaw (shows: flaw), and its PASS means the run reproduced it: the design it ran is not safe as configured.`, 100)...)

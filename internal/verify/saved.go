@@ -91,7 +91,7 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		Name: s.Name, Description: s.Description, Shows: s.Shows, Target: s.Target, Design: s.Design,
 		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
 		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(), Faults: reportFaults(h.Meta.Faults),
-		HeaderForms: h.Meta.HeaderForms,
+		HeaderForms: h.Meta.HeaderForms, Failover: report.FailoverOf(&res),
 	}
 	if r.Shows == "" {
 		// Saved before scenarios said what they show.

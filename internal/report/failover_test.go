@@ -1,0 +1,86 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
+)
+
+// failoverReport is one scenario whose failover figures were split by
+// endpoint and by Cluster shard.
+func failoverReport() *Report {
+	res := &analysis.Result{
+		PerEndpoint: []analysis.EndpointResult{{Endpoint: "login", Metrics: analysis.Metrics{metric.ElectionErrors: 7, metric.FailoverDenied: 0}}},
+		PerShard: []analysis.ShardResult{
+			{Shard: "127.0.0.1:7001", FailedOver: true, Identities: 1, Metrics: analysis.Metrics{metric.ElectionErrors: 5, metric.AfterFaultCeiling: 9}},
+			{Shard: "127.0.0.1:7002", Identities: 3, Metrics: analysis.Metrics{metric.ElectionErrors: 0, metric.AfterFaultCeiling: 4}},
+		},
+	}
+	r := &Report{Scenarios: []Scenario{{Name: "shard-x", Status: StatusPass, Failover: FailoverOf(res), Metrics: map[string]float64{}}}}
+	r.Finish()
+	return r
+}
+
+// TestFailoverTables checks that the per-endpoint and per-shard failover
+// figures reach report.json, report.md and report.html, each row with its
+// own figures.
+func TestFailoverTables(t *testing.T) {
+	t.Parallel()
+	r := failoverReport()
+	var js bytes.Buffer
+	if err := JSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Scenarios []struct {
+			Failover struct {
+				Endpoints []FailoverPart `json:"endpoints"`
+				Shards    []FailoverPart `json:"shards"`
+			} `json:"failover"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	f := back.Scenarios[0].Failover
+	if len(f.Endpoints) != 1 || f.Endpoints[0].Name != "login" || f.Endpoints[0].Metrics[metric.ElectionErrors] != 7 {
+		t.Errorf("report.json failover endpoints = %+v", f.Endpoints)
+	}
+	if len(f.Shards) != 2 || !f.Shards[0].FailedOver || f.Shards[1].FailedOver || f.Shards[1].Identities != 3 || f.Shards[0].Metrics[metric.AfterFaultCeiling] != 9 {
+		t.Errorf("report.json failover shards = %+v", f.Shards)
+	}
+
+	var md bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| endpoint login | 7 |", "| shard 127.0.0.1:7001 (1 identity, failed over) | 5 |", "| shard 127.0.0.1:7002 (3 identities) | 0 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md.String())
+		}
+	}
+
+	var html bytes.Buffer
+	if err := HTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	page := html.String()
+	i := strings.Index(page, `<table class="failover" id="failover-shard-x">`)
+	if i < 0 {
+		t.Fatalf("report.html has no failover table")
+	}
+	table := page[i : i+strings.Index(page[i:], "</table>")]
+	for _, want := range []string{
+		`<tr><td>endpoint login</td><td class="n">7</td>`,
+		`<tr><td>shard 127.0.0.1:7001 (1 identity, failed over)</td><td class="n">5</td>`,
+		`<tr><td>shard 127.0.0.1:7002 (3 identities)</td><td class="n">0</td>`,
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("report.html's failover table lacks %q:\n%s", want, table)
+		}
+	}
+}
