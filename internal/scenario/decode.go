@@ -419,6 +419,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 		"name":           d.str(&sc.Name),
 		"description":    d.str(&sc.Description),
 		"shows":          d.enum(&sc.Shows, "shows", showsValues),
+		"requires":       d.enum(&sc.Requires, "requirement", requirement),
 		"limit":          d.limit(&sc.Limit),
 		"max_error_rate": d.number(&sc.MaxErrorRate),
 		"target":         func(n *yaml.Node, p string) { d.target(n, p, &sc.Target) },

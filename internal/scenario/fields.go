@@ -94,6 +94,7 @@ var fieldDocs = []struct{ path, doc string }{
 	{"name", "The scenario's name, unique in a suite; reports, JUnit and history files use it. Letters, digits, '.', '_' and '-'. Required."},
 	{"description", "What the scenario shows and why, in a sentence or two; printed when it starts and in every report."},
 	{"shows", "What a pass means for the design the scenario runs; reports print it as the verdict (\"flaw demonstrated\", \"design holds\"). Default holds."},
+	{"requires", "What the deployment must be for the scenario to mean anything: cluster (a Redis Cluster: --redis spawn-cluster, or a redis+cluster:// URL). On any other Redis the scenario is skipped up front with the reason, shown as skipped in every report, and does not change the exit code. Needs a target whose Redis rlctl reaches (a simulated Redis design or redis-script). Default: none, the scenario runs anywhere."},
 	{"limit", "The published limit per identity, N/DURATION: 100/1m, 10/s, 5000/1h. Required. Thresholds call its count limit."},
 	{"max_error_rate", "The largest share of sent requests (0 to 1) that may go without a deciding answer (errors, or a failure policy deciding outside the planned faults) before the run counts as not having measured the design: an error, never a pass. Default 0.01 (1%)."},
 	{"target", "What the traffic is fired at."},
@@ -193,6 +194,9 @@ var valueDocs = map[string]map[string]string{
 		JitterNone:  "the backoff exactly",
 		JitterFull:  "uniform in [0, B)",
 		JitterEqual: "B/2 plus uniform in [0, B/2)",
+	},
+	"requires": {
+		RequireCluster: "a Redis Cluster: the scenario measures something only a Cluster has, such as one shard failing over while the others serve on",
 	},
 	"shows": {
 		ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",

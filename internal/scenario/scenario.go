@@ -89,6 +89,11 @@ const (
 // one after ten node timeouts (10s on spawn-cluster).
 const MaxReplicaLag = 2 * time.Second
 
+// RequireCluster is the requires value of a scenario that only means
+// something on a Redis Cluster: on any other deployment it is skipped up
+// front, never run.
+const RequireCluster = "cluster"
+
 // What a scenario shows (its shows field; see package design).
 const (
 	ShowsFlaw  = design.ShowsFlaw
@@ -134,6 +139,7 @@ var (
 	actions     = []string{FaultFailover, FaultKillPrimary, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
 	clocks      = []string{ClockGateway, ClockRedis}
 	showsValues = []string{ShowsFlaw, ShowsHolds}
+	requirement = []string{RequireCluster}
 	keys        = []string{KeyIdentity, KeySource}
 	honors      = []string{HonorRetryAfter, HonorReset, HonorFixed}
 	backoffs    = []string{BackoffExponential, BackoffConstant}
@@ -148,6 +154,9 @@ type Scenario struct {
 	// thresholds hold when the flaw appears) or ShowsHolds (the default)
 	// when it proves the design holds.
 	Shows string
+	// Requires is RequireCluster when the scenario needs a Redis Cluster
+	// (verify skips it elsewhere, saying so), "" when it runs anywhere.
+	Requires string
 	// File and Line say where the scenario's document starts, for messages.
 	File string
 	Line int

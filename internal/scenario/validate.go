@@ -255,6 +255,14 @@ func (d *decoder) validate(sc *Scenario) {
 	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
 		onlyFor(f, KindSimulated)
 	}
+	if sc.Requires == RequireCluster {
+		switch {
+		case t.Kind == KindHTTP:
+			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an http target's Redis is its own")
+		case t.Kind == KindSimulated && slices.Contains([]string{design.LocalFixedWindow, design.LocalTokenBucket}, t.Algorithm):
+			bad("requires", "cluster needs a design that keeps its state in Redis; %s keeps it in each gateway's memory", t.Algorithm)
+		}
+	}
 	if t.Kind == KindHTTP && set("target.redis") {
 		bad("target.redis", "an http target reaches its own Redis; redis does not apply")
 	}
