@@ -27,7 +27,11 @@ func TestSuiteLoads(t *testing.T) {
 	var total time.Duration
 	seen := map[string]bool{}
 	for _, s := range scs {
-		total += s.Traffic.Duration
+		if s.Requires == "" {
+			// One that requires a Cluster is skipped on the embedded
+			// Redis: it costs that run nothing.
+			total += s.Traffic.Duration
+		}
 		seen[s.Target.Algorithm] = true
 		if r := s.Traffic.Retry; r != nil {
 			seen["retry jitter "+r.Jitter] = true
@@ -45,7 +49,7 @@ func TestSuiteLoads(t *testing.T) {
 	flaws := []string{"local-counters-leak", "get-incr-race", "fixed-window-boundary",
 		"ttl-refresh-lockout", "clock-skew-gateway-clocks", "failover-trust", "herd-no-jitter",
 		"retry-after-token-bucket", "retry-after-gcra", "retry-after-sliding-log", "office-behind-one-address",
-		"failover-async-replication"}
+		"failover-async-replication", "cluster-shard-failover"}
 	for _, s := range scs {
 		if want := slices.Contains(flaws, s.Name); (s.Shows == scenario.ShowsFlaw) != want {
 			t.Errorf("%s: shows %s, want flaw=%v", s.Name, s.Shows, want)
@@ -102,8 +106,29 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	}
 	// A pass must rest on figures: requests were answered, mostly by the
 	// limiter, whatever the thresholds (several would hold on nothing).
+	scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needsCluster := map[string]bool{}
+	for _, s := range scs {
+		needsCluster[s.Name] = s.Requires == scenario.RequireCluster
+	}
+	if len(rep["scenarios"].([]any)) != len(scs) {
+		t.Errorf("the report has %d scenarios, the suite %d", len(rep["scenarios"].([]any)), len(scs))
+	}
 	for _, s := range rep["scenarios"].([]any) {
 		sc := s.(map[string]any)
+		// Not a Cluster here: a scenario that needs one is skipped up
+		// front, saying why, and every other one runs.
+		if skipped := sc["status"] == "skipped"; skipped != needsCluster[sc["name"].(string)] {
+			t.Errorf("%s: status %v (%v), but needs a Cluster: %v", sc["name"], sc["status"], sc["error"], needsCluster[sc["name"].(string)])
+		} else if skipped {
+			if e, _ := sc["error"].(string); !strings.Contains(e, "needs a Redis Cluster") || !strings.Contains(e, "--redis spawn-cluster") {
+				t.Errorf("%s skipped without saying why: %q", sc["name"], e)
+			}
+			continue
+		}
 		m, _ := sc["metrics"].(map[string]any)
 		requests, _ := m["requests"].(float64)
 		allowed, _ := m["allowed"].(float64)

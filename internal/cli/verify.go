@@ -213,6 +213,9 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 		if err != nil {
 			fmt.Fprintf(f.IO.ErrOut, "  error: %v\n", err)
 		}
+		if out.Report.Status == report.StatusSkipped {
+			fmt.Fprintf(f.IO.ErrOut, "  skipped: %s\n", out.Report.Error)
+		}
 	}
 	rep, code := verify.RunSuite(ctx, scs, so)
 	if err := dir.WriteReport(rep, opts.Formats); err != nil {

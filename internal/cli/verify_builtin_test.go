@@ -43,7 +43,8 @@ func verifyDir(t *testing.T, dir string, extra ...string) (int, map[string]any, 
 }
 
 // retarget rewrites every built-in scenario to drive target instead (its
-// faults dropped, as rlctl cannot inject them into a foreign target), with
+// faults and deployment requirement dropped, as rlctl cannot inject them
+// into a foreign target nor choose its Redis), with
 // its limit, traffic (300ms of it) and thresholds as they are.
 func retarget(t *testing.T, target map[string]any) string {
 	t.Helper()
@@ -57,6 +58,7 @@ func retarget(t *testing.T, target map[string]any) string {
 		}
 		doc["target"] = target
 		delete(doc, "faults")
+		delete(doc, "requires") // the foreign target is what is measured now
 		tr := doc["traffic"].(map[string]any)
 		tr["duration"] = "300ms"
 		out, err := yaml.Marshal(doc)

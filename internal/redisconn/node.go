@@ -248,3 +248,47 @@ func AckedReplicas(ctx context.Context, c redis.UniversalClient, n int, timeout 
 	}
 	return wait.Int()
 }
+
+// SlotOwners says which primary served each Cluster hash slot when it was
+// read: ranges of slots, each with its primary's address.
+type SlotOwners []SlotRange
+
+// SlotRange is the slots Start..End (inclusive) and the address of the
+// primary that served them.
+type SlotRange struct {
+	Start, End int
+	Primary    string
+}
+
+// Owner is the address of the primary that served slot, "" when none did.
+func (o SlotOwners) Owner(slot int) string {
+	for _, r := range o {
+		if slot >= r.Start && slot <= r.End {
+			return r.Primary
+		}
+	}
+	return ""
+}
+
+// ClusterSlotOwners reads which primary serves each slot now (CLUSTER
+// SLOTS), from the first of the URL's nodes that answers.
+func (c *Config) ClusterSlotOwners(ctx context.Context) (SlotOwners, error) {
+	var errs []error
+	for _, addr := range c.target.Addrs {
+		n := c.NodeClient(addr, false)
+		slots, err := n.ClusterSlots(ctx).Result()
+		n.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		var out SlotOwners
+		for _, s := range slots {
+			if len(s.Nodes) > 0 {
+				out = append(out, SlotRange{Start: s.Start, End: s.End, Primary: s.Nodes[0].Addr})
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("read the Cluster's slots: %w", errors.Join(errs...))
+}

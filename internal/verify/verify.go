@@ -85,6 +85,10 @@ type Outcome struct {
 // and the error, so a suite can go on; the error carries its exit code.
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
 	out := &Outcome{Report: reportOf(sc)}
+	if why := unmet(sc, redisSpec(sc, o)); why != "" {
+		out.Report.Status, out.Report.Error = report.StatusSkipped, why
+		return out, nil
+	}
 	fail := func(err error) (*Outcome, error) {
 		out.Report.Status = report.StatusError
 		out.Report.Error = err.Error()
@@ -142,6 +146,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
 	}
 	out.History = h
+	if env.shards != nil {
+		h.Meta.Shards = env.shards.of(h.Meta.Identities)
+	}
 	out.Saved.Notes = append(out.Saved.Notes, env.recordElections(h)...)
 	if o.AfterRun != nil && env.redis != nil {
 		o.AfterRun(ctx, env.redis)
@@ -339,7 +346,10 @@ type env struct {
 	// elections hold, by index in the scenario's faults, what each real
 	// failover's hook saw (nil for other faults).
 	elections []*election
-	repl      replication
+	// shards names the shard of each identity's keys on a Cluster, nil
+	// elsewhere (see readShards).
+	shards *shardMap
+	repl   replication
 	// extra are figures fault hooks measure in Redis (counts_lost).
 	extra      figures
 	countsNote sync.Once
@@ -453,6 +463,9 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, exitcode.With(fmt.Errorf("%s: redis-script target: %w", sc.Name, err), exitcode.Usage)
 		}
 		e.own(cfg, keys, ns)
+		e.readShards(ctx, sc, cfg, func(id string) (string, error) {
+			return scripttarget.ExpandKey(templates[0], id, sc.Limit, time.Now())
+		})
 		newClient := cfg.NewClient
 		if len(sc.Faults) > 0 {
 			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys, ns)
@@ -494,6 +507,9 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		keys := prefixKeys(lc.Prefix)
 		e.own(cfg, keys, ns)
 		e.lc = lc
+		e.readShards(ctx, sc, cfg, func(id string) (string, error) {
+			return limiter.Keys(lc, id, time.Now())[0], nil
+		})
 		newClient = cfg.NewClient
 		if len(sc.Faults) > 0 {
 			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys, lc.Prefix)

@@ -544,3 +544,14 @@ func NamespaceTemplate(tpl, ns string) (out, fixed string, exact bool, err error
 	}
 	return tpl[:at] + ns + tpl[at:], literal(tpl[:at]) + ns, false, nil
 }
+
+// ExpandKey is key template tpl as a gateway sends it for identity id at
+// now (gateway 0, request 0): enough to tell which Cluster slot the
+// identity's keys hash to.
+func ExpandKey(tpl, id string, limit rate.Limit, now time.Time) (string, error) {
+	t, err := parseTemplate(tpl)
+	if err != nil {
+		return "", err
+	}
+	return t.expand(&vars{id: id, now: now, limit: limit}), nil
+}
