@@ -306,6 +306,15 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 //     failover (on_failover: deny); failover_deny_ms: from the first to
 //     the last of them; failover_detect_ms: from the failover's start to
 //     the first of them.
+//   - on a Redis Cluster (Meta.Shards, and the shard a failover acted on in
+//     its Fault.Shard): failed_shard_election_undecided, the undecided
+//     requests of the failed shard's identities in its election chain;
+//     other_shards_election_undecided, those of the other shards'
+//     identities sent during that election (to 1s after its last
+//     undecided request or the new primary's first write);
+//     failed_shard_after_fault_ceiling and other_shards_after_fault_ceiling,
+//     each group's worst after_fault_ceiling. Result.PerShard has each
+//     shard's, Result.PerEndpoint each endpoint's election figures.
 //   - retry_after_missing: the fraction of denials without Retry-After.
 //   - latency (p50_ms … max_ms): Intended to Received of every request that
 //     ran (dropped ones never did), so a slow target cannot hide queueing.
