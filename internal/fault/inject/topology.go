@@ -33,6 +33,9 @@ type election struct {
 	stopped, answered time.Time
 	err               error
 	lagErr            error // replica_lag could not be set up
+	// shard is the Cluster shard the failover acted on (its primary's
+	// address before it), "" elsewhere: history.Fault.Shard.
+	shard string
 }
 
 func (e *election) set(stopped, answered time.Time, err error) {
@@ -62,6 +65,7 @@ func (e *Faults) RecordElections(h *history.History) []string {
 		el.mu.Lock()
 		f := &h.Meta.Faults[i]
 		f.Stopped, f.Answered = offset(el.stopped), offset(el.answered)
+		f.Shard = el.shard
 		if el.lagErr != nil {
 			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At, el.lagErr))
 		}
@@ -245,6 +249,11 @@ func (e *Faults) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *t
 			if tp.cfg.Mode() == redisconn.ModeStandalone {
 				e.promoteSpawned(ctx, tp, action, el)
 				return
+			}
+			if tp.cfg.Mode() == redisconn.ModeCluster {
+				el.mu.Lock()
+				el.shard = sh.Primary
+				el.mu.Unlock()
 			}
 			if err := tp.failover(ctx, action, sh, f.ReplicaLag > 0); err != nil {
 				el.set(time.Time{}, time.Time{}, err)
