@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
@@ -69,8 +66,8 @@ func TestClusterScenarioSkippedElsewhere(t *testing.T) {
 }
 
 // clusterCounters reads, after a run and from the node that is primary for
-// each identity's slot now, that identity's fixed-window counter and
-// shard.
+// each identity's slot now, that identity's sliding log's length (one
+// entry per admission within the window) and shard.
 type clusterCounters struct {
 	mu      sync.Mutex
 	primary map[string]redisconn.Shard
@@ -98,13 +95,12 @@ func (cc *clusterCounters) read(ids []string) func(context.Context, *redisconn.C
 				return
 			}
 			c := cfg.NodeClient(sh.Primary, false)
-			v, err := c.Get(ctx, "rl:fw:{"+id+"}").Result()
+			n, err := c.ZCard(ctx, "rl:sl:{"+id+"}").Result()
 			c.Close()
-			if err != nil && err != redis.Nil {
+			if err != nil {
 				cc.err = fmt.Errorf("%s on %s: %w", id, sh.Primary, err)
 				return
 			}
-			n, _ := strconv.ParseInt(v, 10, 64)
 			cc.primary[id], cc.count[id] = sh, n
 		}
 	}
@@ -128,7 +124,8 @@ func perIdentity(h *history.History) (admitted, errored map[string]int64) {
 
 // TestClusterShardFailoverAgainstRedis runs the built-in scenario's shape
 // on a spawned Cluster (three primaries, a replica each) with a limit
-// never reached, so every admission is one count in Redis, and holds the
+// never reached and a window longer than the run, so every admission is
+// one entry of its identity's log in Redis, and holds the
 // history's shards and counts against what Redis holds after the run:
 //   - the history names three shards, two identities on each, and the
 //     failover acted on the shard of the first identity;
