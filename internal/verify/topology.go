@@ -317,7 +317,8 @@ func probeKeyOf(prefix string) string {
 // topologyFaults sets up sc's faults on a Sentinel or Cluster, which the
 // gateways reach through their own discovery rather than through the fault
 // proxy: failover and kill-primary are real, redis-reset deletes the run's
-// keys on every primary, and the faults that need the proxy are refused.
+// keys on every primary, and redis-down and redis-latency act on the
+// gateways' own connections (networkFaults).
 func (e *env) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *redisconn.Config, o Options, keys runKeys, tp *topology) (func() redis.UniversalClient, error) {
 	for _, f := range sc.Faults {
 		switch f.Action {
@@ -336,7 +337,7 @@ func (e *env) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *re
 			return nil, err
 		}
 	}
-	return cfg.NewClient, nil
+	return e.networkFaults(sc, cfg).NewClient, nil
 }
 
 // refuseFaults says, before anything is started, why sc's faults cannot run
@@ -367,8 +368,6 @@ func refuseFaults(sc *scenario.Scenario, spec string, o Options) error {
 	}
 	for _, f := range sc.Faults {
 		switch {
-		case (f.Action == scenario.FaultRedisDown || f.Action == scenario.FaultRedisLatency) && mode != redisconn.ModeStandalone:
-			return refuse("%s needs rlctl's fault proxy in front of one Redis, and gateways find a %s's nodes themselves: run it on --redis spawn or embedded", f.Action, mode)
 		case f.Action == scenario.FaultKillPrimary && !replicated:
 			return refuse("kill-primary needs a primary with a replica that rlctl started and may kill (--redis spawn, spawn-sentinel or spawn-cluster), not %s", redisconn.Redact(spec))
 		case f.ReplicaLag > 0 && !own && mode != redisconn.ModeStandalone:

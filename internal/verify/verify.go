@@ -580,15 +580,16 @@ func openRedis(ctx context.Context, spec string, o Options, replica bool) (*redi
 	return cfg, stop, nil
 }
 
-// withFaults puts a fault proxy between the gateways and Redis and turns
-// the scenario's Redis faults into hooks on the run's clock. It returns the
-// client constructor the gateways must use (through the proxy).
+// withFaults puts a fault proxy between the gateways and a standalone Redis
+// (for failovers) and turns the scenario's Redis faults into hooks on the
+// run's clock. It returns the client constructor the gateways must use
+// (through the proxy, and through the fault switch of networkFaults).
 //
-// On a Sentinel or Cluster (spawned, or the user's with --allow-failover)
-// there is no proxy: the gateways find the primary as their clients do,
-// failover and kill-primary are real (see realFailovers), and the faults
-// that need the proxy are refused. prefix is where the run's own keys live
-// (the election probe writes under it).
+// On a Sentinel or Cluster (spawned, or the user's) there is no proxy: the
+// gateways find the primary as their clients do, failover and
+// kill-primary are real (see realFailovers), and redis-down and
+// redis-latency act on the gateways' own connections as everywhere. prefix
+// is where the run's own keys live (the election probe writes under it).
 func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, keys runKeys, prefix string) (func() redis.UniversalClient, error) {
 	t := cfg.Target()
 	tp := &topology{cfg: cfg, d: cfg.Deployment(), shardKey: shardKey, probeKey: probeKeyOf(prefix)}
@@ -639,14 +640,6 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 			if sc.Target.Kind != scenario.KindSimulated {
 				return nil, exitcode.With(fmt.Errorf("%s: gateway-down needs simulated gateways", sc.Name), exitcode.Usage)
 			}
-		case scenario.FaultRedisDown:
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				fault.Hold(ctx, f.For, func() { proxy.SetDown(true) }, func() { proxy.SetDown(false) })
-			}})
-		case scenario.FaultRedisLatency:
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				fault.Hold(ctx, f.For, func() { proxy.SetLatency(f.Latency) }, func() { proxy.SetLatency(0) })
-			}})
 		case scenario.FaultRedisReset:
 			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
 				// Best effort: a fault that cannot be applied shows in the
@@ -692,7 +685,7 @@ func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string
 			e.notes = append(e.notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
 		}
 	}
-	return pcfg.NewClient, nil
+	return e.networkFaults(sc, pcfg).NewClient, nil
 }
 
 // logMemoryNote reads, right after the run and while the logs are still
