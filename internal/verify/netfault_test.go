@@ -43,13 +43,15 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 		// slowest bounds a decision in the outage. The connections are cut,
 		// so a request fails at once; but a Sentinel client's failed dial
 		// (the Sentinels cannot be asked for the primary) is retried, with
-		// pauses, until the policy's timeout (250ms) decides.
+		// pauses, until the policy's timeout (250ms) decides. Each allows
+		// for a loaded machine, latency being measured from the intended
+		// send time.
 		slowest time.Duration
 	}{
-		{"spawn-sentinel", 1500 * time.Millisecond, 350 * time.Millisecond},
-		{own.URL, 1500 * time.Millisecond, 350 * time.Millisecond},
-		{"spawn-cluster", 300 * time.Millisecond, 100 * time.Millisecond},
-		{"spawn", 300 * time.Millisecond, 100 * time.Millisecond},
+		{"spawn-sentinel", 1500 * time.Millisecond, 500 * time.Millisecond},
+		{own.URL, 1500 * time.Millisecond, 500 * time.Millisecond},
+		{"spawn-cluster", 300 * time.Millisecond, 150 * time.Millisecond},
+		{"spawn", 300 * time.Millisecond, 150 * time.Millisecond},
 	} {
 		t.Run(strings.SplitN(tc.redis, ":", 2)[0], func(t *testing.T) {
 			out := run(t, parse(t, fmt.Sprintf(`name: network-faults
@@ -70,8 +72,9 @@ max_error_rate: 1
 `, tc.redis, downAt, downFor, latAt, latFor, latency)))
 			h := out.History
 			policy := map[string]decision.By{"login": decision.ByFailClosed, "feed": decision.ByFailOpen}
-			var back time.Duration // when Redis first decided after the outage
-			backSeen := false
+			// back is when, after the outage, the last request Redis did not
+			// decide was sent: every gateway's client had reached it again.
+			var back time.Duration
 			var during, outside, slow []time.Duration
 			for i := range h.Len() {
 				sent, by := h.Sent(i), h.By(i)
@@ -81,6 +84,7 @@ max_error_rate: 1
 					if by != decision.ByRedis {
 						t.Errorf("before the outage, %s request at %v decided by %s, want redis", ep, sent, by)
 					}
+					outside = append(outside, latencyOf(h, i))
 				case sent >= downAt+edge && sent < downAt+downFor:
 					// One answered after the outage may have got through
 					// then (a client retrying its dial); none inside it.
@@ -90,17 +94,15 @@ max_error_rate: 1
 					}
 					during = append(during, latencyOf(h, i))
 				case sent >= downAt+downFor && sent < latAt:
-					if by == decision.ByRedis && !backSeen {
-						back, backSeen = sent-downAt-downFor, true
+					if by == decision.ByRedis {
+						outside = append(outside, latencyOf(h, i))
+						continue
 					}
-					if !backSeen && sent > downAt+downFor+tc.recover {
-						t.Fatalf("%v after the outage Redis still decided nothing", tc.recover)
+					back = max(back, sent-downAt-downFor)
+					if sent > downAt+downFor+tc.recover {
+						t.Errorf("%v after the outage, %s request at %v decided by %s, want redis", tc.recover, ep, sent, by)
 					}
-					if backSeen && by != decision.ByRedis {
-						t.Errorf("after the outage, %s request at %v decided by %s, want redis", ep, sent, by)
-					}
-					outside = append(outside, latencyOf(h, i))
-				case sent >= latAt+edge && sent < latAt+latFor:
+				case sent >= latAt+edge && sent < latAt+latFor-edge:
 					if by != decision.ByRedis {
 						t.Errorf("under latency, %s request at %v decided by %s, want redis (the latency is below the timeout)", ep, sent, by)
 					}
@@ -116,11 +118,16 @@ max_error_rate: 1
 			if worst >= tc.slowest {
 				t.Errorf("slowest decision in the outage took %v, want under %v", worst, tc.slowest)
 			}
+			// No request under latency can be answered sooner than it; the
+			// median is slower by about it.
+			if fastest := slices.Min(slow); fastest < latency {
+				t.Errorf("a request under %v injected latency was answered in %v", latency, fastest)
+			}
 			base, under := median(outside), median(slow)
-			if added := under - base; added < latency-10*time.Millisecond || added > latency+40*time.Millisecond {
+			if added := under - base; added < latency-15*time.Millisecond || added > latency+50*time.Millisecond {
 				t.Errorf("median latency %v under %v injected, %v without: added %v", under, latency, base, added)
 			}
-			t.Logf("slowest decision in the outage %v; Redis decided again %v after it; median latency %v, %v under %v injected", worst, back, base, under, latency)
+			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected", worst, back, base, under, latency)
 		})
 	}
 }
