@@ -15,10 +15,10 @@ var ErrDown = errors.New("redis-down fault: the gateways are cut off from Redis"
 
 // Switch is a network fault on the gateways' side: used as the dialer of
 // every Redis client the gateways use (data nodes, Sentinels, Cluster
-// nodes alike), it cuts their connections and fails their dials (down), or
-// delays every byte they send (latency), as the Proxy does for one server.
-// It acts on rlctl's own connections only, so it works on any topology and
-// touches nothing on a server.
+// nodes alike), it cuts their connections and answers their dials with cut
+// ones (down), or delays every byte they send (latency). It acts on rlctl's
+// own connections only, so it works on any topology and touches nothing on
+// a server.
 type Switch struct {
 	dialer net.Dialer
 
@@ -67,8 +67,8 @@ func (s *Switch) isDown() bool {
 	return s.down
 }
 
-// SetDown cuts every connection and fails every dial (down), or lets dials
-// through again. A client mid-request sees an error at once, not a hang.
+// SetDown cuts every connection and answers every dial with a cut one
+// (down), or lets dials through again. A client mid-request sees an error at once, not a hang.
 func (s *Switch) SetDown(down bool) {
 	s.mu.Lock()
 	s.down = down
@@ -87,8 +87,8 @@ func (s *Switch) SetDown(down bool) {
 // SetLatency delays every write made from now on by d before it reaches
 // the network, in order, without holding up the writer: a request is
 // answered d later than it would be, and one whose reply is due after the
-// client's timeout times out, while the server still gets it (as through
-// the Proxy).
+// client's timeout times out, while the server still gets it, as over a
+// slow network.
 func (s *Switch) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	s.latency = d
@@ -127,7 +127,7 @@ type delayed struct {
 
 // Write sends b now, or after the switch's latency when one is set (or
 // earlier writes still wait: bytes stay in order). A delayed write returns
-// at once, as one into a proxy's socket does.
+// at once, as one into a socket's send buffer does.
 func (c *switchConn) Write(b []byte) (int, error) {
 	d := c.s.currentLatency()
 	c.mu.Lock()
@@ -214,7 +214,7 @@ func (c *switchConn) SetWriteDeadline(t time.Time) error {
 
 // Close closes the connection once the writes still waiting for their time
 // are delivered: a command sent before the client gave up still reaches
-// the server, as through the Proxy.
+// the server, as over a slow network.
 func (c *switchConn) Close() error {
 	c.mu.Lock()
 	already, pending := c.closing, c.sending
