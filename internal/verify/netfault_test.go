@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 
 // TestNetworkFaultsOnTopologies: redis-down and redis-latency act on the
 // gateways' own connections on every topology rlctl spawns, Sentinel and
-// Cluster included. Before the outage Redis decides every request; during
+// Cluster included, on a user's own Sentinel and over a Unix socket. Before the outage Redis decides every request; during
 // it every decision is the endpoint's on_error policy's (login closed, feed
 // open), at once rather than after the timeout; after it Redis decides
 // again. Under injected latency Redis still decides, each decision slower
@@ -32,6 +33,10 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 	// A user's own Sentinel: rlctl started none of it, and the faults
 	// touch nothing on it either.
 	own := redistest.StartSentinel(t, redistest.Start(t))
+	// A Unix socket: no proxy could stand in front of it; without a
+	// failover to stage none is needed.
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
 	for _, tc := range []struct {
 		redis string
 		// recover bounds how long after the outage the gateways' clients
@@ -52,6 +57,7 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 		{own.URL, 1500 * time.Millisecond, 500 * time.Millisecond},
 		{"spawn-cluster", 300 * time.Millisecond, 150 * time.Millisecond},
 		{"spawn", 300 * time.Millisecond, 150 * time.Millisecond},
+		{"unix://" + sock, 300 * time.Millisecond, 150 * time.Millisecond},
 	} {
 		t.Run(strings.SplitN(tc.redis, ":", 2)[0], func(t *testing.T) {
 			out := run(t, parse(t, fmt.Sprintf(`name: network-faults

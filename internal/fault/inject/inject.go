@@ -128,31 +128,38 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 	if t.Mode == redisconn.ModeSentinel || t.Mode == redisconn.ModeCluster {
 		return e.topologyFaults(ctx, sc, cfg, keys, tp)
 	}
-	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
-		return exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
-	}
-	proxy, err := fault.NewProxy(t.Addrs[0])
-	if err != nil {
-		return err
-	}
-	e.closers = append(e.closers, proxy.Close)
-	e.proxy = proxy
-	// A spawned primary with a replica fails over for real; the embedded
-	// Redis and a given one stage it.
-	real := tp.d != nil && len(tp.d.Servers) > 1
-	if real && NeedsReplica(sc) {
-		if err := e.realFailovers(ctx, sc, tp); err != nil {
+	// Only a failover needs the proxy, to re-point the gateways; the other
+	// faults act on their own connections (networkFaults) or on keys, so
+	// without one the gateways reach Redis directly, as in a run without
+	// faults, over TLS or a Unix socket too.
+	gw := cfg
+	var proxy *fault.Proxy
+	real := false
+	if NeedsReplica(sc) {
+		if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
+			return exitcode.With(fmt.Errorf("%s: a failover needs a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
+		}
+		var err error
+		if proxy, err = fault.NewProxy(t.Addrs[0]); err != nil {
 			return err
 		}
-	}
-	popts := s.Options
-	popts.URL = "redis://" + proxy.Addr()
-	if t.Username != "" || t.Password != "" {
-		popts.URL = "redis://" + t.Username + ":" + t.Password + "@" + proxy.Addr()
-	}
-	pcfg, err := redisconn.Parse(popts)
-	if err != nil {
-		return err
+		e.closers = append(e.closers, proxy.Close)
+		e.proxy = proxy
+		// A spawned primary with a replica fails over for real; the
+		// embedded Redis and a given one stage it.
+		if real = tp.d != nil && len(tp.d.Servers) > 1; real {
+			if err := e.realFailovers(ctx, sc, tp); err != nil {
+				return err
+			}
+		}
+		popts := s.Options
+		popts.URL = "redis://" + proxy.Addr()
+		if t.Username != "" || t.Password != "" {
+			popts.URL = "redis://" + t.Username + ":" + t.Password + "@" + proxy.Addr()
+		}
+		if gw, err = redisconn.Parse(popts); err != nil {
+			return err
+		}
 	}
 	admin := cfg.NewClient()
 	e.closers = append(e.closers, admin.Close)
@@ -204,7 +211,7 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 			e.Notes = append(e.Notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
 		}
 	}
-	e.NewClient = e.networkFaults(sc, pcfg).NewClient
+	e.NewClient = e.networkFaults(sc, gw).NewClient
 	return nil
 }
 
