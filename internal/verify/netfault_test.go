@@ -15,11 +15,11 @@ import (
 
 // TestNetworkFaultsOnTopologies: redis-down and redis-latency act on the
 // gateways' own connections on every topology rlctl spawns, Sentinel and
-// Cluster included, on a user's own Sentinel and over a Unix socket. Before the outage Redis decides every request; during
-// it every decision is the endpoint's on_error policy's (login closed, feed
-// open), at once rather than after the timeout; after it Redis decides
-// again. Under injected latency Redis still decides, each decision slower
-// by about the latency.
+// Cluster included, on a user's own Sentinel and over a Unix socket.
+// Before the outage Redis decides every request; during it every decision
+// is the endpoint's on_error policy's (login closed, feed open), within
+// about the timeout; after it Redis decides again. Under injected latency
+// Redis still decides, each decision slower by about the latency.
 func TestNetworkFaultsOnTopologies(t *testing.T) {
 	redistest.Binary(t)
 	const (
