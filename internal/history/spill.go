@@ -10,8 +10,7 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/rlctl/rlctl/internal/decision"
+	"unsafe"
 )
 
 // ChunkLen is the number of records in each chunk a spilling history
@@ -479,15 +478,21 @@ func (h *History) decodeChunk(b []byte) error {
 		return bad("truncated")
 	}
 	h.identity, h.round, h.gateway = resize(h.identity, n), resize(h.round, n), resize(h.gateway, n)
-	for i := range n {
-		h.identity[i] = le.Uint32(id[4*i:])
-		h.round[i] = int32(le.Uint32(rd[4*i:]))
-		h.gateway[i] = le.Uint16(gw[2*i:])
-	}
-	h.endpoint = append(h.endpoint[:0], ep...)
 	h.outcome, h.by = resize(h.outcome, n), resize(h.by, n)
-	for i := range n {
-		h.outcome[i], h.by[i] = decision.Outcome(oc[i]), decision.By(by[i])
+	h.endpoint = append(h.endpoint[:0], ep...)
+	copy(asBytes(h.outcome), oc)
+	copy(asBytes(h.by), by)
+	if littleEndian {
+		// The columns' bytes on disk are their memory here: one copy each.
+		copy(asBytes(h.identity), id)
+		copy(asBytes(h.round), rd)
+		copy(asBytes(h.gateway), gw)
+	} else {
+		for i := range n {
+			h.identity[i] = le.Uint32(id[4*i:])
+			h.round[i] = int32(le.Uint32(rd[4*i:]))
+			h.gateway[i] = le.Uint16(gw[2*i:])
+		}
 	}
 	readBig := func(col int) {
 		c := take(4)
@@ -523,6 +528,18 @@ func (h *History) decodeChunk(b []byte) error {
 		return bad("length")
 	}
 	return nil
+}
+
+// littleEndian is true where a fixed-size column's bytes in the file
+// format are its bytes in memory.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// asBytes is s's memory as bytes, for copying a column in one move.
+func asBytes[T fixed](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*sizeOf[T]())
 }
 
 // resize returns s with length n, reusing its memory when it can.
