@@ -38,6 +38,7 @@ func plantLimiterKeys(t *testing.T, c redis.UniversalClient) {
 // byte-identical, its TTL only counting down. Limiter keys are planted too,
 // so the commands have something they may change.
 func TestKeysCommandsNeverTouchOtherApplicationsKeys(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	foreign := redistest.SeedForeign(t, c)
