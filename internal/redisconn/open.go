@@ -97,3 +97,34 @@ func IsSpawnSpec(spec string) bool {
 // IsEmbedded reports whether c points at the embedded server started by
 // Open.
 func (c *Config) IsEmbedded() bool { return c.label == SpecEmbedded }
+
+// IsShared reports whether spec names a Redis rlctl does not start (a URL:
+// staging, production), where a run must write and delete only keys of its
+// own.
+func IsShared(spec string) bool {
+	return spec != SpecEmbedded && !IsSpawnSpec(spec)
+}
+
+// OpenChecked is Open followed by one round trip that proves the server
+// answers (Config.Check). With replicas > 0, "spawn" starts a primary with
+// that many replicas (a real failover's).
+func OpenChecked(ctx context.Context, spec string, opts Options, replicas int) (*Config, func() error, error) {
+	var cfg *Config
+	var stop func() error
+	var err error
+	if replicas > 0 && strings.TrimSpace(spec) == SpecSpawn {
+		cfg, stop, err = OpenSpawn(ctx, SpecSpawn, SpawnOptions{Replicas: replicas}, opts)
+	} else {
+		cfg, stop, err = Open(ctx, spec, opts)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c := cfg.NewClient()
+	defer c.Close()
+	if err := cfg.Check(ctx, c); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return cfg, stop, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -150,7 +151,7 @@ func promotedCount(ctx context.Context, cfg *redisconn.Config) (int64, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if cfg.Mode() == redisconn.ModeCluster {
-			sh, err = cfg.ClusterShard(ctx, shardKey)
+			sh, err = cfg.ClusterShard(ctx, inject.ShardKey)
 		} else {
 			sh, err = cfg.SentinelShard(ctx)
 		}
@@ -164,7 +165,7 @@ func promotedCount(ctx context.Context, cfg *redisconn.Config) (int64, error) {
 	}
 	c := cfg.NodeClient(sh.Primary, false)
 	defer c.Close()
-	keys, err := c.Keys(ctx, "rl:fw:"+shardKey+"*").Result()
+	keys, err := c.Keys(ctx, "rl:fw:"+inject.ShardKey+"*").Result()
 	if err != nil {
 		return 0, err
 	}

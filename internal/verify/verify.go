@@ -18,9 +18,10 @@ import (
 	"github.com/rlctl/rlctl/internal/ceiling"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -142,7 +143,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
 	}
 	out.History = h
-	out.Saved.Notes = append(out.Saved.Notes, env.recordElections(h)...)
+	out.Saved.Notes = append(out.Saved.Notes, env.faults.RecordElections(h)...)
 	if o.AfterRun != nil && env.redis != nil {
 		o.AfterRun(ctx, env.redis)
 	}
@@ -165,7 +166,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
 		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
-	out.Saved.Extra = env.extra.into(out.Saved.Extra)
+	out.Saved.Extra = env.faults.Extra(out.Saved.Extra)
 	r, err := Score(h, out.Saved)
 	if err != nil {
 		return fail(err)
@@ -333,23 +334,18 @@ type env struct {
 	hooks   []traffic.Hook
 	closers []func() error
 	notes   []string
-	// proxy is the fault proxy between the gateways and a standalone
-	// Redis, when there is one.
-	proxy *fault.Proxy
-	// elections hold, by index in the scenario's faults, what each real
-	// failover's hook saw (nil for other faults).
-	elections []*election
-	repl      replication
-	// extra are figures fault hooks measure in Redis (counts_lost).
-	extra      figures
-	countsNote sync.Once
+	// faults are the scenario's faults set up on its Redis (nil: none).
+	faults *inject.Faults
+	// replicas is the primary with replicas started for target.replicate
+	// on redis: spawn, or nil.
+	replicas *redisconn.Deployment
 }
 
 // namespace returns a key namespace of the run's own on a shared Redis,
 // and "" on one rlctl started (embedded, spawn), where every key is the
 // run's.
 func (e *env) namespace(spec string) string {
-	if !sharedRedis(spec) {
+	if !redisconn.IsShared(spec) {
 		return ""
 	}
 	return newNamespace()
@@ -357,7 +353,7 @@ func (e *env) namespace(spec string) string {
 
 // own records the keys the run writes: on a shared Redis they are deleted
 // once the run is over, and the report says where they were.
-func (e *env) own(cfg *redisconn.Config, keys runKeys, ns string) {
+func (e *env) own(cfg *redisconn.Config, keys keyspace.Patterns, ns string) {
 	if ns == "" {
 		return
 	}
@@ -371,6 +367,20 @@ func (e *env) close() {
 	}
 }
 
+// withFaults sets up sc's faults on the run's Redis (inject.New) and
+// returns the client constructor the gateways must use.
+func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, s inject.Setup) (func() redis.UniversalClient, error) {
+	f, err := inject.New(ctx, sc, s)
+	if err != nil {
+		return nil, err
+	}
+	e.faults = f
+	e.closers = append(e.closers, f.Close)
+	e.hooks = append(e.hooks, f.Hooks...)
+	e.notes = append(e.notes, f.Notes...)
+	return f.NewClient, nil
+}
+
 func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) {
 	e := &env{}
 	ok := false
@@ -380,7 +390,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		}
 	}()
 	spec := redisSpec(sc, o)
-	if err := refuseFaults(sc, spec, o); err != nil {
+	if err := inject.Refuse(sc, spec, o.AllowFailover); err != nil {
 		return nil, err
 	}
 	switch sc.Target.Kind {
@@ -419,7 +429,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		e.target = t
 		e.closers = append(e.closers, t.Close)
 		e.clock = httpClock(sc.Target, tlsConf)
-		if o.shared() && spec != "" && sharedRedis(spec) {
+		if o.shared() && spec != "" && redisconn.IsShared(spec) {
 			// The gateways' Redis, when named, is the better reference:
 			// TIME to the microsecond, read without writing anything.
 			cfg, stop, err := openRedis(ctx, spec, o, false)
@@ -441,7 +451,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		ok = true
 		return e, nil
 	case scenario.KindRedisScript:
-		cfg, stop, err := openRedis(ctx, spec, o, needsReplica(sc))
+		cfg, stop, err := openRedis(ctx, spec, o, inject.NeedsReplica(sc))
 		if err != nil {
 			return nil, err
 		}
@@ -455,8 +465,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		e.own(cfg, keys, ns)
 		newClient := cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys, ns)
-			if err != nil {
+			if newClient, err = e.withFaults(ctx, sc, inject.Setup{Spec: spec, Redis: cfg, Options: o.RedisOptions, Keys: keys, Prefix: ns}); err != nil {
 				return nil, err
 			}
 		}
@@ -484,8 +493,12 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			return nil, err
 		}
 		e.closers = append(e.closers, stop)
-		if err := e.replicate(ctx, cfg, &lc); err != nil {
+		note, err := inject.Replicate(ctx, cfg, &lc)
+		if err != nil {
 			return nil, err
+		}
+		if note != "" {
+			e.notes = append(e.notes, note)
 		}
 		e.redis = cfg
 		e.clock = redisClock(cfg)
@@ -496,8 +509,8 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		e.lc = lc
 		newClient = cfg.NewClient
 		if len(sc.Faults) > 0 {
-			newClient, err = e.withFaults(ctx, sc, spec, cfg, o, keys, lc.Prefix)
-			if err != nil {
+			s := inject.Setup{Spec: spec, Redis: cfg, Options: o.RedisOptions, Keys: keys, Prefix: lc.Prefix, Limiter: lc, Replicas: e.replicas}
+			if newClient, err = e.withFaults(ctx, sc, s); err != nil {
 				return nil, err
 			}
 		}
@@ -561,138 +574,11 @@ func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
 // openRedis opens the Redis spec names; with replica, spawn starts a
 // primary with one replica (for a real failover).
 func openRedis(ctx context.Context, spec string, o Options, replica bool) (*redisconn.Config, func() error, error) {
-	open := redisconn.Open
-	if replica && strings.TrimSpace(spec) == redisconn.SpecSpawn {
-		open = func(ctx context.Context, _ string, ro redisconn.Options) (*redisconn.Config, func() error, error) {
-			return redisconn.OpenSpawn(ctx, redisconn.SpecSpawn, redisconn.SpawnOptions{Replicas: 1}, ro)
-		}
+	replicas := 0
+	if replica {
+		replicas = 1
 	}
-	cfg, stop, err := open(ctx, spec, o.RedisOptions)
-	if err != nil {
-		return nil, nil, err
-	}
-	c := cfg.NewClient()
-	defer c.Close()
-	if err := cfg.Check(ctx, c); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return cfg, stop, nil
-}
-
-// withFaults puts a fault proxy between the gateways and Redis and turns
-// the scenario's Redis faults into hooks on the run's clock. It returns the
-// client constructor the gateways must use (through the proxy).
-//
-// On a Sentinel or Cluster (spawned, or the user's with --allow-failover)
-// there is no proxy: the gateways find the primary as their clients do,
-// failover and kill-primary are real (see realFailovers), and the faults
-// that need the proxy are refused. prefix is where the run's own keys live
-// (the election probe writes under it).
-func (e *env) withFaults(ctx context.Context, sc *scenario.Scenario, spec string, cfg *redisconn.Config, o Options, keys runKeys, prefix string) (func() redis.UniversalClient, error) {
-	t := cfg.Target()
-	tp := &topology{cfg: cfg, d: cfg.Deployment(), shardKey: shardKey, probeKey: probeKeyOf(prefix)}
-	if prefix != "" && sharedRedis(spec) {
-		e.closers = append(e.closers, func() error {
-			c := cfg.NewClient()
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			return c.Del(ctx, tp.probeKey).Err()
-		})
-	}
-	if t.Mode == redisconn.ModeSentinel || t.Mode == redisconn.ModeCluster {
-		return e.topologyFaults(ctx, sc, cfg, o, keys, tp)
-	}
-	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
-		return nil, exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
-	}
-	proxy, err := fault.NewProxy(t.Addrs[0])
-	if err != nil {
-		return nil, err
-	}
-	e.closers = append(e.closers, proxy.Close)
-	e.proxy = proxy
-	// A spawned primary with a replica fails over for real; the embedded
-	// Redis and a given one stage it.
-	real := tp.d != nil && len(tp.d.Servers) > 1
-	if real && needsReplica(sc) {
-		if err := e.realFailovers(ctx, sc, tp, o); err != nil {
-			return nil, err
-		}
-	}
-	popts := o.RedisOptions
-	popts.URL = "redis://" + proxy.Addr()
-	if t.Username != "" || t.Password != "" {
-		popts.URL = "redis://" + t.Username + ":" + t.Password + "@" + proxy.Addr()
-	}
-	pcfg, err := redisconn.Parse(popts)
-	if err != nil {
-		return nil, err
-	}
-	admin := cfg.NewClient()
-	e.closers = append(e.closers, admin.Close)
-	for _, f := range sc.Faults {
-		f := f
-		switch f.Action {
-		case scenario.FaultGatewayDown:
-			if sc.Target.Kind != scenario.KindSimulated {
-				return nil, exitcode.With(fmt.Errorf("%s: gateway-down needs simulated gateways", sc.Name), exitcode.Usage)
-			}
-		case scenario.FaultRedisDown:
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				fault.Hold(ctx, f.For, func() { proxy.SetDown(true) }, func() { proxy.SetDown(false) })
-			}})
-		case scenario.FaultRedisLatency:
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				fault.Hold(ctx, f.For, func() { proxy.SetLatency(f.Latency) }, func() { proxy.SetLatency(0) })
-			}})
-		case scenario.FaultRedisReset:
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				// Best effort: a fault that cannot be applied shows in the
-				// figures.
-				_, _ = keys.delete(ctx, admin)
-			}})
-		case scenario.FaultFailover:
-			if real {
-				continue
-			}
-			if sc.Target.Replicate > 0 {
-				if err := e.replicatedFailover(ctx, sc, spec, o, keys, proxy, admin, f); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			// The promoted replica had not caught up: it starts with empty
-			// counters (and without the failover marker), which is what a
-			// failover does to in-flight counts under async replication.
-			if sharedRedis(spec) {
-				// A Redis the user pointed at: rlctl starts no server of its
-				// own for it. The failover is staged on that Redis itself —
-				// every connection cut, and the run's own keys (marker
-				// included) gone, as on a replica that never received them.
-				e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(ctx context.Context) {
-					_, _ = keys.delete(ctx, admin)
-					proxy.SetUpstream(proxy.Upstream())
-				})})
-				e.notes = append(e.notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
-				continue
-			}
-			rcfg, stop, err := openRedis(ctx, spec, o, false)
-			if err != nil {
-				return nil, fmt.Errorf("%s: failover replica: %w", sc.Name, err)
-			}
-			e.closers = append(e.closers, stop)
-			after := rcfg.NewClient()
-			e.closers = append(e.closers, after.Close)
-			addr := rcfg.Target().Addrs[0]
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(context.Context) {
-				proxy.SetUpstream(addr)
-			})})
-			e.notes = append(e.notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
-		}
-	}
-	return pcfg.NewClient, nil
+	return redisconn.OpenChecked(ctx, spec, o.RedisOptions, replicas)
 }
 
 // logMemoryNote reads, right after the run and while the logs are still

@@ -1,11 +1,9 @@
-package verify
+package inject
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/traffic"
@@ -26,17 +25,6 @@ const electionLimit = 15 * time.Second
 // electionProbeEvery is how often the watch writes to the old primary and
 // the candidates.
 const electionProbeEvery = 10 * time.Millisecond
-
-// isFailover reports whether a fault changes which node is primary.
-func isFailover(action string) bool {
-	return action == scenario.FaultFailover || action == scenario.FaultKillPrimary
-}
-
-// needsReplica reports whether sc has a fault a replica must exist for:
-// on spawn, such a scenario starts a primary with one replica.
-func needsReplica(sc *scenario.Scenario) bool {
-	return slices.ContainsFunc(sc.Faults, func(f scenario.Fault) bool { return isFailover(f.Action) })
-}
 
 // election is what a failover hook saw, on the wall clock, read into the
 // history once the run is over.
@@ -53,10 +41,13 @@ func (e *election) set(stopped, answered time.Time, err error) {
 	e.stopped, e.answered, e.err = stopped, answered, err
 }
 
-// recordElections writes what the failover hooks saw into h's faults, as
+// RecordElections writes what the failover hooks saw into h's faults, as
 // offsets from the run's start, and returns a note for each failover that
 // could not be carried out.
-func (e *env) recordElections(h *history.History) []string {
+func (e *Faults) RecordElections(h *history.History) []string {
+	if e == nil {
+		return nil
+	}
 	var notes []string
 	offset := func(t time.Time) time.Duration {
 		if t.IsZero() {
@@ -201,7 +192,7 @@ func (tp *topology) failover(ctx context.Context, action string, sh redisconn.Sh
 // realFailovers turns sc's failover and kill-primary faults into hooks that
 // carry them out on the deployment, and refuses up front what cannot be
 // carried out there.
-func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topology, o Options) error {
+func (e *Faults) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topology) error {
 	own := tp.d != nil
 	kind := map[redisconn.Mode]string{redisconn.ModeSentinel: "Sentinel", redisconn.ModeCluster: "Cluster"}[tp.cfg.Mode()]
 	if kind == "" {
@@ -222,7 +213,7 @@ func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topo
 		el := &election{}
 		e.elections[i] = el
 		if f.ReplicaLag > 0 {
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At - f.ReplicaLag, Name: "replica-lag", Fn: func(ctx context.Context) {
+			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At - f.ReplicaLag, Name: "replica-lag", Fn: func(ctx context.Context) {
 				sh, err := tp.shard(ctx)
 				if err == nil {
 					err = tp.d.HoldReplication(ctx, sh.Primary)
@@ -245,7 +236,7 @@ func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topo
 			c := tp.cfg.NewClient()
 			return c, c.Close
 		}
-		e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: action, Fn: e.countLostVia(reach, reach, func(ctx context.Context) {
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: action, Fn: e.countLostVia(reach, reach, func(ctx context.Context) {
 			sh, err := tp.shard(ctx)
 			if err != nil {
 				el.set(time.Time{}, time.Time{}, err)
@@ -264,16 +255,15 @@ func (e *env) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topo
 		})})
 	}
 	what := map[bool]string{true: "rlctl's own " + kind, false: "your " + kind + " (--allow-failover)"}[own]
-	e.notes = append(e.notes, fmt.Sprintf("failover faults were real, on %s: the election is the span from the old primary's first refused write to the first write the gateways' client got through again", what))
+	e.Notes = append(e.Notes, fmt.Sprintf("failover faults were real, on %s: the election is the span from the old primary's first refused write to the first write the gateways' client got through again", what))
 	return nil
 }
 
 // promoteSpawned fails over a spawned primary with one replica and no
 // Sentinel: the gateways' proxy is re-pointed at the replica (their
 // connections cut), which is then promoted with REPLICAOF NO ONE; with
-// kill-primary the primary is SIGKILLed first. The proxy is set by
-// withFaults.
-func (e *env) promoteSpawned(ctx context.Context, tp *topology, action string, el *election) {
+// kill-primary the primary is SIGKILLed first. The proxy is set by New.
+func (e *Faults) promoteSpawned(ctx context.Context, tp *topology, action string, el *election) {
 	d := tp.d
 	old := d.Primary()
 	next := 1 - old
@@ -303,81 +293,39 @@ func (e *env) promoteSpawned(ctx context.Context, tp *topology, action string, e
 	el.set(stopped, w.Answered, nil)
 }
 
-// shardKey is a key in the slot of the first identity's keys: the
+// ShardKey is a key in the slot of the first identity's keys: the
 // simulated designs tag every key with {identity}, and a redis-script's
 // templates can ({{{id}}}).
-const shardKey = "{user-0}"
+const ShardKey = "{user-0}"
 
 // probeKeyOf is the election probe's key: under the run's own prefix, in
 // the first identity's slot.
 func probeKeyOf(prefix string) string {
-	return prefix + "election-probe:" + shardKey
+	return prefix + "election-probe:" + ShardKey
 }
 
 // topologyFaults sets up sc's faults on a Sentinel or Cluster, which the
 // gateways reach through their own discovery rather than through the fault
 // proxy: failover and kill-primary are real, redis-reset deletes the run's
 // keys on every primary, and the faults that need the proxy are refused.
-func (e *env) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *redisconn.Config, o Options, keys runKeys, tp *topology) (func() redis.UniversalClient, error) {
+func (e *Faults) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *redisconn.Config, keys keyspace.Patterns, tp *topology) error {
 	for _, f := range sc.Faults {
 		switch f.Action {
 		case scenario.FaultRedisReset:
 			admin := cfg.NewClient()
 			e.closers = append(e.closers, admin.Close)
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
 				// Best effort: a fault that cannot be applied shows in the
 				// figures.
-				_, _ = keys.delete(ctx, admin)
+				_, _ = keys.Delete(ctx, admin)
 			}})
 		}
 	}
-	if needsReplica(sc) {
-		if err := e.realFailovers(ctx, sc, tp, o); err != nil {
-			return nil, err
+	if NeedsReplica(sc) {
+		if err := e.realFailovers(ctx, sc, tp); err != nil {
+			return err
 		}
 	}
-	return cfg.NewClient, nil
-}
-
-// refuseFaults says, before anything is started, why sc's faults cannot run
-// on the Redis spec names; nil when they can. Each refusal is one line and
-// carries exitcode.Usage.
-func refuseFaults(sc *scenario.Scenario, spec string, o Options) error {
-	if len(sc.Faults) == 0 || sc.Target.Kind == scenario.KindHTTP {
-		return nil
-	}
-	spec = strings.TrimSpace(spec)
-	mode, own := redisconn.ModeStandalone, true
-	switch spec {
-	case redisconn.SpecSpawnSentinel:
-		mode = redisconn.ModeSentinel
-	case redisconn.SpecSpawnCluster:
-		mode = redisconn.ModeCluster
-	case redisconn.SpecSpawn, redisconn.SpecEmbedded, "":
-	default:
-		t, err := redisconn.ParseURL(spec)
-		if err != nil {
-			return nil // Open reports it
-		}
-		mode, own = t.Mode, false
-	}
-	replicated := own && spec != redisconn.SpecEmbedded && spec != ""
-	refuse := func(format string, args ...any) error {
-		return exitcode.With(fmt.Errorf("%s: "+format, append([]any{sc.Name}, args...)...), exitcode.Usage)
-	}
-	for _, f := range sc.Faults {
-		switch {
-		case (f.Action == scenario.FaultRedisDown || f.Action == scenario.FaultRedisLatency) && mode != redisconn.ModeStandalone:
-			return refuse("%s needs rlctl's fault proxy in front of one Redis, and gateways find a %s's nodes themselves: run it on --redis spawn or embedded", f.Action, mode)
-		case f.Action == scenario.FaultKillPrimary && !replicated:
-			return refuse("kill-primary needs a primary with a replica that rlctl started and may kill (--redis spawn, spawn-sentinel or spawn-cluster), not %s", redisconn.Redact(spec))
-		case f.ReplicaLag > 0 && !own && mode != redisconn.ModeStandalone:
-			// On a given standalone Redis the failover is staged (every
-			// count lost), so a lag changes nothing there.
-			return refuse("replica_lag cuts a replica off, and rlctl never reconfigures a server it did not start: use --redis spawn, spawn-sentinel or spawn-cluster")
-		case isFailover(f.Action) && !own && mode != redisconn.ModeStandalone && !o.AllowFailover:
-			return refuse("a failover fault would promote a replica of your own %s: pass --allow-failover to allow it", mode)
-		}
-	}
+	e.NewClient = cfg.NewClient
 	return nil
 }
