@@ -19,6 +19,9 @@ const module = "github.com/rlctl/rlctl/"
 // netcheck, textfmt) import none of ours, and threshold only leaves.
 // scenario, the file format, imports only leaves: what it needs of the
 // targets is passed in (scenario.Checks).
+// fault/inject turns a scenario's faults into hooks on the run's
+// deployment: below verify, beside the engine (traffic.Hook), above fault.
+// traffic names limiter.Warmer (it reaches limiter through gateway anyway).
 var allowed = map[string][]string{
 	"cmd/rlctl":                {"internal/cli"},
 	"internal/cli":             {"*"}, // the top: it wires everything
@@ -27,7 +30,7 @@ var allowed = map[string][]string{
 	"internal/report":          {"internal/analysis", "internal/atomicfile", "internal/design", "internal/fault", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
 	"internal/analysis":        {"internal/decision", "internal/history", "internal/metric", "internal/rate"},
 	"internal/history":         {"internal/atomicfile", "internal/decision", "internal/rate"},
-	"internal/traffic":         {"internal/decision", "internal/gateway", "internal/history", "internal/rate", "internal/workload"},
+	"internal/traffic":         {"internal/decision", "internal/gateway", "internal/history", "internal/limiter", "internal/rate", "internal/workload"},
 	"internal/scenario":        {"internal/design", "internal/exitcode", "internal/fault", "internal/rate", "internal/redact", "internal/textfmt", "internal/threshold", "internal/workload"},
 	"internal/gateway":         {"internal/decision", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn"},
 	"internal/httpgw":          {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
@@ -35,26 +38,24 @@ var allowed = map[string][]string{
 	"internal/keyspace":        {"internal/ceiling", "internal/limiter", "internal/rate", "internal/redisconn", "internal/textfmt"},
 	"internal/ceiling":         {"internal/limiter", "internal/rate"},
 	"internal/fault":           {},
-	// inject turns a scenario's faults into hooks on the run's deployment:
-	// below verify, beside the engine (traffic.Hook), above fault.
-	"internal/fault/inject": {"internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
-	"internal/redisconn":    {"internal/exitcode", "internal/redact"},
-	"internal/resp":         {"internal/netcheck"},
-	"internal/redistest":    {"internal/redisconn"},
-	"internal/decision":     {},
-	"internal/design":       {},
-	"internal/metric":       {},
-	"internal/threshold":    {"internal/metric", "internal/rate"},
-	"internal/workload":     {},
-	"internal/rate":         {},
-	"internal/exitcode":     {},
-	"internal/atomicfile":   {},
-	"internal/redact":       {},
-	"internal/textfmt":      {},
-	"internal/netcheck":     {},
-	"internal/arch":         {},
-	"scenarios":             {},
-	"scripts/benchtool":     {"internal/limiter"},
+	"internal/fault/inject":    {"internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
+	"internal/redisconn":       {"internal/exitcode", "internal/redact"},
+	"internal/resp":            {"internal/netcheck"},
+	"internal/redistest":       {"internal/redisconn"},
+	"internal/decision":        {},
+	"internal/design":          {},
+	"internal/metric":          {},
+	"internal/threshold":       {"internal/metric", "internal/rate"},
+	"internal/workload":        {},
+	"internal/rate":            {},
+	"internal/exitcode":        {},
+	"internal/atomicfile":      {},
+	"internal/redact":          {},
+	"internal/textfmt":         {},
+	"internal/netcheck":        {},
+	"internal/arch":            {},
+	"scenarios":                {},
+	"scripts/benchtool":        {"internal/limiter"},
 
 	// The targets know the engine only through its Target interface; the
 	// engine knows none of them, and the HTTP target touches no Redis.

@@ -38,10 +38,15 @@ type Limiter interface {
 	Allow(ctx context.Context, id string, cost int64) (Decision, error)
 }
 
-// Warmer is a limiter that can open, before traffic starts, the
-// connections it will use (and load what it runs), so the first requests
-// of a burst pay no dial.
+// Warmer is anything on a request's path that can open, before traffic
+// starts, the connections it will use (and load what it runs), as one that
+// has served for a while has them open: a limiter, a set of gateways, a
+// traffic target. A dial inside a measured request is rlctl's cost, not
+// the target's, and under a burst one slow dial holds requests up, which
+// then open more.
 type Warmer interface {
+	// Warm opens up to conns connections per gateway (fewer when a pool is
+	// smaller) and returns the first error.
 	Warm(ctx context.Context, conns int) error
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/limiter"
 )
 
 // job is one request handed to a worker: a fixed-size value, so handing it
@@ -369,9 +370,9 @@ const (
 )
 
 // warm opens the target's connections before the run's clock starts, when
-// the target can (see Warmer). Errors are the run's to record.
+// the target can (see limiter.Warmer). Errors are the run's to record.
 func (e *engine) warm() {
-	w, ok := e.t.(Warmer)
+	w, ok := e.t.(limiter.Warmer)
 	n := len(e.t.Gateways())
 	if !ok || n == 0 {
 		return

@@ -50,16 +50,6 @@ type Target interface {
 	Close() error
 }
 
-// Warmer is a Target that can open its connections before a run starts, as
-// gateways that have served for a while have them open: a dial inside a
-// measured request is rlctl's cost, not the target's, and under a burst one
-// slow dial holds requests up, which then open more.
-type Warmer interface {
-	// Warm opens up to conns connections per gateway (fewer when a pool is
-	// smaller) and returns the first error.
-	Warm(ctx context.Context, conns int) error
-}
-
 // Prober is a Target that can check, before a run, that it answers at all,
 // so a target that never answers is reported as unreachable rather than
 // measured as one that admitted nothing.

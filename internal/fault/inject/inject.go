@@ -61,6 +61,7 @@ type Faults struct {
 	// failover's hook saw (nil for other faults).
 	elections  []*election
 	lc         limiter.Config
+	skew       time.Duration // the gateways' largest clock offset
 	extra      figures
 	countsNote sync.Once
 }
@@ -100,7 +101,7 @@ const probeCleanupTimeout = 10 * time.Second
 // gateways find the primary as their clients do, and failover and
 // kill-primary are real (see realFailovers).
 func New(ctx context.Context, sc *scenario.Scenario, s Setup) (_ *Faults, err error) {
-	f := &Faults{lc: s.Limiter}
+	f := &Faults{lc: s.Limiter, skew: sc.Target.ClockSkew}
 	defer func() {
 		if err != nil {
 			f.Close()

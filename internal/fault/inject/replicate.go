@@ -190,8 +190,11 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		return failover
 	}
 	e.countsNote.Do(func() {
-		e.Notes = append(e.Notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it)")
+		e.Notes = append(e.Notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it; a count whose window ended, or a sliding-log entry that aged out of the window, before the second reading is not counted as lost)")
 	})
+	// A gateway's clock may run up to skew ahead of Redis's: its now − W
+	// trims that much later.
+	window, skew := e.lc.Limit.Window, e.skew
 	return func(ctx context.Context) {
 		b, closeB := before()
 		had, err := counters(ctx, b, pattern, zset)
@@ -206,12 +209,36 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		if err != nil {
 			return
 		}
-		var lost int64
-		for k, v := range had {
-			lost += max(0, v-has[k])
-		}
-		e.extra.add(metric.CountsLost, float64(lost))
+		e.extra.add(metric.CountsLost, float64(lost(had, has, window-skew)))
 	}
+}
+
+// lost is how many of the counts held before the failover the new primary
+// lacks, among those that still counted when it was read: a counter whose
+// TTL may have run out by then (its window over), or a sliding log's
+// entry that may have aged out of the window (and may since have been
+// trimmed by a request on the new primary), was not lost to the failover.
+// A log's entries are compared one by one, since new admissions after the
+// switch would hide lost ones in a count.
+func lost(had, has counts, window time.Duration) int64 {
+	var n int64
+	for k, v := range had.keys {
+		if !v.expires.IsZero() && !v.expires.After(has.at) {
+			continue
+		}
+		if v.entries == nil {
+			n += max(0, v.n-has.keys[k].n)
+			continue
+		}
+		// The design trims entries scored at or before its now − W (ms).
+		cutoff := float64(has.now.Add(-window).UnixNano()) / 1e6
+		for m, score := range v.entries {
+			if _, ok := has.keys[k].entries[m]; !ok && score > cutoff {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // counterOf is the SCAN pattern of lc's counters and whether each is a
@@ -231,35 +258,79 @@ func counterOf(lc limiter.Config) (pattern string, zset, ok bool) {
 // counterTimeout bounds one reading of the counters.
 const counterTimeout = time.Second
 
-// counters reads every key matching pattern: a string's integer value, or
-// a sorted set's size. A key gone meanwhile reads as 0.
-func counters(ctx context.Context, c redis.UniversalClient, pattern string, zset bool) (map[string]int64, error) {
+// counts are the design's counters as read from one server.
+type counts struct {
+	keys map[string]counter
+	// at is when the reading ended on rlctl's clock; now is the server's
+	// TIME read after it (the clock a design with clock: redis trims by).
+	at, now time.Time
+}
+
+// counter is one key as read: a string counter's value, or a sorted set's
+// entries (member → score, ms) and their number; expires is the earliest
+// its TTL could run out (zero: no TTL).
+type counter struct {
+	n       int64
+	entries map[string]float64
+	expires time.Time
+}
+
+// counters reads every key matching pattern, with its TTL: a string's
+// integer value, or a sorted set's entries. A key gone meanwhile reads as
+// 0.
+func counters(ctx context.Context, c redis.UniversalClient, pattern string, zset bool) (counts, error) {
 	ctx, cancel := context.WithTimeout(ctx, counterTimeout)
 	defer cancel()
 	var mu sync.Mutex
-	out := map[string]int64{}
+	out := counts{keys: map[string]counter{}}
 	err := keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
 		return keyspace.ScanNode(ctx, n, pattern, func(keys []string) error {
 			pipe := n.Client.Pipeline()
-			vals := make([]func() int64, len(keys))
+			vals := make([]func() counter, len(keys))
+			sent := time.Now()
 			for i, k := range keys {
+				var read func() counter
 				if zset {
-					vals[i] = pipe.ZCard(ctx, k).Val
+					zs := pipe.ZRangeWithScores(ctx, k, 0, -1)
+					read = func() counter {
+						c := counter{entries: map[string]float64{}}
+						for _, z := range zs.Val() {
+							c.entries[fmt.Sprint(z.Member)] = z.Score
+						}
+						c.n = int64(len(c.entries))
+						return c
+					}
 				} else {
 					get := pipe.Get(ctx, k)
-					vals[i] = func() int64 { v, _ := get.Int64(); return v }
+					read = func() counter { v, _ := get.Int64(); return counter{n: v} }
+				}
+				ttl := pipe.PTTL(ctx, k)
+				vals[i] = func() counter {
+					c := read()
+					if d := ttl.Val(); d > 0 {
+						c.expires = sent.Add(d)
+					}
+					return c
 				}
 			}
 			_, _ = pipe.Exec(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			for i, v := range vals {
-				out[keys[i]] = v()
+				out.keys[keys[i]] = v()
 			}
 			return nil
 		})
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	out.at = time.Now()
+	out.now = out.at
+	if t, err := c.Time(ctx).Result(); err == nil {
+		out.now = t
+	}
+	return out, nil
 }
 
 // copyKeys writes every key matching k from one standalone server to
