@@ -212,19 +212,17 @@ type dropSums struct {
 }
 
 func (d *dropSums) add(h *history.History) {
-	type event struct {
-		at    time.Duration
-		svc   time.Duration // the request's send-to-answer time
-		delta int           // +1 send, -1 answer, 0 drop
-	}
-	var ev []event
+	// drops and intended are sorted times; ev the sends and answers. Drops
+	// outnumber the rest in an overload, so they are kept apart from the
+	// events (no per-drop event to sort) and each reads the rate offered
+	// before it with two cursors that only move forward.
+	var ev []flight
+	drops := make([]time.Duration, 0, 64)
 	intended := make([]time.Duration, 0, h.Len())
-	dropped := 0
 	for i := range h.Len() {
 		intended = append(intended, h.Intended(i))
 		if h.Outcome(i) == decision.Dropped {
-			dropped++
-			ev = append(ev, event{at: h.Intended(i)})
+			drops = append(drops, h.Intended(i))
 			continue
 		}
 		s, r := h.Sent(i), h.Received(i)
@@ -232,35 +230,54 @@ func (d *dropSums) add(h *history.History) {
 			continue
 		}
 		r = max(r, s)
-		ev = append(ev, event{s, r - s, +1}, event{r, r - s, -1})
+		ev = append(ev, flight{s, r - s, +1}, flight{r, r - s, -1})
 	}
-	d.dropped += int64(dropped)
-	if dropped == 0 {
+	d.dropped += int64(len(drops))
+	if len(drops) == 0 {
 		return
 	}
-	// At equal times answers come first, then drops, then sends: a worker
-	// freed at t serves a request due at t.
-	slices.SortFunc(ev, func(a, b event) int {
+	slices.SortFunc(ev, func(a, b flight) int {
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return a.delta - b.delta
 	})
+	slices.Sort(drops)
 	slices.Sort(intended)
 	// One sweep keeps the number in flight and the sum of their service
 	// times; each drop reads both, and the rate offered just before it.
+	// At equal times answers come first, then drops, then sends: a worker
+	// freed at t serves a request due at t.
 	var inflight, sum int64
-	for _, e := range ev {
-		inflight += int64(e.delta)
-		sum += int64(e.delta) * int64(e.svc)
-		d.workers = max(d.workers, int(inflight))
-		if e.delta != 0 || inflight <= 0 {
+	k, lo, hi := 0, 0, 0
+	for _, at := range drops {
+		for ; k < len(ev) && (ev[k].at < at || ev[k].at == at && ev[k].delta < 0); k++ {
+			inflight += int64(ev[k].delta)
+			sum += int64(ev[k].delta) * int64(ev[k].svc)
+			d.workers = max(d.workers, int(inflight))
+		}
+		if inflight <= 0 {
 			continue
 		}
 		d.svc += time.Duration(sum / inflight)
-		lo, _ := slices.BinarySearch(intended, e.at-dropWindow)
-		hi, _ := slices.BinarySearch(intended, e.at+1)
+		for lo < len(intended) && intended[lo] < at-dropWindow {
+			lo++
+		}
+		for hi < len(intended) && intended[hi] <= at {
+			hi++
+		}
 		d.rate += float64(hi-lo) / dropWindow.Seconds()
 		d.samples++
 	}
+	for ; k < len(ev); k++ {
+		inflight += int64(ev[k].delta)
+		d.workers = max(d.workers, int(inflight))
+	}
+}
+
+// flight is a request's send (+1) or answer (-1) in dropSums' sweep, with
+// its send-to-answer time.
+type flight struct {
+	at, svc time.Duration
+	delta   int
 }

@@ -1,6 +1,10 @@
 package analysis
 
 import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -106,5 +110,91 @@ func TestExplainDrops(t *testing.T) {
 	}
 	if none := ExplainDrops(build(ms, 10)); none != (Drops{}) {
 		t.Errorf("no drops: %+v", none)
+	}
+}
+
+// bruteDropSums is dropSums.add done plainly: every drop an event in one
+// sorted sweep, and the rate before it found by counting every record.
+func bruteDropSums(h *history.History) dropSums {
+	type event struct {
+		at, svc time.Duration
+		delta   int
+	}
+	var d dropSums
+	var ev []event
+	for i := range h.Len() {
+		if h.Outcome(i) == decision.Dropped {
+			d.dropped++
+			ev = append(ev, event{at: h.Intended(i)})
+			continue
+		}
+		s, r := h.Sent(i), h.Received(i)
+		if s == history.NoTime || r == history.NoTime {
+			continue
+		}
+		r = max(r, s)
+		ev = append(ev, event{s, r - s, +1}, event{r, r - s, -1})
+	}
+	if d.dropped == 0 {
+		return d
+	}
+	slices.SortStableFunc(ev, func(a, b event) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return a.delta - b.delta
+	})
+	var inflight, sum int64
+	for _, e := range ev {
+		inflight += int64(e.delta)
+		sum += int64(e.delta) * int64(e.svc)
+		d.workers = max(d.workers, int(inflight))
+		if e.delta != 0 || inflight <= 0 {
+			continue
+		}
+		d.svc += time.Duration(sum / inflight)
+		n := 0
+		for i := range h.Len() {
+			if in := h.Intended(i); in >= e.at-dropWindow && in <= e.at {
+				n++
+			}
+		}
+		d.rate += float64(n) / dropWindow.Seconds()
+		d.samples++
+	}
+	return d
+}
+
+// TestDropSumsMatchesBruteForce compares ExplainDrops' sweep with
+// bruteDropSums on random runs whose times collide often (a coarse grid),
+// so the order of answers, drops and sends at one instant matters.
+func TestDropSumsMatchesBruteForce(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(15, 2))
+	for trial := range 300 {
+		h := history.New(history.Meta{Identities: []string{"u"}, Gateways: []string{"g"}}, 0)
+		n := rng.IntN(400)
+		grid := time.Duration(1+rng.IntN(20)) * time.Millisecond
+		for range n {
+			at := time.Duration(rng.IntN(200)) * grid
+			switch rng.IntN(4) {
+			case 0, 1:
+				h.Append(history.Record{Intended: at, Sent: history.NoTime, Received: history.NoTime,
+					Decided: history.NoTime, RetryAfter: history.NoTime, Round: history.NoRound, Outcome: decision.Dropped})
+			case 2:
+				h.Append(timedRec(at, time.Duration(rng.IntN(10))*grid, decision.Allowed, decision.ByRedis))
+			default:
+				r := timedRec(at, 0, decision.Error, decision.ByUnanswered)
+				r.Received = history.NoTime
+				h.Append(r)
+			}
+		}
+		var got dropSums
+		got.add(h)
+		want := bruteDropSums(h)
+		if got.dropped != want.dropped || got.workers != want.workers || got.svc != want.svc ||
+			got.samples != want.samples || math.Abs(got.rate-want.rate) > 1e-6*max(1, want.rate) {
+			t.Fatalf("trial %d (%d records): got %+v, want %+v", trial, n, got, want)
+		}
 	}
 }

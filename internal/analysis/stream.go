@@ -170,10 +170,24 @@ func (g *groupFile[T]) each(k int, raw *[]byte, recs *[]T, fn func([]T)) error {
 func (g *groupFile[T]) load(k int, raw *[]byte, recs, byID *[]T, idOf func(*T) uint32) ([]int, error) {
 	rg := g.ranges[k]
 	off := make([]int, rg.hi-rg.lo+1)
+	// The blocks decode straight into all, sized for the group at once: no
+	// scratch copy of each block, no regrowing.
 	all := (*byID)[:0]
-	err := g.each(k, raw, recs, func(rs []T) { all = append(all, rs...) })
-	if err != nil {
-		return nil, err
+	if cap(all) < int(g.counts[k]) {
+		all = make([]T, 0, g.counts[k])
+	}
+	for _, b := range g.blocks[k] {
+		need := b.n * g.size
+		if cap(*raw) < need {
+			*raw = make([]byte, need)
+		}
+		buf := (*raw)[:need]
+		if _, err := g.f.ReadAt(buf, b.off); err != nil {
+			return nil, fmt.Errorf("analysis scratch: %w", err)
+		}
+		for j := range b.n {
+			all = append(all, g.get(buf[j*g.size:]))
+		}
 	}
 	for j := range all {
 		off[int(idOf(&all[j]))-rg.lo+1]++

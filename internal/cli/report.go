@@ -55,7 +55,8 @@ latency percentiles computed over the whole, thresholds checked again.
 		} else {
 			c.Use = "render DIR"
 			c.Short = "Re-render a saved run's reports from its histories"
-			c.Long = "Re-analyse a run directory's saved histories and write its reports again (into --out, default the same directory).\n"
+			c.Long = "Re-analyse a run directory's saved histories and write its reports again (into --out, default the same directory).\n" +
+				"A history longer than a run keeps in memory (a soak run's) is read from its file a chunk at a time, so memory stays bounded whatever its length.\n"
 			c.Example = "  rlctl report render reports/20261129T100000Z-builtin --format html"
 			c.Args = cobra.ExactArgs(1)
 			c.Flags().StringVar(&opts.Out, "out", "", "directory to write to (default: the run directory)")
@@ -69,10 +70,17 @@ latency percentiles computed over the whole, thresholds checked again.
 func runReport(ctx context.Context, opts *reportOptions) error {
 	runs := make([]*verify.SavedRun, 0, len(opts.Dirs))
 	for _, d := range opts.Dirs {
-		rd, err := verify.ReadRunDir(d)
+		// Rendering one run reads its long histories in place, in bounded
+		// memory; a merge joins histories in memory.
+		open := verify.OpenRunDir
+		if opts.Merge {
+			open = verify.ReadRunDir
+		}
+		rd, err := open(d)
 		if err != nil {
 			return usageError("%v", err)
 		}
+		defer rd.Close()
 		runs = append(runs, rd)
 	}
 	out := &verify.RunDir{Path: opts.Out}

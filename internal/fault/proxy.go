@@ -3,22 +3,22 @@ package fault
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
 )
 
 // Proxy forwards TCP connections from a loopback listener to an upstream
-// address. Every gateway's Redis client dials the proxy, so a fault applied
-// here reaches every gateway at the same instant, as a real network or
-// Redis fault would.
+// address. Every gateway's client of one standalone Redis dials the proxy,
+// so re-pointing it (a failover to another server) reaches every gateway
+// at the same instant. redis-down and redis-latency are the Switch's.
 type Proxy struct {
 	ln net.Listener
 
 	mu       sync.Mutex
 	upstream string
 	down     bool
-	latency  time.Duration
 	conns    map[net.Conn]struct{}
 	closed   bool
 	wg       sync.WaitGroup
@@ -48,13 +48,6 @@ func (p *Proxy) SetDown(down bool) {
 	if down {
 		p.dropAllLocked()
 	}
-	p.mu.Unlock()
-}
-
-// SetLatency delays every chunk forwarded in either direction by d.
-func (p *Proxy) SetLatency(d time.Duration) {
-	p.mu.Lock()
-	p.latency = d
 	p.mu.Unlock()
 }
 
@@ -130,8 +123,8 @@ func (p *Proxy) serve(client net.Conn, upstream string) {
 	p.conns[server] = struct{}{}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(server, client, false); done <- struct{}{} }()
-	go func() { p.pipe(client, server, true); done <- struct{}{} }()
+	go func() { pipe(server, client); done <- struct{}{} }()
+	go func() { pipe(client, server); done <- struct{}{} }()
 	<-done
 	client.Close()
 	server.Close()
@@ -142,29 +135,9 @@ func (p *Proxy) serve(client net.Conn, upstream string) {
 	p.mu.Unlock()
 }
 
-// pipe copies src to dst. Latency is added on the reply direction only, so
-// one request/response round trip is slowed by the configured latency once.
-func (p *Proxy) pipe(dst, src net.Conn, delay bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if delay {
-				p.mu.Lock()
-				d := p.latency
-				p.mu.Unlock()
-				if d > 0 {
-					time.Sleep(d)
-				}
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+// pipe copies src to dst until either fails.
+func pipe(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
 }
 
 // Hold applies a fault for d (or until ctx ends), then undoes it.

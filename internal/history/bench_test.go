@@ -42,3 +42,31 @@ func BenchmarkWriteRead1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(size)/n, "file-bytes/record")
 }
+
+// BenchmarkChunks is one pass over a spilled history of 1M records, as
+// each of a spilled analysis's passes makes: read, checksum and decode
+// every chunk. Reported per record.
+func BenchmarkChunks(b *testing.B) {
+	const n = 1_000_000
+	h := New(Meta{Identities: []string{"a"}}, 0)
+	if err := h.Spill(SpillOptions{Dir: b.TempDir(), Keep: ChunkLen}); err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	for i := range n {
+		at := time.Duration(i) * time.Microsecond
+		h.Append(Record{Intended: at, Sent: at + 10, Received: at + time.Millisecond, Decided: NoTime, RetryAfter: NoTime,
+			Identity: uint32(i % 7), Gateway: uint16(i % 5), Outcome: decision.Denied})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		seen := 0
+		if err := h.Chunks(func(c *History) error { seen += c.Len(); return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if seen != n {
+			b.Fatalf("saw %d of %d", seen, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
+}

@@ -191,6 +191,9 @@ func (c *crcWriter) finish(bw *bufio.Writer) (int64, error) {
 // WriteTo writes the history in the binary file format. It implements
 // io.WriterTo.
 func (h *History) WriteTo(w io.Writer) (int64, error) {
+	if h.disk != nil {
+		return h.disk.writeTo(w)
+	}
 	if h.Spilled() {
 		return h.writeSpilled(w)
 	}
@@ -422,6 +425,26 @@ func formatErr(what string, err error) error {
 	return fmt.Errorf("%w: %s", ErrFormat, what)
 }
 
+// parseHeader checks a file's first 16 bytes and returns its flags and
+// meta length.
+func parseHeader(hdr [16]byte) (flags uint16, metaLen uint32, err error) {
+	if string(hdr[:8]) != fileMagic {
+		return 0, 0, fmt.Errorf("%w: bad magic %q", ErrFormat, hdr[:8])
+	}
+	if v := binary.LittleEndian.Uint16(hdr[8:]); v != FileVersion {
+		return 0, 0, fmt.Errorf("%w: version %d, this rlctl reads version %d", ErrFormat, v, FileVersion)
+	}
+	flags = binary.LittleEndian.Uint16(hdr[10:])
+	if flags&^flagRetries != 0 {
+		return 0, 0, fmt.Errorf("%w: unknown flags %#x", ErrFormat, flags)
+	}
+	metaLen = binary.LittleEndian.Uint32(hdr[12:])
+	if metaLen > maxMetaLen {
+		return 0, 0, fmt.Errorf("%w: meta length %d too large", ErrFormat, metaLen)
+	}
+	return flags, metaLen, nil
+}
+
 // Read reads a history written by WriteTo. Input that is not a history
 // file, of another version, truncated or corrupt gives an error wrapping
 // ErrFormat, never a panic.
@@ -431,19 +454,9 @@ func Read(r io.Reader) (*History, error) {
 	if _, err := io.ReadFull(cr, hdr[:]); err != nil {
 		return nil, formatErr("header", err)
 	}
-	if string(hdr[:8]) != fileMagic {
-		return nil, fmt.Errorf("%w: bad magic %q", ErrFormat, hdr[:8])
-	}
-	if v := binary.LittleEndian.Uint16(hdr[8:]); v != FileVersion {
-		return nil, fmt.Errorf("%w: version %d, this rlctl reads version %d", ErrFormat, v, FileVersion)
-	}
-	flags := binary.LittleEndian.Uint16(hdr[10:])
-	if flags&^flagRetries != 0 {
-		return nil, fmt.Errorf("%w: unknown flags %#x", ErrFormat, flags)
-	}
-	metaLen := binary.LittleEndian.Uint32(hdr[12:])
-	if metaLen > maxMetaLen {
-		return nil, fmt.Errorf("%w: meta length %d too large", ErrFormat, metaLen)
+	flags, metaLen, err := parseHeader(hdr)
+	if err != nil {
+		return nil, err
 	}
 	metaBytes, err := readBytes(cr, int(metaLen))
 	if err != nil {

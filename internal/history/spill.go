@@ -9,9 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"sync"
-	"time"
-
-	"github.com/rlctl/rlctl/internal/decision"
+	"unsafe"
 )
 
 // ChunkLen is the number of records in each chunk a spilling history
@@ -209,7 +207,7 @@ func (h *History) SpillDir() string {
 }
 
 // Spilled reports whether part of h lives on disk (read it with Chunks).
-func (h *History) Spilled() bool { return h.sp != nil && h.sp.tail != nil }
+func (h *History) Spilled() bool { return h.disk != nil || h.sp != nil && h.sp.tail != nil }
 
 // appendSpill is Append for a spilling history.
 func (h *History) appendSpill(r Record) {
@@ -343,6 +341,9 @@ func (sp *spill) written() ([]chunkAt, *os.File, error) {
 // chunk by chunk, the next read while fn works on the last. It stops at
 // fn's first error, or a read error, and returns it.
 func (h *History) Chunks(fn func(c *History) error) error {
+	if h.disk != nil {
+		return h.disk.chunks(fn)
+	}
 	sp := h.sp
 	if sp == nil || sp.tail == nil {
 		return fn(h)
@@ -415,6 +416,14 @@ func (h *History) Chunks(fn func(c *History) error) error {
 // removes the spill file. It returns the first error spilling met. A
 // history in memory has nothing to close. Close is idempotent.
 func (h *History) Close() error {
+	if d := h.disk; d != nil {
+		if d.f == nil {
+			return nil
+		}
+		err := d.f.Close()
+		d.f = nil
+		return err
+	}
 	sp := h.sp
 	if sp == nil {
 		return nil
@@ -459,70 +468,44 @@ func (h *History) decodeChunk(b []byte) error {
 		p += size
 		return s
 	}
-	h.t = resize(h.t, n)
-	in := take(8 * n)
-	cols := [4][]byte{take(4 * n), take(4 * n), take(4 * n), take(4 * n)}
-	if p < 0 {
-		return bad("truncated")
-	}
-	le := binary.LittleEndian
-	for i := range h.t {
-		h.t[i] = times{
-			intended: time.Duration(le.Uint64(in[8*i:])),
-			sent:     int32(le.Uint32(cols[0][4*i:])), received: int32(le.Uint32(cols[1][4*i:])),
-			decided: int32(le.Uint32(cols[2][4*i:])), retryAfter: int32(le.Uint32(cols[3][4*i:])),
+	var cols [numFileCols][]byte
+	for k := range fileCols {
+		if k >= 11 && flags&flagRetries == 0 {
+			break
+		}
+		cols[k] = take(fileCols[k].size * n)
+		if k == 10 {
+			// The large values lie between the fixed and the retry columns.
+			for col := range numPacked {
+				h.big[col] = readBig(h.big[col], take)
+			}
 		}
 	}
-	id, rd, gw := take(4*n), take(4*n), take(2*n)
-	ep, oc, by := take(n), take(n), take(n)
-	if p < 0 {
-		return bad("truncated")
-	}
-	h.identity, h.round, h.gateway = resize(h.identity, n), resize(h.round, n), resize(h.gateway, n)
-	for i := range n {
-		h.identity[i] = le.Uint32(id[4*i:])
-		h.round[i] = int32(le.Uint32(rd[4*i:]))
-		h.gateway[i] = le.Uint16(gw[2*i:])
-	}
-	h.endpoint = append(h.endpoint[:0], ep...)
-	h.outcome, h.by = resize(h.outcome, n), resize(h.by, n)
-	for i := range n {
-		h.outcome[i], h.by[i] = decision.Outcome(oc[i]), decision.By(by[i])
-	}
-	readBig := func(col int) {
-		c := take(4)
-		if p < 0 {
-			return
-		}
-		k := int(le.Uint32(c))
-		v := take(8 * k)
-		h.big[col] = resize(h.big[col], k)
-		for j := range h.big[col] {
-			h.big[col][j] = time.Duration(le.Uint64(v[8*j:]))
-		}
-	}
-	for col := range numPacked {
-		readBig(col)
-	}
-	h.attempt, h.retry = nil, nil
 	if flags&flagRetries != 0 {
-		at, told, waited := take(n), take(4*n), take(4*n)
-		if p < 0 {
-			return bad("truncated")
-		}
-		h.attempt = append([]uint8(nil), at...)
-		h.retry = make([]retryTimes, n)
-		for i := range h.retry {
-			h.retry[i] = retryTimes{int32(le.Uint32(told[4*i:])), int32(le.Uint32(waited[4*i:]))}
-		}
 		for col := numPacked; col < numCols; col++ {
-			readBig(col)
+			h.big[col] = readBig(h.big[col], take)
 		}
 	}
+	if p < 0 {
+		return bad("truncated")
+	}
+	h.setColumns(n, &cols)
 	if p != len(body) {
 		return bad("length")
 	}
 	return nil
+}
+
+// littleEndian is true where a fixed-size column's bytes in the file
+// format are its bytes in memory.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// asBytes is s's memory as bytes, for copying a column in one move.
+func asBytes[T fixed](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*sizeOf[T]())
 }
 
 // resize returns s with length n, reusing its memory when it can.

@@ -49,6 +49,8 @@ type History struct {
 
 	// sp, when set, writes records past a threshold to disk (see Spill).
 	sp *spill
+	// disk, when set, is a saved file read in place (see OpenFile).
+	disk *onDisk
 }
 
 // retryTimes is one record's Told and Waited, packed like RetryAfter.
@@ -159,12 +161,18 @@ func (h *History) HasRetries() bool {
 	if h.attempt != nil {
 		return true
 	}
+	if h.disk != nil {
+		return h.disk.retries
+	}
 	sp := h.sp
 	return sp != nil && (sp.retries || sp.tail != nil && sp.tail.attempt != nil)
 }
 
 // Len is the number of records.
 func (h *History) Len() int {
+	if h.disk != nil {
+		return h.disk.layout.n
+	}
 	if h.sp != nil && h.sp.tail != nil {
 		return h.sp.queued + h.sp.tail.Len()
 	}

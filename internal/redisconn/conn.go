@@ -57,6 +57,50 @@ type Config struct {
 	label string
 	// spawned is the deployment Open started for this config, if any.
 	spawned *Deployment
+	// dial, when set, opens every connection of the clients this config
+	// makes (TLS goes on top of it); see WithDialer.
+	dial Dialer
+}
+
+// Dialer opens a network connection to addr, as go-redis's Options.Dialer.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// WithDialer returns a copy of c whose clients (data nodes, Sentinels,
+// Cluster nodes alike) open every connection with dial, TLS layered on
+// top when the URL asks for it: a fault switch put between rlctl's own
+// clients and Redis, say.
+func (c *Config) WithDialer(dial Dialer) *Config {
+	d := *c
+	d.dial = dial
+	return &d
+}
+
+// dialer is the Options.Dialer of c's clients: nil (go-redis's own) unless
+// WithDialer set one.
+func (c *Config) dialer() Dialer {
+	if c.dial == nil {
+		return nil
+	}
+	dial, tlsCfg := c.dial, c.tls
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil || tlsCfg == nil {
+			return nc, err
+		}
+		cfg := tlsCfg.Clone()
+		if cfg.ServerName == "" {
+			// As tls.Dial does: the name to verify is the address's host.
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }
 
 // Parse validates opts.URL and the TLS settings. When the URL carries no
@@ -160,7 +204,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
 			DisableIdentity: true, MaintNotificationsConfig: maint,
-			ClusterStateReloadInterval: clusterReload,
+			ClusterStateReloadInterval: clusterReload, Dialer: c.dialer(),
 		})
 	case ModeSentinel:
 		return redis.NewFailoverClient(&redis.FailoverOptions{
@@ -170,7 +214,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
-			DisableIdentity: true,
+			DisableIdentity: true, Dialer: c.dialer(),
 		})
 	default:
 		return redis.NewClient(&redis.Options{
@@ -178,7 +222,7 @@ func (c *Config) NewClient() redis.UniversalClient {
 			ClientName: t.ClientName, Protocol: t.Protocol, PoolSize: t.PoolSize,
 			DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
 			ContextTimeoutEnabled: true, TLSConfig: tlsCfg, DialerRetries: dialRetries,
-			DisableIdentity: true, MaintNotificationsConfig: maint,
+			DisableIdentity: true, MaintNotificationsConfig: maint, Dialer: c.dialer(),
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +70,35 @@ func TestConnectEveryMode(t *testing.T) {
 			c2.Close()
 			if got := c.Get(ctx, "{x}k").Val(); got != "v" {
 				t.Errorf("GET after closing a sibling client = %q", got)
+			}
+
+			// WithDialer: the same through a dialer of the caller's, which
+			// opens every connection (Sentinels' and nodes' alike), TLS on
+			// top.
+			var mu sync.Mutex
+			dialed := map[string]bool{}
+			via := cfg.WithDialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+				mu.Lock()
+				dialed[addr] = true
+				mu.Unlock()
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			})
+			vc, err := via.Connect(ctx)
+			if err != nil {
+				t.Fatalf("Connect through the dialer: %v", err)
+			}
+			defer vc.Close()
+			if got := vc.Get(ctx, "{x}k").Val(); got != "v" {
+				t.Errorf("GET through the dialer = %q", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if first := cfg.Target().Addrs[0]; !dialed[first] {
+				t.Errorf("the dialer saw %v, not the URL's address %s", dialed, first)
+			}
+			if tt.mode == redisconn.ModeSentinel && len(dialed) < 2 {
+				t.Errorf("the dialer saw %v: a Sentinel client dials a Sentinel and the primary", dialed)
 			}
 		})
 	}

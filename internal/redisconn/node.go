@@ -21,7 +21,7 @@ func (c *Config) NodeClient(addr string, sentinel bool) *redis.Client {
 	t := c.target
 	o := &redis.Options{Addr: addr, Username: t.Username, Password: t.Password,
 		DialTimeout: c.timeout, ReadTimeout: c.timeout, WriteTimeout: c.timeout,
-		ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true, Protocol: 2}
+		ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true, Protocol: 2, Dialer: c.dialer()}
 	if sentinel {
 		o.Username, o.Password = t.SentinelUsername, t.SentinelPassword
 	}

@@ -261,8 +261,8 @@ var valueDocs = map[string]map[string]string{
 	"faults[].action": {
 		FaultFailover:     "a real failover on spawn (REPLICAOF NO ONE on the replica, gateways redirected), spawn-sentinel (SENTINEL FAILOVER) and spawn-cluster (CLUSTER FAILOVER on the replica of the shard holding the first identity's keys), and on your own Sentinel or Cluster with --allow-failover; on the embedded Redis an emulation: the gateways' Redis is replaced by an empty one, no failover marker (on_failover decides what happens next)",
 		FaultKillPrimary:  "the primary is killed (SIGKILL) and the topology elects a new one by itself: spawn-sentinel and spawn-cluster (on spawn the replica is promoted and the gateways redirected, as an operator would); never on a Redis rlctl did not start",
-		FaultRedisDown:    "Redis stops answering for for: every call fails, and each endpoint's on_error decides",
-		FaultRedisLatency: "every Redis call takes latency longer for for; calls beyond the timeout go to on_error",
+		FaultRedisDown:    "the gateways are cut off from Redis for for: their connections (to Sentinels and every Cluster node too) are cut and new ones fail, so every call fails and each endpoint's on_error decides. It acts on rlctl's own connections only, so it runs on every Redis, your own Sentinel or Cluster included, and changes nothing on a server",
+		FaultRedisLatency: "what the gateways send to Redis arrives latency later for for (on their own connections, on every Redis): calls beyond the timeout go to on_error, and the server still runs them when they arrive",
 		FaultRedisReset:   "at one instant, the run's limiter keys are deleted, as a flush or an eviction would",
 		FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
 	},

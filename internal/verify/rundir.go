@@ -1,10 +1,12 @@
 package verify
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // HistoriesDir is the run directory's folder of raw decision records
@@ -108,8 +111,34 @@ type SavedRun struct {
 // may also be a --report-dir that holds exactly one run (as each pod of a
 // Kubernetes Job writes one), which is then read.
 func ReadRunDir(path string) (*SavedRun, error) {
+	return openRunDir(path, math.MaxInt)
+}
+
+// OpenRunDir is ReadRunDir for re-rendering in bounded memory: a history
+// of more than traffic.InMemory records (what a run keeps in memory before
+// it spills) is read in place, a chunk at a time (history.OpenFile), and
+// the SavedRun must be closed.
+func OpenRunDir(path string) (*SavedRun, error) {
+	return openRunDir(path, traffic.InMemory)
+}
+
+// Close releases the histories read in place.
+func (rd *SavedRun) Close() error {
+	var first error
+	for _, h := range rd.History {
+		first = cmp.Or(first, h.Close())
+	}
+	return first
+}
+
+func openRunDir(path string, keep int) (_ *SavedRun, err error) {
 	path = onlyRun(path)
 	rd := &SavedRun{Path: path, Saved: map[string]Saved{}, History: map[string]*history.History{}}
+	defer func() {
+		if err != nil {
+			rd.Close()
+		}
+	}()
 	b, err := os.ReadFile(filepath.Join(path, "report.json"))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a run directory: %w", path, err)
@@ -129,7 +158,7 @@ func ReadRunDir(path string) (*SavedRun, error) {
 		if _, dup := rd.Saved[s.Name]; dup {
 			return nil, fmt.Errorf("%s: two saved histories of scenario %s", path, s.Name)
 		}
-		h, err := history.ReadFile(strings.TrimSuffix(jf, ".json") + ".rlh")
+		h, err := history.OpenFile(strings.TrimSuffix(jf, ".json")+".rlh", keep)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

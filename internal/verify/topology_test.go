@@ -198,8 +198,6 @@ func TestFaultsRefusedUpFront(t *testing.T) {
 	}{
 		{"embedded", "kill-primary", false, "kill-primary needs a primary with a replica that rlctl started"},
 		{"redis://127.0.0.1:1", "kill-primary", false, "kill-primary needs a primary with a replica that rlctl started"},
-		{"spawn-sentinel", "redis-down, for: 1s", false, "redis-down needs rlctl's fault proxy"},
-		{"spawn-cluster", "redis-latency, latency: 10ms", false, "redis-latency needs rlctl's fault proxy"},
 		{"redis+sentinel://127.0.0.1:1/mymaster", "failover", false, "pass --allow-failover"},
 		{"redis+cluster://127.0.0.1:1", "failover", false, "pass --allow-failover"},
 		{"redis+cluster://127.0.0.1:1", "kill-primary", true, "kill-primary needs a primary with a replica that rlctl started"},

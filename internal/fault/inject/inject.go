@@ -91,14 +91,15 @@ func (f *Faults) Extra(dst map[string]float64) map[string]float64 {
 // a shared Redis.
 const probeCleanupTimeout = 10 * time.Second
 
-// New puts a fault proxy between the gateways and Redis and turns sc's
-// Redis faults into hooks on the run's clock. On error, what it started is
+// New puts a fault proxy between the gateways and a standalone Redis (for
+// failovers) and turns sc's Redis faults into hooks on the run's clock;
+// redis-down and redis-latency act on the gateways' own connections
+// (networkFaults), on every topology. On error, what it started is
 // stopped.
 //
-// On a Sentinel or Cluster (spawned, or the user's with --allow-failover)
-// there is no proxy: the gateways find the primary as their clients do,
-// failover and kill-primary are real (see realFailovers), and the faults
-// that need the proxy are refused.
+// On a Sentinel or Cluster (spawned, or the user's) there is no proxy: the
+// gateways find the primary as their clients do, and failover and
+// kill-primary are real (see realFailovers).
 func New(ctx context.Context, sc *scenario.Scenario, s Setup) (_ *Faults, err error) {
 	f := &Faults{lc: s.Limiter, skew: sc.Target.ClockSkew}
 	defer func() {
@@ -128,31 +129,38 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 	if t.Mode == redisconn.ModeSentinel || t.Mode == redisconn.ModeCluster {
 		return e.topologyFaults(ctx, sc, cfg, keys, tp)
 	}
-	if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
-		return exitcode.With(fmt.Errorf("%s: faults need a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
-	}
-	proxy, err := fault.NewProxy(t.Addrs[0])
-	if err != nil {
-		return err
-	}
-	e.closers = append(e.closers, proxy.Close)
-	e.proxy = proxy
-	// A spawned primary with a replica fails over for real; the embedded
-	// Redis and a given one stage it.
-	real := tp.d != nil && len(tp.d.Servers) > 1
-	if real && NeedsReplica(sc) {
-		if err := e.realFailovers(ctx, sc, tp); err != nil {
+	// Only a failover needs the proxy, to re-point the gateways; the other
+	// faults act on their own connections (networkFaults) or on keys, so
+	// without one the gateways reach Redis directly, as in a run without
+	// faults, over TLS or a Unix socket too.
+	gw := cfg
+	var proxy *fault.Proxy
+	real := false
+	if NeedsReplica(sc) {
+		if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
+			return exitcode.With(fmt.Errorf("%s: a failover needs a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
+		}
+		var err error
+		if proxy, err = fault.NewProxy(t.Addrs[0]); err != nil {
 			return err
 		}
-	}
-	popts := s.Options
-	popts.URL = "redis://" + proxy.Addr()
-	if t.Username != "" || t.Password != "" {
-		popts.URL = "redis://" + t.Username + ":" + t.Password + "@" + proxy.Addr()
-	}
-	pcfg, err := redisconn.Parse(popts)
-	if err != nil {
-		return err
+		e.closers = append(e.closers, proxy.Close)
+		e.proxy = proxy
+		// A spawned primary with a replica fails over for real; the
+		// embedded Redis and a given one stage it.
+		if real = tp.d != nil && len(tp.d.Servers) > 1; real {
+			if err := e.realFailovers(ctx, sc, tp); err != nil {
+				return err
+			}
+		}
+		popts := s.Options
+		popts.URL = "redis://" + proxy.Addr()
+		if t.Username != "" || t.Password != "" {
+			popts.URL = "redis://" + t.Username + ":" + t.Password + "@" + proxy.Addr()
+		}
+		if gw, err = redisconn.Parse(popts); err != nil {
+			return err
+		}
 	}
 	admin := cfg.NewClient()
 	e.closers = append(e.closers, admin.Close)
@@ -163,14 +171,6 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 			if sc.Target.Kind != scenario.KindSimulated {
 				return exitcode.With(fmt.Errorf("%s: gateway-down needs simulated gateways", sc.Name), exitcode.Usage)
 			}
-		case scenario.FaultRedisDown:
-			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				fault.Hold(ctx, f.For, func() { proxy.SetDown(true) }, func() { proxy.SetDown(false) })
-			}})
-		case scenario.FaultRedisLatency:
-			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-				fault.Hold(ctx, f.For, func() { proxy.SetLatency(f.Latency) }, func() { proxy.SetLatency(0) })
-			}})
 		case scenario.FaultRedisReset:
 			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
 				// Best effort: a fault that cannot be applied shows in the
@@ -212,8 +212,37 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 			e.Notes = append(e.Notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
 		}
 	}
-	e.NewClient = pcfg.NewClient
+	e.NewClient = e.networkFaults(sc, gw).NewClient
 	return nil
+}
+
+// networkFaults turns sc's redis-down and redis-latency faults into hooks
+// on a fault switch under every connection of the gateways' clients, and
+// returns cfg with the switch as their dialer (cfg itself when sc has
+// neither fault). The switch acts on rlctl's own connections only, so the
+// faults mean the same on every topology, a user's own included.
+func (e *Faults) networkFaults(sc *scenario.Scenario, cfg *redisconn.Config) *redisconn.Config {
+	var sw *fault.Switch
+	for _, f := range sc.Faults {
+		if f.Action != scenario.FaultRedisDown && f.Action != scenario.FaultRedisLatency {
+			continue
+		}
+		if sw == nil {
+			sw = fault.NewSwitch()
+		}
+		apply, undo := func() { sw.SetDown(true) }, func() { sw.SetDown(false) }
+		if f.Action == scenario.FaultRedisLatency {
+			apply, undo = func() { sw.SetLatency(f.Latency) }, func() { sw.SetLatency(0) }
+		}
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
+			fault.Hold(ctx, f.For, apply, undo)
+		}})
+	}
+	if sw == nil {
+		return cfg
+	}
+	e.Notes = append(e.Notes, "redis-down and redis-latency acted on the gateways' own connections (rlctl's fault switch as their clients' dialer, Sentinels and every node included): down cut them and answered every dial with a cut connection; latency delayed every byte they sent. Nothing was changed on any server")
+	return cfg.WithDialer(sw.Dial)
 }
 
 // standIn opens a server of the run's spec to stand in for a promoted
@@ -273,8 +302,6 @@ func Refuse(sc *scenario.Scenario, spec string, allowFailover bool) error {
 	}
 	for _, f := range sc.Faults {
 		switch {
-		case (f.Action == scenario.FaultRedisDown || f.Action == scenario.FaultRedisLatency) && mode != redisconn.ModeStandalone:
-			return refuse("%s needs rlctl's fault proxy in front of one Redis, and gateways find a %s's nodes themselves: run it on --redis spawn or embedded", f.Action, mode)
 		case f.Action == scenario.FaultKillPrimary && !replicated:
 			return refuse("kill-primary needs a primary with a replica that rlctl started and may kill (--redis spawn, spawn-sentinel or spawn-cluster), not %s", redisconn.Redact(spec))
 		case f.ReplicaLag > 0 && !own && mode != redisconn.ModeStandalone:

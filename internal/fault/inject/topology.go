@@ -316,7 +316,8 @@ func probeKeyOf(prefix string) string {
 // topologyFaults sets up sc's faults on a Sentinel or Cluster, which the
 // gateways reach through their own discovery rather than through the fault
 // proxy: failover and kill-primary are real, redis-reset deletes the run's
-// keys on every primary, and the faults that need the proxy are refused.
+// keys on every primary, and redis-down and redis-latency act on the
+// gateways' own connections (networkFaults).
 func (e *Faults) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *redisconn.Config, keys keyspace.Patterns, tp *topology) error {
 	for _, f := range sc.Faults {
 		switch f.Action {
@@ -335,6 +336,6 @@ func (e *Faults) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg 
 			return err
 		}
 	}
-	e.NewClient = cfg.NewClient
+	e.NewClient = e.networkFaults(sc, cfg).NewClient
 	return nil
 }

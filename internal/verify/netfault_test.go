@@ -1,0 +1,149 @@
+package verify
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// TestNetworkFaultsOnTopologies: redis-down and redis-latency act on the
+// gateways' own connections on every topology rlctl spawns, Sentinel and
+// Cluster included, on a user's own Sentinel and over a Unix socket.
+// Before the outage Redis decides every request; during it every decision
+// is the endpoint's on_error policy's (login closed, feed open), within
+// about the timeout; after it Redis decides again. Under injected latency
+// Redis still decides, each decision slower by about the latency.
+func TestNetworkFaultsOnTopologies(t *testing.T) {
+	redistest.Binary(t)
+	const (
+		downAt, downFor = time.Second, time.Second
+		latAt, latFor   = 3 * time.Second, time.Second
+		latency         = 80 * time.Millisecond
+		// edge allows for the fault's hook starting a little after its
+		// offset on a loaded machine.
+		edge = 50 * time.Millisecond
+	)
+	// A user's own Sentinel: rlctl started none of it, and the faults
+	// touch nothing on it either.
+	own := redistest.StartSentinel(t, redistest.Start(t))
+	// A Unix socket: no proxy could stand in front of it; without a
+	// failover to stage none is needed.
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	for _, tc := range []struct {
+		redis string
+		// recover bounds how long after the outage the gateways' clients
+		// take to reach Redis again. A Sentinel client must first find the
+		// primary again, and go-redis, once as many dials as its pool holds
+		// have failed (each a failed Sentinel lookup), dials only once a
+		// second: its gateways may take up to that second longer.
+		recover time.Duration
+		// slowest bounds a decision in the outage. The connections are cut,
+		// so a request fails at once; but a Sentinel client's failed dial
+		// (the Sentinels cannot be asked for the primary) is retried, with
+		// pauses, until the policy's timeout (250ms) decides. Each allows
+		// for a loaded machine, latency being measured from the intended
+		// send time.
+		slowest time.Duration
+	}{
+		{"spawn-sentinel", 1500 * time.Millisecond, 500 * time.Millisecond},
+		{own.URL, 1500 * time.Millisecond, 500 * time.Millisecond},
+		{"spawn-cluster", 300 * time.Millisecond, 150 * time.Millisecond},
+		{"spawn", 300 * time.Millisecond, 150 * time.Millisecond},
+		{"unix://" + sock, 300 * time.Millisecond, 150 * time.Millisecond},
+	} {
+		t.Run(strings.SplitN(tc.redis, ":", 2)[0], func(t *testing.T) {
+			out := run(t, parse(t, fmt.Sprintf(`name: network-faults
+limit: 1000/1s
+target:
+  algorithm: redis-fixed-window
+  gateways: 4
+  redis: '%s'
+  timeout: 250ms
+  endpoints:
+    - {name: login, share: 0.5, on_error: closed}
+    - {name: feed, share: 0.5, on_error: open}
+traffic: {rate: 100/s, duration: 4500ms}
+faults:
+  - {at: %s, for: %s, action: redis-down}
+  - {at: %s, for: %s, action: redis-latency, latency: %s}
+max_error_rate: 1
+`, tc.redis, downAt, downFor, latAt, latFor, latency)))
+			h := out.History
+			policy := map[string]decision.By{"login": decision.ByFailClosed, "feed": decision.ByFailOpen}
+			// back is when, after the outage, the last request Redis did not
+			// decide was sent: every gateway's client had reached it again.
+			var back time.Duration
+			var during, outside, slow []time.Duration
+			for i := range h.Len() {
+				sent, by := h.Sent(i), h.By(i)
+				ep := h.Meta.Endpoints[h.Endpoint(i)]
+				switch {
+				case sent < downAt:
+					if by != decision.ByRedis {
+						t.Errorf("before the outage, %s request at %v decided by %s, want redis", ep, sent, by)
+					}
+					outside = append(outside, latencyOf(h, i))
+				case sent >= downAt+edge && sent < downAt+downFor:
+					// One answered after the outage may have got through
+					// then (a client retrying its dial); none inside it.
+					after := h.Received(i) >= downAt+downFor && by == decision.ByRedis
+					if by != policy[ep] && !after {
+						t.Errorf("during the outage, %s request at %v decided by %s at %v, want %s", ep, sent, by, h.Received(i), policy[ep])
+					}
+					during = append(during, latencyOf(h, i))
+				case sent >= downAt+downFor && sent < latAt:
+					if by == decision.ByRedis {
+						outside = append(outside, latencyOf(h, i))
+						continue
+					}
+					back = max(back, sent-downAt-downFor)
+					if sent > downAt+downFor+tc.recover {
+						t.Errorf("%v after the outage, %s request at %v decided by %s, want redis", tc.recover, ep, sent, by)
+					}
+				case sent >= latAt+edge && sent < latAt+latFor-edge:
+					if by != decision.ByRedis {
+						t.Errorf("under latency, %s request at %v decided by %s, want redis (the latency is below the timeout)", ep, sent, by)
+					}
+					slow = append(slow, latencyOf(h, i))
+				}
+			}
+			if len(during) < 50 || len(slow) < 50 {
+				t.Fatalf("%d requests in the outage, %d under latency: too few to judge", len(during), len(slow))
+			}
+			// No decision in the outage waited much beyond the timeout, and
+			// where the client does not retry, none waited for it at all.
+			worst := slices.Max(during)
+			if worst >= tc.slowest {
+				t.Errorf("slowest decision in the outage took %v, want under %v", worst, tc.slowest)
+			}
+			// No request under latency can be answered sooner than it; the
+			// median is slower by about it.
+			if fastest := slices.Min(slow); fastest < latency {
+				t.Errorf("a request under %v injected latency was answered in %v", latency, fastest)
+			}
+			base, under := median(outside), median(slow)
+			if added := under - base; added < latency-15*time.Millisecond || added > latency+50*time.Millisecond {
+				t.Errorf("median latency %v under %v injected, %v without: added %v", under, latency, base, added)
+			}
+			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected", worst, back, base, under, latency)
+		})
+	}
+}
+
+// latencyOf is request i's latency as reports measure it: from its
+// intended send time to its answer.
+func latencyOf(h *history.History, i int) time.Duration { return h.Received(i) - h.Intended(i) }
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
