@@ -45,7 +45,9 @@ func TestRealFailoverAgainstRedis(t *testing.T) {
 		// one: what they wrote there in between is lost, nothing else.
 		{name: "sentinel-failover", redis: "spawn-sentinel", fault: "failover", lossTo: 3 * time.Second, lossy: true},
 		{name: "sentinel-kill-primary", redis: "spawn-sentinel", fault: "kill-primary", lossFrom: -50 * time.Millisecond, lossTo: 10 * time.Millisecond, lossy: true},
-		{name: "sentinel-lag", redis: "spawn-sentinel", fault: "kill-primary", lag: 700 * time.Millisecond, lossFrom: -700 * time.Millisecond, lossTo: 10 * time.Millisecond, lossy: true},
+		// replica_lag loses the lag's counts and those the replica had not
+		// yet received when its link was cut (asynchronous replication).
+		{name: "sentinel-lag", redis: "spawn-sentinel", fault: "kill-primary", lag: 700 * time.Millisecond, lossFrom: -800 * time.Millisecond, lossTo: 10 * time.Millisecond, lossy: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -119,13 +121,16 @@ max_error_rate: 1
 }
 
 // limiterCounts counts the requests the limiter itself admitted (not a
-// failure policy) and those that errored.
+// failure policy) and those Redis did not answer (errors, and what a
+// failure policy decided).
 func limiterCounts(h *history.History) (admitted, errored int64) {
 	for i := range h.Len() {
 		switch {
 		case h.Outcome(i) == decision.Allowed && h.By(i) == decision.ByRedis:
 			admitted++
-		case h.Outcome(i) == decision.Error:
+		case h.Outcome(i) == decision.Error, h.By(i) == decision.ByFailOpen, h.By(i) == decision.ByFailClosed, h.By(i) == decision.ByFallback:
+			// No answer from Redis: its script may have run all the same
+			// (a timeout, a connection cut after the write).
 			errored++
 		}
 	}
