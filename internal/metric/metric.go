@@ -130,6 +130,7 @@ var Descriptions = map[string]Description{
 	FailoverDenyMs:   {"ms", "Runs whose gateways detected a failover: from the first to the last request refused for it, about one W per gateway."},
 	CountsLost: {"requests", "Runs with a failover rlctl staged: the design's counters just before it minus what the new primary held right after, " +
 		"summed over the run's keys (counter designs: fixed windows, get-incr, clock and sliding windows, the sliding log), read from Redis. " +
+		"A lower bound: writes after the first reading (on Sentinel, until the gateways' clients hear of the new primary) and counts that aged out of their window before the second are not in it. " +
 		"With replicate, a count lost this way belongs to a request refused when its WAIT failed."},
 	FailedShardElectionUndecided: {"requests", "Runs with a failover on a Redis Cluster: requests of the identities whose keys the shard that failed over held " +
 		"that got no decision from Redis while its primary changed (errors, fail-open, fail-closed, local fallback; sent from the failover's start, each within 1s of the one before)."},

@@ -190,7 +190,7 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		return failover
 	}
 	e.countsNote.Do(func() {
-		e.Notes = append(e.Notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it; a count whose window ended, or a sliding-log entry that aged out of the window, before the second reading is not counted as lost)")
+		e.Notes = append(e.Notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it; a count whose window ended, or a sliding-log entry that aged out of the window, before the second reading is not counted as lost; so it is a lower bound, and on Sentinel, where the gateways keep writing to the old primary until their clients hear of the new one, the writes of that second are not in it: after_fault_ceiling shows them)")
 	})
 	// A gateway's clock may run up to skew ahead of Redis's: its now − W
 	// trims that much later.
@@ -223,7 +223,9 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 func lost(had, has counts, window time.Duration) int64 {
 	var n int64
 	for k, v := range had.keys {
-		if !v.expires.IsZero() && !v.expires.After(has.at) {
+		// A log's key lives as long as its newest entry; its entries age
+		// one by one, below.
+		if v.entries == nil && !v.expires.IsZero() && !v.expires.After(has.at) {
 			continue
 		}
 		if v.entries == nil {
