@@ -150,9 +150,13 @@ thresholds: [ceiling <= limit]
 	if err := os.WriteFile(filepath.Join(dir, "dies.yaml"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The kill is timed from before the run's setup, so it is compared
+	// with the run's start afterwards.
+	killed := make(chan time.Time, 1)
 	go func() {
-		time.Sleep(time.Second)
+		time.Sleep(1500 * time.Millisecond)
 		srv.Deployment.Kill(0)
+		killed <- time.Now()
 	}()
 	code, rep, stderr := verifyDir(t, dir, "--redis", srv.URL())
 	if code != int(exitcode.Unreachable) {
@@ -163,8 +167,13 @@ thresholds: [ceiling <= limit]
 	if sc["status"] != "error" || len(outages) == 0 {
 		t.Fatalf("status %v, outages %v", sc["status"], sc["outages"])
 	}
-	if o := outages[0].(map[string]any); o["fail_open"].(float64) == 0 || o["from_ms"].(float64) < 800 {
-		t.Errorf("outage %v: want fail-open decisions from about 1s on", o)
+	started, err := time.Parse(time.RFC3339Nano, fmt.Sprint(sc["started"]))
+	if err != nil {
+		t.Fatalf("started %v: %v", sc["started"], err)
+	}
+	at := float64((<-killed).Sub(started).Milliseconds())
+	if o := outages[0].(map[string]any); o["fail_open"].(float64) == 0 || o["from_ms"].(float64) < at-200 {
+		t.Errorf("outage %v: want fail-open decisions from the kill at %vms on", o, at)
 	}
 	if msg := fmt.Sprint(sc["error"]); !strings.Contains(msg, "Redis did not decide") {
 		t.Errorf("error %q does not say what happened", msg)
