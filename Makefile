@@ -38,7 +38,7 @@ test: deps-test
 	$(OFFLINE) $(GO) vet ./...
 	$(OFFLINE) GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
 	$(OFFLINE) GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
-	$(OFFLINE) $(GO) test -race -p 3 -parallel 4 -timeout 8m $$($(GO) list ./... | grep -v '/scenarios$$')
+	$(OFFLINE) $(GO) test -race -parallel 4 -timeout 8m $$($(GO) list ./... | grep -v '/scenarios$$')
 	$(OFFLINE) $(GO) test -race -timeout 5m ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
