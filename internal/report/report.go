@@ -301,13 +301,27 @@ func (sc *Scenario) Settle() {
 	}
 }
 
+// NothingRan reports whether every scenario of r was skipped.
+func (r *Report) NothingRan() bool {
+	for _, sc := range r.Scenarios {
+		if sc.Status != StatusSkipped {
+			return false
+		}
+	}
+	return true
+}
+
 // Finish settles each scenario's status (see Settle) and computes the
 // report's overall status: incomplete when interrupted, else fail when any
-// scenario failed or erred, else pass (skipped scenarios change nothing).
-// It also sets Schema.
+// scenario failed or erred, else pass (skipped scenarios change nothing)
+// — but a run in which every scenario was skipped measured nothing, and
+// fails. It also sets Schema.
 func (r *Report) Finish() {
 	r.Schema = Schema
 	overall := StatusPass
+	if len(r.Scenarios) > 0 && r.NothingRan() {
+		overall = StatusFail
+	}
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
 		sc.Settle()

@@ -23,6 +23,7 @@ func TestFinish(t *testing.T) {
 		{"error", []Scenario{{Error: "boom"}}, false, StatusFail, []string{StatusError}},
 		{"interrupted", []Scenario{{}}, true, StatusIncomplete, []string{StatusPass}},
 		{"skipped changes nothing", []Scenario{{Status: StatusSkipped, Error: "needs a Redis Cluster"}, {}}, false, StatusPass, []string{StatusSkipped, StatusPass}},
+		{"all skipped measured nothing", []Scenario{{Status: StatusSkipped, Error: "needs a Redis Cluster"}}, false, StatusFail, []string{StatusSkipped}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -240,5 +241,27 @@ func TestBuiltinClusterScenarioPasses(t *testing.T) {
 	}
 	if r.Status != report.StatusPass {
 		t.Fatalf("status %s (%s), notes %v", r.Status, r.Error, r.Notes)
+	}
+}
+
+// A suite whose every scenario was skipped measured nothing: it is no
+// pass, and exits 2 (nothing here could run), while a skip beside a
+// measured scenario changes nothing.
+func TestSuiteOfOnlySkippedScenariosIsNoPass(t *testing.T) {
+	t.Parallel()
+	skipped := builtin(t, "26-cluster-shard-failover.yaml")
+	rep, code := RunSuite(context.Background(), []*scenario.Scenario{skipped}, SuiteOptions{})
+	if rep.Status == report.StatusPass || code != exitcode.Usage {
+		t.Fatalf("only skipped: status %s, exit %d; want no pass and exit %d", rep.Status, code, exitcode.Usage)
+	}
+	measured := parse(t, `name: measured
+limit: 10/1s
+target: {algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
+traffic: {rate: 20/s, duration: 300ms}
+thresholds: [ceiling <= limit]
+`)
+	rep, code = RunSuite(context.Background(), []*scenario.Scenario{skipped, measured}, SuiteOptions{})
+	if rep.Status != report.StatusPass || code != exitcode.OK {
+		t.Fatalf("a skip beside a pass: status %s, exit %d; want pass, exit 0", rep.Status, code)
 	}
 }

@@ -102,10 +102,14 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 
 // ExitCode is the exit code a finished report calls for: Interrupted for
 // an incomplete run, else the worst of its scenarios' (an error's own code,
-// Failed for a failed threshold), OK when all passed.
+// Failed for a failed threshold), OK when all passed; Usage when every
+// scenario was skipped, since a run that measured nothing is no pass.
 func ExitCode(r *report.Report) exitcode.Code {
 	if r.Status == report.StatusIncomplete {
 		return exitcode.Interrupted
+	}
+	if len(r.Scenarios) > 0 && r.NothingRan() {
+		return exitcode.Usage // every scenario was refused here: nothing measured
 	}
 	worst := exitcode.OK
 	for _, sc := range r.Scenarios {
