@@ -90,7 +90,9 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	args := append([]string{"verify", "--no-progress", "--report-dir", filepath.Join(dir, "reports")}, extra...)
 	code := cli.Run(f, args, nil, func(int) {})
 	if code != 0 {
-		t.Fatalf("rlctl %s exited %d\n%s\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		// The failing lines first: a CI log that keeps only the head and
+		// tail of a long table still says which scenario failed and why.
+		t.Fatalf("rlctl %s exited %d\n%s\n%s\n%s", strings.Join(args, " "), code, failingLines(out.String()), out.String(), errOut.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*-builtin", "report.json"))
 	if len(files) != 1 {
@@ -139,6 +141,30 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 		}
 	}
 	return rep
+}
+
+// failingLines returns the lines of verify's terminal report that name a
+// failure, with the scenario each belongs to.
+func failingLines(out string) string {
+	var b strings.Builder
+	scenarioName, first := "", false
+	for _, line := range strings.Split(out, "\n") {
+		// A scenario's name is the first cell of the row after a rule.
+		if strings.HasPrefix(line, "└") {
+			scenarioName = "run"
+		}
+		if strings.HasPrefix(line, "├") {
+			first = true
+			continue
+		}
+		if cells := strings.Split(line, "│"); first && len(cells) > 2 {
+			scenarioName, first = strings.TrimSpace(cells[1]), false
+		}
+		if strings.Contains(line, "FAIL") || strings.Contains(line, "ERROR") {
+			b.WriteString(scenarioName + ": " + strings.TrimSpace(line) + "\n")
+		}
+	}
+	return b.String()
 }
 
 // metrics returns the named scenario's metrics from report.json.

@@ -3,6 +3,7 @@ package redisconn
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,12 +19,21 @@ const embeddedStep = time.Millisecond
 // A catch-up walks every key with a TTL (miniredis keeps TTLs as
 // durations), so with thousands of identities catching up every
 // millisecond would take the CPU the traffic needs. The step therefore
-// grows to ten times what the last walk cost, so catching up takes at most about a
-// tenth of the time, up to embeddedMaxStep; expiry is then early by at
-// most that step instead of one millisecond.
+// grows to ten times what a walk costs, so catching up takes at most about
+// a tenth of the time, up to embeddedMaxStep; expiry is then early by at
+// most that step instead of one millisecond, and a key whose TTL ran out
+// may answer until the next catch-up.
+//
+// What a walk costs is the least of the last embeddedCostSamples: a walk
+// that waited for a running command or lost the CPU says nothing about the
+// keyspace, and a step raised by it lets a key outlive the PTTL it
+// announced by up to the step (a fixed window's Retry-After is that PTTL:
+// clients told to come back then were denied, under load, as if the
+// limiter's hint were early).
 const (
-	embeddedCostFactor = 10
-	embeddedMaxStep    = 50 * time.Millisecond
+	embeddedCostFactor  = 10
+	embeddedMaxStep     = 50 * time.Millisecond
+	embeddedCostSamples = 8
 )
 
 // embeddedIdleTick moves the clock while no command arrives, so memory is
@@ -55,9 +65,11 @@ type Embedded struct {
 	done   chan struct{}
 	once   sync.Once
 
-	mu   sync.Mutex
-	last time.Time     // monotonic reading of the last catch-up
-	step time.Duration // the current catch-up step (see embeddedCostFactor)
+	mu    sync.Mutex
+	last  time.Time     // monotonic reading of the last catch-up
+	step  time.Duration // the current catch-up step (see embeddedCostFactor)
+	costs [embeddedCostSamples]time.Duration
+	next  int // where the next cost sample goes in costs
 
 	clients sync.Map // *server.Peer of every client connection → struct{}
 }
@@ -111,10 +123,20 @@ func (e *Embedded) catchUp(now time.Time) {
 	if d < max(e.step, embeddedStep) {
 		return
 	}
+	start := time.Now() // not now: the wait for e.mu is no walk's cost
 	e.m.SetTime(now)
 	e.m.FastForward(d)
 	e.last = now
-	e.step = min(embeddedCostFactor*time.Since(now), embeddedMaxStep)
+	e.recordCost(time.Since(start))
+}
+
+// recordCost adds one catch-up's cost and sets the step from the least of
+// the recent ones. The caller holds e.mu.
+func (e *Embedded) recordCost(c time.Duration) {
+	e.costs[e.next] = c
+	e.next = (e.next + 1) % len(e.costs)
+	least := slices.Min(e.costs[:])
+	e.step = min(embeddedCostFactor*least, embeddedMaxStep)
 }
 
 // currentStep is how early a key may expire now, for tests.

@@ -135,3 +135,73 @@ func TestEmbeddedNeverExpiresEarly(t *testing.T) {
 		}
 	}
 }
+
+// One catch-up that lost the CPU (its cost inflated by preemption, not by
+// the keyspace) leaves the step where the keyspace puts it; a keyspace
+// whose every walk is slow raises it, up to embeddedMaxStep.
+func TestEmbeddedStepIgnoresOneSlowWalk(t *testing.T) {
+	e := &Embedded{}
+	for range embeddedCostSamples - 1 {
+		e.recordCost(20 * time.Microsecond)
+	}
+	e.recordCost(30 * time.Millisecond)
+	if got := e.currentStep(); got != embeddedStep {
+		t.Errorf("after one slow walk among fast ones the step is %v, want %v", got, embeddedStep)
+	}
+	for range embeddedCostSamples {
+		e.recordCost(2 * time.Millisecond)
+	}
+	if got := e.currentStep(); got != 20*time.Millisecond {
+		t.Errorf("after walks of 2ms the step is %v, want 20ms", got)
+	}
+	for range embeddedCostSamples {
+		e.recordCost(time.Second)
+	}
+	if got := e.currentStep(); got != embeddedMaxStep {
+		t.Errorf("after walks of 1s the step is %v, want %v", got, embeddedMaxStep)
+	}
+}
+
+// A key is gone once the PTTL it announced has passed (give or take one
+// catch-up step), even right after a catch-up that was slow for reasons
+// other than the keyspace: a fixed window's Retry-After is that PTTL, and a
+// client that waits exactly as told must find the window rolled.
+func TestEmbeddedKeyGoneWhenItsPTTLSaysSo(t *testing.T) {
+	ctx := context.Background()
+	e, err := StartEmbedded(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
+	defer c.Close()
+
+	for round := 0; round < 8; round++ {
+		key := fmt.Sprintf("k%d", round)
+		if err := c.Set(ctx, key, "v", 40*time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(round%4*5) * time.Millisecond)
+		// A catch-up now that cost 30ms for want of the CPU: a step
+		// raised by it would leave the key until long after its PTTL.
+		e.catchUp(time.Now())
+		e.mu.Lock()
+		e.recordCost(30 * time.Millisecond)
+		e.mu.Unlock()
+		pttl, err := c.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := time.Now()
+		// A handful of keys: the step is the least one, and 5ms is what
+		// the retry figures allow a client that waited exactly.
+		time.Sleep(time.Until(read.Add(pttl + 5*time.Millisecond)))
+		n, err := c.Exists(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("round %d: key still there %v after its PTTL of %v was read (step %v)", round, time.Since(read), pttl, e.currentStep())
+		}
+	}
+}
