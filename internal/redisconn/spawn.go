@@ -152,6 +152,11 @@ type Deployment struct {
 	primary  int
 	closed   bool
 	stop     context.CancelFunc
+	// owner holds Dir's owner lock while the deployment lives (see
+	// lockOwner); nil where the platform has none.
+	owner     *os.File
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Spawn starts the deployment opts describes on free loopback ports and
@@ -186,11 +191,19 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 		}
 		opts.Binary = bin
 	}
-	dir, err := os.MkdirTemp(opts.Dir, "rlctl-redis-")
+	// What an rlctl killed outright left behind: its servers died with it
+	// (on Linux), their directories did not.
+	sweepStale(opts.Dir)
+	dir, err := os.MkdirTemp(opts.Dir, spawnDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("spawn: make directory: %w", err)
 	}
-	d := &Deployment{Dir: dir, opts: opts, replPass: opts.ReplPassword}
+	owner, err := lockOwner(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	d := &Deployment{Dir: dir, opts: opts, replPass: opts.ReplPassword, owner: owner}
 	if d.replPass == "" {
 		d.replPass = randomHex(16)
 	}
@@ -203,7 +216,7 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 			to.TLSCert, to.TLSKey = opts.TLS.CertFile, opts.TLS.KeyFile
 		}
 		if d.tls, err = tlsConfig(to); err != nil {
-			os.RemoveAll(dir)
+			d.Close()
 			return nil, fmt.Errorf("spawn: %w", err)
 		}
 	}
@@ -957,13 +970,17 @@ func (d *Deployment) Pids() []int {
 }
 
 // Close stops every process, waits for them and removes Dir. It is safe to
-// call more than once and from several goroutines.
+// call more than once and from several goroutines; every call returns once
+// the first has finished (an interrupt closes from Spawn's goroutine while
+// rlctl's own deferred Close runs: neither may return with servers alive
+// or Dir still there).
 func (d *Deployment) Close() error {
+	d.closeOnce.Do(func() { d.closeErr = d.close() })
+	return d.closeErr
+}
+
+func (d *Deployment) close() error {
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return nil
-	}
 	d.closed = true
 	procs := append(append([]*Process(nil), d.Sentinels...), d.Servers...)
 	d.mu.Unlock()
@@ -979,7 +996,11 @@ func (d *Deployment) Close() error {
 	if d.stop != nil {
 		d.stop()
 	}
-	if err := os.RemoveAll(d.Dir); err != nil {
+	err := os.RemoveAll(d.Dir)
+	if d.owner != nil {
+		d.owner.Close() // after the removal: a sweeper must not race it
+	}
+	if err != nil {
 		return fmt.Errorf("remove %s: %w", d.Dir, err)
 	}
 	return nil

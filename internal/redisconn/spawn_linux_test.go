@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -42,10 +43,12 @@ func TestSpawnDiesWithParent(t *testing.T) {
 
 // dieWithParent runs the test binary as a child that starts spec, sends it
 // sig once everything runs, and checks that every process it started is
-// gone: none may be left in /proc.
+// gone: none may be left in /proc. An interrupt leaves no directory behind
+// either; what a SIGKILL leaves is removed by the next Spawn.
 func dieWithParent(t *testing.T, spec string, want int, sig syscall.Signal) {
+	tmp := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSpawnChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+spec, "RLCTL_SPAWN_TEST_DIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), childEnv+"="+spec, "RLCTL_SPAWN_TEST_DIR="+tmp, "TMPDIR="+tmp)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +87,57 @@ func dieWithParent(t *testing.T, spec string, want int, sig syscall.Signal) {
 	_ = cmd.Wait()
 	for _, pid := range pids {
 		waitFor(t, fmt.Sprintf("pid %d gone after %s of the parent", pid, sig), func() bool { return !redistest.Alive(pid) })
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "rlctl-redis-*"))
+	if sig == syscall.SIGINT {
+		if len(left) != 0 {
+			t.Fatalf("after SIGINT the deployment's directory is still there: %v", left)
+		}
+		return
+	}
+	if len(left) != 1 {
+		t.Fatalf("after SIGKILL want the one directory it could not remove, found %v", left)
+	}
+	d, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the next Spawn left the dead rlctl's %s: %v", left[0], err)
+	}
+	d.Close()
+}
+
+// TestSpawnSweepsOnlyTheDead: the sweep of dead rlctls' directories leaves
+// a running deployment's alone (its servers keep answering), and any
+// directory without an owner file, whatever its name.
+func TestSpawnSweepsOnlyTheDead(t *testing.T) {
+	redistest.Binary(t)
+	t.Parallel()
+	tmp := t.TempDir()
+	live, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	foreign := filepath.Join(tmp, "rlctl-redis-not-ours")
+	if err := os.MkdirAll(foreign, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	for _, dir := range []string{live.Dir, foreign} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s swept: %v", dir, err)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: live.Servers[0].Addr})
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("the live deployment stopped answering: %v", err)
 	}
 }
 
