@@ -304,8 +304,8 @@ func TestStartAt(t *testing.T) {
 		t.Parallel()
 		skew := -time.Hour // this machine's clock is an hour behind
 		now := func() time.Time { return time.Now().Add(skew) }
+		before := time.Now() // first: at is then at least 150ms after it
 		at := now().Add(150 * time.Millisecond)
-		before := time.Now()
 		h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), plan, RunOptions{StartAt: at, Now: now})
 		if err != nil {
 			t.Fatal(err)

@@ -183,6 +183,7 @@ func checkAgainstLog(t *testing.T, out *Outcome, log *decisionLog, w time.Durati
 // answer 429 with Retry-After and X-RateLimit-Remaining, and fail every
 // 50th request with a 500.
 func TestForeignGCRAGatewaysAgainstTheirLog(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rl := redis_rate.NewLimiter(srv.Client(t))
 	policy := redis_rate.Limit{Rate: 20, Burst: 20, Period: time.Second}
@@ -236,6 +237,7 @@ traffic:
 // 503 and no Retry-After: counts and bounds must still match the log, the
 // ceiling near 3L, and every denial shows as missing Retry-After.
 func TestForeignLocalCounterGatewaysAgainstTheirLog(t *testing.T) {
+	t.Parallel()
 	log := &decisionLog{}
 	const limit, window = 10, 500 * time.Millisecond
 	gateway := func() string {
@@ -284,6 +286,7 @@ traffic:
 // each identity its own loopback address, and the log names identities by
 // address, as such a gateway's access log would.
 func TestForeignAddressKeyedGatewaysAgainstTheirLog(t *testing.T) {
+	t.Parallel()
 	log := &decisionLog{}
 	const limit, window = 8, 400 * time.Millisecond
 	var mu sync.Mutex

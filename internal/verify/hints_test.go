@@ -68,6 +68,7 @@ func (g *familyGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // family said, the retries record that wait (never more than the second a
 // window lasts), and the report says which family the target spoke.
 func TestVerifyReadsEveryRateLimitFamily(t *testing.T) {
+	t.Parallel()
 	for _, form := range []string{"draft-11", "draft-06", "x-ratelimit"} {
 		t.Run(form, func(t *testing.T) {
 			t.Parallel()

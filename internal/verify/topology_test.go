@@ -29,6 +29,7 @@ import (
 //     moment, before its replica got it;
 //   - replica_lag loses the counts of the lag, and not those before it.
 func TestRealFailoverAgainstRedis(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	for _, tc := range []struct {
 		name, redis, fault string

@@ -61,6 +61,7 @@ func measured(t *testing.T, out *Outcome, name string) float64 {
 // (at most 2L in any span of W, L per window), and every denial carries
 // Retry-After.
 func TestHTTPTargetMeasuresRealGateway(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l := rate.Limit{Count: 10, Window: time.Second}
 	set, err := gateway.New(context.Background(), gateway.Options{
@@ -88,6 +89,7 @@ target:
   kind: http
   urls: [%s/, %s/]
   identity: {header: X-API-Key}
+  timeout: 2s   # a cold first request in a race build on a busy machine
 traffic:
   rate: 100/s
   duration: 2500ms
@@ -130,13 +132,14 @@ thresholds:
 		// Redis TIME and this process read one clock; TIME has whole
 		// microseconds.
 		if r.Decided == history.NoTime || r.Decided < r.Sent-time.Microsecond || r.Decided > r.Received {
-			t.Fatalf("record %d: decided %v, sent %v, received %v", i, r.Decided, r.Sent, r.Received)
+			t.Fatalf("record %d: decided %v, sent %v, received %v (%s by %s)", i, r.Decided, r.Sent, r.Received, r.Outcome, r.By)
 		}
 	}
 }
 
 // Local counters behind N gateways: the measured ceiling is about N×L.
 func TestLocalCountersLeakNTimes(t *testing.T) {
+	t.Parallel()
 	out := run(t, parse(t, `name: local-leak
 limit: 10/1s
 target: {kind: simulated, algorithm: local-fixed-window, gateways: 5}
@@ -151,6 +154,7 @@ traffic: {rate: 200/s, duration: 2s}
 // holds the published limit in every span of W; the Lua fixed window holds
 // its own envelope (at most 2L across a boundary, nothing slipped).
 func TestSharedCountersOnRealRedisHold(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	doc := `name: shared-%[1]s
 limit: 10/1s
@@ -178,6 +182,7 @@ traffic: {rate: 200/s, duration: 2s}
 // Redis down for a while: closed endpoints refuse, open ones admit, and no
 // decision waits longer than the timeout by much.
 func TestRedisDownFollowsPolicies(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	out := run(t, parse(t, fmt.Sprintf(`name: redis-down
 limit: 10/1s
@@ -211,6 +216,7 @@ faults:
 // admits a second quota, deny refuses it. Real failovers are in
 // topology_test.go.
 func TestFailoverTrustVersusDeny(t *testing.T) {
+	t.Parallel()
 	doc := `name: failover-%[1]s
 limit: 20/1s
 target:
@@ -246,6 +252,7 @@ faults: [{at: 1200ms, action: failover}]
 // An unreachable Redis is an error that carries exit code 3, reported
 // within the timeout, and the outcome says error.
 func TestUnreachableRedis(t *testing.T) {
+	t.Parallel()
 	sc := parse(t, `name: nowhere
 limit: 10/1s
 target: {kind: simulated, algorithm: redis-fixed-window, redis: "redis://127.0.0.1:1"}
@@ -362,10 +369,13 @@ func TestDecidedClockNote(t *testing.T) {
 // An https:// gateway behind a private CA, named in the scenario file by a
 // path relative to it: verify trusts it and measures the gateway.
 func TestHTTPSGatewayWithPrivateCA(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	l := rate.Limit{Count: 10, Window: time.Second}
 	set, err := gateway.New(context.Background(), gateway.Options{
 		N: 1, Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: l, Prefix: "rl:"},
+		// Redis decides every request, however busy the machine.
+		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1, Policy: limiter.Policy{OnError: "closed", Timeout: time.Second}}},
 		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
 	})
 	if err != nil {
@@ -387,6 +397,7 @@ target:
   kind: http
   urls: [%s/]
   tls: {ca: ca.pem}
+  timeout: 2s   # a TLS handshake in a race build on a busy machine
 traffic: {rate: 50/s, duration: 1s}
 thresholds:
   - errors == 0
