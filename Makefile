@@ -37,12 +37,16 @@ OFFLINE := GOPROXY=off
 # The packages whose tests take longest go first: go test starts packages
 # in the order given, two at a time on two cores, and the many short ones
 # then fill in at the end instead of leaving the longest to run alone.
+# COMPILE_FIRST: every package the race tests need is compiled before any
+# test runs (go list -export compiles without linking), so on a fresh
+# clone the compiler never takes the cores from a timing-sensitive test.
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/analysis ./internal/redisconn \
 	./internal/keyspace ./internal/limiter ./internal/report
 test: deps-test
 	$(OFFLINE) $(GO) vet ./...
 	$(OFFLINE) GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
 	$(OFFLINE) GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
+	$(OFFLINE) $(GO) list -race -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
 	$(OFFLINE) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$'))
 	$(OFFLINE) $(GO) test -race -timeout 5m ./scenarios
 

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,12 @@ import (
 // through every gateway or a boundary burst; and under overload every
 // design admits at least its published limit in some window. Against a
 // real redis-server.
+//
+// The designs that read a clock read Redis's here: the theory assumes
+// decisions are made in the order of the times they are stamped with.
+// With gateway clocks a request stamped early but run late (a busy
+// machine) sets a token bucket's last refill back, and the next request
+// is refilled a second time for the same span.
 func TestMeasuredCeilingWithinTheory(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -29,6 +36,10 @@ func TestMeasuredCeilingWithinTheory(t *testing.T) {
 		}
 		t.Run(th.Design, func(t *testing.T) {
 			t.Parallel()
+			clock := ""
+			if strings.HasPrefix(th.Design, "redis-") {
+				clock = "clock: redis"
+			}
 			for _, pattern := range []string{"constant", "boundary"} {
 				out := run(t, parse(t, fmt.Sprintf(`name: theory-%[1]s-%[2]s
 limit: %[3]s
@@ -39,11 +50,12 @@ target:
   redis: %[5]q
   prefix: "rl-%[1]s-%[2]s:"
   timeout: 1s
+  %[6]s
 traffic:
   pattern: %[2]s
   rate: 240/s
   duration: 1500ms
-`, th.Design, pattern, l, gateways, srv.URL())))
+`, th.Design, pattern, l, gateways, srv.URL(), clock)))
 				lo, hi := measured(t, out, metric.Ceiling), measured(t, out, metric.CeilingUpper)
 				if e := measured(t, out, metric.Errors); e > 0 {
 					t.Fatalf("%s: %g errors; the measurement is not of the design", pattern, e)
