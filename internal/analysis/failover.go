@@ -127,6 +127,7 @@ func (a *analyzer) failoverFigures(res *Result) map[int]election {
 	res.Metrics[metric.ElectionMs] = float64(longest) / 1e6
 	a.shardFigures(res, recs)
 	a.endpointFigures(res, recs)
+	a.identityFailoverFigures(res, recs)
 
 	// Failover detection: every answer a gateway gave because it noticed
 	// the failover, from the first to the last.
@@ -210,4 +211,79 @@ func decidedByRedis(h *history.History, i int) bool {
 	}
 	by := h.By(i)
 	return by == decision.ByRedis || by == decision.ByLease
+}
+
+// MaxFailoverIdentities bounds Result.PerIdentityFailover: past it, only
+// the worst identities are listed.
+const MaxFailoverIdentities = 1000
+
+// identityFailoverFigures gives each identity its own election figures
+// (Result.PerIdentityFailover): the chains of its own undecided requests,
+// the answers its gateways gave on noticing the failover, and its
+// after_fault_ceiling.
+func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
+	byID := map[uint32][]sentRec{}
+	for _, x := range recs {
+		byID[x.id] = append(byID[x.id], x) // still by send time
+	}
+	denied := map[uint32]int64{}
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if h.By(i) == decision.ByFailoverDeny {
+				denied[a.identity(h, i)]++
+			}
+		}
+	})
+	out := make([]IdentityResult, 0, len(a.idState))
+	for k := range a.idState {
+		var t Tally
+		var longest int64
+		for j, f := range a.faults {
+			if isFailover(f) {
+				e := a.chain(byID[uint32(k)], j, nil, nil)
+				t.merge(e.Tally)
+				longest = max(longest, e.end-int64(f.At))
+			}
+		}
+		m := Metrics{
+			metric.ElectionErrors: float64(t.Errors), metric.ElectionFailOpen: float64(t.FailOpen),
+			metric.ElectionFailClosed: float64(t.FailClosed), metric.ElectionMs: float64(longest) / 1e6,
+			metric.FailoverDenied: float64(denied[uint32(k)]),
+		}
+		if v, ok := a.idState[k].fig.get(fAfterFaultCeiling); ok {
+			m[metric.AfterFaultCeiling] = v
+		}
+		out = append(out, IdentityResult{Identity: a.idNames[k], Metrics: m})
+	}
+	if len(out) > MaxFailoverIdentities {
+		order := make([]int, len(out))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return WorstFailoverFirst(out[x].Metrics, out[y].Metrics) })
+		order = order[:MaxFailoverIdentities]
+		slices.Sort(order) // back in Meta order
+		kept := make([]IdentityResult, len(order))
+		for i, j := range order {
+			kept[i] = out[j]
+		}
+		out = kept
+	}
+	res.PerIdentityFailover = out
+}
+
+// WorstFailoverFirst orders two identities' failover figures worst first:
+// the higher after_fault_ceiling (what got through), then more undecided
+// requests in the election, then the longer election.
+func WorstFailoverFirst(x, y Metrics) int {
+	undecided := func(m Metrics) float64 {
+		return m[metric.ElectionErrors] + m[metric.ElectionFailOpen] + m[metric.ElectionFailClosed]
+	}
+	if c := cmp.Compare(y[metric.AfterFaultCeiling], x[metric.AfterFaultCeiling]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(undecided(y), undecided(x)); c != 0 {
+		return c
+	}
+	return cmp.Compare(y[metric.ElectionMs], x[metric.ElectionMs])
 }

@@ -36,6 +36,12 @@ type Result struct {
 	// identities' shards (Meta.Shards) and a failover the shard it acted
 	// on; nil otherwise.
 	PerShard []ShardResult
+	// PerIdentityFailover holds, when the run had a failover, each
+	// identity's own election figures (from its own undecided requests,
+	// chained as the scenario's are), its failover_denied and its
+	// after_fault_ceiling, in Meta order; past MaxFailoverIdentities only
+	// the worst (see WorstFailoverFirst). Nil without a failover.
+	PerIdentityFailover []IdentityResult
 	// Timeline is allowed requests per interval (all identities, by
 	// decision time), for the "allowed per interval against the limit"
 	// chart; Interval is its step and each Point.At an interval's start.

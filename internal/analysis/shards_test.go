@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,5 +106,74 @@ func TestEndpointFigures(t *testing.T) {
 	}
 	for _, e := range res.PerEndpoint {
 		wantMetrics(t, e.Metrics, want[e.Endpoint])
+	}
+}
+
+// TestIdentityFailoverFigures counts each identity's own election by hand:
+// a's chain of three errors and a fail-open (to 1201ms), b's two errors
+// chained within 1s of each other and of the fault (to 2501ms), c's one
+// failover-deny and no undecided request after the fault, d's one error;
+// and each one's admissions after the fault.
+func TestIdentityFailoverFigures(t *testing.T) {
+	t.Parallel()
+	res := Analyze(shardedHistory(nil), Options{})
+	want := map[string]Metrics{
+		"a": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 4},
+		"b": {metric.ElectionErrors: 2, metric.ElectionFailOpen: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 2},
+		"c": {metric.ElectionErrors: 0, metric.ElectionMs: 0, metric.FailoverDenied: 1, metric.AfterFaultCeiling: 1},
+		"d": {metric.ElectionErrors: 1, metric.ElectionMs: 51, metric.FailoverDenied: 0},
+	}
+	if len(res.PerIdentityFailover) != 4 {
+		t.Fatalf("PerIdentityFailover = %+v, want a, b, c and d", res.PerIdentityFailover)
+	}
+	for i, id := range res.PerIdentityFailover {
+		if id.Identity != []string{"a", "b", "c", "d"}[i] {
+			t.Errorf("identity %d is %s: not in the run's order", i, id.Identity)
+		}
+		wantMetrics(t, id.Metrics, want[id.Identity])
+	}
+	if res := Analyze(history.New(history.Meta{Identities: []string{"a"}}, 0), Options{}); res.PerIdentityFailover != nil {
+		t.Errorf("without a failover: %+v", res.PerIdentityFailover)
+	}
+}
+
+// Past MaxFailoverIdentities only the worst identities are listed, still
+// in the run's order: here the one that admitted after the fault and the
+// one that saw an error in the election, both at the end of the run's list.
+func TestIdentityFailoverFiguresKeepTheWorst(t *testing.T) {
+	t.Parallel()
+	n := MaxFailoverIdentities + 5
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("u%d", i)
+	}
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 2, Window: time.Second}, Identities: ids,
+		Faults: []history.Fault{{At: 3 * time.Second, Action: "kill-primary"}}}, 0)
+	for i := range n - 2 {
+		r := by(500*msec, 501*msec, decision.Allowed, decision.ByRedis) // windows before the fault
+		r.Identity = uint32(i)
+		h.Append(r)
+	}
+	errRec := by(3100*msec, 3101*msec, decision.Error, decision.ByUnknown)
+	errRec.Identity = uint32(n - 2)
+	h.Append(errRec)
+	okRec := by(3200*msec, 3201*msec, decision.Allowed, decision.ByRedis)
+	okRec.Identity = uint32(n - 1)
+	h.Append(okRec)
+	got := Analyze(h, Options{}).PerIdentityFailover
+	if len(got) != MaxFailoverIdentities {
+		t.Fatalf("%d identities listed, want %d", len(got), MaxFailoverIdentities)
+	}
+	if a, b := got[len(got)-2], got[len(got)-1]; a.Identity != ids[n-2] || b.Identity != ids[n-1] ||
+		a.Metrics[metric.ElectionErrors] != 1 || b.Metrics[metric.AfterFaultCeiling] != 1 {
+		t.Errorf("the worst are not kept in the run's order: last two %+v, %+v", a, b)
+	}
+	for i := 1; i < len(got); i++ {
+		var x, y int
+		fmt.Sscanf(got[i-1].Identity, "u%d", &x)
+		fmt.Sscanf(got[i].Identity, "u%d", &y)
+		if x >= y {
+			t.Fatalf("%s listed before %s", got[i-1].Identity, got[i].Identity)
+		}
 	}
 }

@@ -127,7 +127,13 @@ func Markdown(w io.Writer, r *Report) error {
 			for _, s := range f.Shards {
 				row(shardLabel(s), s.Metrics)
 			}
+			for _, id := range f.WorstIdentities() {
+				row("identity "+id.Name, id.Metrics)
+			}
 			fmt.Fprintln(b)
+			if more := f.MoreIdentities(); more > 0 {
+				fmt.Fprintf(b, "The identities shown are the %d worst; report.json lists %s more.\n\n", failoverTableIdentities, count(more, "identity"))
+			}
 		}
 		if names := orderedMetrics(sc.Metrics); len(names) > 0 {
 			fmt.Fprintln(b, "| metric | value |")

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
@@ -111,15 +112,33 @@ type Outage struct {
 type Failover struct {
 	Endpoints []FailoverPart `json:"endpoints,omitempty"`
 	Shards    []FailoverPart `json:"shards,omitempty"`
+	// Identities are each identity's own figures, in the run's order (at
+	// most analysis.MaxFailoverIdentities, the worst).
+	Identities []FailoverPart `json:"identities,omitempty"`
 }
 
-// FailoverPart is one endpoint's or shard's failover figures, keyed by
-// metric name (election_errors, election_fail_open, election_fail_closed,
-// and election_ms and failover_denied for an endpoint,
-// after_fault_ceiling for a shard).
+// failoverTableIdentities is how many identities a failover table shows,
+// the worst first; report.json has them all.
+const failoverTableIdentities = 10
+
+// WorstIdentities is f's identities worst first, at most
+// failoverTableIdentities.
+func (f *Failover) WorstIdentities() []FailoverPart {
+	ids := slices.Clone(f.Identities)
+	slices.SortStableFunc(ids, func(x, y FailoverPart) int { return analysis.WorstFailoverFirst(x.Metrics, y.Metrics) })
+	return ids[:min(len(ids), failoverTableIdentities)]
+}
+
+// MoreIdentities is how many of f's identities WorstIdentities leaves out.
+func (f *Failover) MoreIdentities() int { return max(0, len(f.Identities)-failoverTableIdentities) }
+
+// FailoverPart is one endpoint's, shard's or identity's failover figures,
+// keyed by metric name (election_errors, election_fail_open,
+// election_fail_closed; election_ms and failover_denied for an endpoint
+// or an identity; after_fault_ceiling for a shard or an identity).
 type FailoverPart struct {
-	// Name is the endpoint's name, or the shard's (its primary's address
-	// when the run started).
+	// Name is the endpoint's name, the shard's (its primary's address
+	// when the run started) or the identity's.
 	Name string `json:"name"`
 	// FailedOver marks the shard a failover acted on.
 	FailedOver bool `json:"failed_over,omitempty"`
@@ -140,6 +159,9 @@ func FailoverOf(res *analysis.Result) *Failover {
 	}
 	for _, s := range res.PerShard {
 		f.Shards = append(f.Shards, FailoverPart{Name: s.Shard, FailedOver: s.FailedOver, Identities: s.Identities, Metrics: s.Metrics})
+	}
+	for _, id := range res.PerIdentityFailover {
+		f.Identities = append(f.Identities, FailoverPart{Name: id.Identity, Metrics: id.Metrics})
 	}
 	return f
 }

@@ -238,6 +238,27 @@ faults: [{at: 1200ms, action: failover}]
 	if dv >= tv {
 		t.Errorf("deny: after_fault_ceiling %g not below trust's %g", dv, tv)
 	}
+	// Each identity's own figures in report.json add up to the run's:
+	// the worst after_fault_ceiling is the run's, the refusals on noticing
+	// the failover sum to its failover_denied.
+	for _, out := range []*Outcome{trust, deny} {
+		f := out.Report.Failover
+		if f == nil || len(f.Identities) != len(out.History.Meta.Identities) {
+			t.Fatalf("%s: failover figures per identity %+v, want one per identity of %v", out.Report.Name, f, out.History.Meta.Identities)
+		}
+		var worst, denied float64
+		for _, id := range f.Identities {
+			worst = max(worst, id.Metrics[metric.AfterFaultCeiling])
+			denied += id.Metrics[metric.FailoverDenied]
+		}
+		if worst != measured(t, out, metric.AfterFaultCeiling) || denied != measured(t, out, metric.FailoverDenied) {
+			t.Errorf("%s: per identity worst after_fault_ceiling %g and failover_denied %g; the run's %g and %g", out.Report.Name,
+				worst, denied, measured(t, out, metric.AfterFaultCeiling), measured(t, out, metric.FailoverDenied))
+		}
+	}
+	if measured(t, deny, metric.FailoverDenied) == 0 {
+		t.Error("deny: no request refused on noticing the failover")
+	}
 
 	// On a Redis the user points at, rlctl starts no replica: the failover
 	// is staged there (connections cut, limiter keys gone) and must show
