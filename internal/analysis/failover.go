@@ -217,39 +217,14 @@ func decidedByRedis(h *history.History, i int) bool {
 // the worst identities are listed.
 const MaxFailoverIdentities = 1000
 
-// identityFailoverFigures gives each identity its own election figures
-// (Result.PerIdentityFailover): the chains of its own undecided requests,
-// the answers its gateways gave on noticing the failover, and its
+// identityFailoverFigures gives each identity its own failover figures
+// (Result.PerIdentityFailover, see partFigures) and its
 // after_fault_ceiling.
 func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
-	byID := map[uint32][]sentRec{}
-	for _, x := range recs {
-		byID[x.id] = append(byID[x.id], x) // still by send time
-	}
-	denied := map[uint32]int64{}
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
-		for i := range h.Len() {
-			if h.By(i) == decision.ByFailoverDeny {
-				denied[a.identity(h, i)]++
-			}
-		}
-	})
+	ms := a.partFigures(recs, len(a.idState), func(x sentRec) int { return int(x.id) },
+		func(h *history.History, i int) int { return int(a.identity(h, i)) })
 	out := make([]IdentityResult, 0, len(a.idState))
-	for k := range a.idState {
-		var t Tally
-		var longest int64
-		for j, f := range a.faults {
-			if isFailover(f) {
-				e := a.chain(byID[uint32(k)], j, nil, nil)
-				t.merge(e.Tally)
-				longest = max(longest, e.end-int64(f.At))
-			}
-		}
-		m := Metrics{
-			metric.ElectionErrors: float64(t.Errors), metric.ElectionFailOpen: float64(t.FailOpen),
-			metric.ElectionFailClosed: float64(t.FailClosed), metric.ElectionMs: float64(longest) / 1e6,
-			metric.FailoverDenied: float64(denied[uint32(k)]),
-		}
+	for k, m := range ms {
 		if v, ok := a.idState[k].fig.get(fAfterFaultCeiling); ok {
 			m[metric.AfterFaultCeiling] = v
 		}
@@ -270,6 +245,92 @@ func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
 		out = kept
 	}
 	res.PerIdentityFailover = out
+}
+
+// partFigures measures a failover part by part (each endpoint's requests,
+// or each identity's), n parts, recPart and part saying whose an undecided
+// request or a record is. Each part gets the figures the scenario gets,
+// from its own requests alone: its election (the chains of its undecided
+// requests: election_errors, election_fail_open, election_fail_closed,
+// election_ms), its failover detection (failover_denied, and with any,
+// failover_deny_ms) and, when the last fault is a failover, recover_ms:
+// from the fault to the first answer Redis decided for one of its
+// requests sent after its election's last undecided one (absent when none
+// came).
+func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int, part func(*history.History, int) int) []Metrics {
+	byPart := make([][]sentRec, n)
+	for _, x := range recs {
+		if p := recPart(x); p < n {
+			byPart[p] = append(byPart[p], x) // still by send time
+		}
+	}
+	last := -1 // the last fault, when it is a failover
+	for k, f := range a.faults {
+		if last < 0 || f.At >= a.faults[last].At {
+			last = k
+		}
+	}
+	if last >= 0 && !isFailover(a.faults[last]) {
+		last = -1
+	}
+	ms := make([]Metrics, n)
+	lastChain := make([]int64, n) // the last fault's chain's last send
+	for p := range n {
+		var t Tally
+		var longest int64
+		for k, f := range a.faults {
+			if isFailover(f) {
+				e := a.chain(byPart[p], k, nil, nil)
+				t.merge(e.Tally)
+				longest = max(longest, e.end-int64(f.At))
+				if k == last {
+					lastChain[p] = e.last
+				}
+			}
+		}
+		ms[p] = Metrics{
+			metric.ElectionErrors: float64(t.Errors), metric.ElectionFailOpen: float64(t.FailOpen),
+			metric.ElectionFailClosed: float64(t.FailClosed), metric.ElectionMs: float64(longest) / 1e6,
+		}
+	}
+	denied := make([]int64, n)
+	first, lastDeny, back := make([]int64, n), make([]int64, n), make([]int64, n)
+	for p := range n {
+		first[p], lastDeny[p], back[p] = math.MaxInt64, math.MinInt64, math.MaxInt64
+	}
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			p := part(h, i)
+			if p >= n {
+				continue
+			}
+			if h.By(i) == decision.ByFailoverDeny {
+				s, r := a.decidedBetween(h, i)
+				denied[p]++
+				first[p], lastDeny[p] = min(first[p], s), max(lastDeny[p], r)
+				continue
+			}
+			if last < 0 || !decidedByRedis(h, i) || h.Sent(i) == history.NoTime {
+				continue
+			}
+			at, s := int64(a.faults[last].At), int64(h.Sent(i))
+			if s < at || (lastChain[p] > at && s <= lastChain[p]) {
+				continue
+			}
+			_, r := a.decidedBetween(h, i)
+			back[p] = min(back[p], r)
+		}
+	})
+	for p, m := range ms {
+		m[metric.FailoverDenied] = float64(denied[p])
+		if denied[p] > 0 {
+			m[metric.FailoverDenyMs] = float64(lastDeny[p]-first[p]) / 1e6
+		}
+		if back[p] != math.MaxInt64 {
+			m[metric.RecoverMs] = float64(back[p]-int64(a.faults[last].At)) / 1e6
+		}
+	}
+	return ms
 }
 
 // WorstFailoverFirst orders two identities' failover figures worst first:

@@ -126,16 +126,13 @@ func (a *analyzer) shardFigures(res *Result, recs []sentRec) {
 	res.PerShard = shards
 }
 
-// endpointFigures gives each endpoint its own election and failover
-// detection figures (Result.PerEndpoint), from the same chains as the
-// scenario's, each among the endpoint's requests alone.
+// endpointFigures gives each endpoint its own failover figures
+// (Result.PerEndpoint, see partFigures).
 func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
 	names := slices.Clone(a.h.Meta.Endpoints)
-	denied := make([]int64, len(names))
 	grow := func(ep int) {
 		for len(names) <= ep {
 			names = append(names, fmt.Sprintf("#%d", len(names)))
-			denied = append(denied, 0)
 		}
 	}
 	for _, x := range recs {
@@ -145,25 +142,12 @@ func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
 		for i := range h.Len() {
 			if h.By(i) == decision.ByFailoverDeny {
 				grow(int(h.Endpoint(i)))
-				denied[h.Endpoint(i)]++
 			}
 		}
 	})
+	ms := a.partFigures(recs, len(names), func(x sentRec) int { return int(x.ep) },
+		func(h *history.History, i int) int { return int(h.Endpoint(i)) })
 	for ep, name := range names {
-		var t Tally
-		var longest int64
-		for k, f := range a.faults {
-			if !isFailover(f) {
-				continue
-			}
-			e := a.chain(recs, k, func(x sentRec) bool { return int(x.ep) == ep }, nil)
-			t.merge(e.Tally)
-			longest = max(longest, e.end-int64(f.At))
-		}
-		res.PerEndpoint = append(res.PerEndpoint, EndpointResult{Endpoint: name, Metrics: Metrics{
-			metric.ElectionErrors: float64(t.Errors), metric.ElectionFailOpen: float64(t.FailOpen),
-			metric.ElectionFailClosed: float64(t.FailClosed), metric.ElectionMs: float64(longest) / 1e6,
-			metric.FailoverDenied: float64(denied[ep]),
-		}})
+		res.PerEndpoint = append(res.PerEndpoint, EndpointResult{Endpoint: name, Metrics: ms[ep]})
 	}
 }

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,14 +99,25 @@ func TestEndpointFigures(t *testing.T) {
 	t.Parallel()
 	res := Analyze(shardedHistory(nil), Options{})
 	want := map[string]Metrics{
-		"login": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0},
-		"feed":  {metric.ElectionErrors: 3, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 1},
+		// login's election ends at 1200ms; a's answer from Redis at 1401ms.
+		"login": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.RecoverMs: 401},
+		// feed's ends at 2500ms, and Redis decided none of its requests after.
+		"feed": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 1, metric.FailoverDenyMs: 1},
 	}
 	if len(res.PerEndpoint) != 2 {
 		t.Fatalf("PerEndpoint = %+v, want login and feed", res.PerEndpoint)
 	}
 	for _, e := range res.PerEndpoint {
 		wantMetrics(t, e.Metrics, want[e.Endpoint])
+	}
+	for name, m := range map[string]Metrics{"login deny": res.PerEndpoint[0].Metrics, "feed recover": res.PerEndpoint[1].Metrics} {
+		k := metric.FailoverDenyMs
+		if strings.HasSuffix(name, "recover") {
+			k = metric.RecoverMs
+		}
+		if v, ok := m[k]; ok {
+			t.Errorf("%s: %s = %v, want absent (nothing to time)", name, k, v)
+		}
 	}
 }
 
@@ -118,9 +130,10 @@ func TestIdentityFailoverFigures(t *testing.T) {
 	t.Parallel()
 	res := Analyze(shardedHistory(nil), Options{})
 	want := map[string]Metrics{
-		"a": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 4},
+		"a": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 4, metric.RecoverMs: 401},
 		"b": {metric.ElectionErrors: 2, metric.ElectionFailOpen: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 2},
-		"c": {metric.ElectionErrors: 0, metric.ElectionMs: 0, metric.FailoverDenied: 1, metric.AfterFaultCeiling: 1},
+		// c saw no election: Redis answered it at 1101ms.
+		"c": {metric.ElectionErrors: 0, metric.ElectionMs: 0, metric.FailoverDenied: 1, metric.FailoverDenyMs: 1, metric.AfterFaultCeiling: 1, metric.RecoverMs: 101},
 		"d": {metric.ElectionErrors: 1, metric.ElectionMs: 51, metric.FailoverDenied: 0},
 	}
 	if len(res.PerIdentityFailover) != 4 {
@@ -131,6 +144,11 @@ func TestIdentityFailoverFigures(t *testing.T) {
 			t.Errorf("identity %d is %s: not in the run's order", i, id.Identity)
 		}
 		wantMetrics(t, id.Metrics, want[id.Identity])
+		// b's and d's requests after their elections were not decided by
+		// Redis: they never recovered within the run.
+		if _, ok := id.Metrics[metric.RecoverMs]; ok == (id.Identity == "b" || id.Identity == "d") {
+			t.Errorf("%s: recover_ms present %v", id.Identity, ok)
+		}
 	}
 	if res := Analyze(history.New(history.Meta{Identities: []string{"a"}}, 0), Options{}); res.PerIdentityFailover != nil {
 		t.Errorf("without a failover: %+v", res.PerIdentityFailover)
