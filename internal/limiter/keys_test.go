@@ -101,3 +101,40 @@ func TestKeysLayout(t *testing.T) {
 		})
 	}
 }
+
+// IdentityOfKey reads back the identity of every key Keys gives, for every
+// algorithm that writes keys and identities that hold the layout's own
+// separators; and refuses keys of another prefix, design or window.
+func TestIdentityOfKeyInvertsKeys(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_123_456)
+	for algo := range tags {
+		for _, prefix := range []string{"", "app:rl:"} {
+			cfg := Config{Algorithm: algo, Prefix: prefix, Limit: rate.Limit{Count: 5, Window: time.Second}}
+			for _, id := range []string{"u1", "", "a:b", "x}y", "{z}", "203.0.113.7:443", "user:12:34"} {
+				for _, k := range Keys(cfg, id, now) {
+					if got, ok := IdentityOfKey(cfg, k); !ok || got != id {
+						t.Errorf("%s, prefix %q: key %q gives %q (%v), want %q", algo, prefix, k, got, ok, id)
+					}
+				}
+			}
+			other := Config{Algorithm: algo, Prefix: "other:", Limit: cfg.Limit}
+			for _, k := range Keys(other, "u1", now) {
+				if prefix != "other:" {
+					if got, ok := IdentityOfKey(cfg, k); ok {
+						t.Errorf("%s, prefix %q: another prefix's key %q gives %q", algo, prefix, k, got)
+					}
+				}
+			}
+		}
+	}
+	cfg := Config{Algorithm: RedisClockWindow, Limit: rate.Limit{Count: 5, Window: time.Second}}
+	for _, k := range []string{"rl:cw:{u1}", "rl:cw:{u1}:x", "rl:fw:{u1}", "rl:cw:u1:5"} {
+		if got, ok := IdentityOfKey(cfg, k); ok {
+			t.Errorf("%q is not a clock-window key, yet gives %q", k, got)
+		}
+	}
+	if _, ok := IdentityOfKey(Config{Algorithm: LocalFixedWindow}, "rl:fw:{u1}"); ok {
+		t.Error("a local design writes no key, yet one gives an identity")
+	}
+}

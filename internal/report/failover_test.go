@@ -76,7 +76,7 @@ func TestFailoverTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| endpoint login | 7 |", "| shard 127.0.0.1:7001 (1 identity, failed over) | 5 |", "| shard 127.0.0.1:7002 (3 identities) | 0 |",
-		"| shard 127.0.0.1:7002 (3 identities) | 0 | – | – | – | – | – | 4 | – |\n| identity u3 | 0 |", "| identity u7 | 4 |", "report.json lists 2 identities more"} {
+		"| shard 127.0.0.1:7002 (3 identities) | 0 | – | – | – | – | – | 4 | – | – |\n| identity u3 | 0 |", "| identity u7 | 4 |", "report.json lists 2 identities more"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md.String())
 		}

@@ -136,7 +136,8 @@ func (f *Failover) MoreIdentities() int { return max(0, len(f.Identities)-failov
 // keyed by metric name (election_errors, election_fail_open,
 // election_fail_closed; election_ms, failover_denied, failover_deny_ms and
 // recover_ms for an endpoint or an identity; after_fault_ceiling for a
-// shard or an identity).
+// shard or an identity; counts_lost for an identity, when the failover's
+// counters were read).
 type FailoverPart struct {
 	// Name is the endpoint's name, the shard's (its primary's address
 	// when the run started) or the identity's.
@@ -170,7 +171,7 @@ func FailoverOf(res *analysis.Result) *Failover {
 // FailoverColumns are the figures a failover table shows, in order.
 var FailoverColumns = []string{
 	metric.ElectionErrors, metric.ElectionFailOpen, metric.ElectionFailClosed,
-	metric.ElectionMs, metric.FailoverDenied, metric.FailoverDenyMs, metric.AfterFaultCeiling, metric.RecoverMs,
+	metric.ElectionMs, metric.FailoverDenied, metric.FailoverDenyMs, metric.AfterFaultCeiling, metric.CountsLost, metric.RecoverMs,
 }
 
 // Design is what a scenario ran, in the terms a reviewer asks about.

@@ -86,6 +86,23 @@ func TestReplicateHoldsAcrossRealPromotion(t *testing.T) {
 	if held < 30 || lost < held-3-late || lost > held+3 {
 		t.Errorf("without replicate: counts_lost %g read from Redis, but the history says the windows held %g at the failover", lost, held)
 	}
+	// Identity by identity, as read from Redis: every identity has its
+	// figure, and they add up to the run's.
+	for _, out := range []*Outcome{with, without} {
+		var sum float64
+		ids := out.Report.Failover.Identities
+		for _, id := range ids {
+			v, ok := id.Metrics[metric.CountsLost]
+			if !ok {
+				t.Errorf("%s: identity %s has no counts_lost", out.Report.Name, id.Name)
+			}
+			sum += v
+		}
+		if len(ids) != len(out.History.Meta.Identities) || sum != measured(t, out, metric.CountsLost) {
+			t.Errorf("%s: %d identities' counts_lost add up to %g; the run's %g over %d identities", out.Report.Name,
+				len(ids), sum, measured(t, out, metric.CountsLost), len(out.History.Meta.Identities))
+		}
+	}
 }
 
 // On the embedded Redis, which has no replication, replicate is emulated

@@ -211,7 +211,7 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 	for _, name := range names {
 		var hs []*history.History
 		var saved Saved
-		extra := map[string]float64{}
+		extra, lostByID := map[string]float64{}, map[string]float64{}
 		for _, rd := range runs {
 			h, ok := rd.History[name]
 			if !ok {
@@ -221,6 +221,9 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 			saved = rd.Saved[name]
 			for k, v := range rd.Saved[name].Extra {
 				extra[k] += v
+			}
+			for id, v := range rd.Saved[name].CountsLostByIdentity {
+				lostByID[id] += v
 			}
 		}
 		if len(runs) > 1 && len(hs) != len(runs) && warn != nil {
@@ -236,6 +239,9 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		}
 		if len(extra) > 0 {
 			saved.Extra = extra
+		}
+		if len(lostByID) > 0 {
+			saved.CountsLostByIdentity = lostByID
 		}
 		sr, err := Score(h, saved)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/atomicfile"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
@@ -35,6 +36,9 @@ type Saved struct {
 	// Extra are measured figures that live outside the history, such as
 	// the lease budget stranded on gateways; merging adds them up.
 	Extra map[string]float64 `json:"extra,omitempty"`
+	// CountsLostByIdentity is counts_lost identity by identity, those that
+	// lost any; merging adds them up.
+	CountsLostByIdentity map[string]float64 `json:"counts_lost_by_identity,omitempty"`
 	// Notes from setting the run up (e.g. how a failover was staged).
 	Notes []string `json:"notes,omitempty"`
 	// MaxErrorRate is the scenario's max_error_rate; nil (a run saved
@@ -86,6 +90,12 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 	}
 	for k, v := range s.Extra {
 		res.Metrics[k] = v
+	}
+	if _, ok := s.Extra[metric.CountsLost]; ok {
+		// Read from Redis for every identity: none listed means none lost.
+		for _, id := range res.PerIdentityFailover {
+			id.Metrics[metric.CountsLost] = s.CountsLostByIdentity[id.Identity]
+		}
 	}
 	r := report.Scenario{
 		Name: s.Name, Description: s.Description, Shows: s.Shows, Target: s.Target, Design: s.Design,

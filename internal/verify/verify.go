@@ -174,6 +174,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
 	out.Saved.Extra = env.faults.Extra(out.Saved.Extra)
+	out.Saved.CountsLostByIdentity = env.faults.CountsLostByIdentity()
 	r, err := Score(h, out.Saved)
 	if err != nil {
 		return fail(err)

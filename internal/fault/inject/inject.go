@@ -63,6 +63,7 @@ type Faults struct {
 	lc         limiter.Config
 	skew       time.Duration // the gateways' largest clock offset
 	extra      figures
+	lostByID   figures // counts_lost by identity
 	countsNote sync.Once
 }
 
@@ -85,6 +86,15 @@ func (f *Faults) Extra(dst map[string]float64) map[string]float64 {
 		return dst
 	}
 	return f.extra.into(dst)
+}
+
+// CountsLostByIdentity is counts_lost identity by identity (only those
+// that lost any), or nil when no failover read the counters.
+func (f *Faults) CountsLostByIdentity() map[string]float64 {
+	if f == nil {
+		return nil
+	}
+	return f.lostByID.into(nil)
 }
 
 // probeCleanupTimeout bounds the deletion of the election probe's key from

@@ -209,7 +209,14 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		if err != nil {
 			return
 		}
-		e.extra.add(metric.CountsLost, float64(lost(had, has, window-skew)))
+		var total int64
+		for k, n := range lost(had, has, window-skew) {
+			total += n
+			if id, ok := limiter.IdentityOfKey(e.lc, k); ok {
+				e.lostByID.add(id, float64(n))
+			}
+		}
+		e.extra.add(metric.CountsLost, float64(total))
 	}
 }
 
@@ -220,27 +227,34 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 // trimmed by a request on the new primary), was not lost to the failover.
 // A log's entries are compared one by one, since new admissions after the
 // switch would hide lost ones in a count.
-func lost(had, has counts, window time.Duration) int64 {
-	var n int64
+//
+// It returns the losses by key, keys that lost nothing left out.
+func lost(had, has counts, window time.Duration) map[string]int64 {
+	out := map[string]int64{}
 	for k, v := range had.keys {
 		// A log's key lives as long as its newest entry; its entries age
 		// one by one, below.
 		if v.entries == nil && !v.expires.IsZero() && !v.expires.After(has.at) {
 			continue
 		}
+		var n int64
 		if v.entries == nil {
-			n += max(0, v.n-has.keys[k].n)
-			continue
-		}
-		// The design trims entries scored at or before its now − W (ms).
-		cutoff := float64(has.now.Add(-window).UnixNano()) / 1e6
-		for m, score := range v.entries {
-			if _, ok := has.keys[k].entries[m]; !ok && score > cutoff {
-				n++
+			n = max(0, v.n-has.keys[k].n)
+		} else {
+			// The design trims entries scored at or before its now − W
+			// (ms).
+			cutoff := float64(has.now.Add(-window).UnixNano()) / 1e6
+			for m, score := range v.entries {
+				if _, ok := has.keys[k].entries[m]; !ok && score > cutoff {
+					n++
+				}
 			}
 		}
+		if n > 0 {
+			out[k] = n
+		}
 	}
-	return n
+	return out
 }
 
 // counterOf is the SCAN pattern of lc's counters and whether each is a

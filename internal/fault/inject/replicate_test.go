@@ -67,7 +67,15 @@ func TestLostCountsOnlyWhatStillCounted(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := lost(counts{keys: tc.had, at: before, now: before}, after(tc.has), w); got != tc.want {
+			byKey := lost(counts{keys: tc.had, at: before, now: before}, after(tc.has), w)
+			var got int64
+			for k, n := range byKey {
+				if n <= 0 || tc.had[k].n == 0 && tc.had[k].entries == nil {
+					t.Errorf("key %s: lost %d", k, n)
+				}
+				got += n
+			}
+			if got != tc.want {
 				t.Errorf("lost %d, want %d", got, tc.want)
 			}
 		})
