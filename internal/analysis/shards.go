@@ -147,7 +147,71 @@ func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
 	})
 	ms := a.partFigures(recs, len(names), func(x sentRec) int { return int(x.ep) },
 		func(h *history.History, i int) int { return int(h.Endpoint(i)) })
+	if ceilings := a.endpointAfterFault(len(names)); ceilings != nil {
+		for ep, c := range ceilings {
+			ms[ep][metric.AfterFaultCeiling] = float64(c)
+		}
+	}
 	for ep, name := range names {
 		res.PerEndpoint = append(res.PerEndpoint, EndpointResult{Endpoint: name, Metrics: ms[ep]})
 	}
+}
+
+// endpointAfterFault is each of n endpoints' after_fault_ceiling: the most
+// one identity definitely had admitted through that endpoint in one window
+// around a fault (the windows after_fault_ceiling looks at), counting that
+// endpoint's admissions alone. Only the admissions near a fault are held.
+// Nil without a window or a fault.
+func (a *analyzer) endpointAfterFault(n int) []int {
+	if a.w <= 0 || len(a.faults) == 0 {
+		return nil
+	}
+	type span struct{ lo, hi int64 }
+	spans := make([]span, len(a.faults))
+	for k, f := range a.faults {
+		spans[k] = span{int64(f.At) - a.w, int64(f.At) + int64(f.For) + a.w}
+	}
+	type key struct {
+		id uint32
+		ep int
+	}
+	type ivs struct{ sent, recv []int64 }
+	near := map[key]*ivs{}
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if h.Outcome(i) != decision.Allowed {
+				continue
+			}
+			s, r := a.decidedBetween(h, i)
+			if r-s >= a.w {
+				continue // never definitely inside one window
+			}
+			// Definitely in [t, t+W) for t in (r-W, s]: keep it when that
+			// meets a fault's span of t.
+			if !slices.ContainsFunc(spans, func(sp span) bool { return r-a.w < sp.hi && s >= sp.lo }) {
+				continue
+			}
+			k := key{a.identity(h, i), int(h.Endpoint(i))}
+			if k.ep >= n {
+				continue
+			}
+			v := near[k]
+			if v == nil {
+				v = &ivs{}
+				near[k] = v
+			}
+			v.sent, v.recv = append(v.sent, s), append(v.recv, r)
+		}
+	})
+	out := make([]int, n)
+	for k, v := range near {
+		slices.Sort(v.sent)
+		slices.Sort(v.recv)
+		for _, sp := range spans {
+			// Definite intervals [r-W+1, s]: starts from recv, ends from sent.
+			c := maxOverlap(sliceCursor(v.recv), 1-a.w, sliceCursor(v.sent), sp.lo, sp.hi)
+			out[k.ep] = max(out[k.ep], c)
+		}
+	}
+	return out
 }

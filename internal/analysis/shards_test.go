@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,9 +102,10 @@ func TestEndpointFigures(t *testing.T) {
 	res := Analyze(shardedHistory(nil), Options{})
 	want := map[string]Metrics{
 		// login's election ends at 1200ms; a's answer from Redis at 1401ms.
-		"login": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.RecoverMs: 401},
+		// Every admission went through login: a's four after the fault.
+		"login": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.RecoverMs: 401, metric.AfterFaultCeiling: 4},
 		// feed's ends at 2500ms, and Redis decided none of its requests after.
-		"feed": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 1, metric.FailoverDenyMs: 1},
+		"feed": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 1, metric.FailoverDenyMs: 1, metric.AfterFaultCeiling: 0},
 	}
 	if len(res.PerEndpoint) != 2 {
 		t.Fatalf("PerEndpoint = %+v, want login and feed", res.PerEndpoint)
@@ -192,6 +195,41 @@ func TestIdentityFailoverFiguresKeepTheWorst(t *testing.T) {
 		fmt.Sscanf(got[i].Identity, "u%d", &y)
 		if x >= y {
 			t.Fatalf("%s listed before %s", got[i-1].Identity, got[i].Identity)
+		}
+	}
+}
+
+// Each endpoint's after_fault_ceiling counts the same windows as the
+// scenario's, over its own admissions: with one endpoint the two agree;
+// split between two, neither exceeds the scenario's and together they
+// reach it (a window's admissions are one endpoint's or the other's).
+func TestEndpointAfterFaultCeilingAgreesWithTheRun(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 14))
+	iterations := 200
+	if raceEnabled {
+		iterations = 60
+	}
+	for iter := range iterations {
+		tr := randomRun(rng)
+		meta := tr.h.Meta
+		meta.Faults = append(slices.Clone(meta.Faults), history.Fault{At: time.Duration(rng.Int64N(int64(4 * meta.Limit.Window))), Action: "failover"})
+		meta.Endpoints = []string{"login", "feed"}
+		one, two := history.New(meta, tr.h.Len()), history.New(meta, tr.h.Len())
+		for i := range tr.h.Len() {
+			r := tr.h.At(i)
+			one.Append(r)
+			r.Endpoint = uint8(rng.IntN(2))
+			two.Append(r)
+		}
+		res := Analyze(one, Options{})
+		if got, want := res.PerEndpoint[0].Metrics[metric.AfterFaultCeiling], res.Metrics[metric.AfterFaultCeiling]; got != want {
+			t.Fatalf("iteration %d: one endpoint's after_fault_ceiling %g, the run's %g\n%v", iter, got, want, records(one))
+		}
+		res = Analyze(two, Options{})
+		login, feed := res.PerEndpoint[0].Metrics[metric.AfterFaultCeiling], res.PerEndpoint[1].Metrics[metric.AfterFaultCeiling]
+		if run := res.Metrics[metric.AfterFaultCeiling]; max(login, feed) > run || login+feed < run {
+			t.Fatalf("iteration %d: endpoints' after_fault_ceiling %g and %g against the run's %g\n%v", iter, login, feed, run, records(two))
 		}
 	}
 }

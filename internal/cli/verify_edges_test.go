@@ -165,6 +165,7 @@ target:
   kind: http
   urls: ["%s/v1?token=S3CRET-TOKEN&Signature=S3CRET-SIG&code=S3CRET-CODE&page=2"]
   redact: [code]
+  timeout: 2s
   tls: {insecure_skip_verify: true}
 traffic: {rate: 100/s, duration: 500ms}
 thresholds: [allowed > 0]

@@ -184,7 +184,7 @@ func TestRedisDyingMidRunIsUnreachable(t *testing.T) {
 	srv := redistest.Start(t)
 	sc := parse(t, `name: dies
 limit: 20/1s
-target: {algorithm: redis-fixed-window, gateways: 2, timeout: 100ms}
+target: {algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
 traffic: {rate: 200/s, duration: 2500ms}
 thresholds: [ceiling <= limit]
 `)

@@ -214,6 +214,7 @@ func TestForeignGCRAGatewaysAgainstTheirLog(t *testing.T) {
 limit: 20/1s
 target:
   kind: http
+  timeout: 2s                  # a loaded machine: slowness is not what is tested
   urls: [%s]
   identity: {query: user}
 max_error_rate: 0.05           # the gateways fail every 50th request on purpose
@@ -263,6 +264,7 @@ func TestForeignLocalCounterGatewaysAgainstTheirLog(t *testing.T) {
 limit: 10/500ms
 target:
   kind: http
+  timeout: 2s                  # a loaded machine: slowness is not what is tested
   urls: [%s, %s, %s]
   identity: {query: user}
   denied_status: [503]
@@ -324,6 +326,7 @@ func TestForeignAddressKeyedGatewaysAgainstTheirLog(t *testing.T) {
 limit: 8/400ms
 target:
   kind: http
+  timeout: 2s                  # a loaded machine: slowness is not what is tested
   urls: [%s, %s]
   identity: {source: 127.0.3.0/29}
 traffic:

@@ -79,6 +79,7 @@ limit: 3/1s
 target:
   kind: http
   urls: [%s/]
+  timeout: 2s   # a loaded machine: slowness is not what is tested
 traffic:
   model: closed
   concurrency: 4
