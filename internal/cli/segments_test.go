@@ -285,7 +285,10 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 func TestMergeCorrectsAClockOffset(t *testing.T) {
 	t.Parallel()
 	const skew = -time.Second
-	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
+	// A window far longer than a request takes on a loaded machine: the
+	// uncorrected merge's definite count (both segments' admissions in one
+	// window) must not depend on how slow the answers were.
+	lim := rate.Limit{Count: 10, Window: time.Second}
 	urls, log, srv := startGateways(t, limiter.RedisSlidingLog, lim, false)
 	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
 	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
