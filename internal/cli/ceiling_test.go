@@ -14,7 +14,6 @@ import (
 // measured under overload and a boundary burst admits more than L in some
 // window, and never more than the theory's 2L.
 func TestCeilingMeasureWithinTheory(t *testing.T) {
-	t.Parallel()
 	out := &syncBuffer{}
 	f, errOut := testFactory(out, nil)
 	code := Run(f, []string{"ceiling", "--limit", "10/1s", "--gateways", "3", "--algorithm", "redis-fixed-window",
@@ -44,7 +43,6 @@ func TestCeilingMeasureWithinTheory(t *testing.T) {
 
 // Numbers that make no sense negative or zero are invalid usage, named.
 func TestCeilingRefusesNonsenseNumbers(t *testing.T) {
-	t.Parallel()
 	for _, bad := range [][]string{
 		{"--lease", "-5"}, {"--capacity", "-1"}, {"--clock-skew", "-1s"},
 		{"--gateways", "0"}, {"--gateways", "-3"}, {"--measure-duration", "-2s"},
@@ -61,7 +59,6 @@ func TestCeilingRefusesNonsenseNumbers(t *testing.T) {
 // on stdout) with the reason, never run out of memory or printed as a
 // figure bounded by the offered load.
 func TestCeilingMeasureRefusesWhatCannotBeMeasured(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -121,7 +118,6 @@ func runMeasure(t *testing.T, args ...string) measuredJSON {
 // A limit per 2s is measured at its own window, over at least one whole
 // window, and the figure lies between L and the theory.
 func TestCeilingMeasureCoversAWholeWindow(t *testing.T) {
-	t.Parallel()
 	res := runMeasure(t, "--limit", "5/2s", "--gateways", "3", "--algorithm", "local-fixed-window")
 	m := res.Measured
 	if m.Window != "2s" || !m.FullWindow || m.SpanMs < 2000 {
@@ -136,7 +132,6 @@ func TestCeilingMeasureCoversAWholeWindow(t *testing.T) {
 // and is compared with the theory for the span it covered, not with the
 // window's.
 func TestCeilingMeasureShorterThanTheWindow(t *testing.T) {
-	t.Parallel()
 	args := []string{"--limit", "10/2s", "--algorithm", "redis-token-bucket", "--measure-duration", "1s"}
 	res := runMeasure(t, args...)
 	m := res.Measured

@@ -22,7 +22,6 @@ import (
 // identity through any of them is a 429 with Retry-After, and /metrics
 // counts what happened. Ctrl-C stops it cleanly.
 func TestGatewayServeSharesOneLimit(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	out := &syncBuffer{}
 	f, errOut := testFactory(out, nil)
@@ -177,7 +176,6 @@ func waitRefused(t *testing.T, url string) {
 // real redis-server), says so on stderr and exits 0 — not 130 with
 // "context canceled".
 func TestGatewayServeDrainsInFlightOnInterrupt(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	sig := make(chan os.Signal, 2)
@@ -221,7 +219,6 @@ func TestGatewayServeDrainsInFlightOnInterrupt(t *testing.T) {
 // the status line says how many, and the exit code says the stop was not
 // clean. A second signal still exits 130 at once.
 func TestGatewayServeDrainTimeoutAndSecondSignal(t *testing.T) {
-	t.Parallel()
 	t.Run("drain timeout", func(t *testing.T) {
 		srv := redistest.Start(t)
 		c := srv.Client(t)
@@ -265,7 +262,6 @@ func TestGatewayServeDrainTimeoutAndSecondSignal(t *testing.T) {
 // --max-identity (256 bytes by default), an empty one and one holding
 // control characters.
 func TestGatewayServeRefusesBadIdentities(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	sig := make(chan os.Signal, 1)

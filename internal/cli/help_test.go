@@ -41,7 +41,6 @@ func words(s string) string { return strings.Join(strings.Fields(s), " ") }
 // appears in `rlctl help metrics` with its unit, its description and, for
 // latencies, the name thresholds use.
 func TestHelpMetricsCoversEveryMetric(t *testing.T) {
-	t.Parallel()
 	help := helpTopic(t, "metrics")
 	for _, n := range metric.Names {
 		e := entry(t, help, n)
@@ -71,7 +70,6 @@ func TestHelpMetricsCoversEveryMetric(t *testing.T) {
 // accepts appears in `rlctl help scenarios` with its documentation and,
 // for enumerations, every value with what it does.
 func TestHelpScenariosCoversEveryField(t *testing.T) {
-	t.Parallel()
 	help := helpTopic(t, "scenarios")
 	fields := scenario.Fields()
 	if len(fields) < 50 {
@@ -100,7 +98,6 @@ func TestHelpScenariosCoversEveryField(t *testing.T) {
 
 // The examples in the help load as scenarios: a newcomer can copy them.
 func TestHelpExamplesLoad(t *testing.T) {
-	t.Parallel()
 	if _, err := scenario.Parse([]byte(exampleScenario), "example.yaml", verify.Checks); err != nil {
 		t.Errorf("the example scenario does not load: %v", err)
 	}
@@ -115,7 +112,6 @@ func TestHelpExamplesLoad(t *testing.T) {
 
 // Help topics are listed by rlctl --help and carry no exit codes.
 func TestHelpTopicsListed(t *testing.T) {
-	t.Parallel()
 	out := &syncBuffer{}
 	f, _ := testFactory(out, nil)
 	Run(f, []string{"--help"}, nil, noExit(t))

@@ -135,7 +135,6 @@ func runJSON(t *testing.T, url string, args ...string) (int, map[string]any, str
 // whose keys are named like limiter keys but hold something else is not
 // deleted, and the output says which were left alone.
 func TestKeysResetLeavesKeysThatAreNotALimiters(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()

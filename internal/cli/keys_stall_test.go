@@ -102,7 +102,6 @@ func (p *stallProxy) stalledAt() time.Time {
 // little) of the first unanswered call, and say it timed out; none may
 // hang or retry the stalled call for several timeouts.
 func TestKeysCommandsReportAStalledRedisWithinTheTimeout(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()

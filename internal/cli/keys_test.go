@@ -16,7 +16,6 @@ import (
 // TestKeysArgvToOptions checks each command turns argv into options (and
 // rejects bad argv with exit 2) without running anything.
 func TestKeysArgvToOptions(t *testing.T) {
-	t.Parallel()
 	f, _ := testFactory(&syncBuffer{}, nil)
 	t.Run("inspect", func(t *testing.T) {
 		var got *keysInspectOptions
@@ -97,7 +96,6 @@ func TestKeysArgvToOptions(t *testing.T) {
 
 // TestKeysResetAsksOnATerminal: on a terminal the answer decides.
 func TestKeysResetAsksOnATerminal(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -128,7 +126,6 @@ func TestKeysResetAsksOnATerminal(t *testing.T) {
 // TestKeysRepairTTLAsksAfterADryPass: on a terminal the count comes first
 // (nothing changed), then the question.
 func TestKeysRepairTTLAsksAfterADryPass(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -162,7 +159,6 @@ func TestKeysRepairTTLAsksAfterADryPass(t *testing.T) {
 
 // TestAuditJSONIsStable decodes audit's JSON into the documented shape.
 func TestAuditJSONIsStable(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	c.Set(context.Background(), "rl:gi:{a}", 1, 0)
@@ -206,7 +202,6 @@ func TestAuditJSONIsStable(t *testing.T) {
 // TestKeysRepairTTLProgress: a bar on a terminal, nothing extra off one
 // with --no-progress; the summary is the same either way.
 func TestKeysRepairTTLProgress(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -235,7 +230,6 @@ func TestKeysRepairTTLProgress(t *testing.T) {
 // flag value is invalid usage (exit 2) with a clear message, on a real
 // Redis holding limiter keys that such a run could have reached.
 func TestKeysEmptyArgumentsTouchNothing(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()

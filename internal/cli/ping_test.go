@@ -13,7 +13,6 @@ import (
 )
 
 func TestNewCmdPingArgs(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name      string
 		args      []string
@@ -59,7 +58,6 @@ func TestNewCmdPingArgs(t *testing.T) {
 }
 
 func TestRunPingJSON(t *testing.T) {
-	t.Parallel()
 	s := redistest.Start(t)
 	tests := []struct {
 		name, url, wantURL, wantVersionPrefix string
@@ -95,7 +93,6 @@ func TestRunPingJSON(t *testing.T) {
 }
 
 func TestPingUnreachableWithinTimeout(t *testing.T) {
-	t.Parallel()
 	addr, _ := silentRedis(t)
 	tests := []struct{ name, url, want string }{
 		{"nothing listens", "redis://admin:hunter2-secret@127.0.0.1:1", "connection refused"},
@@ -141,7 +138,6 @@ func TestPingUnreachableWithinTimeout(t *testing.T) {
 }
 
 func TestSummarise(t *testing.T) {
-	t.Parallel()
 	ms := func(ns ...int) []time.Duration {
 		var d []time.Duration
 		for _, n := range ns {
@@ -172,7 +168,6 @@ func TestSummarise(t *testing.T) {
 // a count: the p-th percentile is the smallest value with at least p of
 // the samples at or below it.
 func TestSummariseMatchesBruteForce(t *testing.T) {
-	t.Parallel()
 	for n := 1; n <= 60; n++ {
 		in := make([]time.Duration, n)
 		for i := range in {

@@ -21,7 +21,6 @@ func progressFactory(tty, noProgress bool, now *time.Time) (*Factory, *bytes.Buf
 }
 
 func TestTrafficProgressPlainLines(t *testing.T) {
-	t.Parallel()
 	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	f, out := progressFactory(false, false, &now)
 	tp := newTrafficProgress(context.Background(), f, "lua-holds", 20*time.Second)
@@ -51,7 +50,6 @@ func TestTrafficProgressPlainLines(t *testing.T) {
 }
 
 func TestTrafficProgressDonePrintsFinalLineOnce(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	f, out := progressFactory(false, false, &now)
 	tp := newTrafficProgress(context.Background(), f, "s", time.Second)
@@ -64,7 +62,6 @@ func TestTrafficProgressDonePrintsFinalLineOnce(t *testing.T) {
 }
 
 func TestTrafficProgressNoProgress(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	for _, tty := range []bool{false, true} {
 		f, out := progressFactory(tty, true, &now)
@@ -79,7 +76,6 @@ func TestTrafficProgressNoProgress(t *testing.T) {
 }
 
 func TestTrafficProgressBarOnTerminal(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	f, out := progressFactory(true, false, &now)
 	tp := newTrafficProgress(context.Background(), f, "boundary-burst", 2*time.Second)
@@ -98,7 +94,6 @@ func TestTrafficProgressBarOnTerminal(t *testing.T) {
 // left: a run that ends early (max_requests, an error) must not read as
 // still running.
 func TestTrafficProgressFinishedBarSaysDone(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		last traffic.Stats

@@ -33,7 +33,6 @@ func scenarioMetrics(t *testing.T, r map[string]any) map[string]any {
 // A run split in two, as if its traffic came from two machines, merges back
 // to the whole run's figures exactly.
 func TestReportMergeOfHalvesEqualsWhole(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "s.yaml")
 	os.WriteFile(scen, []byte(`name: halves
@@ -106,7 +105,6 @@ func copyFile(t *testing.T, from, to string) {
 // Ctrl-C during verify stops the traffic, still writes every report with
 // what was measured, marks it incomplete and exits 130.
 func TestVerifyInterruptedWritesIncompleteReport(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "long.yaml")
 	os.WriteFile(scen, []byte(`name: long

@@ -52,7 +52,6 @@ func noExit(t *testing.T) func(int) {
 }
 
 func TestRootHelpListsCommands(t *testing.T) {
-	t.Parallel()
 	out := &syncBuffer{}
 	f, _ := testFactory(out, nil)
 	if code := Run(f, []string{"--help"}, nil, noExit(t)); code != 0 {
@@ -71,7 +70,6 @@ func TestRootHelpListsCommands(t *testing.T) {
 // TestEveryCommandHelpListsExitCodes walks the whole command tree, so
 // commands added later are covered too.
 func TestEveryCommandHelpListsExitCodes(t *testing.T) {
-	t.Parallel()
 	f, _ := testFactory(io.Discard, nil)
 	var walk func(c *cobra.Command)
 	var paths [][]string
@@ -109,7 +107,6 @@ func TestEveryCommandHelpListsExitCodes(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
-	t.Parallel()
 	tests := [][]string{
 		{"--no-such-flag"},
 		{"-o", "yaml", "version"},
@@ -169,7 +166,6 @@ func silentRedis(t *testing.T) (addr string, accepted <-chan struct{}) {
 // TestFirstSignalCancels: the first SIGINT cancels the command's context;
 // a command blocked on Redis returns at once and rlctl exits 130.
 func TestFirstSignalCancels(t *testing.T) {
-	t.Parallel()
 	addr, accepted := silentRedis(t)
 	f, errOut := testFactory(io.Discard, nil)
 	sig := make(chan os.Signal, 2)
@@ -209,7 +205,6 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 // TestSecondSignalExits: a second SIGINT while the command still runs
 // calls exit(130) at once.
 func TestSecondSignalExits(t *testing.T) {
-	t.Parallel()
 	w := &blockingWriter{started: make(chan struct{}), release: make(chan struct{})}
 	f, errOut := testFactory(w, nil)
 	sig := make(chan os.Signal, 2)
@@ -240,7 +235,6 @@ func TestSecondSignalExits(t *testing.T) {
 // once, without the password, and points at REDISCLI_AUTH; a password
 // from the environment is not on the command line and gets no warning.
 func TestPasswordOnCommandLineWarnsOnce(t *testing.T) {
-	t.Parallel()
 	const hint = "set REDISCLI_AUTH instead"
 	f, errOut := testFactory(&syncBuffer{}, nil)
 	Run(f, []string{"ping", "--timeout", "200ms", "--redis", "redis://:hunter2@127.0.0.1:1"}, nil, noExit(t))

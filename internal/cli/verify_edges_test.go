@@ -37,7 +37,6 @@ func writeScenario(t *testing.T, dir, name, duration string) string {
 // Two runs started in the same second get directories of their own: no
 // report is overwritten, no history mixed into another run's.
 func TestVerifyRunsInTheSameSecondNeverShareADirectory(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	a, b := writeScenario(t, dir, "first", "300ms"), writeScenario(t, dir, "second", "300ms")
 	reports := filepath.Join(dir, "reports")
@@ -68,7 +67,6 @@ func TestVerifyRunsInTheSameSecondNeverShareADirectory(t *testing.T) {
 // A --report-dir that cannot be written is found before any traffic:
 // exit 2, and no scenario starts.
 func TestVerifyUnwritableReportDirFailsBeforeTheRun(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sc := writeScenario(t, dir, "never", "5s")
 	blocker := filepath.Join(dir, "blocker")
@@ -92,7 +90,6 @@ func TestVerifyUnwritableReportDirFailsBeforeTheRun(t *testing.T) {
 // An interrupted run's junit.xml marks the cut scenario as an error and
 // the one never started as skipped; exit 130.
 func TestVerifyInterruptedRunJUnit(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	writeScenario(t, dir, "a-cut", "10s")
 	writeScenario(t, dir, "b-never", "1s")
@@ -142,7 +139,6 @@ func TestVerifyInterruptedRunJUnit(t *testing.T) {
 // the saved histories, over the raw HTTP client and net/http alike, and in
 // the errors a failing gateway causes.
 func TestVerifyNeverWritesURLSecrets(t *testing.T) {
-	t.Parallel()
 	var n atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1)%7 == 0 {

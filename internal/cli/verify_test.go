@@ -19,7 +19,6 @@ import (
 // TestVerifyFamilyArgvToOptions checks verify, ceiling, report and gateway
 // turn argv into options, and reject bad argv with exit 2, without running.
 func TestVerifyFamilyArgvToOptions(t *testing.T) {
-	t.Parallel()
 	f, _ := testFactory(&syncBuffer{}, nil)
 	t.Run("verify", func(t *testing.T) {
 		var got *verifyOptions
