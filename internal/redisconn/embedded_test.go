@@ -13,13 +13,7 @@ import (
 // embedded server must, within a few ticks of its TTL.
 func TestEmbeddedExpiresInRealTime(t *testing.T) {
 	ctx := context.Background()
-	e, err := StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
-	defer c.Close()
+	_, c := embeddedClient(t)
 	if err := c.Set(ctx, "k", "v", 200*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +35,7 @@ func TestEmbeddedExpiresInRealTime(t *testing.T) {
 // clock, or a limiter taking its clock from Redis never rolls its window.
 func TestEmbeddedTimeAdvances(t *testing.T) {
 	ctx := context.Background()
-	e, err := StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
-	defer c.Close()
+	_, c := embeddedClient(t)
 	t1, err := c.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -97,13 +85,7 @@ func TestEmbeddedStopsWithContext(t *testing.T) {
 // catch-up done only by the ticker would cut the TTL short.
 func TestEmbeddedNeverExpiresEarly(t *testing.T) {
 	ctx := context.Background()
-	e, err := StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
-	defer c.Close()
+	e, c := embeddedClient(t)
 
 	const ttl = 100 * time.Millisecond
 	for round := 0; round < 8; round++ {
@@ -168,13 +150,7 @@ func TestEmbeddedStepIgnoresOneSlowWalk(t *testing.T) {
 // client that waits exactly as told must find the window rolled.
 func TestEmbeddedKeyGoneWhenItsPTTLSaysSo(t *testing.T) {
 	ctx := context.Background()
-	e, err := StartEmbedded(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
-	defer c.Close()
+	e, c := embeddedClient(t)
 
 	for round := 0; round < 8; round++ {
 		key := fmt.Sprintf("k%d", round)
@@ -204,4 +180,18 @@ func TestEmbeddedKeyGoneWhenItsPTTLSaysSo(t *testing.T) {
 			t.Fatalf("round %d: key still there %v after its PTTL of %v was read (step %v)", round, time.Since(read), pttl, e.currentStep())
 		}
 	}
+}
+
+// embeddedClient starts an embedded server and a client of it, both closed
+// when the test ends.
+func embeddedClient(t *testing.T) (*Embedded, *redis.Client) {
+	t.Helper()
+	e, err := StartEmbedded(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	c := redis.NewClient(&redis.Options{Addr: e.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return e, c
 }
