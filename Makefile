@@ -28,9 +28,9 @@ deps-go:
 deps-bench:
 	@./scripts/deps.sh bench
 
-# The built-in suite's end-to-end run (./scenarios) goes last, on its own:
-# it measures timing-sensitive behaviour and must not share the two cores
-# with every other package's tests.
+# The built-in suite's end-to-end run (./scenarios) goes last: it measures
+# timing-sensitive behaviour and starts once the slow packages are done,
+# beside the short ones only.
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
@@ -47,8 +47,7 @@ test: deps-test
 	$(OFFLINE) GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
 	$(OFFLINE) GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
 	$(OFFLINE) $(GO) list -race -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
-	$(OFFLINE) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$'))
-	$(OFFLINE) $(GO) test -race -timeout 5m ./scenarios
+	$(OFFLINE) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$')) ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.

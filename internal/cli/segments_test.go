@@ -284,11 +284,13 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 // ceiling's lower bound exceeds what was ever admitted in a window.
 func TestMergeCorrectsAClockOffset(t *testing.T) {
 	t.Parallel()
-	const skew = -time.Second
-	// A window far longer than a request takes on a loaded machine: the
-	// uncorrected merge's definite count (both segments' admissions in one
-	// window) must not depend on how slow the answers were.
-	lim := rate.Limit{Count: 10, Window: time.Second}
+	// A window far longer than a request takes on a loaded machine (answers
+	// a second slow were seen): the uncorrected merge's definite count, both
+	// segments' admissions in one window, must not depend on it. The skew
+	// is the window, so the skewed segment runs when the first one's
+	// admissions leave the window.
+	const skew = -3 * time.Second
+	lim := rate.Limit{Count: 10, Window: 3 * time.Second}
 	urls, log, srv := startGateways(t, limiter.RedisSlidingLog, lim, false)
 	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
 	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
