@@ -1159,8 +1159,13 @@ func (a *analyzer) result() Result {
 		if _, ok := res.Metrics[metric.FailOpen]; !ok {
 			res.Metrics[metric.FailOpen], res.Metrics[metric.FailClosed] = 0, 0
 		}
-		if v, ok := a.recover(a.failoverFigures(&res)); ok {
-			res.Metrics[metric.RecoverMs] = v
+		// After a failover, recover_ms is failoverFigures' (see
+		// partFigures); after any other fault, recoverMs's.
+		a.failoverFigures(&res)
+		if !isFailover(a.faults[a.lastFault()]) {
+			if v, ok := a.recoverMs(); ok {
+				res.Metrics[metric.RecoverMs] = v
+			}
 		}
 	}
 

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -93,113 +94,46 @@ func (a *analyzer) chain(recs []sentRec, k int, keep func(sentRec) bool, visit f
 	return e
 }
 
-// elections measures each failover fault over recs: its chain of
-// undecided requests (see chain).
-func (a *analyzer) elections(recs []sentRec) map[int]election {
-	out := map[int]election{}
-	for k, f := range a.faults {
-		if isFailover(f) {
-			out[k] = a.chain(recs, k, nil, nil)
-		}
-	}
-	return out
-}
-
 // failoverFigures adds the election and failover-detection figures to res
-// when the run had a failover fault (see Analyze), and returns its
-// elections for recoverMs.
-func (a *analyzer) failoverFigures(res *Result) map[int]election {
+// when the run had a failover fault (see Analyze): the scenario's are
+// partFigures' over one part holding every request, then split by shard,
+// endpoint and identity.
+func (a *analyzer) failoverFigures(res *Result) {
 	if !slices.ContainsFunc(a.faults, isFailover) {
-		return nil
+		return
 	}
 	recs := a.undecidedRecs()
-	els := a.elections(recs)
-	var errs, open, closed, longest int64
-	for k, e := range els {
-		errs += e.Errors
-		open += e.FailOpen
-		closed += e.FailClosed
-		longest = max(longest, e.end-int64(a.faults[k].At))
-	}
-	res.Metrics[metric.ElectionErrors] = float64(errs)
-	res.Metrics[metric.ElectionFailOpen] = float64(open)
-	res.Metrics[metric.ElectionFailClosed] = float64(closed)
-	res.Metrics[metric.ElectionMs] = float64(longest) / 1e6
+	whole := a.partFigures(recs, 1, func(sentRec) int { return 0 }, func(*history.History, int) int { return 0 })[0]
+	maps.Copy(res.Metrics, whole.Metrics)
 	a.shardFigures(res, recs)
 	a.endpointFigures(res, recs)
 	a.identityFailoverFigures(res, recs)
-
-	// Failover detection: every answer a gateway gave because it noticed
-	// the failover, from the first to the last.
-	var denied int64
-	first, firstAns, last := int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MinInt64)
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
-		for i := range h.Len() {
-			if h.By(i) != decision.ByFailoverDeny {
-				continue
-			}
-			denied++
-			s, r := a.decidedBetween(h, i)
-			first, firstAns, last = min(first, s), min(firstAns, r), max(last, r)
-		}
-	})
-	res.Metrics[metric.FailoverDenied] = float64(denied)
-	if denied == 0 {
-		return els
+	if whole.Metrics[metric.FailoverDenied] == 0 {
+		return
 	}
-	res.Metrics[metric.FailoverDenyMs] = float64(last-first) / 1e6
 	// Detection is timed from the latest failover that began before the
 	// first denial.
 	from := int64(math.MinInt64)
 	for _, f := range a.faults {
-		if isFailover(f) && int64(f.At) <= first {
+		if isFailover(f) && int64(f.At) <= whole.denyFrom {
 			from = max(from, int64(f.At))
 		}
 	}
 	if from != math.MinInt64 {
-		res.Metrics[metric.FailoverDetectMs] = float64(firstAns-from) / 1e6
+		res.Metrics[metric.FailoverDetectMs] = float64(whole.denyAnswered-from) / 1e6
 	}
-	return els
 }
 
-// recover is recover_ms: after a failover as failoverRecoverMs says,
-// after any other fault as recoverMs does.
-func (a *analyzer) recover(els map[int]election) (float64, bool) {
+// lastFault is the index of the fault that began last (the later in the
+// list on a tie); the run has at least one.
+func (a *analyzer) lastFault() int {
 	last := 0
 	for k, f := range a.faults {
 		if f.At >= a.faults[last].At {
 			last = k
 		}
 	}
-	if f := a.faults[last]; isFailover(f) {
-		return a.failoverRecoverMs(f, els[last])
-	}
-	return a.recoverMs()
-}
-
-// failoverRecoverMs is recover_ms when the last fault is failover f: from
-// its start to the first answer decided by Redis for a request sent after
-// the election's last undecided one (so not one the old primary answered
-// before it stepped down); false when Redis never decided again.
-func (a *analyzer) failoverRecoverMs(f history.Fault, e election) (float64, bool) {
-	first := int64(math.MaxInt64)
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
-		for i := range h.Len() {
-			if !decidedByRedis(h, i) {
-				continue
-			}
-			s := int64(h.Sent(i))
-			if h.Sent(i) == history.NoTime || s < int64(f.At) || (e.last > int64(f.At) && s <= e.last) {
-				continue
-			}
-			_, r := a.decidedBetween(h, i)
-			first = min(first, r)
-		}
-	})
-	if first == math.MaxInt64 {
-		return 0, false
-	}
-	return float64(first-int64(f.At)) / 1e6, true
+	return last
 }
 
 // decidedByRedis reports whether record i was answered by the limiter's
@@ -224,7 +158,8 @@ func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
 	ms := a.partFigures(recs, len(a.idState), func(x sentRec) int { return int(x.id) },
 		func(h *history.History, i int) int { return int(a.identity(h, i)) })
 	out := make([]IdentityResult, 0, len(a.idState))
-	for k, m := range ms {
+	for k, pr := range ms {
+		m := pr.Metrics
 		if v, ok := a.idState[k].fig.get(fAfterFaultCeiling); ok {
 			m[metric.AfterFaultCeiling] = v
 		}
@@ -247,6 +182,13 @@ func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
 	res.PerIdentityFailover = out
 }
 
+// partResult is one part's failover figures, and when its first
+// failover-deny was decided (from) and answered.
+type partResult struct {
+	Metrics
+	denyFrom, denyAnswered int64
+}
+
 // partFigures measures a failover part by part (each endpoint's requests,
 // or each identity's), n parts, recPart and part saying whose an undecided
 // request or a record is. Each part gets the figures the scenario gets,
@@ -257,7 +199,7 @@ func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
 // from the fault to the first answer Redis decided for one of its
 // requests sent after its election's last undecided one (absent when none
 // came).
-func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int, part func(*history.History, int) int) []Metrics {
+func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int, part func(*history.History, int) int) []partResult {
 	byPart := make([][]sentRec, n)
 	for _, x := range recs {
 		if p := recPart(x); p < n {
@@ -265,15 +207,10 @@ func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int,
 		}
 	}
 	last := -1 // the last fault, when it is a failover
-	for k, f := range a.faults {
-		if last < 0 || f.At >= a.faults[last].At {
-			last = k
-		}
+	if len(a.faults) > 0 && isFailover(a.faults[a.lastFault()]) {
+		last = a.lastFault()
 	}
-	if last >= 0 && !isFailover(a.faults[last]) {
-		last = -1
-	}
-	ms := make([]Metrics, n)
+	ms := make([]partResult, n)
 	lastChain := make([]int64, n) // the last fault's chain's last send
 	for p := range n {
 		var t Tally
@@ -288,15 +225,15 @@ func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int,
 				}
 			}
 		}
-		ms[p] = Metrics{
+		ms[p] = partResult{Metrics: Metrics{
 			metric.ElectionErrors: float64(t.Errors), metric.ElectionFailOpen: float64(t.FailOpen),
 			metric.ElectionFailClosed: float64(t.FailClosed), metric.ElectionMs: float64(longest) / 1e6,
-		}
+		}, denyFrom: math.MaxInt64, denyAnswered: math.MaxInt64}
 	}
 	denied := make([]int64, n)
-	first, lastDeny, back := make([]int64, n), make([]int64, n), make([]int64, n)
+	lastDeny, back := make([]int64, n), make([]int64, n)
 	for p := range n {
-		first[p], lastDeny[p], back[p] = math.MaxInt64, math.MinInt64, math.MaxInt64
+		lastDeny[p], back[p] = math.MinInt64, math.MaxInt64
 	}
 	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
 		for i := range h.Len() {
@@ -307,7 +244,8 @@ func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int,
 			if h.By(i) == decision.ByFailoverDeny {
 				s, r := a.decidedBetween(h, i)
 				denied[p]++
-				first[p], lastDeny[p] = min(first[p], s), max(lastDeny[p], r)
+				pr := &ms[p]
+				pr.denyFrom, pr.denyAnswered, lastDeny[p] = min(pr.denyFrom, s), min(pr.denyAnswered, r), max(lastDeny[p], r)
 				continue
 			}
 			if last < 0 || !decidedByRedis(h, i) || h.Sent(i) == history.NoTime {
@@ -321,10 +259,11 @@ func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int,
 			back[p] = min(back[p], r)
 		}
 	})
-	for p, m := range ms {
+	for p, pr := range ms {
+		m := pr.Metrics
 		m[metric.FailoverDenied] = float64(denied[p])
 		if denied[p] > 0 {
-			m[metric.FailoverDenyMs] = float64(lastDeny[p]-first[p]) / 1e6
+			m[metric.FailoverDenyMs] = float64(lastDeny[p]-pr.denyFrom) / 1e6
 		}
 		if back[p] != math.MaxInt64 {
 			m[metric.RecoverMs] = float64(back[p]-int64(a.faults[last].At)) / 1e6

@@ -149,11 +149,11 @@ func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
 		func(h *history.History, i int) int { return int(h.Endpoint(i)) })
 	if ceilings := a.endpointAfterFault(len(names)); ceilings != nil {
 		for ep, c := range ceilings {
-			ms[ep][metric.AfterFaultCeiling] = float64(c)
+			ms[ep].Metrics[metric.AfterFaultCeiling] = float64(c)
 		}
 	}
 	for ep, name := range names {
-		res.PerEndpoint = append(res.PerEndpoint, EndpointResult{Endpoint: name, Metrics: ms[ep]})
+		res.PerEndpoint = append(res.PerEndpoint, EndpointResult{Endpoint: name, Metrics: ms[ep].Metrics})
 	}
 }
 
