@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -403,4 +404,41 @@ func FuzzMatch(f *testing.F) {
 			t.Fatalf("%s: identity %q does not find its key %q (exact %q, globs %q)", s.Name, p.ID, key, exact, globs)
 		}
 	})
+}
+
+// Every key rlctl's own designs write (limiter.Keys) reads back, through
+// its design's schema, as the identity it was written for, also when the
+// identity holds the layout's own separators, and with a non-default
+// prefix; a key of another prefix is not the schema's. A failover's
+// counts_lost is split by identity this way.
+func TestOwnSchemasReadBackLimiterKeys(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_700_000_123_456)
+	for _, l := range ownLayouts {
+		for _, prefix := range []string{"", "app:rl:"} {
+			s, err := NewRegistry(Params{Prefix: prefix}).Lookup(l.alg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := limiter.Config{Algorithm: l.alg, Prefix: prefix, Limit: rate.Limit{Count: 5, Window: time.Second}}
+			for _, id := range []string{"u1", "a:b", "x}y", "{z}", "203.0.113.7:443", "user:12:34"} {
+				keys := limiter.Keys(cfg, id, now)
+				if len(keys) == 0 {
+					t.Fatalf("%s writes no key", l.alg)
+				}
+				for _, k := range keys {
+					if p, ok := s.Parse(k, ""); !ok || p.ID != id {
+						t.Errorf("%s, prefix %q: key %q reads as %q (%v), want %q", l.alg, prefix, k, p.ID, ok, id)
+					}
+				}
+			}
+			other := cfg
+			other.Prefix = "other:"
+			for _, k := range limiter.Keys(other, "u1", now) {
+				if p, ok := s.Parse(k, ""); ok {
+					t.Errorf("%s, prefix %q: another prefix's key %q reads as %q", l.alg, prefix, k, p.ID)
+				}
+			}
+		}
+	}
 }

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/design"
@@ -103,30 +102,6 @@ func Keys(cfg Config, id string, now time.Time) []string {
 		return []string{windowKey(base, idx), windowKey(base, idx-1)}
 	}
 	return []string{windowKey(base, idx)}
-}
-
-// IdentityOfKey is the identity whose key cfg's algorithm wrote as key,
-// the inverse of Keys; false for a key of another layout or prefix.
-func IdentityOfKey(cfg Config, key string) (string, bool) {
-	tag, ok := tags[cfg.Algorithm]
-	if !ok {
-		return "", false
-	}
-	rest, ok := strings.CutPrefix(key, prefixOf(cfg)+tag+":{")
-	if !ok {
-		return "", false
-	}
-	if windowed[cfg.Algorithm] {
-		i := strings.LastIndexByte(rest, ':')
-		if i < 0 {
-			return "", false
-		}
-		if _, err := strconv.ParseInt(rest[i+1:], 10, 64); err != nil {
-			return "", false
-		}
-		rest = rest[:i]
-	}
-	return strings.CutSuffix(rest, "}")
 }
 
 // windowIndex is floor(now_ms / W_ms), the same number the scripts compute.

@@ -189,6 +189,11 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 	if !ok {
 		return failover
 	}
+	// The design's own key layout names each key's identity.
+	layout, err := keyspace.NewRegistry(keyspace.Params{Prefix: e.lc.Prefix}).Lookup(e.lc.Algorithm)
+	if err != nil {
+		return failover // not a layout rlctl writes: nothing to count
+	}
 	e.countsNote.Do(func() {
 		e.Notes = append(e.Notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it; a count whose window ended, or a sliding-log entry that aged out of the window, before the second reading is not counted as lost; so it is a lower bound, and on Sentinel, where the gateways keep writing to the old primary until their clients hear of the new one, the writes of that second are not in it: after_fault_ceiling shows them)")
 	})
@@ -212,8 +217,8 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		var total int64
 		for k, n := range lost(had, has, window-skew) {
 			total += n
-			if id, ok := limiter.IdentityOfKey(e.lc, k); ok {
-				e.lostByID.add(id, float64(n))
+			if p, ok := layout.Parse(k, ""); ok {
+				e.lostByID.add(p.ID, float64(n))
 			}
 		}
 		e.extra.add(metric.CountsLost, float64(total))
