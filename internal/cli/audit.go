@@ -125,7 +125,7 @@ func runAudit(ctx context.Context, opts *auditOptions) error {
 	}
 	rep, err := keyspace.Audit(ctx, client, ao)
 	if err != nil {
-		return opError(ctx, cfg, "audit", err)
+		return cfg.OpError(ctx, "audit", err)
 	}
 	if f.JSON() {
 		if err := f.WriteJSON(rep); err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -179,78 +178,17 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 // connect opens the Redis the global flags point at and checks it answers
 // (exit 3 when it does not, with the password redacted). Every later call
-// gives up after --timeout (see callBound), so a Redis that stalls
-// mid-command is reported within its timeout, never waited on longer.
+// gives up after --timeout (redisconn's ConnectBounded).
 func connect(ctx context.Context, f *Factory) (*redisconn.Config, redis.UniversalClient, error) {
 	cfg, err := redisconn.Parse(f.RedisOptions(defaultRedisURL))
 	if err != nil {
 		return nil, nil, err
 	}
-	client := cfg.NewClient()
-	bound := callBound(cfg.Timeout())
-	client.AddHook(bound)
-	if cc, ok := client.(*redis.ClusterClient); ok {
-		// keys and audit talk to each primary's own client; those are
-		// made as the Cluster's nodes are found, after this.
-		cc.OnNewNode(func(n *redis.Client) { n.AddHook(bound) })
-	}
-	if err := cfg.Check(ctx, client); err != nil {
-		client.Close()
+	client, err := cfg.ConnectBounded(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
 	return cfg, client, nil
-}
-
-// callBound is a go-redis hook that gives each command or pipeline at most
-// its duration, retries included. go-redis retries a call that timed out,
-// three more times by default, so a stalled Redis would otherwise hold
-// one call for four timeouts, and a command that makes several calls
-// (ignoring some failures) for many more.
-type callBound time.Duration
-
-func (b callBound) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= time.Duration(b) {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, time.Duration(b))
-}
-
-// DialHook leaves dialing to DialTimeout.
-func (b callBound) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook bounds one command.
-func (b callBound) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		ctx, cancel := b.bound(ctx)
-		defer cancel()
-		return next(ctx, cmd)
-	}
-}
-
-// ProcessPipelineHook bounds one pipeline as a whole.
-func (b callBound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		ctx, cancel := b.bound(ctx)
-		defer cancel()
-		return next(ctx, cmds)
-	}
-}
-
-// opError classifies an error from a keyspace operation: interruption
-// stays itself, a reply from Redis is a plain failure, anything else means
-// Redis could not be reached.
-func opError(ctx context.Context, cfg *redisconn.Config, what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return err
-	}
-	var re redis.Error
-	if errors.As(err, &re) {
-		return fmt.Errorf("%s: %w", what, cfg.RedactError(err))
-	}
-	return cfg.ConnError(ctx, what, err)
 }
 
 // confirm asks a yes/no question on a terminal. Off a terminal it refuses

@@ -71,7 +71,7 @@ func runKeysInspect(ctx context.Context, opts *keysInspectOptions) error {
 	defer client.Close()
 	in, err := keyspace.Inspect(ctx, client, schemas, opts.Arg)
 	if err != nil {
-		return opError(ctx, cfg, "inspect "+opts.Arg, err)
+		return cfg.OpError(ctx, "inspect "+opts.Arg, err)
 	}
 	problems := 0
 	for _, k := range in.Keys {

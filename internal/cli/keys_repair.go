@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -133,7 +131,7 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 		st, err := repairWithProgress(ctx, f, client, ro)
 		if err != nil {
 			printRepairSummary(f, st, f.IO.ErrOut)
-			return opError(ctx, cfg, "find keys without TTL", err)
+			return cfg.OpError(ctx, "find keys without TTL", err)
 		}
 		if other := st.Unclaimed + st.NotFitting; guard && other > 0 {
 			printRepairSummary(f, st, f.IO.ErrOut)
@@ -160,7 +158,7 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	if err != nil {
 		// Whatever was repaired stays repaired; say how far it got.
 		printRepairSummary(f, st, f.IO.ErrOut)
-		return opError(ctx, cfg, "repair TTLs", err)
+		return cfg.OpError(ctx, "repair TTLs", err)
 	}
 	return writeRepair(f, st)
 }
@@ -168,17 +166,7 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 // repairWithProgress runs one pass with a progress bar on a terminal, or a
 // status line every few seconds off one.
 func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalClient, ro keyspace.RepairOptions) (keyspace.RepairStats, error) {
-	var total atomic.Int64
-	err := keyspace.ForEachPrimary(ctx, client, func(ctx context.Context, n keyspace.Node) error {
-		v, err := n.Client.DBSize(ctx).Result()
-		var re redis.Error
-		if err != nil && !errors.As(err, &re) {
-			// No answer: the walk would wait as long again.
-			return fmt.Errorf("DBSIZE on %s: %w", n.Addr, err)
-		}
-		total.Add(v) // a refusal (a restricted user) only loses the total
-		return nil
-	})
+	total, err := keyspace.CountKeys(ctx, client)
 	if err != nil {
 		return keyspace.RepairStats{DryRun: ro.DryRun}, err
 	}
@@ -190,7 +178,7 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 		// The Factory decided this is a terminal; tell mpb, which cannot see
 		// through a wrapped writer.
 		p := mpb.NewWithContext(ctx, mpb.WithOutput(f.IO.ErrOut), mpb.WithWidth(40), mpb.WithAutoRefresh())
-		bar := p.AddBar(total.Load(),
+		bar := p.AddBar(total,
 			mpb.PrependDecorators(decor.Name(verb+" "), decor.CountersNoUnit("%d / %d keys")),
 			mpb.AppendDecorators(decor.Percentage()))
 		ro.Progress = func(s keyspace.RepairStats) { bar.SetCurrent(s.Scanned) }
@@ -211,7 +199,7 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 			return
 		}
 		last = time.Now()
-		fmt.Fprintf(f.IO.ErrOut, "%s: scanned %d of ~%d keys, %d without TTL, %d repaired\n", verb, s.Scanned, total.Load(), s.MissingTTL, s.Repaired)
+		fmt.Fprintf(f.IO.ErrOut, "%s: scanned %d of ~%d keys, %d without TTL, %d repaired\n", verb, s.Scanned, total, s.MissingTTL, s.Repaired)
 	}
 	return keyspace.RepairTTL(ctx, client, ro)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -84,30 +83,14 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		return err
 	}
 	defer client.Close()
-	in, err := keyspace.Inspect(ctx, client, schemas, opts.Arg)
-	if err != nil {
-		return opError(ctx, cfg, "find "+opts.Arg+"'s keys", err)
-	}
-	res := resetResult{Query: opts.Arg, Keys: []string{}, LeftAlone: []string{}, DryRun: opts.DryRun}
-	// Only limiter keys: an argument that names some other key is not
-	// deleted, whatever it is.
-	var claimed []*keyspace.Key
-	for _, k := range in.Keys {
-		if k.Schema != "" {
-			claimed = append(claimed, k)
-		}
-	}
-	if len(claimed) == 0 {
-		return writeReset(f, res, fmt.Sprintf("no limiter keys for %q: nothing to reset", opts.Arg))
-	}
 	// The server checks each key's type and value against its layout (the
 	// same check the delete repeats atomically): keys named like limiter
 	// keys that hold something else are listed as left alone.
-	check, err := keyspace.Reset(ctx, client, claimed, true)
+	plan, err := keyspace.PlanReset(ctx, client, schemas, opts.Arg)
 	if err != nil {
-		return opError(ctx, cfg, "check "+opts.Arg+"'s keys", err)
+		return cfg.OpError(ctx, "find "+opts.Arg+"'s keys", err)
 	}
-	res.Keys, res.LeftAlone = check.Deleted, check.LeftAlone
+	res := resetResult{Query: opts.Arg, Keys: plan.Keys, LeftAlone: plan.LeftAlone, DryRun: opts.DryRun}
 	w := f.IO.ErrOut
 	if opts.DryRun && !f.JSON() {
 		w = f.IO.Out
@@ -134,15 +117,9 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 	if !ok {
 		return writeReset(f, res, "not confirmed: nothing deleted")
 	}
-	var fitting []*keyspace.Key
-	for _, k := range claimed {
-		if slices.Contains(res.Keys, k.Key) {
-			fitting = append(fitting, k)
-		}
-	}
-	done, err := keyspace.Reset(ctx, client, fitting, false)
+	done, err := plan.Apply(ctx)
 	if err != nil {
-		return opError(ctx, cfg, "reset "+opts.Arg, err)
+		return cfg.OpError(ctx, "reset "+opts.Arg, err)
 	}
 	res.Deleted = int64(len(done.Deleted))
 	if len(done.LeftAlone) > 0 {

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -106,4 +107,57 @@ func Reset(ctx context.Context, c redis.UniversalClient, keys []*Key, dryRun boo
 		}
 	}
 	return res, nil
+}
+
+// ResetPlan is what resetting one identity (or one key) would delete,
+// checked on the server but with nothing deleted yet: the two steps of a
+// reset that asks before it deletes.
+type ResetPlan struct {
+	// Keys are the limiter keys that hold what their layout writes: the
+	// ones Apply deletes.
+	Keys []string
+	// LeftAlone are keys named like the identity's limiter keys whose type
+	// or value is not a limiter's: never deleted.
+	LeftAlone []string
+
+	client  redis.UniversalClient
+	fitting []*Key
+}
+
+// PlanReset finds arg's limiter keys (see Inspect) and checks each against
+// its layout. Keys no layout claims are not part of the plan at all: an
+// argument naming some other key deletes nothing, whatever it holds.
+func PlanReset(ctx context.Context, c redis.UniversalClient, schemas []*Schema, arg string) (*ResetPlan, error) {
+	in, err := Inspect(ctx, c, schemas, arg)
+	if err != nil {
+		return nil, err
+	}
+	p := &ResetPlan{Keys: []string{}, LeftAlone: []string{}, client: c}
+	var claimed []*Key
+	for _, k := range in.Keys {
+		if k.schema != nil {
+			claimed = append(claimed, k)
+		}
+	}
+	if len(claimed) == 0 {
+		return p, nil
+	}
+	check, err := Reset(ctx, c, claimed, true)
+	if err != nil {
+		return nil, err
+	}
+	p.Keys, p.LeftAlone = check.Deleted, check.LeftAlone
+	for _, k := range claimed {
+		if slices.Contains(p.Keys, k.Key) {
+			p.fitting = append(p.fitting, k)
+		}
+	}
+	return p, nil
+}
+
+// Apply deletes the plan's keys, each only if it still fits its layout
+// (Reset's atomic check): a key changed into something else since the plan
+// is left alone and reported so.
+func (p *ResetPlan) Apply(ctx context.Context) (ResetResult, error) {
+	return Reset(ctx, p.client, p.fitting, false)
 }

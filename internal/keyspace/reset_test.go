@@ -61,7 +61,8 @@ func TestResetDeletesOnlyKeysThatFitTheirLayout(t *testing.T) {
 }
 
 // TestResetOnCluster: keys of one identity in several slots are reset by
-// one script per slot, each fitting key deleted and the others left.
+// one script per slot, each fitting key deleted and the others left; the
+// keys counted for progress are those of every primary.
 func TestResetOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
@@ -75,6 +76,10 @@ func TestResetOnCluster(t *testing.T) {
 		keys = append(keys, k)
 	}
 	must(t, c.Set(ctx, "@upstash/ratelimit:u:104", "plain", 0).Err())
+	// The keys sit on several primaries; CountKeys adds up every one.
+	if n, err := CountKeys(ctx, c); err != nil || n != 5 {
+		t.Errorf("CountKeys = %d, %v; want the 5 keys written", n, err)
+	}
 	in, err := Inspect(ctx, c, NewRegistry(Params{}).All(), "u")
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +103,56 @@ func sorted(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// TestPlanResetTouchesNothingUntilApplied: a plan lists the identity's
+// fitting keys and the lookalikes it leaves alone, deleting nothing; Apply
+// deletes only the planned keys that still fit, so one taken over between
+// the plan and the delete stays. An argument naming another application's
+// key plans nothing, and applying that plan deletes nothing.
+func TestPlanResetTouchesNothingUntilApplied(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	must(t, c.Set(ctx, "rl:fw:{carol}", 3, 0).Err())
+	must(t, c.Set(ctx, "rl:sw:{carol}:7", 2, 0).Err())
+	must(t, c.Set(ctx, "rl:gcra:{carol}", "soon", 0).Err()) // not a TAT
+	must(t, c.Set(ctx, "app:session", "42", 0).Err())
+	schemas := NewRegistry(Params{}).All()
+	snap := redistest.TakeSnapshot(t, c, "rl:fw:{carol}", "rl:sw:{carol}:7", "rl:gcra:{carol}", "app:session")
+
+	plan, err := PlanReset(ctx, c, schemas, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.AssertUnchanged(t, c)
+	want := []string{"rl:fw:{carol}", "rl:sw:{carol}:7"}
+	if !slices.Equal(sorted(plan.Keys), want) || !slices.Equal(plan.LeftAlone, []string{"rl:gcra:{carol}"}) {
+		t.Fatalf("plan: keys %v, left alone %v; want %v and [rl:gcra:{carol}]", plan.Keys, plan.LeftAlone, want)
+	}
+	must(t, c.Set(ctx, "rl:sw:{carol}:7", "taken over", 0).Err())
+	res, err := plan.Apply(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Deleted, []string{"rl:fw:{carol}"}) || !slices.Equal(res.LeftAlone, []string{"rl:sw:{carol}:7"}) {
+		t.Errorf("apply: deleted %v, left alone %v; want [rl:fw:{carol}] and [rl:sw:{carol}:7]", res.Deleted, res.LeftAlone)
+	}
+	if v, _ := c.Get(ctx, "rl:sw:{carol}:7").Result(); v != "taken over" {
+		t.Errorf("a key taken over after the plan holds %q", v)
+	}
+
+	other, err := PlanReset(ctx, c, schemas, "app:session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(other.Keys) != 0 || len(other.LeftAlone) != 0 {
+		t.Errorf("another application's key planned: keys %v, left alone %v", other.Keys, other.LeftAlone)
+	}
+	if res, err := other.Apply(ctx); err != nil || len(res.Deleted) != 0 {
+		t.Errorf("applying an empty plan: %+v, %v", res, err)
+	}
+	if v, _ := c.Get(ctx, "app:session").Result(); v != "42" {
+		t.Errorf("app:session holds %q after its empty plan was applied", v)
+	}
 }

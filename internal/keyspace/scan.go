@@ -2,7 +2,9 @@ package keyspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,6 +36,24 @@ func ForEachPrimary(ctx context.Context, c redis.UniversalClient, fn func(ctx co
 		addr = rc.Options().Addr
 	}
 	return fn(ctx, Node{Addr: addr, Client: c})
+}
+
+// CountKeys is the number of keys on every primary (DBSIZE), the total a
+// full walk will scan, for progress. A primary that refuses DBSIZE (a
+// restricted user) only leaves its keys out of the total; one that does
+// not answer is an error, since a walk would wait as long again.
+func CountKeys(ctx context.Context, c redis.UniversalClient) (int64, error) {
+	var total atomic.Int64
+	err := ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
+		v, err := n.Client.DBSize(ctx).Result()
+		var re redis.Error
+		if err != nil && !errors.As(err, &re) {
+			return fmt.Errorf("DBSIZE on %s: %w", n.Addr, err)
+		}
+		total.Add(v)
+		return nil
+	})
+	return total.Load(), err
 }
 
 // ScanNode walks one node's keyspace with SCAN MATCH pattern, handing each
