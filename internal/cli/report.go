@@ -47,6 +47,8 @@ func newCmdReport(f *Factory, runF func(*reportOptions) error) *cobra.Command {
 			c.Long = `Merge the saved histories of runs made on several machines (one run
 directory each) into one run: records are joined exactly, figures and
 latency percentiles computed over the whole, thresholds checked again.
+Histories longer than a run keeps in memory (soak runs') are read from their
+files a chunk at a time and the merge spills to disk, so memory stays bounded.
 `
 			c.Example = "  rlctl report merge eu/reports/20261129T100000Z-suite us/reports/20261129T100000Z-suite --out merged"
 			c.Args = cobra.MinimumNArgs(2)
@@ -70,13 +72,9 @@ latency percentiles computed over the whole, thresholds checked again.
 func runReport(ctx context.Context, opts *reportOptions) error {
 	runs := make([]*verify.SavedRun, 0, len(opts.Dirs))
 	for _, d := range opts.Dirs {
-		// Rendering one run reads its long histories in place, in bounded
-		// memory; a merge joins histories in memory.
-		open := verify.OpenRunDir
-		if opts.Merge {
-			open = verify.ReadRunDir
-		}
-		rd, err := open(d)
+		// Long histories are read in place, so rendering and merging take
+		// bounded memory.
+		rd, err := verify.OpenRunDir(d)
 		if err != nil {
 			return usageError("%v", err)
 		}

@@ -35,15 +35,111 @@ import (
 //
 // The inputs are not modified.
 func Merge(hs ...*History) (*History, error) {
+	for i, h := range hs {
+		if h != nil && h.Spilled() {
+			return nil, fmt.Errorf("merge histories: history %d spilled to disk; MergeSpilled merges those", i)
+		}
+	}
+	out, srcs, err := mergeMeta(hs, -1)
+	if err != nil {
+		return nil, err
+	}
+	// Order (source, index) pairs by re-based Intended.
+	type ref struct {
+		at  time.Duration
+		src int32
+		i   int32
+	}
+	total := 0
+	for _, s := range srcs {
+		total += s.h.Len()
+	}
+	order := make([]ref, 0, total)
+	for si, s := range srcs {
+		for i := 0; i < s.h.Len(); i++ {
+			order = append(order, ref{s.h.t[i].intended + s.shift, int32(si), int32(i)})
+		}
+	}
+	slices.SortStableFunc(order, func(a, b ref) int { return cmp.Compare(a.at, b.at) })
+	for _, o := range order {
+		s := &srcs[o.src]
+		out.Append(s.rebase(s.h.At(int(o.i))))
+	}
+	return out, nil
+}
+
+// MergeSpilled is Merge for histories too long to hold in memory (read in
+// place, or spilled): each input is read a chunk at a time and the merge
+// spills as o says, so memory stays bounded whatever the length. The
+// records come out in input order (each history's own order, one history
+// after another), not sorted by Intended: nothing the analysis measures
+// depends on record order, as a live run records in completion order. The
+// merge must be closed (it may hold a spill file).
+func MergeSpilled(o SpillOptions, hs ...*History) (*History, error) {
+	out, srcs, err := mergeMeta(hs, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Spill(o); err != nil {
+		return nil, err
+	}
+	for i := range srcs {
+		s := &srcs[i]
+		err := s.h.Chunks(func(c *History) error {
+			for j := 0; j < c.Len(); j++ {
+				out.Append(s.rebase(c.At(j)))
+			}
+			return nil
+		})
+		if err != nil {
+			out.Close()
+			return nil, fmt.Errorf("merge histories: history %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// mergeSource is one input of a merge and how its records move onto the
+// merge's time line and names.
+type mergeSource struct {
+	h     *History
+	shift time.Duration
+	// decided is the shift of Decided (the reference's own clock), and
+	// widen the clock's uncertainty.
+	decided, widen time.Duration
+	identity       []uint32
+	gateway        []uint16
+	endpoint       []uint8
+}
+
+// rebase is r of s on the merge's time line, with the merge's indices.
+func (s *mergeSource) rebase(r Record) Record {
+	r.Intended += s.shift
+	if r.Sent != NoTime {
+		r.Sent += s.shift - s.widen
+	}
+	if r.Received != NoTime {
+		r.Received += s.shift + s.widen
+	}
+	if r.Decided != NoTime {
+		r.Decided += s.decided
+	}
+	r.Identity = remap(s.identity, r.Identity)
+	r.Gateway = remap(s.gateway, r.Gateway)
+	r.Endpoint = remap(s.endpoint, r.Endpoint)
+	return r
+}
+
+// mergeMeta checks hs can be merged and returns the merge's empty history
+// (with room for every record when capacity is negative, else for
+// capacity) carrying the merged Meta, and each input's rebasing.
+func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 	if len(hs) == 0 {
-		return nil, errors.New("merge histories: nothing to merge")
+		return nil, nil, errors.New("merge histories: nothing to merge")
 	}
 	for i, h := range hs {
 		if h == nil {
-			return nil, fmt.Errorf("merge histories: history %d is nil", i)
-		}
-		if h.Spilled() {
-			return nil, fmt.Errorf("merge histories: history %d spilled to disk; merge reads histories in memory", i)
+			return nil, nil, fmt.Errorf("merge histories: history %d is nil", i)
 		}
 	}
 	first := hs[0].Meta
@@ -51,10 +147,10 @@ func Merge(hs ...*History) (*History, error) {
 	total := 0
 	for i, h := range hs {
 		if h.Meta.Scenario != first.Scenario {
-			return nil, fmt.Errorf("merge histories: history %d is scenario %q, history 0 is %q", i, h.Meta.Scenario, first.Scenario)
+			return nil, nil, fmt.Errorf("merge histories: history %d is scenario %q, history 0 is %q", i, h.Meta.Scenario, first.Scenario)
 		}
 		if h.Meta.Limit != first.Limit {
-			return nil, fmt.Errorf("merge histories: history %d has limit %v, history 0 has %v", i, h.Meta.Limit, first.Limit)
+			return nil, nil, fmt.Errorf("merge histories: history %d has limit %v, history 0 has %v", i, h.Meta.Limit, first.Limit)
 		}
 		if rs := refStart(h.Meta); rs.Before(start) {
 			start = rs
@@ -62,28 +158,21 @@ func Merge(hs ...*History) (*History, error) {
 		total += h.Len()
 	}
 
-	out := New(Meta{Scenario: first.Scenario, Start: start, Limit: first.Limit}, total)
+	if capacity < 0 {
+		capacity = total
+	}
+	out := New(Meta{Scenario: first.Scenario, Start: start, Limit: first.Limit}, capacity)
 	var ids, gws, eps names
 	// shards holds each merged identity's shard, by its index in ids.
 	var shards []string
-	type source struct {
-		h     *History
-		shift time.Duration
-		// decided is the shift of Decided (the reference's own clock), and
-		// widen the clock's uncertainty.
-		decided, widen time.Duration
-		identity       []uint32
-		gateway        []uint16
-		endpoint       []uint8
-	}
-	srcs := make([]source, len(hs))
+	srcs := make([]mergeSource, len(hs))
 	segments := slices.ContainsFunc(hs, func(h *History) bool { return h.Meta.Segment != "" })
 	for i, h := range hs {
-		s := source{h: h, shift: refStart(h.Meta).Sub(start), widen: max(h.Meta.Clock.Uncertainty, 0)}
+		s := mergeSource{h: h, shift: refStart(h.Meta).Sub(start), widen: max(h.Meta.Clock.Uncertainty, 0)}
 		s.decided = s.shift + h.Meta.Clock.Offset
 		var err error
 		if s.identity, err = mapNames[uint32](&ids, h.Meta.Identities, "identities"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k, sh := range h.Meta.Shards {
 			if k >= len(s.identity) || sh == "" {
@@ -98,10 +187,10 @@ func Merge(hs ...*History) (*History, error) {
 			}
 		}
 		if s.gateway, err = mapNames[uint16](&gws, h.Meta.Gateways, "gateways"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if s.endpoint, err = mapNames[uint8](&eps, h.Meta.Endpoints, "endpoints"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, b := range h.Meta.Boundaries {
 			out.Meta.Boundaries = append(out.Meta.Boundaries, b+s.shift)
@@ -145,41 +234,34 @@ func Merge(hs ...*History) (*History, error) {
 	}
 	slices.Sort(out.Meta.Boundaries)
 	out.Meta.Boundaries = slices.Compact(out.Meta.Boundaries)
-	slices.SortStableFunc(out.Meta.Faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
-	out.Meta.Faults = slices.Compact(out.Meta.Faults)
+	out.Meta.Faults = joinFaults(out.Meta.Faults)
 
-	// Order (source, index) pairs by re-based Intended.
-	type ref struct {
-		at  time.Duration
-		src int32
-		i   int32
+	return out, srcs, nil
+}
+
+// joinFaults sorts faults by At and joins those of one action (and shard)
+// whose spans meet: each machine applies a scenario's fault itself, at
+// its own instant (see traffic.Hook), so one planned fault arrives as
+// several a few milliseconds apart. The join spans them all; its election
+// runs from the earliest stop seen to the latest answer.
+func joinFaults(fs []Fault) []Fault {
+	slices.SortStableFunc(fs, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
+	var out []Fault
+	for _, f := range fs {
+		if n := len(out); n > 0 {
+			p := &out[n-1]
+			if p.Action == f.Action && p.Shard == f.Shard && f.At <= p.At+p.For {
+				p.For = max(p.At+p.For, f.At+f.For) - p.At
+				if f.Stopped != 0 && (p.Stopped == 0 || f.Stopped < p.Stopped) {
+					p.Stopped = f.Stopped
+				}
+				p.Answered = max(p.Answered, f.Answered)
+				continue
+			}
+		}
+		out = append(out, f)
 	}
-	order := make([]ref, 0, total)
-	for si, s := range srcs {
-		for i := 0; i < s.h.Len(); i++ {
-			order = append(order, ref{s.h.t[i].intended + s.shift, int32(si), int32(i)})
-		}
-	}
-	slices.SortStableFunc(order, func(a, b ref) int { return cmp.Compare(a.at, b.at) })
-	for _, o := range order {
-		s := srcs[o.src]
-		r := s.h.At(int(o.i))
-		r.Intended += s.shift
-		if r.Sent != NoTime {
-			r.Sent += s.shift - s.widen
-		}
-		if r.Received != NoTime {
-			r.Received += s.shift + s.widen
-		}
-		if r.Decided != NoTime {
-			r.Decided += s.decided
-		}
-		r.Identity = remap(s.identity, r.Identity)
-		r.Gateway = remap(s.gateway, r.Gateway)
-		r.Endpoint = remap(s.endpoint, r.Endpoint)
-		out.Append(r)
-	}
-	return out, nil
+	return out
 }
 
 // names is an ordered set of names.

@@ -2,10 +2,14 @@ package history
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +269,136 @@ func TestReadRefusesShardCount(t *testing.T) {
 	}
 	if _, err := Read(&buf); !errors.Is(err, ErrFormat) {
 		t.Fatalf("Read = %v, want ErrFormat", err)
+	}
+}
+
+// TestMergeSpilledEqualsMerge merges the same two machines' histories in
+// memory and streamed, with one input spilled and the other a saved file
+// read in place: the same Meta and the same records (in input order rather
+// than sorted), the merge itself spilling past its Keep.
+func TestMergeSpilledEqualsMerge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(13, 14))
+	whole := New(Meta{
+		Scenario: "m", Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Limit: rate.Limit{Count: 5, Window: time.Second},
+		Identities: []string{"u0", "u1", "u2"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
+		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover"}}, Rounds: 2,
+	}, 0)
+	var at time.Duration
+	for range 5000 {
+		at += time.Duration(rng.Int64N(int64(time.Millisecond))) + 1
+		r := Record{
+			Intended: at, Sent: at + time.Duration(rng.Int64N(1e5)), Decided: NoTime, RetryAfter: NoTime,
+			Identity: rng.Uint32N(3), Round: NoRound, Gateway: uint16(rng.IntN(3)),
+			Outcome: decision.Outcome(1 + rng.IntN(4)), By: decision.ByRedis,
+		}
+		r.Received = r.Sent + time.Duration(rng.Int64N(3e8))
+		if rng.IntN(4) == 0 {
+			r.Decided = r.Sent + 5
+		}
+		whole.Append(r)
+	}
+	a, b := splitHistory(whole, 7*time.Millisecond+3)
+	b.Meta.Clock = Clock{Offset: 2 * time.Millisecond, Uncertainty: 300 * time.Microsecond, Reference: "redis TIME"}
+
+	// a spills to disk; b is saved and read back in place.
+	aSp := New(a.Meta, 0)
+	if err := aSp.Spill(SpillOptions{Dir: dir, Keep: 600, Chunk: testChunk}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Len() {
+		aSp.Append(a.At(i))
+	}
+	defer aSp.Close()
+	path := filepath.Join(dir, "b.rlh")
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	bDisk, err := OpenFile(path, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bDisk.Close()
+	if !aSp.Spilled() || !bDisk.Spilled() {
+		t.Fatal("the inputs should be on disk")
+	}
+	if _, err := Merge(aSp, bDisk); err == nil {
+		t.Error("Merge took a spilled history")
+	}
+
+	want, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := MergeSpilled(SpillOptions{Dir: dir, Keep: 1000, Chunk: testChunk}, aSp, bDisk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Spilled() {
+		t.Error("a merge past its Keep should spill")
+	}
+	if !reflect.DeepEqual(got.Meta, want.Meta) {
+		t.Errorf("meta:\n got %+v\nwant %+v", got.Meta, want.Meta)
+	}
+	all := func(h *History) []Record {
+		var out []Record
+		if err := h.Chunks(func(c *History) error {
+			for i := range c.Len() {
+				out = append(out, c.At(i))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	g, w := all(got), all(want)
+	if len(g) != len(w) {
+		t.Fatalf("merged %d records, want %d", len(g), len(w))
+	}
+	byIntended := func(x, y Record) int { return cmp.Compare(x.Intended, y.Intended) }
+	slices.SortFunc(g, byIntended)
+	if !slices.Equal(g, w) {
+		for i := range g {
+			if g[i] != w[i] {
+				t.Fatalf("record %d (by Intended): %+v, want %+v", i, g[i], w[i])
+			}
+		}
+	}
+	if err := got.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMergeJoinsOneFaultAppliedOnEachMachine: each machine applies a
+// planned fault itself, a few milliseconds apart; the merge shows one
+// fault spanning both, while another action, or one later, stays apart.
+func TestMergeJoinsOneFaultAppliedOnEachMachine(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	meta := Meta{Scenario: "s", Start: t0, Limit: rate.Limit{Count: 1, Window: time.Second}}
+	a, b := meta, meta
+	a.Faults = []Fault{
+		{At: time.Second + 2*time.Millisecond, For: time.Second, Action: "redis-down"},
+		{At: 3 * time.Second, For: 0, Action: "redis-reset"},
+	}
+	b.Faults = []Fault{
+		{At: time.Second + 5*time.Millisecond, For: time.Second + time.Millisecond, Action: "redis-down"},
+		{At: time.Second + 5*time.Millisecond, For: time.Second, Action: "redis-latency"},
+		{At: 4 * time.Second, For: time.Second, Action: "redis-down"},
+	}
+	m, err := Merge(New(a, 0), New(b, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Fault{
+		{At: time.Second + 2*time.Millisecond, For: time.Second + 4*time.Millisecond, Action: "redis-down"},
+		{At: time.Second + 5*time.Millisecond, For: time.Second, Action: "redis-latency"},
+		{At: 3 * time.Second, Action: "redis-reset"},
+		{At: 4 * time.Second, For: time.Second, Action: "redis-down"},
+	}
+	if !slices.Equal(m.Meta.Faults, want) {
+		t.Errorf("merged faults\n %+v\nwant\n %+v", m.Meta.Faults, want)
 	}
 }

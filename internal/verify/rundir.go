@@ -229,33 +229,62 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		if len(runs) > 1 && len(hs) != len(runs) && warn != nil {
 			warn(fmt.Sprintf("%s is in %d of %d runs; merging what there is", name, len(hs), len(runs)))
 		}
-		h := hs[0]
-		if len(hs) > 1 {
-			m, err := history.Merge(hs...)
-			if err != nil {
-				return nil, fmt.Errorf("merge %s: %w", name, err)
-			}
-			h = m
-		}
-		if len(extra) > 0 {
-			saved.Extra = extra
-		}
-		if len(lostByID) > 0 {
-			saved.CountsLostByIdentity = lostByID
-		}
-		sr, err := Score(h, saved)
+		sr, err := scoreMerged(hs, saved, extra, lostByID, out)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
-		if out != nil {
-			if err := out.SaveHistory(h, saved); err != nil {
-				return nil, err
-			}
-		}
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// scoreMerged scores one scenario's histories merged (one is scored as it
+// is), with the runs' Extra figures and counts lost added up, and saves the
+// merge in out when set.
+func scoreMerged(hs []*history.History, saved Saved, extra, lostByID map[string]float64, out *RunDir) (report.Scenario, error) {
+	h := hs[0]
+	if len(hs) > 1 {
+		m, err := mergeHistories(hs)
+		if err != nil {
+			return report.Scenario{}, fmt.Errorf("merge: %w", err)
+		}
+		defer m.Close()
+		h = m
+	}
+	if len(extra) > 0 {
+		saved.Extra = extra
+	}
+	if len(lostByID) > 0 {
+		saved.CountsLostByIdentity = lostByID
+	}
+	sr, err := Score(h, saved)
+	if err != nil {
+		return report.Scenario{}, err
+	}
+	if out != nil {
+		if err := out.SaveHistory(h, saved); err != nil {
+			return report.Scenario{}, err
+		}
+	}
+	return sr, nil
+}
+
+// mergeHistories merges in memory while every input is there and the
+// merge fits what a run keeps in memory; otherwise (a soak run's history
+// read in place) it streams them into a merge that spills past
+// traffic.InMemory, so memory stays bounded whatever their length. The
+// merge must be closed.
+func mergeHistories(hs []*history.History) (*history.History, error) {
+	total, spilled := 0, false
+	for _, h := range hs {
+		total += h.Len()
+		spilled = spilled || h.Spilled()
+	}
+	if !spilled && total <= traffic.InMemory {
+		return history.Merge(hs...)
+	}
+	return history.MergeSpilled(history.SpillOptions{Keep: traffic.InMemory}, hs...)
 }
 
 // onlyRun is path when it is a run directory, else its only run directory

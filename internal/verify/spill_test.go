@@ -1,8 +1,11 @@
 package verify
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -160,5 +163,92 @@ func TestRenderReadsLongHistoriesInPlace(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("read in place\n%+v\nread whole\n%+v", got, want)
+	}
+}
+
+// TestMergeReadsLongHistoriesInPlace: two machines' saved runs, too long to
+// hold, are merged from their files read in place (streamed into a merge
+// that keeps record order per machine rather than sorting) to the very
+// report and saved history that merging them whole gives.
+func TestMergeReadsLongHistoriesInPlace(t *testing.T) {
+	t.Parallel()
+	limit := rate.Limit{Count: 20, Window: 100 * time.Millisecond}
+	th, err := threshold.Parse("ceiling <= 1.5 * limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Saved{Name: "soak", Algorithm: limiter.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	n := history.ChunkLen + 300
+	var dirs []string
+	for m, start := range []time.Time{t0, t0.Add(7 * time.Millisecond)} {
+		meta := history.Meta{Scenario: "soak", Start: start, Limit: limit, Identities: []string{"a", "b", "c"},
+			Gateways: []string{fmt.Sprintf("m%d-g0", m), fmt.Sprintf("m%d-g1", m)}, Segment: []string{"0:1/2", "1/2:1"}[m]}
+		h := history.New(meta, n)
+		rng := rand.New(rand.NewPCG(uint64(m), 16))
+		for i := range n {
+			h.Append(soakRecord(rng, i))
+		}
+		dir := &RunDir{Path: t.TempDir()}
+		if err := dir.SaveHistory(h, s); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := Score(h, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dir.WriteReport(&report.Report{Started: start, Scenarios: []report.Scenario{sc}}, []string{"json"}); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir.Path)
+	}
+	var whole, inPlace []*SavedRun
+	for _, d := range dirs {
+		w, err := ReadRunDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := openRunDir(d, history.ChunkLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if !p.History["soak"].Spilled() {
+			t.Fatal("the history was read whole")
+		}
+		whole, inPlace = append(whole, w), append(inPlace, p)
+	}
+	wantDir, gotDir := &RunDir{Path: t.TempDir()}, &RunDir{Path: t.TempDir()}
+	want, err := Rescore(whole, wantDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Rescore(inPlace, gotDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Scenarios[0].Metrics["requests"] != float64(2*n) || len(want.Scenarios[0].Outages) == 0 {
+		t.Fatalf("the merged report: %+v", want.Scenarios[0])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged in place\n%+v\nmerged whole\n%+v", got, want)
+	}
+	// The saved merges hold the same records, in another order.
+	records := func(d *RunDir) []history.Record {
+		h, err := history.OpenFile(filepath.Join(d.Path, HistoriesDir, "soak.rlh"), math.MaxInt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]history.Record, h.Len())
+		for i := range out {
+			out[i] = h.At(i)
+		}
+		slices.SortFunc(out, func(a, b history.Record) int {
+			return cmp.Or(cmp.Compare(a.Intended, b.Intended), cmp.Compare(a.Gateway, b.Gateway))
+		})
+		return out
+	}
+	if g, w := records(gotDir), records(wantDir); !slices.Equal(g, w) {
+		t.Errorf("saved merges differ: %d and %d records", len(g), len(w))
 	}
 }
