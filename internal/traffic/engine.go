@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -236,7 +237,10 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	hookCtx, cancelHooks := context.WithCancel(ctx)
 	var hooks sync.WaitGroup
 	var endedAt atomic.Int64 // offset at which the run's traffic ended
-	for _, hk := range o.Hooks {
+	// applied[k] is when hook k's fault was actually applied, and for how
+	// long: set by the hook's goroutine, read once every hook is done.
+	applied := make([]history.Fault, len(o.Hooks))
+	for k, hk := range o.Hooks {
 		if hk.Fn == nil || hk.At >= p.Duration {
 			continue
 		}
@@ -245,15 +249,21 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 			defer hooks.Done()
 			tm := time.NewTimer(hk.At - time.Since(e.start))
 			defer tm.Stop()
+			run := func() {
+				at := e.elapsed()
+				mark := func() { at = e.elapsed() }
+				hk.Fn(context.WithValue(hookCtx, appliedKey{}, mark))
+				applied[k] = history.Fault{At: max(at, time.Nanosecond), For: e.elapsed() - at}
+			}
 			select {
 			case <-tm.C:
-				hk.Fn(hookCtx)
+				run()
 			case <-hookCtx.Done():
 				// A starved goroutine may see both ready at once; a hook
 				// that was due before the run ended still runs (with the
 				// cancelled context, so it can do the least).
 				if ctx.Err() == nil && hk.At <= time.Duration(endedAt.Load()) {
-					hk.Fn(hookCtx)
+					run()
 				}
 			}
 		}()
@@ -338,6 +348,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		o.Progress(e.stats(true))
 	}
 
+	recordApplied(h.Meta.Faults, o.Hooks, applied)
 	h.Meta.Boundaries = e.boundaries
 	h.Meta.BoundarySpan = e.span
 	h.Meta.Rounds = e.rounds
@@ -347,6 +358,40 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 			time.Since(e.start).Round(time.Millisecond), p.Duration, err)
 	}
 	return h, nil
+}
+
+// appliedKey carries, in a hook's context, the function Applied calls.
+type appliedKey struct{}
+
+// Applied tells the run, from inside a hook, that its fault takes effect
+// now: a hook that prepares before acting (reading counters first) marks
+// the instant it acts, which becomes the fault's At. Outside a hook it does
+// nothing.
+func Applied(ctx context.Context) {
+	if mark, ok := ctx.Value(appliedKey{}).(func()); ok {
+		mark()
+	}
+}
+
+// recordApplied moves each fault a hook applied to when the hook actually
+// ran (applied, zero for one that never ran), and a held fault's end to
+// when the hook let it go. A fault's Meta entry is the hook's when their
+// action and planned offset agree.
+func recordApplied(faults []history.Fault, hooks []Hook, applied []history.Fault) {
+	for k, hk := range hooks {
+		a := applied[k]
+		if a.At == 0 {
+			continue
+		}
+		i := slices.IndexFunc(faults, func(f history.Fault) bool { return f.Action == hk.Name && f.At == hk.At })
+		if i < 0 {
+			continue
+		}
+		faults[i].At = a.At
+		if hk.Holds {
+			faults[i].For = a.For
+		}
+	}
 }
 
 func (e *engine) stats(done bool) Stats {

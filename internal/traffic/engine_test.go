@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -253,6 +254,51 @@ func TestHooksAndProgress(t *testing.T) {
 	if calls < 2 || !last.Done || last.Completed() != uint64(h.Len()) || last.Allowed != 20 || last.Planned != plan.Duration {
 		t.Fatalf("progress: %d calls, last %+v; want the final snapshot to match %d records", calls, last, h.Len())
 	}
+}
+
+// TestFaultsRecordWhenTheirHooksActed: a fault's At becomes when its hook
+// marked it applied (here 30ms after the hook began), and a held fault's
+// For how long the hook held it; a fault no hook matches, and one whose
+// hook never ran, keep their planned times.
+func TestFaultsRecordWhenTheirHooksActed(t *testing.T) {
+	t.Parallel()
+	planned := []history.Fault{
+		{At: 40 * time.Millisecond, For: 20 * time.Millisecond, Action: "redis-down"},
+		{At: 60 * time.Millisecond, Action: "redis-reset"},
+		{At: 70 * time.Millisecond, Action: "unhooked"},
+		{At: time.Hour, Action: "redis-latency", For: time.Second},
+	}
+	o := RunOptions{
+		Meta: history.Meta{Faults: slices.Clone(planned)},
+		Hooks: []Hook{
+			{At: 40 * time.Millisecond, Name: "redis-down", Holds: true, Fn: func(ctx context.Context) {
+				time.Sleep(30 * time.Millisecond) // preparing
+				Applied(ctx)
+				time.Sleep(50 * time.Millisecond) // held
+			}},
+			{At: 60 * time.Millisecond, Name: "redis-reset", Fn: func(ctx context.Context) { time.Sleep(10 * time.Millisecond) }},
+			{At: time.Hour, Name: "redis-latency", Holds: true, Fn: func(context.Context) {}},
+		},
+	}
+	plan := Plan{Rate: perSecond(100), Duration: 300 * time.Millisecond, MaxRequests: 1000}
+	h, err := Run(context.Background(), newInstant(1), plan, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := h.Meta.Faults
+	if len(f) != len(planned) {
+		t.Fatalf("faults %+v", f)
+	}
+	if down := f[0]; down.At < planned[0].At+30*time.Millisecond || down.For < 50*time.Millisecond {
+		t.Errorf("redis-down recorded at %v for %v; want at least 70ms, held at least 50ms", down.At, down.For)
+	}
+	if reset := f[1]; reset.At < planned[1].At || reset.For != 0 {
+		t.Errorf("redis-reset recorded at %v for %v; want from 60ms on, for 0 (its hook holds nothing)", reset.At, reset.For)
+	}
+	if f[2] != planned[2] || f[3] != planned[3] {
+		t.Errorf("unhooked %+v and never run %+v; want them as planned", f[2], f[3])
+	}
+	Applied(context.Background()) // outside a hook: nothing, no panic
 }
 
 func TestPlanValidation(t *testing.T) {

@@ -106,10 +106,18 @@ const (
 // Hook is an action run at an offset of the run's clock (fault injection:
 // failover, redis-down, ...). Fn runs on its own goroutine; its context is
 // cancelled when the run ends.
+//
+// A hook named like a fault of RunOptions.Meta.Faults (its Action) and due
+// at its offset applies that fault: the run records when Fn actually
+// started as the fault's At, since on a loaded machine a hook may start
+// late, and the figures must measure the fault as it was. When Holds is set,
+// Fn returns when the fault ends (it held the fault for its For), and the
+// fault's For becomes how long it actually held.
 type Hook struct {
-	At   time.Duration
-	Name string
-	Fn   func(ctx context.Context)
+	At    time.Duration
+	Name  string
+	Fn    func(ctx context.Context)
+	Holds bool
 }
 
 // Stats is a snapshot of a run in progress, for progress displays.

@@ -79,6 +79,10 @@ faults:
 max_error_rate: 1
 `, tc.redis, downAt, downFor, latAt, latFor, latency)))
 			h := out.History
+			// The windows the faults were actually applied in: a hook may
+			// start late on a loaded machine, and the run records when.
+			downAt, downFor := appliedFault(t, h, "redis-down")
+			latAt, latFor := appliedFault(t, h, "redis-latency")
 			policy := map[string]decision.By{"login": decision.ByFailClosed, "feed": decision.ByFailOpen}
 			// back is when, after the outage, the last request Redis did not
 			// decide was sent: every gateway's client had reached it again.
@@ -151,4 +155,16 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// appliedFault is when h's fault of action was applied, and for how long.
+func appliedFault(t *testing.T, h *history.History, action string) (at, hold time.Duration) {
+	t.Helper()
+	for _, f := range h.Meta.Faults {
+		if f.Action == action {
+			return f.At, f.For
+		}
+	}
+	t.Fatalf("no %s fault in %+v", action, h.Meta.Faults)
+	return 0, 0
 }

@@ -244,8 +244,8 @@ func (e *Faults) networkFaults(sc *scenario.Scenario, cfg *redisconn.Config) *re
 		if f.Action == scenario.FaultRedisLatency {
 			apply, undo = func() { sw.SetLatency(f.Latency) }, func() { sw.SetLatency(0) }
 		}
-		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
-			fault.Hold(ctx, f.For, apply, undo)
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: f.For > 0, Fn: func(ctx context.Context) {
+			fault.Hold(ctx, f.For, func() { traffic.Applied(ctx); apply() }, undo)
 		}})
 	}
 	if sw == nil {

@@ -204,6 +204,7 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		b, closeB := before()
 		had, err := counters(ctx, b, pattern, zset)
 		closeB()
+		traffic.Applied(ctx)
 		failover(ctx)
 		if err != nil {
 			return
