@@ -453,6 +453,9 @@ func (e *engine) capacity() int {
 	case p.Pattern == PatternRace:
 		n = float64(int64(p.Rounds*p.Identities) * (p.Limit.Count - 1 + int64(len(e.t.Gateways()))))
 	}
+	if p.Model != ModelClosed {
+		n *= e.share.fraction(p.Segment, len(e.names))
+	}
 	n = math.Min(n+64, float64(p.MaxRequests))
 	return int(math.Min(n, 1<<24))
 }

@@ -164,6 +164,21 @@ type share struct {
 	maxRequests int64
 }
 
+// fraction is about how much of the plan's requests the process sends:
+// its block of the names, or its stripe of every identity's requests.
+func (sh share) fraction(seg Segment, names int) float64 {
+	switch {
+	case sh.whole:
+		return 1
+	case sh.byRequests:
+		f, _ := new(big.Rat).Sub(seg.To, seg.From).Float64()
+		return f
+	case names > 0:
+		return float64(sh.hi-sh.lo) / float64(names)
+	}
+	return 1
+}
+
 // shareOf works out p's share for a process whose plan has the given
 // names (identities, or race's round identities); an error when the
 // segment would get nothing of it.

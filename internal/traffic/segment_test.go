@@ -335,3 +335,40 @@ func TestStartAt(t *testing.T) {
 		}
 	})
 }
+
+// TestSegmentReservesItsShare: a segment reserves history for its share
+// of the plan's requests, not for the whole plan (10,000 requests here);
+// the closed model reserves the same modest start either way.
+func TestSegmentReservesItsShare(t *testing.T) {
+	t.Parallel()
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, tc := range []struct {
+		seg  string
+		by   string
+		want int
+	}{
+		{"0:1", "", 10_064},
+		{"1/4", "", 2_564}, // 2 of the 8 identities
+		{"0:3/8", "", 3_814},
+		{"1/4", SegmentByRequests, 2_564},
+	} {
+		seg, err := ParseSegment(tc.seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Plan{Pattern: PatternConstant, Model: ModelOpen, Rate: perSecond(1000), Duration: 10 * time.Second, MaxRequests: 1_000_000, Identities: len(names), Segment: seg, SegmentBy: tc.by}
+		sh, err := shareOf(p, len(names))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &engine{p: p, share: sh, names: names}
+		if got := e.capacity(); got != tc.want {
+			t.Errorf("segment %s %s: reserves %d records, want %d", tc.seg, tc.by, got, tc.want)
+		}
+		p.Model, p.Concurrency = ModelClosed, 4
+		e.p = p
+		if got := e.capacity(); got != 1<<16+64 {
+			t.Errorf("closed model, segment %s: reserves %d, want %d", tc.seg, got, 1<<16+64)
+		}
+	}
+}
