@@ -43,10 +43,11 @@ OFFLINE := GOPROXY=off
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/analysis ./internal/redisconn \
 	./internal/keyspace ./internal/limiter ./internal/report
 test: deps-test
-	$(OFFLINE) $(GO) vet ./...
+	$(OFFLINE) $(GO) vet -race ./... # -race: it compiles what the race tests below reuse
 	$(OFFLINE) GOOS=darwin $(GO) vet ./... # rlctl and its tests build on macOS too
 	$(OFFLINE) GOOS=windows $(GO) vet ./... # and on Windows (built, not tested there)
 	$(OFFLINE) $(GO) list -race -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
+	$(OFFLINE) $(GO) list -test -export -deps ./internal/analysis >/dev/null # its soak child runs without -race
 	$(OFFLINE) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$')) ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
