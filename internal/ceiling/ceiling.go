@@ -160,14 +160,20 @@ func Of(design string, p Params) (Theory, error) {
 			t.Clock = "each gateway's own clock (skewed)"
 		}
 	case limiter.RedisTokenBucket:
-		t.Aligned = C + L - 1 + skewRefill
+		t.Aligned = C + L - 1
 		t.Ceiling = t.Aligned
 		t.Why = fmt.Sprintf("one shared bucket: capacity %g plus the L−1 whole tokens refilled within W; that is its envelope, not a leak", C)
 		if skewRefill > 0 {
-			t.Why += fmt.Sprintf("; gateway clocks %s apart refill up to %.1f extra", p.Skew, skewRefill)
+			// The script stores each caller's stamp as the last refill,
+			// even one behind the stored stamp: a gateway behind sets it
+			// back, and the next one ahead refills that time again.
+			t.Aligned += skewRefill
+			t.Ceiling = t.Aligned
+			t.Bounded = false
+			t.Why = fmt.Sprintf("one shared bucket, refilled by each gateway's clock: with clocks %s apart, every time a gateway that runs ahead follows one that runs behind, the bucket refills up to %s of tokens (%.1f) that nobody waited for, so the ceiling grows with how often they alternate, up to the offered rate; at least capacity %g plus the L−1 tokens refilled within W plus %.1f", p.Skew, p.Skew, skewRefill/2, C, skewRefill)
 		}
 		t.Atomic = "yes: one Lua script"
-		t.Clock = "the caller's clock (clock: gateway) or Redis TIME (clock: redis)"
+		t.Clock = "the caller's clock (clock: gateway) or Redis TIME (clock: redis); with gateway clocks a request stamped before another but run after it sets the last refill back, and that gap is refilled twice"
 	case limiter.RedisSlidingWindow:
 		t.Aligned = L
 		t.Ceiling = 2*L - 1

@@ -1,12 +1,14 @@
 package ceiling
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
 )
 
 func TestTheoryKnownCeilings(t *testing.T) {
@@ -161,5 +163,57 @@ func TestEnvelope(t *testing.T) {
 		if burst != tt.burst || perSecond != 10 {
 			t.Errorf("%q %+v: envelope (%g, %g/s), want (%g, 10/s)", tt.design, tt.p, burst, perSecond, tt.burst)
 		}
+	}
+}
+
+// TestSkewedTokenBucketIsUnbounded runs redis-token-bucket on a real Redis
+// with two gateways whose clocks are 50s apart (10 per 100s: 5 tokens of
+// refill), alternating without any time passing: each time the gateway
+// ahead follows the one behind, the bucket refills again. Far more than the
+// theory's lower bound get through in no time at all, so the theory must
+// call the design unbounded; without skew its bound holds.
+func TestSkewedTokenBucketIsUnbounded(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	l := rate.Limit{Count: 10, Window: 100 * time.Second}
+	base := time.Now()
+	const skew = 50 * time.Second
+	cfg := limiter.Config{Algorithm: limiter.RedisTokenBucket, Limit: l, Clock: limiter.ClockGateway, Prefix: "skew:"}
+	behind, err := limiter.New(cfg, client, func() time.Time { return base })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := limiter.New(cfg, client, func() time.Time { return base.Add(skew) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admitted := 0
+	for i := range 60 {
+		g := behind
+		if i%2 == 1 {
+			g = ahead
+		}
+		d, err := g.Allow(ctx, "u", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	th, err := Of(limiter.RedisTokenBucket, Params{Limit: l, Gateways: 2, Skew: skew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(admitted) <= th.Ceiling {
+		t.Fatalf("%d admitted in no time, not above the theory's %g: the test shows nothing", admitted, th.Ceiling)
+	}
+	if th.Bounded {
+		t.Errorf("%d admitted in no time with clocks %s apart, beyond the theory's bound %g: it must say unbounded", admitted, skew, th.Ceiling)
+	}
+	if one, _ := Of(limiter.RedisTokenBucket, Params{Limit: l, Gateways: 2}); !one.Bounded || one.Ceiling != 19 {
+		t.Errorf("without skew: %+v, want bounded at capacity 10 + 9", one)
 	}
 }

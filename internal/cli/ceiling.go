@@ -172,8 +172,12 @@ func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *mea
 	fmt.Fprintf(w, "1. Is every check-and-increment one atomic operation?  %s\n", t.Atomic)
 	fmt.Fprintf(w, "2. Whose clock decides the window?                    %s\n", t.Clock)
 	fmt.Fprintf(w, "3. What happens when Redis is unreachable?            %s\n", t.OnError)
-	fmt.Fprintf(w, "4. What is the actual ceiling?                        %g in any window of %s (%.2f× the published %d)\n",
-		t.Ceiling, opts.Limit.Window, t.Ratio, opts.Limit.Count)
+	least := ""
+	if !t.Bounded {
+		least = "unbounded: at least "
+	}
+	fmt.Fprintf(w, "4. What is the actual ceiling?                        %s%g in any window of %s (%.2f× the published %d)\n",
+		least, t.Ceiling, opts.Limit.Window, t.Ratio, opts.Limit.Count)
 	if m != nil {
 		printMeasured(w, opts, t, m)
 	}
@@ -182,9 +186,13 @@ func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *mea
 // printMeasured never gives a measured figure without the span it covers.
 func printMeasured(w io.Writer, opts *ceilingOptions, t ceiling.Theory, m *measure.Result) {
 	L := opts.Limit.Count
+	allows := "the theory allows at most"
+	if !t.Bounded {
+		allows = "the theory has no bound for this design; its least worst case is"
+	}
 	if m.FullWindow {
-		fmt.Fprintf(w, "\nMeasured (%s traffic over %s, at least one whole %s window): ceiling %g (upper bound %g) in any window of %s, %.2f× the published %d; the theory allows at most %g.\n",
-			m.Pattern, m.Span, opts.Limit.Window, m.Ceiling, m.CeilingUpper, opts.Limit.Window, m.Ratio, L, m.Theory)
+		fmt.Fprintf(w, "\nMeasured (%s traffic over %s, at least one whole %s window): ceiling %g (upper bound %g) in any window of %s, %.2f× the published %d; %s %g.\n",
+			m.Pattern, m.Span, opts.Limit.Window, m.Ceiling, m.CeilingUpper, opts.Limit.Window, m.Ratio, L, allows, m.Theory)
 	} else {
 		fmt.Fprintf(w, "\nMeasured over %s only, shorter than the %s window (%s traffic): %g admitted (upper bound %g) in that span, %.2f× the published %d. In a span of %s the theory allows at most %g (%g in a whole window); this is not the ceiling itself: measure at least %s for that.\n",
 			m.Span, opts.Limit.Window, m.Pattern, m.Ceiling, m.CeilingUpper, m.Ratio, L, m.Span, m.Theory, t.Ceiling, measure.DefaultDuration(opts.Limit.Window))
