@@ -67,12 +67,12 @@ func (e *Faults) RecordElections(h *history.History) []string {
 		f.Stopped, f.Answered = offset(el.stopped), offset(el.answered)
 		f.Shard = el.shard
 		if el.lagErr != nil {
-			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At, el.lagErr))
+			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At.Round(time.Millisecond), el.lagErr))
 		}
 		if el.err != nil {
-			notes = append(notes, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At, el.err))
+			notes = append(notes, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At.Round(time.Millisecond), el.err))
 		} else if f.Answered == 0 {
-			notes = append(notes, fmt.Sprintf("%s at %s: no new primary took a write before the run ended", f.Action, f.At))
+			notes = append(notes, fmt.Sprintf("%s at %s: no new primary took a write before the run ended", f.Action, f.At.Round(time.Millisecond)))
 		}
 		el.mu.Unlock()
 	}
