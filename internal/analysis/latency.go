@@ -191,9 +191,3 @@ var curvePercentiles = func() []float64 {
 	}
 	return out
 }()
-
-// PercentileCurve samples h at log-spaced percentiles from 0 to 99.99.
-func PercentileCurve(h *hdrhistogram.Histogram) []PercentilePoint {
-	_, c := latency(h, true)
-	return c
-}
