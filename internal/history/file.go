@@ -84,6 +84,7 @@ type fileMeta struct {
 type fileFault struct {
 	At       int64  `json:"at_ns"`
 	For      int64  `json:"for_ns"`
+	Planned  int64  `json:"planned_ns,omitempty"`
 	Action   string `json:"action"`
 	Stopped  int64  `json:"stopped_ns,omitempty"`
 	Answered int64  `json:"answered_ns,omitempty"`
@@ -106,7 +107,7 @@ func toFileMeta(m Meta) fileMeta {
 		fm.Boundaries = append(fm.Boundaries, int64(b))
 	}
 	for _, f := range m.Faults {
-		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Action: f.Action,
+		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Planned: int64(f.Planned), Action: f.Action,
 			Stopped: int64(f.Stopped), Answered: int64(f.Answered), Shard: f.Shard})
 	}
 	return fm
@@ -128,7 +129,7 @@ func (fm fileMeta) meta() Meta {
 		m.Boundaries = append(m.Boundaries, time.Duration(b))
 	}
 	for _, f := range fm.Faults {
-		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Action: f.Action,
+		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Planned: time.Duration(f.Planned), Action: f.Action,
 			Stopped: time.Duration(f.Stopped), Answered: time.Duration(f.Answered), Shard: f.Shard})
 	}
 	return m

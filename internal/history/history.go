@@ -49,9 +49,15 @@ type Record struct {
 
 // Fault is a fault the run injected, for the after-fault measures.
 type Fault struct {
-	At     time.Duration
-	For    time.Duration
-	Action string
+	// At and For are when the fault was applied and how long it held, as
+	// the run recorded them (see traffic.Hook); Planned is the scenario's
+	// offset for it, which a hook starting late may be some milliseconds
+	// before At. Planned names the fault: machines running one scenario
+	// share it, and a merge keeps it as the scenario says (not moved onto
+	// the merge's time line).
+	At, For time.Duration
+	Planned time.Duration
+	Action  string
 	// Stopped and Answered, for a real failover, are when the old primary
 	// first refused or failed a write and when the new one first took one:
 	// between them lies the election. Zero when not observed.

@@ -239,19 +239,22 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 	return out, srcs, nil
 }
 
-// joinFaults sorts faults by At and joins those of one action (and shard)
-// whose spans meet: each machine applies a scenario's fault itself, at
-// its own instant (see traffic.Hook), so one planned fault arrives as
-// several a few milliseconds apart. The join spans them all; its election
-// runs from the earliest stop seen to the latest answer.
+// joinFaults sorts faults by At and joins those that are one fault of the
+// scenario (same action, shard and planned offset) applied by each machine
+// itself, at its own instant (see traffic.Hook): their spans overlap, or
+// they lie within joinSlack of each other. The join spans them all; its
+// election runs from the earliest stop seen to the latest answer.
 func joinFaults(fs []Fault) []Fault {
 	slices.SortStableFunc(fs, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
 	var out []Fault
 	for _, f := range fs {
 		if n := len(out); n > 0 {
 			p := &out[n-1]
-			if p.Action == f.Action && p.Shard == f.Shard && f.At <= p.At+p.For {
-				p.For = max(p.At+p.For, f.At+f.For) - p.At
+			same := p.Action == f.Action && p.Shard == f.Shard && p.Planned == f.Planned
+			if same && (f.At <= p.At+p.For || f.At-p.At <= joinSlack) {
+				if p.For > 0 || f.For > 0 {
+					p.For = max(p.At+p.For, f.At+f.For) - p.At
+				} // an instant (a failover) stays one, at the earliest
 				if f.Stopped != 0 && (p.Stopped == 0 || f.Stopped < p.Stopped) {
 					p.Stopped = f.Stopped
 				}
@@ -263,6 +266,11 @@ func joinFaults(fs []Fault) []Fault {
 	}
 	return out
 }
+
+// joinSlack is how far apart machines that share a start (verify
+// --start-at) may apply one planned fault: a hook starts late by what the
+// machine's load delays it, seen up to a quarter of a second.
+const joinSlack = time.Second
 
 // names is an ordered set of names.
 type names struct {

@@ -372,31 +372,47 @@ func TestMergeSpilledEqualsMerge(t *testing.T) {
 }
 
 // TestMergeJoinsOneFaultAppliedOnEachMachine: each machine applies a
-// planned fault itself, a few milliseconds apart; the merge shows one
-// fault spanning both, while another action, or one later, stays apart.
+// planned fault itself, a few milliseconds apart; the merge shows one fault
+// spanning both (an instant stays an instant, at the earliest), while
+// another action, another planned fault of the same action, or one far
+// later stays apart. The planned offset survives the file.
 func TestMergeJoinsOneFaultAppliedOnEachMachine(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	meta := Meta{Scenario: "s", Start: t0, Limit: rate.Limit{Count: 1, Window: time.Second}}
 	a, b := meta, meta
+	ms := time.Millisecond
 	a.Faults = []Fault{
-		{At: time.Second + 2*time.Millisecond, For: time.Second, Action: "redis-down"},
-		{At: 3 * time.Second, For: 0, Action: "redis-reset"},
+		{At: time.Second + 2*ms, For: time.Second, Planned: time.Second, Action: "redis-down"},
+		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3010 * ms, Answered: 3500 * ms},
+		{At: 6 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
 	b.Faults = []Fault{
-		{At: time.Second + 5*time.Millisecond, For: time.Second + time.Millisecond, Action: "redis-down"},
-		{At: time.Second + 5*time.Millisecond, For: time.Second, Action: "redis-latency"},
-		{At: 4 * time.Second, For: time.Second, Action: "redis-down"},
+		{At: time.Second + 5*ms, For: time.Second + ms, Planned: time.Second, Action: "redis-down"},
+		{At: time.Second + 5*ms, For: time.Second, Planned: time.Second, Action: "redis-latency"},
+		{At: 3*time.Second + 240*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms},
+		{At: 3*time.Second + 300*ms, Planned: 3300 * ms, Action: "failover"},
+		{At: 9 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
-	m, err := Merge(New(a, 0), New(b, 0))
+	var buf bytes.Buffer
+	if _, err := New(b, 0).WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(&buf)
+	if err != nil || !slices.Equal(back.Meta.Faults, b.Faults) {
+		t.Fatalf("faults read back %+v, %v; want %+v", back.Meta.Faults, err, b.Faults)
+	}
+	m, err := Merge(New(a, 0), back)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Fault{
-		{At: time.Second + 2*time.Millisecond, For: time.Second + 4*time.Millisecond, Action: "redis-down"},
-		{At: time.Second + 5*time.Millisecond, For: time.Second, Action: "redis-latency"},
-		{At: 3 * time.Second, Action: "redis-reset"},
-		{At: 4 * time.Second, For: time.Second, Action: "redis-down"},
+		{At: time.Second + 2*ms, For: time.Second + 4*ms, Planned: time.Second, Action: "redis-down"},
+		{At: time.Second + 5*ms, For: time.Second, Planned: time.Second, Action: "redis-latency"},
+		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms},
+		{At: 3*time.Second + 300*ms, Planned: 3300 * ms, Action: "failover"},
+		{At: 6 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
+		{At: 9 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
 	if !slices.Equal(m.Meta.Faults, want) {
 		t.Errorf("merged faults\n %+v\nwant\n %+v", m.Meta.Faults, want)

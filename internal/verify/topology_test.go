@@ -103,10 +103,15 @@ max_error_rate: 1
 				}
 				return
 			}
-			to := f.At + tc.lossTo
-			window := admittedBetween(h, f.At+tc.lossFrom, to)
+			// The fault's At is when it was applied; a replica_lag began
+			// at its own planned offset, lag before the fault's.
+			from, to := f.At+tc.lossFrom, f.At+tc.lossTo
+			if tc.lag > 0 {
+				from = f.Planned + tc.lossFrom
+			}
+			window := admittedBetween(h, from, to)
 			if lost > window {
-				t.Errorf("the promoted node lacks %d counts, but only %d were admitted between %v and %v, where this failover loses them", lost, window, f.At+tc.lossFrom, to)
+				t.Errorf("the promoted node lacks %d counts, but only %d were admitted between %v and %v, where this failover loses them", lost, window, from, to)
 			}
 			if tc.lag > 0 {
 				// The lag itself: what was admitted in it, short of its

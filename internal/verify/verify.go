@@ -121,7 +121,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
 	for _, f := range sc.Faults {
-		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Action: f.Action})
+		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Planned: f.At, Action: f.Action})
 	}
 	var errs errorSample
 	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
