@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -63,7 +64,14 @@ traffic:
 				if lo > th.Ceiling {
 					t.Errorf("%s: measured ceiling %g (upper %g) above the theory's %g: %s", pattern, lo, hi, th.Ceiling, th.Why)
 				}
-				if hi < float64(l.Count) {
+				// The refresh design's boundary run may not reach L: the
+				// pattern learns the window from a first request, and the
+				// burst timed from it lands up to a whole window later,
+				// while every request pushes the expiry on (the lockout
+				// its theory names), so the first request and the burst's
+				// admissions can fall in no one window.
+				lockout := pattern == "boundary" && th.Design == limiter.RedisFixedWindowRefresh
+				if hi < float64(l.Count) && !lockout {
 					t.Errorf("%s: overloaded, yet at most %g admitted in any window; L = %d", pattern, hi, l.Count)
 				}
 				t.Logf("%s: measured [%g, %g], theory %g (aligned %g)", pattern, lo, hi, th.Ceiling, th.Aligned)
