@@ -81,7 +81,7 @@ func TestHTTPTargetThatNeverAnswersIsUnreachable(t *testing.T) {
 	}{
 		{"closed port", closedURL, "connection refused"},
 		{"not http", "http://" + notHTTP.Addr().String() + "/", "malformed HTTP"},
-		{"silent", "http://" + silent.Addr().String() + "/", "Timeout"},
+		{"silent", "http://" + silent.Addr().String() + "/", "timeout awaiting response headers"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()

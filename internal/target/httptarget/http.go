@@ -361,17 +361,29 @@ func (t *httpTarget) netRequest(ctx context.Context, g *httpGateway, id string) 
 // gateway, apart from every identity of the run.
 const ProbeID = "rlctl-probe"
 
+// ProbeConnectTimeout is the least time the probe gives a connection to
+// open (TCP and TLS handshake): the first handshake of a run on a loaded
+// machine, or a gateway that has just started, may take longer than the
+// scenario's request timeout without the target being unreachable.
+const ProbeConnectTimeout = 2 * time.Second
+
 // Probe sends one request to every gateway, as identity ProbeID from
-// ProbeSource (else the machine's default address), and requires an HTTP answer (any status) from
-// each within the target's timeout: a closed port, a server that speaks
-// something else or a black hole is found before the run's clock starts,
-// instead of being measured as a run with nothing admitted.
+// ProbeSource (else the machine's default address), and requires an HTTP
+// answer (any status) from each: the connection must open within
+// ProbeConnectTimeout (or the target's timeout when longer), and the
+// answer come within the target's timeout once the request is sent. A
+// closed port, a server that speaks something else, a silent one or a
+// black hole is found before the run's clock starts, instead of being
+// measured as a run with nothing admitted.
 func (t *httpTarget) Probe(ctx context.Context) error {
-	dialer := &net.Dialer{Timeout: t.timeout}
+	connect := max(t.timeout, ProbeConnectTimeout)
+	dialer := &net.Dialer{Timeout: connect}
 	if t.probeSrc.IsValid() {
 		dialer.LocalAddr = &net.TCPAddr{IP: t.probeSrc.AsSlice(), Zone: t.probeSrc.Zone()}
 	}
-	nc := newNetClient(dialer, t.tlsConf, t.timeout, 1, len(t.gws))
+	nc := newNetClient(dialer, t.tlsConf, connect, 1, len(t.gws))
+	nc.transport.ResponseHeaderTimeout = t.timeout
+	nc.client.Timeout = connect + t.timeout
 	defer nc.transport.CloseIdleConnections()
 	errs := make([]error, len(t.gws))
 	var wg sync.WaitGroup
