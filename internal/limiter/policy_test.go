@@ -48,6 +48,13 @@ func TestPolicyWhenRedisFails(t *testing.T) {
 				if HonorsContext(redis.NewClient(&redis.Options{ContextTimeoutEnabled: honoured})) != honoured {
 					t.Fatal("HonorsContext does not read ContextTimeoutEnabled")
 				}
+				// The local fallback counts in windows aligned to the
+				// clock (here each minute): three requests that straddled
+				// a boundary would find a fresh window. They take at most
+				// 3 × (timeout + margin); start clear of the next boundary.
+				if next := time.Until(time.Now().Truncate(limit.Window).Add(limit.Window)); next < 3*(timeout+margin) {
+					time.Sleep(next + 10*time.Millisecond)
+				}
 				pause := 1500 * time.Millisecond
 				faultAt := time.Now()
 				switch fault {
