@@ -3,6 +3,7 @@ package analysis
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/rlctl/rlctl/internal/decision"
@@ -129,24 +130,26 @@ func (a *analyzer) shardFigures(res *Result, recs []sentRec) {
 // endpointFigures gives each endpoint its own failover figures
 // (Result.PerEndpoint, see partFigures).
 func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
-	names := slices.Clone(a.h.Meta.Endpoints)
-	grow := func(ep int) {
-		for len(names) <= ep {
-			names = append(names, fmt.Sprintf("#%d", len(names)))
-		}
-	}
-	for _, x := range recs {
-		grow(int(x.ep))
-	}
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
-		for i := range h.Len() {
-			if h.By(i) == decision.ByFailoverDeny {
-				grow(int(h.Endpoint(i)))
-			}
-		}
-	})
-	ms := a.partFigures(recs, len(names), func(x sentRec) int { return int(x.ep) },
+	// Every endpoint index a record can hold gets its part, so one pass
+	// serves; past Meta's endpoints, those up to the last one that had an
+	// undecided or failover-deny answer are listed too, by number.
+	const parts = math.MaxUint8 + 1
+	ms := a.partFigures(recs, parts, func(x sentRec) int { return int(x.ep) },
 		func(h *history.History, i int) int { return int(h.Endpoint(i)) })
+	n := len(a.h.Meta.Endpoints)
+	for _, x := range recs {
+		n = max(n, int(x.ep)+1)
+	}
+	for ep := parts - 1; ep >= n; ep-- {
+		if ms[ep].Metrics[metric.FailoverDenied] > 0 {
+			n = ep + 1
+			break
+		}
+	}
+	names := slices.Clone(a.h.Meta.Endpoints)
+	for len(names) < n {
+		names = append(names, fmt.Sprintf("#%d", len(names)))
+	}
 	if ceilings := a.endpointAfterFault(len(names)); ceilings != nil {
 		for ep, c := range ceilings {
 			ms[ep].Metrics[metric.AfterFaultCeiling] = float64(c)

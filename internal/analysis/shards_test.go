@@ -233,3 +233,24 @@ func TestEndpointAfterFaultCeilingAgreesWithTheRun(t *testing.T) {
 		}
 	}
 }
+
+// Endpoints past Meta's are listed by number up to the last one that had
+// an undecided or a failover-deny answer, and no further.
+func TestEndpointFiguresPastMeta(t *testing.T) {
+	t.Parallel()
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 2, Window: time.Second}, Identities: []string{"a"}, Endpoints: []string{"login"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover"}}}, 0)
+	deny := by(1100*msec, 1101*msec, decision.Denied, decision.ByFailoverDeny)
+	deny.Endpoint = 3
+	h.Append(deny)
+	ok := by(1200*msec, 1201*msec, decision.Allowed, decision.ByRedis)
+	ok.Endpoint = 5 // decided by Redis: no failover answer
+	h.Append(ok)
+	var names []string
+	for _, e := range Analyze(h, Options{}).PerEndpoint {
+		names = append(names, e.Endpoint)
+	}
+	if want := []string{"login", "#1", "#2", "#3"}; !slices.Equal(names, want) {
+		t.Errorf("endpoints %v, want %v", names, want)
+	}
+}
