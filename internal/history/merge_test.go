@@ -341,19 +341,7 @@ func TestMergeSpilledEqualsMerge(t *testing.T) {
 	if !reflect.DeepEqual(got.Meta, want.Meta) {
 		t.Errorf("meta:\n got %+v\nwant %+v", got.Meta, want.Meta)
 	}
-	all := func(h *History) []Record {
-		var out []Record
-		if err := h.Chunks(func(c *History) error {
-			for i := range c.Len() {
-				out = append(out, c.At(i))
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	g, w := all(got), all(want)
+	g, w := chunkRecords(t, got), chunkRecords(t, want)
 	if len(g) != len(w) {
 		t.Fatalf("merged %d records, want %d", len(g), len(w))
 	}

@@ -67,11 +67,7 @@ func TestScoreOfSpilledHistory(t *testing.T) {
 	if !sp.Spilled() {
 		t.Fatal("the history did not spill")
 	}
-	th, err := threshold.Parse("ceiling <= 1.5 * limit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Saved{Name: "soak", Algorithm: limiter.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
+	s := soakSaved(t, limit)
 	want, err := Score(mem, s)
 	if err != nil {
 		t.Fatal(err)
@@ -109,27 +105,13 @@ func TestRenderReadsLongHistoriesInPlace(t *testing.T) {
 		}
 		h.Append(r)
 	}
-	th, err := threshold.Parse("ceiling <= 1.5 * limit")
+	s := soakSaved(t, limit)
+	dir := saveRun(t, h, s)
+	whole, err := ReadRunDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Saved{Name: "soak", Algorithm: limiter.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
-	dir := &RunDir{Path: t.TempDir()}
-	if err := dir.SaveHistory(h, s); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := Score(h, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dir.WriteReport(&report.Report{Scenarios: []report.Scenario{sc}}, []string{"json"}); err != nil {
-		t.Fatal(err)
-	}
-	whole, err := ReadRunDir(dir.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inPlace, err := openRunDir(dir.Path, history.ChunkLen)
+	inPlace, err := openRunDir(dir, history.ChunkLen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +155,7 @@ func TestRenderReadsLongHistoriesInPlace(t *testing.T) {
 func TestMergeReadsLongHistoriesInPlace(t *testing.T) {
 	t.Parallel()
 	limit := rate.Limit{Count: 20, Window: 100 * time.Millisecond}
-	th, err := threshold.Parse("ceiling <= 1.5 * limit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := Saved{Name: "soak", Algorithm: limiter.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
+	s := soakSaved(t, limit)
 	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	n := history.ChunkLen + 300
 	var dirs []string
@@ -189,18 +167,7 @@ func TestMergeReadsLongHistoriesInPlace(t *testing.T) {
 		for i := range n {
 			h.Append(soakRecord(rng, i))
 		}
-		dir := &RunDir{Path: t.TempDir()}
-		if err := dir.SaveHistory(h, s); err != nil {
-			t.Fatal(err)
-		}
-		sc, err := Score(h, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := dir.WriteReport(&report.Report{Started: start, Scenarios: []report.Scenario{sc}}, []string{"json"}); err != nil {
-			t.Fatal(err)
-		}
-		dirs = append(dirs, dir.Path)
+		dirs = append(dirs, saveRun(t, h, s))
 	}
 	var whole, inPlace []*SavedRun
 	for _, d := range dirs {
@@ -251,4 +218,33 @@ func TestMergeReadsLongHistoriesInPlace(t *testing.T) {
 	if g, w := records(gotDir), records(wantDir); !slices.Equal(g, w) {
 		t.Errorf("saved merges differ: %d and %d records", len(g), len(w))
 	}
+}
+
+// soakSaved is how the soak tests score a history: the Lua fixed window at
+// limit, held to 1.5 × limit.
+func soakSaved(t *testing.T, limit rate.Limit) Saved {
+	t.Helper()
+	th, err := threshold.Parse("ceiling <= 1.5 * limit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Saved{Name: "soak", Algorithm: limiter.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
+}
+
+// saveRun saves h, scored with s, as a run directory of its own (history
+// and report.json) and returns its path.
+func saveRun(t *testing.T, h *history.History, s Saved) string {
+	t.Helper()
+	dir := &RunDir{Path: t.TempDir()}
+	if err := dir.SaveHistory(h, s); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Score(h, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.WriteReport(&report.Report{Started: h.Meta.Start, Scenarios: []report.Scenario{sc}}, []string{"json"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir.Path
 }
