@@ -248,3 +248,42 @@ func saveRun(t *testing.T, h *history.History, s Saved) string {
 	}
 	return dir.Path
 }
+
+// TestMergeOfRunsNothingAnsweredIsNoPass: two machines' soak runs in which
+// no request was answered, merged from their files read in place, are an
+// error, never a PASS, however lenient the threshold.
+func TestMergeOfRunsNothingAnsweredIsNoPass(t *testing.T) {
+	t.Parallel()
+	limit := rate.Limit{Count: 20, Window: 100 * time.Millisecond}
+	s := soakSaved(t, limit)
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	n := history.ChunkLen + 300
+	var runs []*SavedRun
+	for m := range 2 {
+		h := history.New(history.Meta{Scenario: "soak", Start: t0, Limit: limit, Identities: []string{"a"}, Gateways: []string{fmt.Sprintf("m%d", m)}}, n)
+		for i := range n {
+			at := time.Duration(i) * 200 * time.Microsecond
+			h.Append(history.Record{Intended: at, Sent: at, Received: at + time.Millisecond, Decided: history.NoTime, RetryAfter: history.NoTime,
+				Round: history.NoRound, Outcome: decision.Error, By: decision.ByUnanswered})
+		}
+		rd, err := openRunDir(saveRun(t, h, s), history.ChunkLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		if !rd.History["soak"].Spilled() {
+			t.Fatal("the history was read whole")
+		}
+		runs = append(runs, rd)
+	}
+	rep, err := Rescore(runs, &RunDir{Path: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := rep.Scenarios[0]; sc.Status != report.StatusError || sc.Metrics["requests"] != float64(2*n) {
+		t.Fatalf("merged runs with nothing answered: status %s, %g requests; want an error over %d", sc.Status, sc.Metrics["requests"], 2*n)
+	}
+	if ExitCode(rep) == 0 {
+		t.Error("the merged report exits 0")
+	}
+}
