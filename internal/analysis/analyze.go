@@ -495,11 +495,45 @@ func (a *analyzer) denseGateway(v uint16) uint16 {
 }
 
 func (a *analyzer) identity(c *history.History, i int) uint32 {
-	v := c.Identity(i)
+	return a.denseIdentity(c.Identity(i))
+}
+
+func (a *analyzer) denseIdentity(v uint32) uint32 {
 	if a.idMap != nil && int(v) >= a.idNamed {
 		return a.idMap[v]
 	}
 	return v
+}
+
+// countDrops counts the dropped requests tallied without a record (see
+// history.Drops) as scanLatency and scanIdentities count those with one:
+// in their identity's and gateway's outcomes, and in the run's span.
+func (a *analyzer) countDrops() {
+	d := &a.h.Meta.Drops
+	for k, c := range d.Identity {
+		if c > 0 {
+			a.idState[a.denseIdentity(uint32(k))].counts[decision.Dropped] += c
+		}
+	}
+	for g, c := range d.Gateway {
+		if c > 0 {
+			a.gwState[a.denseGateway(uint16(g))].counts[decision.Dropped] += c
+		}
+	}
+	if n := len(d.Slices); n > 0 {
+		a.start = min(a.start, clampTime(int64(d.Slices[0].From)))
+		a.end = max(a.end, clampTime(int64(d.Slices[n-1].To)))
+	}
+}
+
+// lastCounted is the highest index with a non-zero count, -1 when none.
+func lastCounted(counts []int64) int {
+	for k := len(counts) - 1; k >= 0; k-- {
+		if counts[k] != 0 {
+			return k
+		}
+	}
+	return -1
 }
 
 // densify gives the unnamed indices (at or beyond len(names)) that a
@@ -541,6 +575,10 @@ func (a *analyzer) scan() error {
 	if err != nil {
 		return err
 	}
+	// Dropped requests tallied without a record count like records.
+	drops := &h.Meta.Drops
+	maxID = max(maxID, lastCounted(drops.Identity))
+	maxGW = max(maxGW, lastCounted(drops.Gateway))
 	sparseID := maxID >= len(a.idNames)+a.n
 	sparseGW := maxGW >= len(a.gwNames)+a.n
 	if sparseID || sparseGW {
@@ -568,6 +606,16 @@ func (a *analyzer) scan() error {
 		if err != nil {
 			return err
 		}
+		for k, c := range drops.Identity {
+			if sparseID && c > 0 && k >= a.idNamed {
+				a.idNames = densify(uint32(k), a.idMap, a.idNames)
+			}
+		}
+		for k, c := range drops.Gateway {
+			if sparseGW && c > 0 && k >= a.gwNamed {
+				a.gwNames = densify(uint16(k), a.gwMap, a.gwNames)
+			}
+		}
 	}
 	for k := len(a.idNames); k <= maxID && !sparseID; k++ {
 		a.idNames = append(a.idNames, fmt.Sprintf("#%d", k))
@@ -584,6 +632,7 @@ func (a *analyzer) scan() error {
 	// span on one side, per-identity tallies on the other.
 	a.lag = NewLatencyHistogram()
 	a.start, a.end = math.MaxInt64, math.MinInt64
+	a.countDrops()
 	if a.spilled {
 		if err := a.newGroups(&wt); err != nil {
 			return err
@@ -605,7 +654,7 @@ func (a *analyzer) scan() error {
 	if err != nil {
 		return err
 	}
-	if a.n == 0 {
+	if a.start > a.end { // nothing seen
 		a.start, a.end = 0, 0
 	}
 

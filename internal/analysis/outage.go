@@ -155,7 +155,7 @@ type Drops struct {
 	// Dropped counts the dropped requests.
 	Dropped int64
 	// Workers is the worker pool (the history's Meta.Workers, else the
-	// most requests ever in flight at once).
+	// most requests in flight at a moment a request was dropped).
 	Workers int
 	// Service is the mean send-to-answer time of the requests in flight at
 	// the moments requests were dropped.
@@ -177,107 +177,191 @@ const dropWindow = 100 * time.Millisecond
 
 // ExplainDrops looks at the moments h's requests were dropped (see Drops).
 // It returns a zero Drops when none was.
+//
+// A drop with a record is looked at at its own instant; the drops a
+// history tallies (Meta.Drops) at the middle of their slice of the
+// schedule, at most 10ms wide, and spread evenly over it for the offered
+// rate. Two passes over the records, each one a chunk at a time, and
+// memory in proportion to those moments, not to the records.
 func ExplainDrops(h *history.History) Drops {
-	var sum dropSums
-	// A read error leaves what was seen so far; AnalyzeDisk reports it.
-	_ = h.Chunks(func(c *history.History) error {
-		sum.add(c)
-		return nil
-	})
-	d := Drops{Dropped: sum.dropped, Workers: sum.workers}
-	if d.Dropped == 0 {
+	ds := sumDrops(h)
+	if ds.dropped == 0 {
 		return Drops{}
 	}
+	d := Drops{Dropped: ds.dropped, Workers: ds.workers}
 	if h.Meta.Workers > 0 {
 		d.Workers = h.Meta.Workers
 	}
-	if sum.samples > 0 {
-		d.Service = sum.svc / time.Duration(sum.samples)
-		d.Rate = sum.rate / float64(sum.samples)
+	if ds.samples > 0 {
+		d.Service = ds.svc / time.Duration(ds.samples)
+		d.Rate = ds.rate / float64(ds.samples)
 	}
 	d.SlowTarget = d.Workers > 0 && d.Rate*d.Service.Seconds() >= float64(d.Workers)/2
 	return d
 }
 
-// dropSums gathers ExplainDrops' figures a piece of history at a time. A
-// spilled history's chunks are swept each on its own, so a request in
-// flight across a chunk's edge is missed there: over chunks of 65,536
-// records, a small error in estimates that are means anyway.
+// sumDrops makes ExplainDrops' passes over h.
+func sumDrops(h *history.History) dropSums {
+	var ds dropSums
+	ds.moments(h)
+	if len(ds.at) == 0 {
+		return ds
+	}
+	// A read error leaves what was seen so far; AnalyzeDisk reports it.
+	_ = h.Chunks(func(c *history.History) error {
+		ds.add(c)
+		return nil
+	})
+	ds.addTallied(&h.Meta.Drops)
+	ds.sum()
+	return ds
+}
+
+// dropSums gathers ExplainDrops' figures. Each moment k, at[k], stands for
+// weight[k] drops. inFlight, inService and offered are difference arrays
+// over the moments (a request counts from the first moment it covers and
+// stops at the first it does not), summed in sum: the requests in flight
+// at a moment (sent before it, answered after it), the sum of their
+// send-to-answer times, and the requests intended in the dropWindow up to
+// it; tallied adds the tallied drops to offered.
 type dropSums struct {
+	at                           []time.Duration
+	weight                       []int64
+	inFlight, inService, offered []int64
+	tallied                      []float64
+
 	dropped int64
 	workers int
+	// svc and rate sum each moment's mean service time and offered rate,
+	// weighted by its drops, over the samples drops seen with requests in
+	// flight.
 	svc     time.Duration
 	rate    float64
 	samples int64
 }
 
-func (d *dropSums) add(h *history.History) {
-	// drops and intended are sorted times; ev the sends and answers. Drops
-	// outnumber the rest in an overload, so they are kept apart from the
-	// events (no per-drop event to sort) and each reads the rate offered
-	// before it with two cursors that only move forward.
-	var ev []flight
-	drops := make([]time.Duration, 0, 64)
-	intended := make([]time.Duration, 0, h.Len())
-	for i := range h.Len() {
-		intended = append(intended, h.Intended(i))
-		if h.Outcome(i) == decision.Dropped {
-			drops = append(drops, h.Intended(i))
+// maxDropMoments bounds the moments kept from dropped records: past it
+// they are joined into 10ms steps, as tallied drops are.
+const maxDropMoments = 1 << 20
+
+// moments collects the moments of h's drops, sorted, each time once.
+func (d *dropSums) moments(h *history.History) {
+	type moment struct {
+		at time.Duration
+		w  int64
+	}
+	var ms []moment
+	for _, s := range h.Meta.Drops.Slices {
+		ms = append(ms, moment{s.From + (s.To-s.From)/2, s.Count})
+	}
+	join := func(step time.Duration) {
+		slices.SortFunc(ms, func(a, b moment) int { return cmp.Compare(a.at, b.at) })
+		out := ms[:0]
+		for _, m := range ms {
+			if n := len(out); n > 0 && m.at-out[n-1].at < step {
+				out[n-1].w += m.w
+				continue
+			}
+			out = append(out, m)
+		}
+		ms = out
+	}
+	_ = h.Chunks(func(c *history.History) error {
+		for i := range c.Len() {
+			if c.Outcome(i) == decision.Dropped {
+				ms = append(ms, moment{c.Intended(i), 1})
+			}
+		}
+		if len(ms) > maxDropMoments {
+			join(1)
+			if len(ms) > maxDropMoments/2 {
+				join(10 * time.Millisecond)
+			}
+		}
+		return nil
+	})
+	join(1)
+	d.at = make([]time.Duration, len(ms))
+	d.weight = make([]int64, len(ms))
+	for k, m := range ms {
+		d.at[k], d.weight[k] = m.at, m.w
+		d.dropped += m.w
+	}
+	n := len(ms) + 1
+	d.inFlight, d.inService, d.offered, d.tallied = make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n)
+}
+
+// first is the index of the first moment after t (at or after it when
+// orAt).
+func (d *dropSums) first(t time.Duration, orAt bool) int {
+	k, _ := slices.BinarySearchFunc(d.at, t, func(a, t time.Duration) int {
+		if a < t || a == t && !orAt {
+			return -1
+		}
+		return 1
+	})
+	return k
+}
+
+// add counts chunk c's records at the moments they cover. At one instant
+// answers come before drops, and drops before sends: a worker freed at t
+// serves a request due at t.
+func (d *dropSums) add(c *history.History) {
+	for i := range c.Len() {
+		in := c.Intended(i)
+		lo, hi := d.first(in, true), d.first(in+dropWindow, false)
+		d.offered[lo]++
+		d.offered[hi]--
+		if c.Outcome(i) == decision.Dropped {
 			continue
 		}
-		s, r := h.Sent(i), h.Received(i)
+		s, r := c.Sent(i), c.Received(i)
 		if s == history.NoTime || r == history.NoTime {
 			continue
 		}
 		r = max(r, s)
-		ev = append(ev, flight{s, r - s, +1}, flight{r, r - s, -1})
-	}
-	d.dropped += int64(len(drops))
-	if len(drops) == 0 {
-		return
-	}
-	slices.SortFunc(ev, func(a, b flight) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
-			return c
+		lo, hi = d.first(s, false), d.first(r, true)
+		if lo < hi {
+			d.inFlight[lo]++
+			d.inFlight[hi]--
+			d.inService[lo] += int64(r - s)
+			d.inService[hi] -= int64(r - s)
 		}
-		return a.delta - b.delta
-	})
-	slices.Sort(drops)
-	slices.Sort(intended)
-	// One sweep keeps the number in flight and the sum of their service
-	// times; each drop reads both, and the rate offered just before it.
-	// At equal times answers come first, then drops, then sends: a worker
-	// freed at t serves a request due at t.
-	var inflight, sum int64
-	k, lo, hi := 0, 0, 0
-	for _, at := range drops {
-		for ; k < len(ev) && (ev[k].at < at || ev[k].at == at && ev[k].delta < 0); k++ {
-			inflight += int64(ev[k].delta)
-			sum += int64(ev[k].delta) * int64(ev[k].svc)
-			d.workers = max(d.workers, int(inflight))
-		}
-		if inflight <= 0 {
-			continue
-		}
-		d.svc += time.Duration(sum / inflight)
-		for lo < len(intended) && intended[lo] < at-dropWindow {
-			lo++
-		}
-		for hi < len(intended) && intended[hi] <= at {
-			hi++
-		}
-		d.rate += float64(hi-lo) / dropWindow.Seconds()
-		d.samples++
-	}
-	for ; k < len(ev); k++ {
-		inflight += int64(ev[k].delta)
-		d.workers = max(d.workers, int(inflight))
 	}
 }
 
-// flight is a request's send (+1) or answer (-1) in dropSums' sweep, with
-// its send-to-answer time.
-type flight struct {
-	at, svc time.Duration
-	delta   int
+// addTallied adds the offered rate of the tallied drops: a slice's drops
+// spread evenly over it, each moment counting the part of them within the
+// dropWindow up to it.
+func (d *dropSums) addTallied(t *history.Drops) {
+	for _, s := range t.Slices {
+		for k := d.first(s.From, true); k < len(d.at) && d.at[k]-dropWindow <= s.To; k++ {
+			lo, hi := max(s.From, d.at[k]-dropWindow), min(s.To, d.at[k])
+			switch {
+			case hi < lo:
+			case s.To == s.From:
+				d.tallied[k] += float64(s.Count)
+			default:
+				d.tallied[k] += float64(s.Count) * float64(hi-lo) / float64(s.To-s.From)
+			}
+		}
+	}
+}
+
+// sum reads each moment's figures off the difference arrays.
+func (d *dropSums) sum() {
+	var n, svc, offered int64
+	for k := range d.at {
+		n += d.inFlight[k]
+		svc += d.inService[k]
+		offered += d.offered[k]
+		d.workers = max(d.workers, int(n))
+		if n <= 0 {
+			continue
+		}
+		w := d.weight[k]
+		d.svc += time.Duration(svc/n) * time.Duration(w)
+		d.rate += float64(w) * (float64(offered) + d.tallied[k]) / dropWindow.Seconds()
+		d.samples += w
+	}
 }

@@ -163,3 +163,70 @@ func TestSpilledAnalysisReportsAReadError(t *testing.T) {
 		t.Fatalf("the failed analysis left %d files", len(es))
 	}
 }
+
+// TestTalliedDropsCountAsRecordedOnes analyses random histories twice:
+// with their dropped requests as records, and tallied in Meta.Drops as the
+// traffic engine keeps them (in memory and spilled). The very same Result:
+// a drop counts in its identity's and gateway's figures and the run's span
+// either way. (A tally keeps no round, attempt or decider, so only drops
+// without them, of named identities, are tallied.)
+func TestTalliedDropsCountAsRecordedOnes(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(16, 61))
+	dir := t.TempDir()
+	runs := 200
+	if raceEnabled {
+		runs = 30
+	}
+	tallied := 0
+	for run := range runs {
+		meta := randomSpillMeta(rng)
+		recs := randomSpillRun(rng)
+		if run%2 == 0 { // an overload: mostly drops
+			for i := range recs {
+				if rng.IntN(4) > 0 {
+					recs[i].Outcome, recs[i].By, recs[i].Round, recs[i].Attempt = decision.Dropped, 0, history.NoRound, 0
+					recs[i].Sent, recs[i].Received, recs[i].Decided = history.NoTime, history.NoTime, history.NoTime
+				}
+			}
+		}
+		rec := history.New(meta, len(recs))
+		mem := history.New(meta, len(recs))
+		sp := history.New(meta, 0)
+		if err := sp.Spill(history.SpillOptions{Dir: dir, Keep: 1, Chunk: 8}); err != nil {
+			t.Fatal(err)
+		}
+		var drops history.Drops
+		for _, r := range recs {
+			rec.Append(r)
+			if r.Outcome == decision.Dropped && r.By == 0 && r.Round == history.NoRound && r.Attempt == 0 && int(r.Identity) < len(meta.Identities) {
+				drops.Add(r.Intended, r.Identity, r.Gateway, r.Endpoint)
+				tallied++
+				continue
+			}
+			mem.Append(r)
+			sp.Append(r)
+		}
+		mem.Meta.Drops, sp.Meta.Drops = drops, drops
+		want := mustAnalyze(t, rec, Options{}, parallelSort, spillBudget)
+		for _, got := range []Result{mustAnalyze(t, mem, Options{}, parallelSort, spillBudget), mustAnalyze(t, sp, Options{}, parallelSort, tinyBudget)} {
+			if !reflect.DeepEqual(got, want) {
+				for k, v := range want.Metrics {
+					if got.Metrics[k] != v {
+						t.Errorf("run %d: %s: tallied %v, recorded %v", run, k, got.Metrics[k], v)
+					}
+				}
+				t.Fatalf("run %d (%d records, %d drops tallied): the analysis differs from the one of recorded drops", run, len(recs), drops.Total())
+			}
+		}
+		if a, b := ExplainDrops(rec), ExplainDrops(mem); a.Dropped != b.Dropped || a.Workers != b.Workers && meta.Workers > 0 {
+			t.Fatalf("run %d: ExplainDrops recorded %+v, tallied %+v", run, a, b)
+		}
+		if err := sp.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tallied < 1000 {
+		t.Fatalf("only %d drops tallied over %d runs: the test exercises too little", tallied, runs)
+	}
+}

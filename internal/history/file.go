@@ -36,7 +36,9 @@ import (
 // A history without retries is written exactly as before the retry
 // columns existed, so every rlctl reads it; one with retries sets
 // flagRetries, which an rlctl that predates them refuses (unknown flags)
-// rather than misreads. A new layout gets a new version; Read refuses
+// rather than misreads. Likewise a history whose dropped requests are
+// tallied in its meta (Meta.Drops) sets flagDrops, since an rlctl that
+// predates the tally would count none. A new layout gets a new version; Read refuses
 // versions and flags it does not know rather than guess.
 const (
 	fileMagic = "RLCTLHST"
@@ -48,6 +50,8 @@ const (
 	readChunk = 1 << 16
 	// flagRetries marks a file that carries the retry columns.
 	flagRetries = 1
+	// flagDrops marks a file whose meta tallies dropped requests.
+	flagDrops = 2
 )
 
 // ErrFormat is wrapped by every error Read returns for input that is not a
@@ -79,6 +83,15 @@ type fileMeta struct {
 	ClockOffset  int64       `json:"clock_offset_ns,omitempty"`
 	ClockError   int64       `json:"clock_uncertainty_ns,omitempty"`
 	ClockRef     string      `json:"clock_reference,omitempty"`
+	Drops        *fileDrops  `json:"drops,omitempty"`
+}
+
+// fileDrops is Meta.Drops as stored; each slice is [from_ns, to_ns, count].
+type fileDrops struct {
+	Identities []int64    `json:"identities"`
+	Gateways   []int64    `json:"gateways"`
+	Endpoints  []int64    `json:"endpoints"`
+	Slices     [][3]int64 `json:"slices"`
 }
 
 type fileFault struct {
@@ -106,6 +119,13 @@ func toFileMeta(m Meta) fileMeta {
 	for _, b := range m.Boundaries {
 		fm.Boundaries = append(fm.Boundaries, int64(b))
 	}
+	if d := m.Drops; !d.Empty() {
+		fd := &fileDrops{Identities: d.Identity, Gateways: d.Gateway, Endpoints: d.Endpoint}
+		for _, s := range d.Slices {
+			fd.Slices = append(fd.Slices, [3]int64{int64(s.From), int64(s.To), s.Count})
+		}
+		fm.Drops = fd
+	}
 	for _, f := range m.Faults {
 		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Planned: int64(f.Planned), Action: f.Action,
 			Stopped: int64(f.Stopped), Answered: int64(f.Answered), Shard: f.Shard})
@@ -127,6 +147,12 @@ func (fm fileMeta) meta() Meta {
 	}
 	for _, b := range fm.Boundaries {
 		m.Boundaries = append(m.Boundaries, time.Duration(b))
+	}
+	if fd := fm.Drops; fd != nil {
+		m.Drops = Drops{Identity: fd.Identities, Gateway: fd.Gateways, Endpoint: fd.Endpoints}
+		for _, s := range fd.Slices {
+			m.Drops.Slices = append(m.Drops.Slices, DropSlice{From: time.Duration(s[0]), To: time.Duration(s[1]), Count: s[2]})
+		}
 	}
 	for _, f := range fm.Faults {
 		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Planned: time.Duration(f.Planned), Action: f.Action,
@@ -166,6 +192,9 @@ func (h *History) startFile(w io.Writer) (*bufio.Writer, *crcWriter, uint16, err
 	var flags uint16
 	if h.HasRetries() {
 		flags |= flagRetries
+	}
+	if !h.Meta.Drops.Empty() {
+		flags |= flagDrops
 	}
 	cw.Write(fileHeader(flags, meta, h.Len()))
 	return bw, cw, flags, nil
@@ -436,7 +465,7 @@ func parseHeader(hdr [16]byte) (flags uint16, metaLen uint32, err error) {
 		return 0, 0, fmt.Errorf("%w: version %d, this rlctl reads version %d", ErrFormat, v, FileVersion)
 	}
 	flags = binary.LittleEndian.Uint16(hdr[10:])
-	if flags&^flagRetries != 0 {
+	if flags&^(flagRetries|flagDrops) != 0 {
 		return 0, 0, fmt.Errorf("%w: unknown flags %#x", ErrFormat, flags)
 	}
 	metaLen = binary.LittleEndian.Uint32(hdr[12:])
@@ -588,11 +617,19 @@ func (h *History) validate() error {
 			return fmt.Errorf("%w: record %d has unknown outcome %d", ErrFormat, i, o)
 		}
 	}
-	if h.Meta.Limit.Count < 0 || h.Meta.Limit.Window < 0 {
-		return fmt.Errorf("%w: negative limit %d/%d", ErrFormat, h.Meta.Limit.Count, h.Meta.Limit.Window)
+	return h.Meta.check()
+}
+
+// check is validate for a file's meta.
+func (m *Meta) check() error {
+	if m.Limit.Count < 0 || m.Limit.Window < 0 {
+		return fmt.Errorf("%w: negative limit %d/%d", ErrFormat, m.Limit.Count, m.Limit.Window)
 	}
-	if n := len(h.Meta.Shards); n != 0 && n != len(h.Meta.Identities) {
-		return fmt.Errorf("%w: %d shards for %d identities", ErrFormat, n, len(h.Meta.Identities))
+	if n := len(m.Shards); n != 0 && n != len(m.Identities) {
+		return fmt.Errorf("%w: %d shards for %d identities", ErrFormat, n, len(m.Identities))
+	}
+	if err := m.Drops.check(len(m.Identities), len(m.Gateways), len(m.Endpoints)); err != nil {
+		return fmt.Errorf("%w: drops: %v", ErrFormat, err)
 	}
 	return nil
 }

@@ -111,6 +111,9 @@ type Meta struct {
 	// Clock is this machine's clock against a reference shared by the
 	// machines of one run, the zero Clock when not measured.
 	Clock Clock
+	// Drops counts the requests the run dropped, which have no Record
+	// (see Drops): like Faults, what the run did rather than what it was.
+	Drops Drops
 }
 
 // Clock is how far a machine's clock was from a shared reference (the

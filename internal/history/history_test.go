@@ -156,6 +156,10 @@ func sampleHistory(rng *rand.Rand, n int) *History {
 	for range n {
 		h.Append(randomRecord(rng))
 	}
+	// And requests dropped, tallied without a record.
+	for k := range n / 10 {
+		h.Meta.Drops.Add(time.Duration(k)*time.Millisecond, uint32(k%2), uint16(k%3), 0)
+	}
 	return h
 }
 

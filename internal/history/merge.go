@@ -31,6 +31,8 @@ import (
 //     (the sum when the histories are segments of one plan, which split
 //     the rounds between them); the header forms seen are the union, Late
 //     the largest;
+//   - the dropped requests tallied (Meta.Drops) add up, by name, their
+//     slices re-based like Intended;
 //   - records are sorted by Intended (stable, so ties keep input order).
 //
 // The inputs are not modified.
@@ -205,6 +207,10 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 			}
 			out.Meta.Faults = append(out.Meta.Faults, f)
 		}
+		out.Meta.Drops.addAll(&h.Meta.Drops, s.shift,
+			func(k int) int { return int(remap(s.identity, uint32(k))) },
+			func(k int) int { return int(remap(s.gateway, uint16(k))) },
+			func(k int) int { return int(remap(s.endpoint, uint8(k))) })
 		out.Meta.BoundarySpan = max(out.Meta.BoundarySpan, h.Meta.BoundarySpan)
 		if segments {
 			out.Meta.Rounds += h.Meta.Rounds

@@ -203,8 +203,8 @@ func openFile(f *os.File, keep int) (*History, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch (file corrupt)", ErrFormat)
 	}
 	h := &History{Meta: fm.meta(), disk: d}
-	if h.Meta.Limit.Count < 0 || h.Meta.Limit.Window < 0 {
-		return nil, fmt.Errorf("%w: negative limit %d/%d", ErrFormat, h.Meta.Limit.Count, h.Meta.Limit.Window)
+	if err := h.Meta.check(); err != nil {
+		return nil, err
 	}
 	return h, nil
 }

@@ -30,7 +30,7 @@ func BenchmarkEngineOpen(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := traffictest.Counts(h)
-	b.ReportMetric(float64(c[decision.Dropped])/float64(h.Len()), "dropped/op")
+	b.ReportMetric(float64(c[decision.Dropped])/float64(traffictest.Requests(h)), "dropped/op")
 }
 
 // BenchmarkEngineClosed is the closed model's cost per request.
@@ -95,7 +95,7 @@ func BenchmarkEngineOverload(b *testing.B) {
 	}
 	c := traffictest.Counts(h)
 	answered := c[decision.Allowed] + c[decision.Denied]
-	b.ReportMetric(float64(c[decision.Dropped])/float64(h.Len()), "dropped/op")
+	b.ReportMetric(float64(c[decision.Dropped])/float64(traffictest.Requests(h)), "dropped/op")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(max(answered, 1)), "cpu-µs/decision")
 }
 

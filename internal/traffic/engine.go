@@ -60,10 +60,13 @@ type engine struct {
 	// by then needs no new reading (see sleepUntil).
 	seen      time.Duration
 	unchecked int // requests let through on seen since the last check
-	// drops holds the producer's dropped requests until it sleeps or ends,
-	// so under overload a drop costs an append, not a channel hand-off and
-	// a collector wake-up (see dispatch).
-	drops   recBatch
+	// drops tallies the producer's dropped requests (see history.Drops):
+	// under overload a drop costs a few increments, not a record, a
+	// hand-off and its share of every pass of the analysis. unshown are
+	// those not yet in the progress counters, added when the producer
+	// sleeps or ends.
+	drops   history.Drops
+	unshown uint64
 	budget  int64 // requests the producer may still schedule
 	results chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
@@ -118,7 +121,6 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		timer:   time.NewTimer(time.Hour),
 	}
 	e.timer.Stop()
-	e.drops.e = e
 	if p.EndpointShares != nil {
 		e.shares = cumulative(p.EndpointShares)
 	}
@@ -318,7 +320,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 			e.runRace()
 		}
 		e.sleeper.close()
-		e.drops.flush()
+		e.showDrops()
 		close(e.jobs)
 	}
 
@@ -348,6 +350,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		o.Progress(e.stats(true))
 	}
 
+	h.Meta.Drops = e.drops
 	recordApplied(h.Meta.Faults, o.Hooks, applied)
 	h.Meta.Boundaries = e.boundaries
 	h.Meta.BoundarySpan = e.span
@@ -537,8 +540,8 @@ func (e *engine) sleepUntil(at time.Duration) bool {
 	if e.seen = e.elapsed(); at <= e.seen {
 		return e.ctx.Err() == nil
 	}
-	// About to wait: hand over the drops held, so progress stays current.
-	e.drops.flush()
+	// About to wait: count the drops in progress, so it stays current.
+	e.showDrops()
 	wake := max(at, e.lastWake+minWake)
 	if d := wake - e.elapsed() - preciseSpan; d > 0 {
 		e.timer.Reset(d)
@@ -582,18 +585,22 @@ func (e *engine) claim() bool {
 // worker is busy: the open model never delays a request to wait for one.
 func (e *engine) dispatch(j job) {
 	if !e.claim() {
-		e.drops.add(history.Record{
-			Intended: j.intended, Sent: history.NoTime, Received: history.NoTime,
-			Decided: history.NoTime, RetryAfter: history.NoTime,
-			Identity: j.identity, Round: j.round, Gateway: j.gateway, Endpoint: j.endpoint,
-			Outcome: decision.Dropped,
-		})
+		e.drops.Add(j.intended, j.identity, j.gateway, j.endpoint)
+		e.unshown++
 		if j.wg != nil {
 			j.wg.Done()
 		}
 		return
 	}
 	e.jobs <- j
+}
+
+// showDrops adds the drops not yet counted to the progress counters.
+func (e *engine) showDrops() {
+	if e.unshown > 0 {
+		e.dropped.Add(e.unshown)
+		e.unshown = 0
+	}
 }
 
 // exec makes one request now and returns its record (and the raw response,

@@ -239,7 +239,7 @@ func TestPatternsBoundedWhenTargetHangs(t *testing.T) {
 			if took := time.Since(began); took > 5*time.Second {
 				t.Fatalf("run against a hanging target took %v", took)
 			}
-			if c := traffictest.Counts(h); h.Len() == 0 || c[decision.Error]+c[decision.Dropped] != h.Len() {
+			if c, n := traffictest.Counts(h), traffictest.Requests(h); n == 0 || c[decision.Error]+c[decision.Dropped] != n {
 				t.Fatalf("outcomes %v; every request should come back as an error (or be dropped)", c)
 			}
 		})

@@ -8,9 +8,13 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 )
 
-// Counts tallies a history's outcomes.
+// Counts tallies a history's outcomes, the dropped requests it tallies
+// without a record (Meta.Drops) included.
 func Counts(h *history.History) map[decision.Outcome]int {
 	c := map[decision.Outcome]int{}
+	if n := h.Meta.Drops.Total(); n > 0 {
+		c[decision.Dropped] += int(n)
+	}
 	// A long benchmark run spills: read it a chunk at a time.
 	_ = h.Chunks(func(ch *history.History) error {
 		for i := range ch.Len() {
@@ -20,6 +24,10 @@ func Counts(h *history.History) map[decision.Outcome]int {
 	})
 	return c
 }
+
+// Requests is the number of requests a history's run scheduled: its
+// records and the dropped requests it tallies without one.
+func Requests(h *history.History) int { return h.Len() + int(h.Meta.Drops.Total()) }
 
 // RaceShape checks the records of a race run: per round, N·(L−1) prefill
 // records (NoRound) and N·G released records marked with the round, each
@@ -125,9 +133,23 @@ func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, o
 			allowedAt[k]++
 		}
 	}
+	// A dropped request has no record, only a slice of the schedule: a
+	// boundary with drops counts them all, not which side they were on.
+	dropped := make([]int, nb)
+	for _, s := range m.Drops.Slices {
+		for j, b := range m.Boundaries {
+			if s.From >= b-m.BoundarySpan && s.From < b+m.BoundarySpan {
+				if s.To >= b+m.BoundarySpan {
+					t.Fatalf("drops intended from %v to %v, past boundary %d's span", s.From, s.To, j)
+				}
+				dropped[j] += int(s.Count)
+				late[j] = true
+			}
+		}
+	}
 	for k := range nb {
-		if before[k] != n*int(l) || after[k] != n*int(l) {
-			t.Fatalf("boundary %d: %d before, %d after; want %d each", k, before[k], after[k], n*int(l))
+		if before[k] > n*int(l) || after[k] > n*int(l) || before[k]+after[k]+dropped[k] != 2*n*int(l) {
+			t.Fatalf("boundary %d: %d before, %d after, %d dropped; want %d each side", k, before[k], after[k], dropped[k], n*int(l))
 		}
 		if !late[k] {
 			allowed += allowedAt[k]
