@@ -176,10 +176,10 @@ func bumpBy(s []int64, k int, by int64) []int64 {
 	return s
 }
 
-// check reports what makes d inconsistent with itself or with names of the
+// Check reports what makes d inconsistent with itself or with names of the
 // given numbers: a negative count, a count for an index with no name, or
 // slices unsorted, overlapping or counting another total.
-func (d *Drops) check(identities, gateways, endpoints int) error {
+func (d *Drops) Check(identities, gateways, endpoints int) error {
 	totals := [3]int64{}
 	for k, col := range [3]struct {
 		c    []int64
@@ -207,4 +207,11 @@ func (d *Drops) check(identities, gateways, endpoints int) error {
 		return fmt.Errorf("%d drops by identity, %d by gateway, %d by endpoint, %d by time", totals[0], totals[1], totals[2], sum)
 	}
 	return nil
+}
+
+// Merge adds o's drops, whose indices name the same identities, gateways
+// and endpoints as d's, on the same time line.
+func (d *Drops) Merge(o *Drops) {
+	same := func(k int) int { return k }
+	d.addAll(o, 0, same, same, same)
 }

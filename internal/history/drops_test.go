@@ -30,7 +30,7 @@ func TestDropsTallyEveryDrop(t *testing.T) {
 		want[id]++
 		d.Add(when, uint32(id), uint16(rng.IntN(3)), uint8(rng.IntN(2)))
 	}
-	if err := d.check(7, 3, 2); err != nil {
+	if err := d.Check(7, 3, 2); err != nil {
 		t.Fatal(err)
 	}
 	if d.Total() != 20000 {
@@ -60,7 +60,7 @@ func TestDropsCoarsenToStayBounded(t *testing.T) {
 	if len(d.Slices) > maxDropSlices {
 		t.Fatalf("%d slices, want at most %d", len(d.Slices), maxDropSlices)
 	}
-	if err := d.check(1, 1, 1); err != nil || d.Total() != n {
+	if err := d.Check(1, 1, 1); err != nil || d.Total() != n {
 		t.Fatalf("after coarsening: %v, total %d of %d", err, d.Total(), n)
 	}
 }
@@ -147,7 +147,7 @@ func TestMergeAddsDropsByName(t *testing.T) {
 		if gw["g0"] != 1 || gw["g1"] != 20 || d.Total() != 21 || len(d.Slices) != 2 || d.Slices[0] != want.Slices[0] || d.Slices[1] != want.Slices[1] {
 			t.Fatalf("merged drops %+v (gateways %v), want %+v", d, got.Meta.Gateways, want)
 		}
-		if err := d.check(2, 2, 1); err != nil {
+		if err := d.Check(2, 2, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

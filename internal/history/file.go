@@ -628,7 +628,7 @@ func (m *Meta) check() error {
 	if n := len(m.Shards); n != 0 && n != len(m.Identities) {
 		return fmt.Errorf("%w: %d shards for %d identities", ErrFormat, n, len(m.Identities))
 	}
-	if err := m.Drops.check(len(m.Identities), len(m.Gateways), len(m.Endpoints)); err != nil {
+	if err := m.Drops.Check(len(m.Identities), len(m.Gateways), len(m.Endpoints)); err != nil {
 		return fmt.Errorf("%w: drops: %v", ErrFormat, err)
 	}
 	return nil

@@ -67,6 +67,15 @@ type engine struct {
 	// sleeps or ends.
 	drops   history.Drops
 	unshown uint64
+	// The paced patterns' schedule, the next hit of it nobody took yet
+	// (the producer takes hits from it, and so do workers under overload:
+	// see pull), and each worker's tally of the hits it took and dropped.
+	pc          Pacer
+	next        atomic.Uint64
+	pulledDrops []history.Drops
+	// idle tells the producer, waiting while every worker was busy, that
+	// one is free again.
+	idle    chan struct{}
 	budget  int64 // requests the producer may still schedule
 	results chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
@@ -305,15 +314,19 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	case p.Model == ModelClosed:
 		e.runClosed()
 	default:
+		switch p.Pattern {
+		case PatternConstant:
+			e.pc = ConstantPacer{Rate: p.Rate, Duration: p.Duration}
+		case PatternRamp:
+			e.pc = RampPacer{From: p.RampFrom, To: p.Rate, Duration: p.Duration}
+		case PatternBurst:
+			e.pc = BurstPacer{Size: uint64(p.BurstSize * p.Identities), Every: p.Limit.Window, Duration: p.Duration}
+		}
 		e.startWorkers(p.Workers)
 		e.sleeper = newSleeper()
 		switch p.Pattern {
-		case PatternConstant:
-			e.runPaced(ConstantPacer{Rate: p.Rate, Duration: p.Duration})
-		case PatternRamp:
-			e.runPaced(RampPacer{From: p.RampFrom, To: p.Rate, Duration: p.Duration})
-		case PatternBurst:
-			e.runPaced(BurstPacer{Size: uint64(p.BurstSize * p.Identities), Every: p.Limit.Window, Duration: p.Duration})
+		case PatternConstant, PatternRamp, PatternBurst:
+			e.runPaced()
 		case PatternBoundary:
 			e.runBoundary()
 		case PatternRace:
@@ -350,6 +363,9 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		o.Progress(e.stats(true))
 	}
 
+	for k := range e.pulledDrops {
+		e.drops.Merge(&e.pulledDrops[k])
+	}
 	h.Meta.Drops = e.drops
 	recordApplied(h.Meta.Faults, o.Hooks, applied)
 	h.Meta.Boundaries = e.boundaries
@@ -467,7 +483,11 @@ func (e *engine) startWorkers(n int) {
 	e.jobs = make(chan job, n)
 	e.free.Store(int64(n))
 	e.workers.Add(n)
-	for range n {
+	if e.pc != nil {
+		e.pulledDrops = make([]history.Drops, n)
+		e.idle = make(chan struct{}, 1)
+	}
+	for w := range n {
 		go func() {
 			defer e.workers.Done()
 			rb := recBatch{e: e}
@@ -490,8 +510,17 @@ func (e *engine) startWorkers(n int) {
 				if j.lastAllowed != nil && r.Outcome == decision.Allowed {
 					storeMax(j.lastAllowed, int64(r.Received))
 				}
-				e.free.Add(1)
 				rb.add(r)
+				if e.pc != nil {
+					e.pull(&rb, &e.pulledDrops[w])
+				}
+				e.free.Add(1)
+				if e.pc != nil {
+					select {
+					case e.idle <- struct{}{}:
+					default:
+					}
+				}
 				if j.wg != nil {
 					j.wg.Done()
 				}
@@ -682,15 +711,30 @@ func (e *engine) hitJob(hit uint64, at time.Duration) job {
 	}
 }
 
-// runPaced is the open model's producer for the paced patterns.
+// runPaced is the open model's producer for the paced patterns: it takes
+// each hit of the schedule in turn, waits until it is due and hands it to
+// a free worker (see dispatch). Under overload, workers take the hits due
+// while they were busy themselves (see pull), so the producer skips what
+// they took.
 //
 // A segment walks the whole plan's schedule, so it stops where the whole
 // plan would (duration or MaxRequests), and sends only its own requests.
-func (e *engine) runPaced(pc Pacer) {
+func (e *engine) runPaced() {
 	n := len(e.names)
-	for hit := uint64(0); ; hit++ {
-		at, ok := pc.Due(hit)
-		if !ok || !e.take(1) {
+	last, ok := lastDue(e.pc, uint64(e.p.MaxRequests))
+	if !ok {
+		return
+	}
+	for {
+		// While every worker is busy, they take the schedule's hits
+		// themselves (see pull): wait for one to be free, or for the
+		// last hit to be due (the workers may all hang on the target).
+		if e.free.Load() <= 0 && !e.waitIdle(last) {
+			return
+		}
+		hit := e.next.Add(1) - 1
+		at, ok := e.pc.Due(hit)
+		if !ok || hit >= uint64(e.p.MaxRequests) {
 			return
 		}
 		if !e.share.ownsHit(hit, n) {

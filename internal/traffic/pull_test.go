@@ -1,0 +1,115 @@
+package traffic
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/rate"
+)
+
+// TestOverloadSendsOrDropsEveryHitOnce runs each paced pattern far above
+// what its pool serves (4 workers, 1ms a request), so that workers take
+// the schedule's hits themselves (see pull) beside the producer: every hit
+// of the schedule is sent once or dropped once, each at its place in the
+// schedule, and the progress counters end with every drop.
+func TestOverloadSendsOrDropsEveryHitOnce(t *testing.T) {
+	t.Parallel()
+	const d = 300 * time.Millisecond
+	tests := []struct {
+		name string
+		plan Plan
+		pc   Pacer
+	}{
+		{"constant", Plan{Rate: perSecond(20000), Duration: d, MaxRequests: 1 << 20, Workers: 4},
+			ConstantPacer{Rate: perSecond(20000), Duration: d}},
+		{"capped", Plan{Rate: perSecond(20000), Duration: d, MaxRequests: 3000, Workers: 4},
+			ConstantPacer{Rate: perSecond(20000), Duration: d}},
+		{"ramp", Plan{Pattern: PatternRamp, RampFrom: perSecond(1000), Rate: perSecond(40000), Duration: d, MaxRequests: 1 << 20, Workers: 4},
+			RampPacer{From: perSecond(1000), To: perSecond(40000), Duration: d}},
+		{"burst", Plan{Pattern: PatternBurst, Limit: rate.Limit{Count: 100, Window: 50 * time.Millisecond}, Duration: d, MaxRequests: 1 << 20, Workers: 4},
+			BurstPacer{Size: 100, Every: 50 * time.Millisecond, Duration: d}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lim := newWindowLimiter(1<<40, time.Hour, 3)
+			lim.delay = time.Millisecond
+			var last Stats
+			h, err := Run(context.Background(), lim, tt.plan, RunOptions{Progress: func(s Stats) { last = s }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The schedule: how many hits are due at each instant.
+			due := map[time.Duration]int{}
+			planned := 0
+			for hit := uint64(0); hit < uint64(tt.plan.MaxRequests); hit++ {
+				at, ok := tt.pc.Due(hit)
+				if !ok {
+					break
+				}
+				due[at]++
+				planned++
+			}
+			for i := range h.Len() {
+				at := h.Intended(i)
+				if due[at] == 0 {
+					t.Fatalf("record %d intended at %v: no hit of the schedule left there (sent twice, or off the schedule)", i, at)
+				}
+				due[at]--
+			}
+			drops := &h.Meta.Drops
+			if err := drops.Check(len(h.Meta.Identities), len(h.Meta.Gateways), len(h.Meta.Endpoints)); err != nil {
+				t.Fatal(err)
+			}
+			if got := int64(planned - h.Len()); drops.Total() != got {
+				t.Fatalf("%d planned, %d sent, %d dropped: a hit lost or counted twice", planned, h.Len(), drops.Total())
+			}
+			if drops.Total() == 0 || h.Len() == 0 {
+				t.Fatalf("%d sent, %d dropped: the run was not overloaded", h.Len(), drops.Total())
+			}
+			// Every hit not sent lies in a slice of the drops.
+			for at, n := range due {
+				if n == 0 {
+					continue
+				}
+				in := false
+				for _, s := range drops.Slices {
+					in = in || at >= s.From && at <= s.To
+				}
+				if !in {
+					t.Fatalf("%d hits due at %v were neither sent nor in a slice of the drops", n, at)
+				}
+			}
+			if !last.Done || last.Dropped != uint64(drops.Total()) || last.Allowed+last.Denied+last.Errors != uint64(h.Len()) {
+				t.Fatalf("progress ended at %+v; the run sent %d and dropped %d", last, h.Len(), drops.Total())
+			}
+		})
+	}
+}
+
+// TestLastDue finds the last hit of a schedule within a request budget.
+func TestLastDue(t *testing.T) {
+	t.Parallel()
+	c := ConstantPacer{Rate: perSecond(100), Duration: time.Second} // hits at 0, 10ms, … 990ms
+	tests := []struct {
+		pc    Pacer
+		limit uint64
+		want  time.Duration
+		ok    bool
+	}{
+		{c, 1 << 40, 990 * time.Millisecond, true},
+		{c, 100, 990 * time.Millisecond, true},
+		{c, 101, 990 * time.Millisecond, true},
+		{c, 37, 360 * time.Millisecond, true},
+		{c, 1, 0, true},
+		{c, 0, 0, false},
+		{ConstantPacer{Rate: perSecond(100), Duration: 0}, 10, 0, false},
+		{BurstPacer{Size: 5, Every: 100 * time.Millisecond, Duration: 250 * time.Millisecond}, 1 << 20, 200 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		if got, ok := lastDue(tt.pc, tt.limit); got != tt.want || ok != tt.ok {
+			t.Errorf("lastDue(%+v, %d) = %v, %v; want %v, %v", tt.pc, tt.limit, got, ok, tt.want, tt.ok)
+		}
+	}
+}
