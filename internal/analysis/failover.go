@@ -32,33 +32,6 @@ type election struct {
 // isFailover reports whether f changes the primary.
 func isFailover(f history.Fault) bool { return slices.Contains(FailoverActions, f.Action) }
 
-// sentRec is one undecided request (see undecided; a failover-deny is the
-// gateway's own choice, counted apart), by send time.
-type sentRec struct {
-	sent, r int64
-	id      uint32 // dense identity index
-	ep      uint8
-	t       Tally
-}
-
-// undecidedRecs are the undecided requests that were sent, sorted by send
-// time: few (an outage's), so held even for a spilled history.
-func (a *analyzer) undecidedRecs() []sentRec {
-	var recs []sentRec
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
-		for i := range h.Len() {
-			if undecided(h, i) && h.By(i) != decision.ByFailoverDeny && h.Sent(i) != history.NoTime {
-				_, r := a.decidedBetween(h, i)
-				x := sentRec{sent: int64(h.Sent(i)), r: r, id: a.identity(h, i), ep: h.Endpoint(i)}
-				x.t.add(h, i)
-				recs = append(recs, x)
-			}
-		}
-	})
-	slices.SortStableFunc(recs, func(x, y sentRec) int { return cmp.Compare(x.sent, y.sent) })
-	return recs
-}
-
 // until is when fault k's figures stop: the next fault's start.
 func (a *analyzer) until(k int) int64 {
 	until := int64(math.MaxInt64)
@@ -70,30 +43,6 @@ func (a *analyzer) until(k int) int64 {
 	return until
 }
 
-// chain is failover k's election among the records keep admits: those
-// sent from its start, each within electionGap of the one before, until
-// the next fault; visit (when set) sees each.
-func (a *analyzer) chain(recs []sentRec, k int, keep func(sentRec) bool, visit func(sentRec)) election {
-	start, until := int64(a.faults[k].At), a.until(k)
-	e := election{last: start, end: start}
-	j, _ := slices.BinarySearchFunc(recs, start, func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
-	for ; j < len(recs) && recs[j].sent < until; j++ {
-		x := recs[j]
-		if keep != nil && !keep(x) {
-			continue
-		}
-		if x.sent-e.last > int64(electionGap) {
-			break
-		}
-		e.last, e.end = x.sent, max(e.end, x.r)
-		e.Tally.merge(x.t)
-		if visit != nil {
-			visit(x)
-		}
-	}
-	return e
-}
-
 // failoverFigures adds the election and failover-detection figures to res
 // when the run had a failover fault (see Analyze): the scenario's are
 // partFigures' over one part holding every request, then split by shard,
@@ -102,12 +51,13 @@ func (a *analyzer) failoverFigures(res *Result) {
 	if !slices.ContainsFunc(a.faults, isFailover) {
 		return
 	}
-	recs := a.undecidedRecs()
-	whole := a.partFigures(recs, 1, func(sentRec) int { return 0 }, func(*history.History, int) int { return 0 })[0]
+	el := a.elections()
+	whole := a.partFigures(func(k, _ int, start int64) election { return el.chain([][]episodes{el.whole}, k, 0, start) },
+		1, func(*history.History, int) int { return 0 })[0]
 	maps.Copy(res.Metrics, whole.Metrics)
-	a.shardFigures(res, recs)
-	a.endpointFigures(res, recs)
-	a.identityFailoverFigures(res, recs)
+	a.shardFigures(res, el)
+	a.endpointFigures(res, el)
+	a.identityFailoverFigures(res, el)
 	if whole.Metrics[metric.FailoverDenied] == 0 {
 		return
 	}
@@ -154,9 +104,9 @@ const MaxFailoverIdentities = 1000
 // identityFailoverFigures gives each identity its own failover figures
 // (Result.PerIdentityFailover, see partFigures) and its
 // after_fault_ceiling.
-func (a *analyzer) identityFailoverFigures(res *Result, recs []sentRec) {
-	ms := a.partFigures(recs, len(a.idState), func(x sentRec) int { return int(x.id) },
-		func(h *history.History, i int) int { return int(a.identity(h, i)) })
+func (a *analyzer) identityFailoverFigures(res *Result, el *elections) {
+	ms := a.partFigures(func(k, p int, start int64) election { return el.chain(el.id, k, p, start) },
+		len(a.idState), func(h *history.History, i int) int { return int(a.identity(h, i)) })
 	out := make([]IdentityResult, 0, len(a.idState))
 	for k, pr := range ms {
 		m := pr.Metrics
@@ -190,22 +140,16 @@ type partResult struct {
 }
 
 // partFigures measures a failover part by part (each endpoint's requests,
-// or each identity's), n parts, recPart and part saying whose an undecided
-// request or a record is. Each part gets the figures the scenario gets,
-// from its own requests alone: its election (the chains of its undecided
-// requests: election_errors, election_fail_open, election_fail_closed,
+// or each identity's), n parts: chain gives part p's election after fault
+// k (see elections), and part says whose a record is. Each part gets the
+// figures the scenario gets, from its own requests alone: its election
+// (the chains of its undecided requests: election_errors, election_fail_open, election_fail_closed,
 // election_ms), its failover detection (failover_denied, and with any,
 // failover_deny_ms) and, when the last fault is a failover, recover_ms:
 // from the fault to the first answer Redis decided for one of its
 // requests sent after its election's last undecided one (absent when none
 // came).
-func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int, part func(*history.History, int) int) []partResult {
-	byPart := make([][]sentRec, n)
-	for _, x := range recs {
-		if p := recPart(x); p < n {
-			byPart[p] = append(byPart[p], x) // still by send time
-		}
-	}
+func (a *analyzer) partFigures(chain func(k, p int, start int64) election, n int, part func(*history.History, int) int) []partResult {
 	last := -1 // the last fault, when it is a failover
 	if len(a.faults) > 0 && isFailover(a.faults[a.lastFault()]) {
 		last = a.lastFault()
@@ -217,7 +161,7 @@ func (a *analyzer) partFigures(recs []sentRec, n int, recPart func(sentRec) int,
 		var longest int64
 		for k, f := range a.faults {
 			if isFailover(f) {
-				e := a.chain(byPart[p], k, nil, nil)
+				e := chain(k, p, int64(f.At))
 				t.merge(e.Tally)
 				longest = max(longest, e.end-int64(f.At))
 				if k == last {

@@ -1,9 +1,7 @@
 package analysis
 
 import (
-	"cmp"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/rlctl/rlctl/internal/decision"
@@ -56,7 +54,7 @@ func (a *analyzer) shardOf(id uint32) string {
 // from k's start to electionGap after the later of that chain's last
 // request and the first write the new primary took (Fault.Answered): the
 // span in which a shard that noticed the election would have shown it.
-func (a *analyzer) shardFigures(res *Result, recs []sentRec) {
+func (a *analyzer) shardFigures(res *Result, el *elections) {
 	failed := map[string]bool{}
 	for _, f := range a.faults {
 		if isFailover(f) && f.Shard != "" {
@@ -86,25 +84,45 @@ func (a *analyzer) shardFigures(res *Result, recs []sentRec) {
 		}
 	}
 	tallies := make([]Tally, len(shards))
+	// For each failover on a shard: the shard (-1 when it held no
+	// identity, so that every identity counts as on another), and the
+	// span [from, to) in which the other shards' undecided requests count.
+	type span struct {
+		shard    int
+		from, to int64
+	}
+	var spans []span
 	for k, f := range a.faults {
 		if !isFailover(f) || f.Shard == "" {
 			continue
 		}
-		// A shard that held no identity has no entry: its chain is empty,
-		// and every identity counts as on another shard.
 		j, ok := index[f.Shard]
 		if !ok {
 			j = -1
 		}
-		e := a.chain(recs, k, func(x sentRec) bool { return a.shardOf(x.id) == f.Shard }, func(x sentRec) { tallies[j].merge(x.t) })
-		end := min(a.until(k), max(e.last, int64(f.Answered))+int64(electionGap))
-		i, _ := slices.BinarySearchFunc(recs, int64(f.At), func(x sentRec, at int64) int { return cmp.Compare(x.sent, at) })
-		for ; i < len(recs) && recs[i].sent < end; i++ {
-			if o, ok := index[a.shardOf(recs[i].id)]; ok && o != j {
-				tallies[o].merge(recs[i].t)
+		e := el.chain([][]episodes{el.shard}, k, 0, int64(f.At))
+		if j >= 0 {
+			tallies[j].merge(e.Tally)
+		}
+		spans = append(spans, span{j, int64(f.At), min(a.until(k), max(e.last, int64(f.Answered))+int64(electionGap))})
+	}
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+		for i := range h.Len() {
+			if !undecided(h, i) || h.By(i) == decision.ByFailoverDeny || h.Sent(i) == history.NoTime {
+				continue
+			}
+			sent := int64(h.Sent(i))
+			o, ok := index[a.shardOf(a.identity(h, i))]
+			if !ok {
+				continue
+			}
+			for _, sp := range spans {
+				if o != sp.shard && sent >= sp.from && sent < sp.to {
+					tallies[o].add(h, i)
+				}
 			}
 		}
-	}
+	})
 	group := map[bool]struct {
 		undecided, ceiling string
 	}{
@@ -129,18 +147,14 @@ func (a *analyzer) shardFigures(res *Result, recs []sentRec) {
 
 // endpointFigures gives each endpoint its own failover figures
 // (Result.PerEndpoint, see partFigures).
-func (a *analyzer) endpointFigures(res *Result, recs []sentRec) {
+func (a *analyzer) endpointFigures(res *Result, el *elections) {
 	// Every endpoint index a record can hold gets its part, so one pass
 	// serves; past Meta's endpoints, those up to the last one that had an
 	// undecided or failover-deny answer are listed too, by number.
-	const parts = math.MaxUint8 + 1
-	ms := a.partFigures(recs, parts, func(x sentRec) int { return int(x.ep) },
-		func(h *history.History, i int) int { return int(h.Endpoint(i)) })
-	n := len(a.h.Meta.Endpoints)
-	for _, x := range recs {
-		n = max(n, int(x.ep)+1)
-	}
-	for ep := parts - 1; ep >= n; ep-- {
+	ms := a.partFigures(func(k, p int, start int64) election { return el.chain(el.ep, k, p, start) },
+		endpointParts, func(h *history.History, i int) int { return int(h.Endpoint(i)) })
+	n := max(len(a.h.Meta.Endpoints), el.maxEp+1)
+	for ep := endpointParts - 1; ep >= n; ep-- {
 		if ms[ep].Metrics[metric.FailoverDenied] > 0 {
 			n = ep + 1
 			break

@@ -91,6 +91,9 @@ func randomSpillMeta(rng *rand.Rand) history.Meta {
 	if rng.IntN(2) == 0 {
 		m.Faults = []history.Fault{{At: time.Duration(rng.Int64N(int64(5 * w))), For: w, Action: "redis-down"}}
 	}
+	if rng.IntN(2) == 0 { // and the election figures, measured in one pass either way
+		m.Faults = append(m.Faults, history.Fault{At: time.Duration(rng.Int64N(int64(5 * w))), Action: "failover"})
+	}
 	return m
 }
 
