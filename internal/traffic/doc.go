@@ -4,13 +4,17 @@
 // go to a Target; the targets themselves (simulated gateways, HTTP gateways,
 // the user's own Lua script) live in the packages under internal/target,
 // which the engine does not import. Every run is bounded in time and
-// requests and stops by itself; every request becomes a history.Record.
+// requests and stops by itself; every request sent becomes a
+// history.Record, and every one dropped is tallied in history.Drops.
 //
 // The shape of a run (Run): one producer goroutine follows the pattern's
 // schedule and hands each request to a bounded pool of workers; when no
-// worker is free at the intended time the request is recorded as dropped,
-// never delayed, and latency is measured from the intended time, so a slow
-// target cannot hide its delay (the coordinated-omission trap). One
+// worker is free at the intended time the request is dropped, never
+// delayed, and latency is measured from the intended time, so a slow
+// target cannot hide its delay (the coordinated-omission trap). Under
+// overload the workers of a paced pattern take the schedule's due hits
+// themselves and the producer waits (see pull.go): a worker then goes from
+// one request to the next with no hand-off, and a drop costs a tally. One
 // consumer appends every record to the history, so the hot path holds no
 // shared lock and allocates nothing. Pacers are pure functions of elapsed
 // time and hits, tested without sleeping. Before the clock starts, a target
