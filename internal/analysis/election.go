@@ -74,8 +74,9 @@ func (es episodes) election(start int64) election {
 type elections struct {
 	index []int // per fault, its failover's index below; -1 for another fault
 	until []int64
-	whole []episodes
-	shard []episodes
+	// Per failover, per part: whole and shard have one part each.
+	whole [][]episodes
+	shard [][]episodes
 	ep    [][]episodes
 	id    [][]episodes
 	// maxEp is the highest endpoint index of an undecided request
@@ -94,11 +95,13 @@ func (a *analyzer) elections() *elections {
 			el.until = append(el.until, a.until(k))
 		}
 	}
-	el.whole = make([]episodes, len(ks))
-	el.shard = make([]episodes, len(ks))
+	el.whole = make([][]episodes, len(ks))
+	el.shard = make([][]episodes, len(ks))
 	el.ep = make([][]episodes, len(ks))
 	el.id = make([][]episodes, len(ks))
 	for j := range ks {
+		el.whole[j] = make([]episodes, 1)
+		el.shard[j] = make([]episodes, 1)
 		el.ep[j] = make([]episodes, endpointParts)
 		el.id[j] = make([]episodes, len(a.idState))
 	}
@@ -119,9 +122,9 @@ func (a *analyzer) elections() *elections {
 				if sent < int64(f.At) || sent >= el.until[j] {
 					continue
 				}
-				el.whole[j].add(sent, r, t)
+				el.whole[j][0].add(sent, r, t)
 				if f.Shard != "" && a.shardOf(id) == f.Shard {
-					el.shard[j].add(sent, r, t)
+					el.shard[j][0].add(sent, r, t)
 				}
 				el.ep[j][ep].add(sent, r, t)
 				el.id[j][id].add(sent, r, t)
@@ -134,7 +137,8 @@ func (a *analyzer) elections() *elections {
 // endpointParts is the number of endpoint indices a record can hold.
 const endpointParts = math.MaxUint8 + 1
 
-// chain is part p's election after fault k (a failover) among parts.
+// chain is part p's election after fault k (a failover) among parts (one
+// of el's: per failover, per part).
 func (el *elections) chain(parts [][]episodes, k, p int, start int64) election {
 	j := el.index[k]
 	if j < 0 || p >= len(parts[j]) {

@@ -52,7 +52,7 @@ func (a *analyzer) failoverFigures(res *Result) {
 		return
 	}
 	el := a.elections()
-	whole := a.partFigures(func(k, _ int, start int64) election { return el.chain([][]episodes{el.whole}, k, 0, start) },
+	whole := a.partFigures(func(k, _ int, start int64) election { return el.chain(el.whole, k, 0, start) },
 		1, func(*history.History, int) int { return 0 })[0]
 	maps.Copy(res.Metrics, whole.Metrics)
 	a.shardFigures(res, el)

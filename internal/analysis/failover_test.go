@@ -132,3 +132,27 @@ func TestAfterFaultCeilingAcrossPromotion(t *testing.T) {
 		})
 	}
 }
+
+// Two failovers, each with its own election: the figures add the two
+// elections' undecided requests and take the longer, for the run and for
+// its one identity alike.
+func TestElectionFiguresOfTwoFailovers(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover"}, {At: 5 * time.Second, Action: "kill-primary"}}}
+	h := history.New(meta, 0)
+	h.Append(by(1000*msec, 1001*msec, decision.Error, decision.ByUnknown))
+	h.Append(by(1010*msec, 1100*msec, decision.Error, decision.ByUnknown))
+	h.Append(by(2000*msec, 2001*msec, decision.Allowed, decision.ByRedis))
+	h.Append(by(5000*msec, 5001*msec, decision.Error, decision.ByUnknown))
+	h.Append(by(5500*msec, 5501*msec, decision.Allowed, decision.ByFailOpen))
+	h.Append(by(6000*msec, 6200*msec, decision.Error, decision.ByUnknown))
+	h.Append(by(6300*msec, 6301*msec, decision.Allowed, decision.ByRedis))
+	res := Analyze(h, Options{})
+	want := Metrics{metric.ElectionErrors: 4, metric.ElectionFailOpen: 1, metric.ElectionMs: 1200}
+	wantMetrics(t, res.Metrics, want)
+	if len(res.PerIdentityFailover) != 1 {
+		t.Fatalf("%d identities' failover figures, want 1", len(res.PerIdentityFailover))
+	}
+	wantMetrics(t, res.PerIdentityFailover[0].Metrics, want)
+}

@@ -100,7 +100,7 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 		if !ok {
 			j = -1
 		}
-		e := el.chain([][]episodes{el.shard}, k, 0, int64(f.At))
+		e := el.chain(el.shard, k, 0, int64(f.At))
 		if j >= 0 {
 			tallies[j].merge(e.Tally)
 		}

@@ -91,7 +91,7 @@ func randomSpillMeta(rng *rand.Rand) history.Meta {
 	if rng.IntN(2) == 0 {
 		m.Faults = []history.Fault{{At: time.Duration(rng.Int64N(int64(5 * w))), For: w, Action: "redis-down"}}
 	}
-	if rng.IntN(2) == 0 { // and the election figures, measured in one pass either way
+	for range rng.IntN(3) { // and the election figures, of none, one or two failovers
 		m.Faults = append(m.Faults, history.Fault{At: time.Duration(rng.Int64N(int64(5 * w))), Action: "failover"})
 	}
 	return m
