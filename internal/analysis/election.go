@@ -107,7 +107,7 @@ func (a *analyzer) elections() *elections {
 	}
 	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
 		for i := range h.Len() {
-			if !undecided(h, i) || h.By(i) == decision.ByFailoverDeny || h.Sent(i) == history.NoTime {
+			if !electionRequest(h, i) {
 				continue
 			}
 			ep := h.Endpoint(i)
@@ -132,6 +132,13 @@ func (a *analyzer) elections() *elections {
 		}
 	})
 	return el
+}
+
+// electionRequest reports whether record i counts in an election: sent,
+// and undecided by the limiter (an error or a failure policy's answer), but
+// not refused by a gateway for the failover it detected (counted apart).
+func electionRequest(h *history.History, i int) bool {
+	return undecided(h, i) && h.By(i) != decision.ByFailoverDeny && h.Sent(i) != history.NoTime
 }
 
 // endpointParts is the number of endpoint indices a record can hold.

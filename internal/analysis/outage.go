@@ -180,8 +180,8 @@ const dropWindow = 100 * time.Millisecond
 //
 // A drop with a record is looked at at its own instant; the drops a
 // history tallies (Meta.Drops) at the middle of their slice of the
-// schedule, at most 10ms wide, and spread evenly over it for the offered
-// rate. Two passes over the records, each one a chunk at a time, and
+// schedule (10ms wide, wider only past 2^17 slices), and spread evenly
+// over it for the offered rate. Two passes over the records, each one a chunk at a time, and
 // memory in proportion to those moments, not to the records.
 func ExplainDrops(h *history.History) Drops {
 	ds := sumDrops(h)

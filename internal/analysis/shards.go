@@ -108,7 +108,7 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 	}
 	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
 		for i := range h.Len() {
-			if !undecided(h, i) || h.By(i) == decision.ByFailoverDeny || h.Sent(i) == history.NoTime {
+			if !electionRequest(h, i) {
 				continue
 			}
 			sent := int64(h.Sent(i))
