@@ -733,8 +733,8 @@ func (e *engine) runPaced() {
 			return
 		}
 		hit := e.next.Add(1) - 1
-		at, ok := e.pc.Due(hit)
-		if !ok || hit >= uint64(e.p.MaxRequests) {
+		at, ok := e.due(hit)
+		if !ok {
 			return
 		}
 		if !e.share.ownsHit(hit, n) {

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"math"
 	"runtime"
 	"time"
 
@@ -29,8 +30,8 @@ func (e *engine) pull(rb *recBatch, drops *history.Drops) {
 	defer func() { e.dropped.Add(unshown) }()
 	for {
 		hit := e.next.Load()
-		at, ok := e.pc.Due(hit)
-		if !ok || hit >= uint64(e.p.MaxRequests) {
+		at, ok := e.due(hit)
+		if !ok {
 			return
 		}
 		// A hit due soon is this worker's to wait for only while every
@@ -42,7 +43,7 @@ func (e *engine) pull(rb *recBatch, drops *history.Drops) {
 		}
 		if at < now && e.free.Load() <= 0 {
 			// Every hit due before now: taken at once, dropped.
-			end := e.dueFrom(hit, now)
+			end := dueFrom(e.pc, uint64(e.p.MaxRequests), hit, now)
 			if !e.next.CompareAndSwap(hit, end) {
 				continue // the producer or another worker took some
 			}
@@ -82,12 +83,20 @@ func (e *engine) pull(rb *recBatch, drops *history.Drops) {
 	}
 }
 
+// due is when hit is due, false past the schedule (its length, or
+// MaxRequests).
+func (e *engine) due(hit uint64) (time.Duration, bool) {
+	if hit >= uint64(e.p.MaxRequests) {
+		return 0, false
+	}
+	return e.pc.Due(hit)
+}
+
 // dueFrom is the first hit from hit on that is due at or after t, or the
-// schedule's end (its length, or MaxRequests): hit itself is due before t.
-func (e *engine) dueFrom(hit uint64, t time.Duration) uint64 {
-	limit := uint64(e.p.MaxRequests)
+// end of pc's schedule within limit hits: hit itself is due before t.
+func dueFrom(pc Pacer, limit, hit uint64, t time.Duration) uint64 {
 	before := func(h uint64) bool {
-		at, ok := e.pc.Due(h)
+		at, ok := pc.Due(h)
 		return h < limit && ok && at < t
 	}
 	// Gallop past the hits due before t, then halve back to the first
@@ -130,26 +139,9 @@ func (e *engine) waitIdle(last time.Duration) bool {
 // lastDue is when the last hit of pc's schedule within limit hits is due;
 // false when it has none.
 func lastDue(pc Pacer, limit uint64) (time.Duration, bool) {
-	if limit == 0 {
+	if _, ok := pc.Due(0); !ok || limit == 0 {
 		return 0, false
 	}
-	if _, ok := pc.Due(0); !ok {
-		return 0, false
-	}
-	// Due is ok for every hit below the schedule's length and for none
-	// after it: find the last ok one below limit.
-	lo, hi := uint64(0), limit-1
-	if at, ok := pc.Due(hi); ok {
-		return at, true
-	}
-	for hi-lo > 1 { // Due(lo) ok, Due(hi) not
-		mid := lo + (hi-lo)/2
-		if _, ok := pc.Due(mid); ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	at, _ := pc.Due(lo)
+	at, _ := pc.Due(dueFrom(pc, limit, 0, math.MaxInt64) - 1)
 	return at, true
 }
