@@ -113,17 +113,23 @@ func (d *Drops) insert(s DropSlice) {
 func (d *Drops) coarsen() {
 	for len(d.Slices) > maxDropSlices/2 {
 		d.span = 2 * d.width()
-		out := d.Slices[:0]
-		for _, s := range d.Slices {
-			if n := len(out); n > 0 && s.To-out[n-1].From < d.span {
-				out[n-1].To = max(out[n-1].To, s.To)
-				out[n-1].Count += s.Count
-				continue
-			}
-			out = append(out, s)
-		}
-		d.Slices = out
+		d.Slices = joinSlices(d.Slices, func(last, s DropSlice) bool { return s.To-last.From < d.span })
 	}
+}
+
+// joinSlices joins each of ss, sorted by From, into the one before it when
+// join says so, in place.
+func joinSlices(ss []DropSlice, join func(last, s DropSlice) bool) []DropSlice {
+	out := ss[:0]
+	for _, s := range ss {
+		if n := len(out); n > 0 && join(out[n-1], s) {
+			out[n-1].To = max(out[n-1].To, s.To)
+			out[n-1].Count += s.Count
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // addAll adds o's drops, with o's indices mapped by the given functions and
@@ -150,16 +156,7 @@ func (d *Drops) addAll(o *Drops, shift time.Duration, identity func(int) int, ga
 	slices.SortStableFunc(all, func(a, b DropSlice) int { return cmp.Compare(a.From, b.From) })
 	// Slices of different machines may overlap: join them, so the
 	// slices stay disjoint.
-	out := all[:0]
-	for _, s := range all {
-		if n := len(out); n > 0 && s.From <= out[n-1].To {
-			out[n-1].To = max(out[n-1].To, s.To)
-			out[n-1].Count += s.Count
-			continue
-		}
-		out = append(out, s)
-	}
-	d.Slices = out
+	d.Slices = joinSlices(all, func(last, s DropSlice) bool { return s.From <= last.To })
 	d.span = max(d.span, o.span)
 	if len(d.Slices) > maxDropSlices {
 		d.coarsen()
