@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/report"
 )
@@ -276,5 +277,38 @@ thresholds: [ceiling <= limit]
 	}
 	if out.Report.Metrics["requests"] == 0 {
 		t.Error("the figures of what ran are gone")
+	}
+}
+
+// A target that answers the probe and then goes silent, under a schedule
+// its two workers cannot keep: the workers hang until their timeout and
+// nearly every request is dropped (tallied, with no record). That run
+// measured nothing either: an error with exit 3, never a pass on the
+// drops alone.
+func TestSilentTargetWithDropsIsAnError(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			return // the probe
+		}
+		<-r.Context().Done() // silent until the client gives up
+	}))
+	defer srv.Close()
+	doc := fmt.Sprintf(`name: silent
+limit: 20/1s
+target: {kind: http, urls: [%q], timeout: 200ms}
+traffic: {rate: 400/s, duration: 1s, workers: 2}
+thresholds: [ceiling <= limit, slipped == 0]
+`, srv.URL+"/")
+	out, err := Run(context.Background(), parse(t, doc), Options{})
+	if exitcode.Of(err) != exitcode.Unreachable {
+		t.Fatalf("err %v (exit %d), want exit 3", err, exitcode.Of(err))
+	}
+	if out.Report.Status != report.StatusError || !strings.Contains(out.Report.Error, "nothing answered") {
+		t.Errorf("status %s, error %q", out.Report.Status, out.Report.Error)
+	}
+	if d := out.Report.Metrics[metric.Dropped]; d < 300 {
+		t.Errorf("%g requests dropped; the run was meant to drop most of its 400", d)
 	}
 }
