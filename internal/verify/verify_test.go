@@ -500,3 +500,34 @@ func TestNotesFormatFiguresLikeTheTables(t *testing.T) {
 		t.Errorf("drop note %q", got)
 	}
 }
+
+// An open-model run far above what two workers get through a real
+// redis-server: most requests are dropped (tallied, not recorded), the
+// workers taking the due ones themselves. Every scheduled request is
+// counted once, sent or dropped, the tally adds up, and the fixed window
+// still holds its envelope on what was sent.
+func TestOverloadOnRealRedisCountsEveryRequest(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	out := run(t, parse(t, fmt.Sprintf(`name: overload
+limit: 10/1s
+target: {kind: simulated, algorithm: %s, gateways: 5, redis: %q, timeout: 1s}
+traffic: {rate: 100000/s, duration: 300ms, workers: 2}
+`, limiter.RedisFixedWindow, srv.URL())))
+	requests, dropped := measured(t, out, metric.Requests), measured(t, out, metric.Dropped)
+	sent := measured(t, out, metric.Allowed) + measured(t, out, metric.Denied) + measured(t, out, metric.Errors)
+	if requests != 30000 || dropped == 0 || sent+dropped != requests {
+		t.Fatalf("%g requests (want 30000), %g dropped, %g sent", requests, dropped, sent)
+	}
+	h := out.History
+	d := &h.Meta.Drops
+	if err := d.Check(len(h.Meta.Identities), len(h.Meta.Gateways), len(h.Meta.Endpoints)); err != nil || float64(d.Total()) != dropped || float64(h.Len()) != sent {
+		t.Fatalf("history: %d records, %d drops tallied (%v); the report says %g sent, %g dropped", h.Len(), d.Total(), err, sent, dropped)
+	}
+	if c := measured(t, out, metric.Ceiling); c > 20 {
+		t.Errorf("ceiling %g; the fixed window admits at most 2L = 20 in any window", c)
+	}
+	if s := measured(t, out, metric.Slipped); s != 0 {
+		t.Errorf("slipped %g", s)
+	}
+}
