@@ -117,11 +117,7 @@ type gatewayState struct {
 // order rather than dropped.
 func (a *analyzer) decidedBetween(h *history.History, i int) (s, r int64) {
 	sent, recv := h.Sent(i), h.Received(i)
-	if d := h.Decided(i); d != history.NoTime {
-		t := clampTime(int64(d))
-		if a.shift != nil {
-			t -= a.shift[a.gateway(h, i)]
-		}
+	if t, ok := a.stamp(h, i); ok {
 		return t, t
 	}
 	if sent == history.NoTime {
@@ -213,9 +209,14 @@ func (a *analyzer) clockShifts(cb *clockBounds) {
 			}
 		}
 	default:
-		slices.Sort(cb.sample)
-		shared(cb.sample[len(cb.sample)/2])
+		mids := make([]int64, len(cb.sample))
+		for k, o := range cb.sample {
+			mids[k] = o.from + (o.to-o.from)/2
+		}
+		slices.Sort(mids)
+		shared(mids[len(mids)/2])
 	}
+	a.trustStamps(cb)
 }
 
 // clockBounds gathers, record by record, what clockShifts decides from:
@@ -226,7 +227,14 @@ type clockBounds struct {
 	all    offsetBounds
 	per    []offsetBounds
 	stride int
-	sample []int64
+	sample []sampledOffset
+}
+
+// sampledOffset is the range of clock offsets one sampled record allows,
+// and its gateway (raw index).
+type sampledOffset struct {
+	from, to int64
+	gateway  uint16
 }
 
 func newClockBounds(n int) *clockBounds {
@@ -248,7 +256,7 @@ func (cb *clockBounds) add(c *history.History, i, base int) {
 	}
 	cb.per[g].add(from, to)
 	if (base+i)%cb.stride == 0 {
-		cb.sample = append(cb.sample, from+(to-from)/2)
+		cb.sample = append(cb.sample, sampledOffset{from, to, c.Gateway(i)})
 	}
 }
 
@@ -328,7 +336,7 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 // be back (a denial's Received + RetryAfter, or a retry's previous answer
 // + what it was told):
 //
-//   - herd_peak: the most requests sent within HerdSpan (100 ms) after one
+//   - herd_peak: the most requests sent within metric.HerdSpan (100 ms) after one
 //     reset, worst identity; against the limit it says whether clients
 //     told the same moment came back as a herd.
 //   - relimited: the share of answered retries that were denied again.
@@ -439,6 +447,10 @@ type analyzer struct {
 	// shift is each gateway's clock shift (see clockShifts); nil when
 	// every gateway's decision times fit rlctl's clock as they are.
 	shift []int64
+	// untrusted marks the gateways whose decision times are not used (see
+	// trustStamps); nil when every gateway's are.
+	untrusted []bool
+	cs        conductScan
 
 	bigIdentity int
 	worst       int // identity with the highest ceiling
@@ -773,6 +785,7 @@ func (a *analyzer) scanIdentities(c *history.History, base int) {
 			a.hasRound = true
 			a.maxRound = max(a.maxRound, r)
 		}
+		a.conduct(c, i, id)
 		if a.faults != nil && (o == decision.Allowed || o == decision.Denied) && (by == decision.ByRedis || by == decision.ByLease) {
 			// A known decision time is a point (s == r); otherwise the
 			// answer's arrival is the latest it can have been decided.
@@ -1168,7 +1181,7 @@ func (a *analyzer) listed() []int {
 }
 
 func (a *analyzer) result() Result {
-	res := Result{Metrics: Metrics{}, Interval: time.Duration(a.interval)}
+	res := Result{Metrics: Metrics{}, Interval: time.Duration(a.interval), Conduct: a.conductResult()}
 	var total figures
 	for k := range numFigures {
 		if k <= fDropped { // counts apply even to an empty run

@@ -20,6 +20,9 @@ type Result struct {
 	// race_excess, fail_open and fail_closed; latencies over all requests
 	// that ran. See Analyze for each definition.
 	Metrics Metrics
+	// Conduct is how the run itself went: the target's decision times,
+	// the race's releases, the boundary's shots.
+	Conduct Conduct
 	// PerIdentity holds each identity's own figures, in Meta order. A run
 	// with more than 10,000 identities lists only the 10,000 worst (highest
 	// ceiling, then most allowed); PerIdentityOmitted counts the rest. The

@@ -11,10 +11,6 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 )
 
-// HerdSpan is the span after a reset in which herd_peak counts arrivals:
-// clients told the same moment come back within it.
-const HerdSpan = 100 * time.Millisecond
-
 // Arrival chart geometry: ArrivalBin-wide bins from ArrivalBefore before
 // the herd's reset to ArrivalAfter after it.
 const (
@@ -127,10 +123,10 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 		}
 	}
 	slices.Sort(sends)
-	// herd_peak: arrivals in [R, R+HerdSpan) after each announced reset R.
+	// herd_peak: arrivals in [R, R+metric.HerdSpan) after each announced reset R.
 	for _, r := range resets {
 		lo := sort.Search(len(sends), func(j int) bool { return sends[j] >= r })
-		hi := sort.Search(len(sends), func(j int) bool { return sends[j] >= r+int64(HerdSpan) })
+		hi := sort.Search(len(sends), func(j int) bool { return sends[j] >= r+int64(metric.HerdSpan) })
 		if n := hi - lo; n > acc.herdPeak || (n == acc.herdPeak && id < acc.herdID) {
 			acc.herdPeak, acc.herdID, acc.herdAt = n, id, r
 		}

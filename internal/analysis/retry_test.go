@@ -86,7 +86,7 @@ func TestHerdPeakKnownAnswer(t *testing.T) {
 	}
 	sum, retries := 0.0, 0.0
 	for j, p := range res.Arrivals {
-		if p.At >= 0 && p.At < HerdSpan {
+		if p.At >= 0 && p.At < metric.HerdSpan {
 			sum += p.Value
 			retries += res.RetryArrivals[j].Value
 		}

@@ -25,13 +25,14 @@ const module = "github.com/rlctl/rlctl/"
 var allowed = map[string][]string{
 	"cmd/rlctl":                {"internal/cli"},
 	"internal/cli":             {"*"}, // the top: it wires everything
-	"internal/verify":          {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/decision", "internal/design", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/report", "internal/scenario", "internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget", "internal/textfmt", "internal/threshold", "internal/traffic"},
+	"internal/verify":          {"internal/score", "internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/decision", "internal/design", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/report", "internal/scenario", "internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget", "internal/textfmt", "internal/threshold", "internal/traffic"},
 	"internal/ceiling/measure": {"internal/analysis", "internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/verify"},
-	"internal/report":          {"internal/analysis", "internal/atomicfile", "internal/design", "internal/fault", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
+	"internal/report":          {"internal/analysis", "internal/atomicfile", "internal/design", "internal/metric", "internal/rate", "internal/score", "internal/textfmt"},
+	"internal/score":           {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
 	"internal/analysis":        {"internal/decision", "internal/history", "internal/metric", "internal/rate"},
 	"internal/history":         {"internal/atomicfile", "internal/decision", "internal/rate"},
 	"internal/traffic":         {"internal/decision", "internal/gateway", "internal/history", "internal/limiter", "internal/rate", "internal/workload"},
-	"internal/scenario":        {"internal/design", "internal/exitcode", "internal/fault", "internal/rate", "internal/redact", "internal/textfmt", "internal/threshold", "internal/workload"},
+	"internal/scenario":        {"internal/design", "internal/exitcode", "internal/rate", "internal/redact", "internal/textfmt", "internal/threshold", "internal/workload"},
 	"internal/gateway":         {"internal/decision", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn"},
 	"internal/httpgw":          {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
 	"internal/limiter":         {"internal/decision", "internal/design", "internal/rate", "internal/redisconn", "internal/resp"},
@@ -141,6 +142,40 @@ func TestImportsFollowTheLayout(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log("the rules: DESIGN.md, Layout; a core package knows nothing of the CLI, and data flows one way")
+	}
+}
+
+// ioImports are the standard packages through which a package reaches
+// files, processes or the network.
+var ioImports = []string{"os", "os/exec", "os/signal", "io/fs", "io/ioutil", "path/filepath", "net", "syscall", "bufio", "embed"}
+
+// score is the judge: a function of its inputs. Neither it nor any package
+// of ours it imports, however indirectly, reaches a file, a process or the
+// network.
+func TestScoreDoesNoIO(t *testing.T) {
+	pkgs := map[string]pkg{}
+	for _, p := range listPackages(t) {
+		pkgs[p.ImportPath] = p
+	}
+	seen := map[string]bool{}
+	var visit func(path string)
+	visit = func(path string) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		for _, imp := range pkgs[path].Imports {
+			if slices.Contains(ioImports, imp) || imp == "net" || strings.HasPrefix(imp, "net/") || strings.Contains(imp, "redis") {
+				t.Errorf("%s imports %s: score and what it imports do no I/O", strings.TrimPrefix(path, module), imp)
+			}
+			if strings.HasPrefix(imp, module) {
+				visit(imp)
+			}
+		}
+	}
+	visit(module + "internal/score")
+	if len(seen) < 2 {
+		t.Fatal("internal/score not found")
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -82,15 +83,26 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		runs = append(runs, rd)
 	}
 	out := &verify.RunDir{Path: opts.Out}
-	if out.Path == "" {
-		out.Path = runs[0].Path
+	var save *verify.RunDir
+	switch {
+	case opts.Merge:
+		dir, err := verify.CreateMergeDir(opts.Out, runs)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		out, save = dir, dir
+	case out.Path == "":
+		out.Path = runs[0].Path // the histories are already there
+	default:
+		if err := verify.CheckRenderDir(out.Path, runs[0]); err != nil {
+			return usageError("%v", err)
+		}
 	}
-	save := out
-	if !opts.Merge {
-		save = nil // the histories are already there
-	}
-	rep, err := verify.Rescore(runs, save, func(msg string) { fmt.Fprintf(opts.f.IO.ErrOut, "rlctl: %s\n", msg) })
+	rep, code, err := verify.Rescore(runs, save, func(msg string) { fmt.Fprintf(opts.f.IO.ErrOut, "rlctl: %s\n", msg) })
 	if err != nil {
+		if save != nil {
+			os.RemoveAll(save.Path) // made by this merge, exclusively
+		}
 		return usageError("%v", err)
 	}
 	if err := out.WriteReport(rep, opts.Formats); err != nil {
@@ -106,7 +118,7 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 		}
 		fmt.Fprintln(opts.f.IO.ErrOut, reportLine(out.Path, opts.Formats))
 	}
-	switch code := verify.ExitCode(rep); code {
+	switch code {
 	case exitcode.OK:
 	case exitcode.Interrupted:
 		// The saved run was interrupted, not this command.

@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,8 +59,14 @@ thresholds: [ceiling <= 2*limit]
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two "machines": every other record each.
-	halves := []*history.History{history.New(h.Meta, h.Len()/2+1), history.New(h.Meta, h.Len()/2+1)}
+	// Two "machines", each half of the plan's requests: every other
+	// record each.
+	halves := make([]*history.History, 2)
+	for i, seg := range []string{"0:1/2", "1/2:1"} {
+		m := h.Meta
+		m.Segment = seg
+		halves[i] = history.New(m, h.Len()/2+1)
+	}
 	for i := 0; i < h.Len(); i++ {
 		halves[i%2].Append(h.At(i))
 	}
@@ -88,6 +99,140 @@ thresholds: [ceiling <= 2*limit]
 	}
 	if half := scenarioMetrics(t, readReportJSON(t, filepath.Join(dir, "half"))); half["requests"] == want["requests"] {
 		t.Errorf("half run has as many requests as the whole")
+	}
+}
+
+// report merge refuses what cannot be one plan's segments before writing
+// anything (exit 2): a run given twice, a copy of one, an --out that is
+// an input or already exists; and a merge missing a segment is scored but
+// not measured (exit 1), never a pass on half a plan. A merge of both
+// says what it joined.
+func TestReportMergeRefusesWhatIsNotOnePlan(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	os.WriteFile(scen, []byte(`name: halves
+limit: 10/1s
+target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
+traffic: {rate: 60/s, duration: 1s, identities: 2}
+thresholds: [ceiling <= 2*limit]
+`), 0o644)
+	out, errOut := testFactory(&syncBuffer{}, nil)
+	var segs []string
+	for i := range 2 {
+		rd := filepath.Join(dir, fmt.Sprintf("r%d", i))
+		if code := Run(out, []string{"verify", scen, "--no-progress", "--segment", fmt.Sprintf("%d/2", i), "--report-dir", rd}, nil, noExit(t)); code != 0 {
+			t.Fatalf("verify segment %d exited %d: %s", i, code, errOut.String())
+		}
+		runs, _ := filepath.Glob(filepath.Join(rd, "*"))
+		segs = append(segs, runs[0])
+	}
+	copyDir(t, segs[0], filepath.Join(dir, "copy"))
+	before, _ := os.ReadFile(filepath.Join(segs[0], "report.json"))
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"one run twice", []string{segs[0], segs[0]}, 2, "sent the same share of the plan"},
+		{"a copy of a run", []string{segs[0], filepath.Join(dir, "copy")}, 2, "sent the same share of the plan"},
+		{"out is an input", []string{segs[0], segs[1], "--out", segs[0]}, 2, "is the run"},
+		{"out exists", []string{segs[0], segs[1], "--out", segs[1]}, 2, "is the run"},
+		{"out holds something", []string{segs[0], segs[1], "--out", dir}, 2, "already exists"},
+		{"one run by two paths", []string{segs[0], segs[0] + "/../" + filepath.Base(segs[0])}, 2, "sent the same share of the plan"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, errOut := testFactory(&syncBuffer{}, nil)
+			args := append([]string{"report", "merge"}, tt.args...)
+			out := filepath.Join(t.TempDir(), "merged")
+			if !slices.Contains(tt.args, "--out") {
+				args = append(args, "--out", out)
+			}
+			if code := Run(f, args, nil, noExit(t)); code != tt.code || !strings.Contains(errOut.String(), tt.want) {
+				t.Errorf("exit %d, want %d; stderr %q, want %q", code, tt.code, errOut.String(), tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("the refused merge left %s behind", out)
+			}
+		})
+	}
+	if after, _ := os.ReadFile(filepath.Join(segs[0], "report.json")); !bytes.Equal(before, after) {
+		t.Error("a refused merge changed a run it was given")
+	}
+
+	// A second run sends the other half of the first scenario and half of
+	// another: that one's other half is missing, so it is not measured; a
+	// run that shares no scenario with the first is refused.
+	other := filepath.Join(dir, "other.yaml")
+	os.WriteFile(other, []byte(`name: other
+limit: 10/1s
+target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
+traffic: {rate: 60/s, duration: 300ms, identities: 2}
+thresholds: [ceiling <= 2*limit]
+`), 0o644)
+	both := filepath.Join(dir, "both.yaml")
+	a, _ := os.ReadFile(scen)
+	b, _ := os.ReadFile(other)
+	os.WriteFile(both, append(append(a, []byte("---\n")...), b...), 0o644)
+	verifyInto := func(file, rd string, extra ...string) string {
+		f, errOut := testFactory(&syncBuffer{}, nil)
+		if code := Run(f, append([]string{"verify", file, "--no-progress", "--report-dir", rd}, extra...), nil, noExit(t)); code != 0 {
+			t.Fatalf("verify %s: exit %d %s", file, code, errOut.String())
+		}
+		runs, _ := filepath.Glob(filepath.Join(rd, "*"))
+		return runs[0]
+	}
+	secondHalf := verifyInto(both, filepath.Join(dir, "rb"), "--segment", "1/2")
+	f, errOut := testFactory(&syncBuffer{}, nil)
+	if code := Run(f, []string{"report", "merge", segs[0], secondHalf, "--out", filepath.Join(dir, "partial")}, nil, noExit(t)); code != 1 {
+		t.Errorf("a merge missing half of one scenario exited %d, want 1: %s", code, errOut.String())
+	}
+	for _, sc := range readReportJSON(t, filepath.Join(dir, "partial"))["scenarios"].([]any) {
+		m := sc.(map[string]any)
+		want := map[string]string{"halves": "pass", "other": "error"}[m["name"].(string)]
+		if m["status"] != want || (want == "error" && !strings.Contains(m["error"].(string), "none sent 0:1/2")) {
+			t.Errorf("%s: status %v (%v), want %s", m["name"], m["status"], m["error"], want)
+		}
+	}
+	onlyOther := verifyInto(other, filepath.Join(dir, "ro"))
+	f, errOut = testFactory(&syncBuffer{}, nil)
+	if code := Run(f, []string{"report", "merge", segs[0], onlyOther, "--out", filepath.Join(dir, "foreign")}, nil, noExit(t)); code != 2 || !strings.Contains(errOut.String(), "shares no scenario") {
+		t.Errorf("a run of another scenario: exit %d, %q", code, errOut.String())
+	}
+
+	// Both halves: merged, and the report says what it joined.
+	merged := filepath.Join(dir, "merged")
+	f, errOut = testFactory(&syncBuffer{}, nil)
+	if code := Run(f, []string{"report", "merge", segs[0], segs[1], "--out", merged}, nil, noExit(t)); code != 0 {
+		t.Fatalf("merge of both halves exited %d: %s", code, errOut.String())
+	}
+	sc := readReportJSON(t, merged)["scenarios"].([]any)[0].(map[string]any)
+	notes := fmt.Sprint(sc["notes"])
+	if !strings.Contains(notes, "merge of 2 runs: segment 0:1/2 (clock") || !strings.Contains(notes, "segment 1/2:1 (clock") || strings.Contains(notes, "this run sent segment") {
+		t.Errorf("the merged report does not say what it joined: %s", notes)
+	}
+	f, errOut = testFactory(&syncBuffer{}, nil)
+	if code := Run(f, []string{"report", "merge", segs[0], segs[1], "--out", merged}, nil, noExit(t)); code != 2 {
+		t.Errorf("a second merge into the same --out exited %d: %s", code, errOut.String())
+	}
+}
+
+// copyDir copies a run directory, as a user copying a run would.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		copyFile(t, p, filepath.Join(to, rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -193,7 +193,9 @@ func metrics(t *testing.T, dir string) analysis.Metrics {
 // gateways at urls, with the given traffic, and returns its path.
 func writeScenario(t *testing.T, name string, urls []string, traffic string) string {
 	t.Helper()
-	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\n", name, urls[0], urls[1], traffic)
+	// A clock window admits up to 2L in a sliding window: that is the
+	// claim, the default ceiling <= limit is not.
+	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\nthresholds: [ceiling <= 2 * limit]\n", name, urls[0], urls[1], traffic)
 	p := filepath.Join(t.TempDir(), "scenario.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)

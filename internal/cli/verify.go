@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
@@ -213,7 +214,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 		if err != nil {
 			fmt.Fprintf(f.IO.ErrOut, "  error: %v\n", err)
 		}
-		if out.Report.Status == report.StatusSkipped {
+		if out.Report.Status == score.StatusSkipped {
 			fmt.Fprintf(f.IO.ErrOut, "  skipped: %s\n", out.Report.Error)
 		}
 	}

@@ -63,27 +63,29 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // fileMeta is Meta as stored: explicit units, so a zero limit or a time
 // zone survive the trip unchanged.
 type fileMeta struct {
-	Scenario     string      `json:"scenario"`
-	StartNanos   int64       `json:"start_unix_ns"`
-	LimitCount   int64       `json:"limit_count"`
-	LimitWindow  int64       `json:"limit_window_ns"`
-	Identities   []string    `json:"identities"`
-	Shards       []string    `json:"shards,omitempty"`
-	Gateways     []string    `json:"gateways"`
-	Endpoints    []string    `json:"endpoints"`
-	Boundaries   []int64     `json:"boundaries_ns,omitempty"`
-	BoundarySpan int64       `json:"boundary_span_ns,omitempty"`
-	Faults       []fileFault `json:"faults,omitempty"`
-	Rounds       int         `json:"rounds,omitempty"`
-	Workers      int         `json:"workers,omitempty"`
-	HeaderForms  []string    `json:"header_forms,omitempty"`
-	Retry        string      `json:"retry,omitempty"`
-	Segment      string      `json:"segment,omitempty"`
-	LateNanos    int64       `json:"late_ns,omitempty"`
-	ClockOffset  int64       `json:"clock_offset_ns,omitempty"`
-	ClockError   int64       `json:"clock_uncertainty_ns,omitempty"`
-	ClockRef     string      `json:"clock_reference,omitempty"`
-	Drops        *fileDrops  `json:"drops,omitempty"`
+	Scenario     string        `json:"scenario"`
+	StartNanos   int64         `json:"start_unix_ns"`
+	LimitCount   int64         `json:"limit_count"`
+	LimitWindow  int64         `json:"limit_window_ns"`
+	Identities   []string      `json:"identities"`
+	Shards       []string      `json:"shards,omitempty"`
+	Gateways     []string      `json:"gateways"`
+	Endpoints    []string      `json:"endpoints"`
+	Boundaries   []int64       `json:"boundaries_ns,omitempty"`
+	BoundarySpan int64         `json:"boundary_span_ns,omitempty"`
+	Faults       []fileFault   `json:"faults,omitempty"`
+	Rounds       int           `json:"rounds,omitempty"`
+	Workers      int           `json:"workers,omitempty"`
+	HeaderForms  []string      `json:"header_forms,omitempty"`
+	Retry        string        `json:"retry,omitempty"`
+	Segment      string        `json:"segment,omitempty"`
+	LateNanos    int64         `json:"late_ns,omitempty"`
+	ClockOffset  int64         `json:"clock_offset_ns,omitempty"`
+	ClockError   int64         `json:"clock_uncertainty_ns,omitempty"`
+	ClockRef     string        `json:"clock_reference,omitempty"`
+	Drops        *fileDrops    `json:"drops,omitempty"`
+	Aims         []fileAim     `json:"boundary_aims,omitempty"`
+	Statuses     map[int]int64 `json:"statuses,omitempty"`
 }
 
 // fileDrops is Meta.Drops as stored; each slice is [from_ns, to_ns, count].
@@ -104,12 +106,18 @@ type fileFault struct {
 	Shard    string `json:"shard,omitempty"`
 }
 
+// fileAim is an Aim in the meta JSON.
+type fileAim struct {
+	How         string `json:"how"`
+	Uncertainty int64  `json:"uncertainty_ns"`
+}
+
 func toFileMeta(m Meta) fileMeta {
 	fm := fileMeta{
 		Scenario: m.Scenario, LimitCount: m.Limit.Count, LimitWindow: int64(m.Limit.Window),
 		Identities: m.Identities, Shards: m.Shards, Gateways: m.Gateways, Endpoints: m.Endpoints,
 		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds, Workers: m.Workers,
-		HeaderForms: m.HeaderForms, Retry: m.Retry,
+		HeaderForms: m.HeaderForms, Retry: m.Retry, Statuses: m.Statuses,
 		Segment: m.Segment, LateNanos: int64(m.Late),
 		ClockOffset: int64(m.Clock.Offset), ClockError: int64(m.Clock.Uncertainty), ClockRef: m.Clock.Reference,
 	}
@@ -118,6 +126,9 @@ func toFileMeta(m Meta) fileMeta {
 	}
 	for _, b := range m.Boundaries {
 		fm.Boundaries = append(fm.Boundaries, int64(b))
+	}
+	for _, a := range m.Aims {
+		fm.Aims = append(fm.Aims, fileAim{How: a.How, Uncertainty: int64(a.Uncertainty)})
 	}
 	if d := m.Drops; !d.Empty() {
 		fd := &fileDrops{Identities: d.Identity, Gateways: d.Gateway, Endpoints: d.Endpoint}
@@ -138,7 +149,7 @@ func (fm fileMeta) meta() Meta {
 		Scenario: fm.Scenario, Limit: rate.Limit{Count: fm.LimitCount, Window: time.Duration(fm.LimitWindow)},
 		Identities: fm.Identities, Shards: fm.Shards, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
 		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds, Workers: fm.Workers,
-		HeaderForms: fm.HeaderForms, Retry: fm.Retry,
+		HeaderForms: fm.HeaderForms, Retry: fm.Retry, Statuses: fm.Statuses,
 		Segment: fm.Segment, Late: time.Duration(fm.LateNanos),
 		Clock: Clock{Offset: time.Duration(fm.ClockOffset), Uncertainty: time.Duration(fm.ClockError), Reference: fm.ClockRef},
 	}
@@ -147,6 +158,11 @@ func (fm fileMeta) meta() Meta {
 	}
 	for _, b := range fm.Boundaries {
 		m.Boundaries = append(m.Boundaries, time.Duration(b))
+	}
+	if len(fm.Aims) == len(fm.Boundaries) {
+		for _, a := range fm.Aims {
+			m.Aims = append(m.Aims, Aim{How: a.How, Uncertainty: time.Duration(a.Uncertainty)})
+		}
 	}
 	if fd := fm.Drops; fd != nil {
 		m.Drops = Drops{Identity: fd.Identities, Gateway: fd.Gateways, Endpoint: fd.Endpoints}

@@ -86,7 +86,10 @@ type Meta struct {
 	// BoundarySpan the half-width of the span counted around each.
 	Boundaries   []time.Duration
 	BoundarySpan time.Duration
-	Faults       []Fault
+	// Aims say how each of Boundaries was found, in the same order; nil in
+	// histories written before they were recorded.
+	Aims   []Aim
+	Faults []Fault
 	// Rounds is the number of race rounds fired (race pattern only).
 	Rounds int
 	// Workers is the open model's worker pool: the most requests that
@@ -114,6 +117,22 @@ type Meta struct {
 	// Drops counts the requests the run dropped, which have no Record
 	// (see Drops): like Faults, what the run did rather than what it was.
 	Drops Drops
+	// Statuses counts an http target's answers by HTTP status, nil for
+	// other targets (and histories written before they were counted).
+	Statuses map[int]int64
+}
+
+// Aim is how the boundary pattern found a window boundary it fired at, and
+// so how surely its shots straddled the target's own edge.
+type Aim struct {
+	// How is "epoch" (epoch-aligned windows: align: epoch, or learned),
+	// "first-request" (a window opened by a probe) or "headers" (the
+	// target's announced reset).
+	How string
+	// Uncertainty is how far the target's edge may lie from the boundary
+	// given how it was found; negative when not known at all (auto
+	// alignment that learned nothing and fell back on epoch).
+	Uncertainty time.Duration
 }
 
 // Clock is how far a machine's clock was from a shared reference (the

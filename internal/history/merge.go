@@ -165,6 +165,7 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 	}
 	out := New(Meta{Scenario: first.Scenario, Start: start, Limit: first.Limit}, capacity)
 	var ids, gws, eps names
+	var shots []shot
 	// shards holds each merged identity's shard, by its index in ids.
 	var shards []string
 	srcs := make([]mergeSource, len(hs))
@@ -194,8 +195,18 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 		if s.endpoint, err = mapNames[uint8](&eps, h.Meta.Endpoints, "endpoints"); err != nil {
 			return nil, nil, err
 		}
-		for _, b := range h.Meta.Boundaries {
-			out.Meta.Boundaries = append(out.Meta.Boundaries, b+s.shift)
+		for k, b := range h.Meta.Boundaries {
+			aim := Aim{Uncertainty: -1}
+			if len(h.Meta.Aims) == len(h.Meta.Boundaries) {
+				aim = h.Meta.Aims[k]
+			}
+			shots = append(shots, shot{b + s.shift, aim})
+		}
+		for code, n := range h.Meta.Statuses {
+			if out.Meta.Statuses == nil {
+				out.Meta.Statuses = map[int]int64{}
+			}
+			out.Meta.Statuses[code] += n
 		}
 		for _, f := range h.Meta.Faults {
 			f.At += s.shift
@@ -238,11 +249,41 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 	if shards != nil {
 		out.Meta.Shards = append(shards, make([]string, len(ids.list)-len(shards))...)
 	}
-	slices.Sort(out.Meta.Boundaries)
-	out.Meta.Boundaries = slices.Compact(out.Meta.Boundaries)
+	out.Meta.Boundaries, out.Meta.Aims = joinShots(shots)
 	out.Meta.Faults = joinFaults(out.Meta.Faults)
 
 	return out, srcs, nil
+}
+
+// shot is a boundary a history aimed at, and how it was found.
+type shot struct {
+	at  time.Duration
+	aim Aim
+}
+
+// joinShots sorts the boundaries of the merged histories and keeps one of
+// each instant (the machines of a shared run aim at the same epoch-aligned
+// boundaries), with the best-known aim any of them had. Aims are left out
+// when no history recorded them.
+func joinShots(shots []shot) ([]time.Duration, []Aim) {
+	slices.SortStableFunc(shots, func(a, b shot) int { return cmp.Compare(a.at, b.at) })
+	var at []time.Duration
+	var aims []Aim
+	recorded := false
+	for _, s := range shots {
+		recorded = recorded || s.aim.How != ""
+		if n := len(at); n > 0 && at[n-1] == s.at {
+			if p := &aims[n-1]; p.Uncertainty < 0 || (s.aim.Uncertainty >= 0 && s.aim.Uncertainty < p.Uncertainty) {
+				*p = s.aim
+			}
+			continue
+		}
+		at, aims = append(at, s.at), append(aims, s.aim)
+	}
+	if !recorded {
+		aims = nil
+	}
+	return at, aims
 }
 
 // joinFaults sorts faults by At and joins those that are one fault of the

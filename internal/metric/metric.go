@@ -1,5 +1,11 @@
 package metric
 
+import "time"
+
+// HerdSpan is the span after a reset in which herd_peak counts one
+// identity's arrivals: clients told the same moment come back within it.
+const HerdSpan = 100 * time.Millisecond
+
 // Metric names are a contract: scenario thresholds and report.json use them.
 const (
 	Requests          = "requests"

@@ -56,7 +56,7 @@ func arrivalsChart(sc Scenario) *chart {
 	items = append(items, legendItem{kind: "line", color: hex(limitColor), label: "reset", dashed: true})
 	c.legend(items)
 	caption := fmt.Sprintf("Requests of one identity arriving per %s around the reset at t=%.3fs, where the most arrived within %s (herd_peak %s against a limit of %s).",
-		analysis.ArrivalBin, res.HerdAt.Seconds(), analysis.HerdSpan, num(sc.Metrics[metric.HerdPeak]), sc.Limit)
+		analysis.ArrivalBin, res.HerdAt.Seconds(), metric.HerdSpan, num(sc.Metrics[metric.HerdPeak]), sc.Limit)
 	if v, ok := sc.Metrics[metric.Relimited]; ok {
 		caption += fmt.Sprintf(" %.0f%% of retries were denied again.", 100*v)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // herdScenario is a scenario whose clients retried: 40 requests arrived
@@ -27,7 +28,7 @@ func herdScenario(arrivals bool) Scenario {
 			res.RetryArrivals = append(res.RetryArrivals, analysis.Point{At: at, Value: r})
 		}
 	}
-	return Scenario{Name: "herd-no-jitter", Status: StatusPass, Limit: Limit{Count: 100, WindowMs: 1000},
+	return Scenario{Name: "herd-no-jitter", Status: score.StatusPass, Limit: Limit{Count: 100, WindowMs: 1000},
 		Metrics: map[string]float64(res.Metrics), Result: res}
 }
 
@@ -37,7 +38,7 @@ func herdScenario(arrivals bool) Scenario {
 func TestArrivalsChart(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	if err := HTML(&buf, &Report{Status: StatusPass, Scenarios: []Scenario{herdScenario(true)}}); err != nil {
+	if err := HTML(&buf, &Report{Status: score.StatusPass, Scenarios: []Scenario{herdScenario(true)}}); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -52,7 +53,7 @@ func TestArrivalsChart(t *testing.T) {
 		}
 	}
 	buf.Reset()
-	if err := HTML(&buf, &Report{Status: StatusPass, Scenarios: []Scenario{herdScenario(false)}}); err != nil {
+	if err := HTML(&buf, &Report{Status: score.StatusPass, Scenarios: []Scenario{herdScenario(false)}}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), `data-chart="arrivals"`) {

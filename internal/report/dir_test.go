@@ -6,12 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/rlctl/rlctl/internal/analysis"
-	"github.com/rlctl/rlctl/internal/metric"
-	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 func TestWriteDir(t *testing.T) {
@@ -56,32 +50,5 @@ func TestWriteDir(t *testing.T) {
 	}
 	if _, err := os.Stat(other); !os.IsNotExist(err) {
 		t.Error("WriteDir created the directory despite a bad format")
-	}
-}
-
-func TestThresholdsFromScenario(t *testing.T) {
-	t.Parallel()
-	var ths []threshold.Threshold
-	for _, e := range []string{"ceiling <= limit", "p99 < 5ms", "race_excess == 0"} {
-		th, err := threshold.Parse(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ths = append(ths, th)
-	}
-	m := analysis.Metrics{metric.Ceiling: 25, metric.P99: 2}
-	got := Thresholds(ths, m, rate.Limit{Count: 20, Window: time.Second})
-	if len(got) != 3 {
-		t.Fatalf("got %d", len(got))
-	}
-	if got[0].Status != StatusFail || got[0].Observed == nil || *got[0].Observed != 25 || got[0].Bound == nil || *got[0].Bound != 20 ||
-		got[0].Unit != "" || got[0].BoundWritten {
-		t.Errorf("ceiling: %+v", got[0])
-	}
-	if got[1].Status != StatusPass || *got[1].Observed != 2 || got[1].Bound == nil || *got[1].Bound != 5 || got[1].Unit != "ms" || !got[1].BoundWritten {
-		t.Errorf("p99: %+v", got[1])
-	}
-	if got[2].Status != StatusFail || got[2].Observed != nil || got[2].Error != "race_excess was not measured in this scenario" {
-		t.Errorf("unmeasured: %+v", got[2])
 	}
 }

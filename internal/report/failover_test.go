@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // failoverReport is one scenario whose failover figures were split by
@@ -32,8 +33,8 @@ func failoverReport() *Report {
 		}
 		res.PerIdentityFailover = append(res.PerIdentityFailover, analysis.IdentityResult{Identity: fmt.Sprintf("u%d", i), Metrics: m})
 	}
-	r := &Report{Scenarios: []Scenario{{Name: "shard-x", Status: StatusPass, Failover: FailoverOf(res), Metrics: map[string]float64{}}}}
-	r.Finish()
+	r := &Report{Scenarios: []Scenario{{Name: "shard-x", Status: score.StatusPass, Failover: FailoverOf(res), Metrics: map[string]float64{}}}}
+	settle(r, false)
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/threshold"
 )
 
@@ -52,9 +53,9 @@ func fixture() *Report {
 					metric.Burst: 20, metric.SustainedRate: 19.5, metric.FailOpen: 12, metric.FailClosed: 3,
 					metric.AfterFaultCeiling: 20, metric.P50: 0.42, metric.P99: 1.875,
 				},
-				Thresholds: []Threshold{
-					{Expr: "ceiling <= limit", Status: StatusPass, Observed: f64(20), Bound: f64(20)},
-					{Expr: "p99 < 5ms", Status: StatusPass, Observed: f64(1.875), Bound: f64(5)},
+				Thresholds: []score.Threshold{
+					{Expr: "ceiling <= limit", Status: score.StatusPass, Observed: f64(20), Bound: f64(20)},
+					{Expr: "p99 < 5ms", Status: score.StatusPass, Observed: f64(1.875), Bound: f64(5)},
 				},
 				Result: &analysis.Result{
 					Timeline: timeline, Interval: 100 * time.Millisecond, Sliding: sliding,
@@ -72,10 +73,10 @@ func fixture() *Report {
 					metric.Requests: 2000, metric.Allowed: 1000, metric.Ceiling: 980,
 					metric.CeilingUpper: 1000, metric.CeilingRatio: 49, metric.RaceExcess: 3,
 				},
-				Thresholds: []Threshold{
-					{Expr: "ceiling <= limit", Status: StatusFail, Observed: f64(980), Bound: f64(20)},
-					{Expr: "ceiling_ratio >= 40", Status: StatusPass, Observed: f64(49), Bound: f64(40)},
-					{Expr: "p99 < 5ms", Status: StatusFail, Error: "p99_ms was not measured in this scenario"},
+				Thresholds: []score.Threshold{
+					{Expr: "ceiling <= limit", Status: score.StatusFail, Observed: f64(980), Bound: f64(20)},
+					{Expr: "ceiling_ratio >= 40", Status: score.StatusPass, Observed: f64(49), Bound: f64(40)},
+					{Expr: "p99 < 5ms", Status: score.StatusFail, Error: "p99_ms was not measured in this scenario"},
 				},
 				Notes: []string{"50 gateways each kept their own count: the true ceiling is 50 × 20."},
 			},
@@ -85,10 +86,10 @@ func fixture() *Report {
 				Limit:  Limit{Count: 100, WindowMs: 60000},
 				Target: "http http://127.0.0.1:1/",
 				Design: &Design{Kind: "http", Gateways: 1},
-				Status: StatusError,
+				Status: score.StatusError,
 				Error:  "reach target: connection refused",
-				Thresholds: []Threshold{
-					{Expr: "ceiling <= limit", Status: StatusFail},
+				Thresholds: []score.Threshold{
+					{Expr: "ceiling <= limit", Status: score.StatusFail},
 				},
 			},
 			{
@@ -102,9 +103,9 @@ func fixture() *Report {
 					metric.Requests: 1000, metric.Allowed: 300, metric.Errors: 0,
 					metric.Ceiling: 27, metric.CeilingUpper: 27, metric.CeilingRatio: 1.35, metric.RaceExcess: 140,
 				},
-				Thresholds: []Threshold{
-					{Expr: "race_excess > 0", Status: StatusPass, Observed: f64(140), Bound: f64(0)},
-					{Expr: "ceiling <= 1.5*limit", Status: StatusPass, Observed: f64(27), Bound: f64(30)},
+				Thresholds: []score.Threshold{
+					{Expr: "race_excess > 0", Status: score.StatusPass, Observed: f64(140), Bound: f64(0)},
+					{Expr: "ceiling <= 1.5*limit", Status: score.StatusPass, Observed: f64(27), Bound: f64(30)},
 				},
 			},
 			{
@@ -117,9 +118,9 @@ func fixture() *Report {
 					metric.Requests: 400, metric.Allowed: 380, metric.Errors: 0, metric.Ceiling: 101,
 					metric.CeilingRatio: 5.05, metric.Burst: 1.4034, metric.SustainedRate: 100, metric.Slipped: 301,
 				},
-				Thresholds: []Threshold{
-					{Expr: "sustained_rate > 2*limit", Status: StatusPass, Observed: f64(100), Bound: f64(40)},
-					{Expr: "slipped > 0", Status: StatusPass, Observed: f64(301), Bound: f64(0)},
+				Thresholds: []score.Threshold{
+					{Expr: "sustained_rate > 2*limit", Status: score.StatusPass, Observed: f64(100), Bound: f64(40)},
+					{Expr: "slipped > 0", Status: score.StatusPass, Observed: f64(301), Bound: f64(0)},
 				},
 			},
 			{
@@ -132,8 +133,8 @@ func fixture() *Report {
 				Metrics: map[string]float64{
 					metric.Requests: 400, metric.Allowed: 45, metric.Errors: 1, metric.Ceiling: 20, metric.CeilingRatio: 1,
 				},
-				Thresholds: []Threshold{
-					{Expr: "allowed <= limit", Status: StatusFail, Observed: f64(45), Bound: f64(20)},
+				Thresholds: []score.Threshold{
+					{Expr: "allowed <= limit", Status: score.StatusFail, Observed: f64(45), Bound: f64(20)},
 				},
 			},
 		},
@@ -149,6 +150,31 @@ func fixture() *Report {
 			t.Unit, t.BoundWritten = th.Unit(), th.BoundWritten()
 		}
 	}
-	r.Finish()
+	settle(r, false)
 	return r
+}
+
+// settle decides the statuses a hand-made report leaves open as score
+// would from its thresholds (pass when all passed, error when it names
+// one), and the run's, so the writers get what verify gives them.
+func settle(r *Report, interrupted bool) {
+	var vs []score.Verdict
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		if sc.Status == "" {
+			sc.Status = score.StatusPass
+			for _, t := range sc.Thresholds {
+				if t.Status != score.StatusPass {
+					sc.Status = score.StatusFail
+				}
+			}
+			if sc.Error != "" {
+				sc.Status = score.StatusError
+			}
+		}
+		sc.Verdict = score.Words(sc.Shows, sc.Status)
+		vs = append(vs, score.Verdict{Status: sc.Status, Words: sc.Verdict})
+	}
+	s := score.Suite(vs, interrupted)
+	r.Schema, r.Status, r.Verdicts, r.Reason = Schema, s.Status, s.Counts, s.Reason
 }

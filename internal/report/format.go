@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
@@ -66,7 +67,7 @@ func ratioCell(m map[string]float64) string {
 
 // observedCell prints a threshold's observed value, with "ms" when the
 // metric it reads is a latency, so "p99 < 5ms" shows "observed 1.9ms".
-func observedCell(t Threshold) string {
+func observedCell(t score.Threshold) string {
 	if t.Observed == nil {
 		return "–"
 	}
@@ -75,7 +76,7 @@ func observedCell(t Threshold) string {
 
 // boundCell prints the value a threshold held its metric to, "" when
 // unknown.
-func boundCell(t Threshold) string {
+func boundCell(t score.Threshold) string {
 	if t.Bound == nil {
 		return ""
 	}
@@ -84,7 +85,7 @@ func boundCell(t Threshold) string {
 
 // figures is "observed 78, bound 30": what a threshold saw and what it
 // held that to.
-func figures(t Threshold) string {
+func figures(t score.Threshold) string {
 	s := "observed " + observedCell(t)
 	if b := boundCell(t); b != "" {
 		s += ", bound " + b
@@ -94,7 +95,7 @@ func figures(t Threshold) string {
 
 func thresholdCounts(sc Scenario) (pass, total int) {
 	for _, t := range sc.Thresholds {
-		if t.Status == StatusPass {
+		if t.Status == score.StatusPass {
 			pass++
 		}
 	}

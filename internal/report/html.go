@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 //go:embed report.html.tmpl
@@ -38,10 +40,10 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 // verdictClass is the CSS class of a verdict: holds, flaw (demonstrated)
 // or bad (anything else).
 func verdictClass(sc Scenario) string {
-	switch sc.Verdict() {
-	case VerdictHolds:
+	switch sc.Verdict {
+	case score.Holds:
 		return "holds"
-	case VerdictFlawShown:
+	case score.FlawShown:
 		return "flaw"
 	}
 	return "bad"
@@ -75,7 +77,7 @@ type htmlData struct {
 // held, notes, charts (faults and unplanned outages shaded on the time
 // charts) and every figure.
 func HTML(w io.Writer, r *Report) error {
-	d := htmlData{Report: r, Title: "rlctl verify report", Verdicts: strings.Join(verdictCounts(r), ", "), Questions: Questions(r)}
+	d := htmlData{Report: r, Title: "rlctl verify report", Verdicts: strings.Join(r.Verdicts, ", "), Questions: Questions(r)}
 	if r.Suite != "" {
 		d.Title += ": " + r.Suite
 	}

@@ -7,9 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/rlctl/rlctl/internal/analysis"
-	"github.com/rlctl/rlctl/internal/rate"
-	"github.com/rlctl/rlctl/internal/threshold"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // JSON writes r as report.json: indented, metrics keyed by analysis names,
@@ -24,7 +22,7 @@ func JSON(w io.Writer, r *Report) error {
 		sc.Metrics = finiteMetrics(sc.Metrics)
 		sc.Thresholds = slices.Clone(sc.Thresholds)
 		if sc.Thresholds == nil {
-			sc.Thresholds = []Threshold{}
+			sc.Thresholds = []score.Threshold{}
 		}
 		for j, t := range sc.Thresholds {
 			if t.Observed != nil && !finite(*t.Observed) {
@@ -53,32 +51,6 @@ func finiteMetrics(m map[string]float64) map[string]float64 {
 		if finite(v) {
 			out[k] = v
 		}
-	}
-	return out
-}
-
-// Thresholds evaluates a scenario's thresholds against measured metrics,
-// in order. A threshold whose metric was not measured fails with its error
-// and no observed value: never a silent pass.
-func Thresholds(ths []threshold.Threshold, m analysis.Metrics, limit rate.Limit) []Threshold {
-	out := make([]Threshold, 0, len(ths))
-	for _, th := range ths {
-		observed, pass, err := th.Eval(m, limit)
-		t := Threshold{Expr: th.Expr, Status: StatusFail, Unit: th.Unit(), BoundWritten: th.BoundWritten()}
-		switch {
-		case err != nil:
-			t.Error = err.Error()
-		default:
-			v := observed
-			t.Observed = &v
-			if pass {
-				t.Status = StatusPass
-			}
-			if b, ok := th.Bound(m, limit); ok {
-				t.Bound = &b
-			}
-		}
-		out = append(out, t)
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // JUnit document types, in the layout common CI readers accept (Jenkins,
@@ -81,7 +83,7 @@ func JUnit(w io.Writer, r *Report) error {
 		s := junitSuite{Name: sc.Name, Time: seconds(sc.DurationMs), Timestamp: start.UTC().Format("2006-01-02T15:04:05")}
 		s.Properties = append(s.Properties,
 			junitProperty{Name: "shows", Value: sc.Shows},
-			junitProperty{Name: "verdict", Value: sc.Verdict()},
+			junitProperty{Name: "verdict", Value: sc.Verdict},
 			junitProperty{Name: "limit", Value: sc.Limit.String()})
 		if d := sc.Design.LongLabel(); d != "" {
 			s.Properties = append(s.Properties, junitProperty{Name: "design", Value: d})
@@ -102,7 +104,7 @@ func JUnit(w io.Writer, r *Report) error {
 			switch {
 			case t.Error != "":
 				c.Error = &junitProblem{Message: t.Error, Type: "not-measured", Text: t.Expr + ": " + t.Error}
-			case t.Status != StatusPass:
+			case t.Status != score.StatusPass:
 				msg := fmt.Sprintf("%s does not hold: %s", t.Expr, figures(t))
 				if sc.Flaw() {
 					msg = "the flaw did not show: " + msg
@@ -111,9 +113,9 @@ func JUnit(w io.Writer, r *Report) error {
 			}
 			s.Cases = append(s.Cases, c)
 		}
-		if sc.Status == StatusSkipped {
+		if sc.Status == score.StatusSkipped {
 			s.Cases = []junitCase{{Name: "run", Classname: sc.Name, Time: "0", Skipped: &junitSkipped{Message: sc.Error}}}
-		} else if sc.Status == StatusError || sc.Error != "" {
+		} else if sc.Status == score.StatusError || sc.Error != "" {
 			if len(s.Cases) == 0 {
 				s.Cases = append(s.Cases, junitCase{Name: "run", Classname: sc.Name, Time: "0"})
 			}
@@ -159,7 +161,7 @@ func JUnit(w io.Writer, r *Report) error {
 
 // verdictLine opens a testsuite's output with its verdict in words.
 func verdictLine(sc Scenario) string {
-	s := "verdict: " + upper(sc.Status) + " · " + sc.Verdict()
+	s := "verdict: " + upper(sc.Status) + " · " + sc.Verdict
 	if sc.Flaw() {
 		s += " (this scenario shows a flaw: it passes when the run reproduces it, and the design it ran is not safe as configured)"
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // The reader's view of junit.xml, declared independently of the writer's
@@ -112,7 +114,7 @@ func TestJUnitParsesBack(t *testing.T) {
 func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	t.Parallel()
 	r := &Report{Scenarios: []Scenario{{Name: "x & <y>", Error: `bad "thing"`}}}
-	r.Finish()
+	settle(r, false)
 	var buf bytes.Buffer
 	if err := JUnit(&buf, r); err != nil {
 		t.Fatal(err)
@@ -138,15 +140,15 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 func TestJUnitInterruptedRun(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	r := &Report{Started: t0, DurationMs: 9000, Incomplete: true, Scenarios: []Scenario{
+	r := &Report{Started: t0, DurationMs: 9000, Scenarios: []Scenario{
 		{Name: "first", Started: t0.Add(time.Second), DurationMs: 3000,
-			Thresholds: []Threshold{{Expr: "ceiling <= limit", Status: StatusPass}}},
-		{Name: "cut", Status: StatusError, Started: t0.Add(5 * time.Second), DurationMs: 1200,
+			Thresholds: []score.Threshold{{Expr: "ceiling <= limit", Status: score.StatusPass}}},
+		{Name: "cut", Status: score.StatusError, Started: t0.Add(5 * time.Second), DurationMs: 1200,
 			Error:      "interrupted after 1.2s of 3s: the figures cover only what ran, and its thresholds were not judged",
-			Thresholds: []Threshold{{Expr: "ceiling <= limit", Status: StatusPass}}},
-		{Name: "never", Status: StatusSkipped, Error: "not run: the run was interrupted before it started"},
+			Thresholds: []score.Threshold{{Expr: "ceiling <= limit", Status: score.StatusPass}}},
+		{Name: "never", Status: score.StatusSkipped, Error: "not run: the run was interrupted before it started"},
 	}}
-	r.Finish()
+	settle(r, true)
 	var buf bytes.Buffer
 	if err := JUnit(&buf, r); err != nil {
 		t.Fatal(err)
@@ -191,7 +193,7 @@ func TestJUnitInterruptedRun(t *testing.T) {
 	if c := doc.Suites[2].Cases[0]; c.Skipped == nil || !strings.Contains(c.Skipped.Message, "not run") {
 		t.Errorf("the scenario never run is not skipped with a message: %+v", c)
 	}
-	if r.Status != StatusIncomplete || r.Scenarios[2].Status != StatusSkipped {
+	if r.Status != score.StatusIncomplete || r.Scenarios[2].Status != score.StatusSkipped {
 		t.Errorf("report %s, never-run scenario %s", r.Status, r.Scenarios[2].Status)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // Markdown writes report.md: a summary table of every scenario, then a
@@ -19,12 +21,12 @@ func Markdown(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(b, "# %s\n\n", mdText(title))
 	fmt.Fprintf(b, "**%s** · %s", upper(r.Status), count(len(r.Scenarios), "scenario"))
-	if c := verdictCounts(r); len(c) > 0 {
+	if c := r.Verdicts; len(c) > 0 {
 		fmt.Fprintf(b, ": %s", strings.Join(c, ", "))
 	}
 	fmt.Fprintf(b, " · started %s · took %s\n\n", r.Started.UTC().Format(time.RFC3339), durationMs(r.DurationMs))
 
-	if r.Status == StatusIncomplete {
+	if r.Status == score.StatusIncomplete {
 		fmt.Fprintf(b, "> **Incomplete:** the run was interrupted; the figures cover only what ran.\n\n")
 	}
 	fmt.Fprintln(b, "| scenario | design | result | limit | ceiling | ratio | errors | burst | race excess | boundary | p99 | thresholds |")
@@ -34,7 +36,7 @@ func Markdown(w io.Writer, r *Report) error {
 		flaws = flaws || sc.Flaw()
 		p, n := thresholdCounts(sc)
 		fmt.Fprintf(b, "| [%s](#%s) | %s | %s · %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
-			mdCell(sc.Name), anchor(sc.Name), mdCell(sc.Design.LongLabel()), upper(sc.Status), sc.Verdict(),
+			mdCell(sc.Name), anchor(sc.Name), mdCell(sc.Design.LongLabel()), upper(sc.Status), sc.Verdict,
 			sc.Limit, ceilingCell(sc.Metrics), ratioCell(sc.Metrics), errorsCell(sc.Metrics),
 			metricCell(sc.Metrics, keyMetrics[0]), metricCell(sc.Metrics, keyMetrics[1]),
 			metricCell(sc.Metrics, keyMetrics[2]), metricCell(sc.Metrics, keyMetrics[3]), p, n)
@@ -62,7 +64,7 @@ func Markdown(w io.Writer, r *Report) error {
 
 	for _, sc := range r.Scenarios {
 		fmt.Fprintf(b, "## %s\n\n", mdText(sc.Name))
-		fmt.Fprintf(b, "**%s · %s**", upper(sc.Status), sc.Verdict())
+		fmt.Fprintf(b, "**%s · %s**", upper(sc.Status), sc.Verdict)
 		if d := sc.Design.LongLabel(); d != "" {
 			fmt.Fprintf(b, " · design: %s", mdText(d))
 		}
@@ -74,7 +76,7 @@ func Markdown(w io.Writer, r *Report) error {
 			fmt.Fprintf(b, "%s\n\n", mdText(sc.Description))
 		}
 		switch {
-		case sc.Status == StatusSkipped:
+		case sc.Status == score.StatusSkipped:
 			fmt.Fprintf(b, "> **Skipped:** %s\n\n", mdText(sc.Error))
 		case sc.Error != "":
 			fmt.Fprintf(b, "> **Error:** %s\n\n", mdText(sc.Error))

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
@@ -43,7 +44,7 @@ const maxEvidence = 3
 func measured(r *Report) []Scenario {
 	var out []Scenario
 	for _, sc := range r.Scenarios {
-		if sc.Status == StatusPass || sc.Status == StatusFail {
+		if sc.Status == score.StatusPass || sc.Status == score.StatusFail {
 			out = append(out, sc)
 		}
 	}
@@ -168,9 +169,9 @@ func failureQuestion(scs []Scenario) Question {
 		failover, down := false, false
 		for _, f := range sc.Faults {
 			switch f.Action {
-			case fault.GatewayDown:
+			case design.FaultGatewayDown:
 				continue
-			case fault.Failover:
+			case design.FaultFailover:
 				failover = true
 			default:
 				down = true

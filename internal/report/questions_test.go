@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // The four questions of the first write-up are answered from a real run of
@@ -52,7 +54,7 @@ func TestQuestionsAnswerFromTheRun(t *testing.T) {
 // it, never a confident answer.
 func TestQuestionsNotMeasured(t *testing.T) {
 	t.Parallel()
-	r := &Report{Scenarios: []Scenario{{Name: "plain", Status: StatusPass, Metrics: map[string]float64{}}}}
+	r := &Report{Scenarios: []Scenario{{Name: "plain", Status: score.StatusPass, Metrics: map[string]float64{}}}}
 	for _, q := range Questions(r) {
 		if !strings.HasPrefix(q.Answer, "Not ") || len(q.Evidence) != 0 {
 			t.Errorf("%s: %q with %d pieces of evidence, want a not-measured answer", q.ID, q.Answer, len(q.Evidence))

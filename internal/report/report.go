@@ -6,29 +6,14 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
-	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // Schema is the version of report.json's layout.
 const Schema = "rlctl.report/v1"
-
-// Report statuses.
-const (
-	StatusPass       = "pass"
-	StatusFail       = "fail"
-	StatusIncomplete = "incomplete"
-	// StatusError is a scenario that could not be run (target unreachable,
-	// a bad script), was cut short, or ran without measuring what it claims
-	// (its requests went unanswered); the report's overall status is then
-	// fail.
-	StatusError = "error"
-	// StatusSkipped is a scenario never started: the run was interrupted
-	// before it, or the deployment lacks what it requires (a Redis
-	// Cluster); Error says which. It does not fail the run.
-	StatusSkipped = "skipped"
-)
 
 // Report is one verify run. Its JSON form is the report.json contract of
 // DESIGN.md: field names, and metrics keyed by analysis names.
@@ -40,9 +25,12 @@ type Report struct {
 	Scenarios  []Scenario `json:"scenarios"`
 	// Suite names the run's suite (the directory name), for titles.
 	Suite string `json:"suite,omitempty"`
-	// Incomplete marks a run that was interrupted: Finish then reports
-	// StatusIncomplete whatever the scenarios say.
-	Incomplete bool `json:"-"`
+	// Verdicts are the scenarios' verdicts counted, as score decided them:
+	// "8 designs hold", "6 flaws demonstrated".
+	Verdicts []string `json:"verdicts,omitempty"`
+	// Reason says why a run that measured nothing failed (no scenario, or
+	// every one skipped), "" otherwise.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Scenario is one scenario's outcome.
@@ -53,13 +41,20 @@ type Scenario struct {
 	// when the flaw appears) or "holds" when it proves a design holds; see
 	// Verdict.
 	Shows string `json:"shows"`
-	// Status is pass, fail or error (the scenario could not be run).
-	Status string `json:"status"`
-	Error  string `json:"error"`
-	Limit  Limit  `json:"limit"`
+	// Status is pass, fail, error (not measured) or skipped (not run), and
+	// Verdict what that means in words ("flaw demonstrated"), both as
+	// score decided them; Error says why a scenario was not measured or not
+	// run.
+	Status  string `json:"status"`
+	Verdict string `json:"verdict"`
+	Error   string `json:"error"`
+	Limit   Limit  `json:"limit"`
 	// Metrics holds only the metrics that apply to this scenario.
 	Metrics    map[string]float64 `json:"metrics"`
-	Thresholds []Threshold        `json:"thresholds"`
+	Thresholds []score.Threshold  `json:"thresholds"`
+	// Validity is every validity check that applied to the run, held or
+	// not (see score.Checks).
+	Validity []score.CheckResult `json:"validity,omitempty"`
 	// Notes are plain-language findings, e.g. why a token bucket's 2L-1 in
 	// one window is its envelope and not a leak.
 	Notes []string `json:"notes,omitempty"`
@@ -252,7 +247,7 @@ type Fault struct {
 // Instant reports whether the fault happens at one moment (a failover, a
 // kill, a reset) rather than lasting.
 func (f Fault) Instant() bool {
-	return f.ForMs == 0 && fault.Instant(f.Action)
+	return f.ForMs == 0 && design.InstantFault(f.Action)
 }
 
 // Describe is the fault in words: "redis-down at 1s for 1s", "failover at
@@ -284,77 +279,3 @@ func (l Limit) Rate() rate.Limit {
 }
 
 func (l Limit) String() string { return l.Rate().String() }
-
-// Threshold is one threshold's outcome.
-type Threshold struct {
-	Expr string `json:"expr"`
-	// Status is pass or fail; a threshold that could not be checked (its
-	// metric was not measured) is fail with Error set.
-	Status string `json:"status"`
-	// Observed is the metric side's value, nil when it was not measured.
-	Observed *float64 `json:"observed"`
-	// Bound is the value the threshold held Observed to, in the metric's
-	// own terms: 30 for "ceiling <= 1.5*limit" with a limit of 20. Nil when
-	// it could not be computed.
-	Bound *float64 `json:"bound,omitempty"`
-	Error string   `json:"error,omitempty"`
-	// Unit is "ms" when the threshold reads a latency: the unit of
-	// Observed and Bound. It is not part of report.json.
-	Unit string `json:"-"`
-	// BoundWritten says the bound is written out in Expr ("race_excess >
-	// 0", "p99 < 5ms"), so a reader needs only Observed beside it. It is
-	// not part of report.json.
-	BoundWritten bool `json:"-"`
-}
-
-// Settle sets sc's status from its thresholds, the one place a scenario's
-// status is decided: pass when every threshold passed, else fail; a
-// skipped scenario stays skipped, and one with an error is an error.
-func (sc *Scenario) Settle() {
-	switch {
-	case sc.Status == StatusSkipped:
-	case sc.Status != StatusError && sc.Error == "":
-		sc.Status = StatusPass
-		for _, t := range sc.Thresholds {
-			if t.Status != StatusPass {
-				sc.Status = StatusFail
-			}
-		}
-	default:
-		sc.Status = StatusError
-	}
-}
-
-// NothingRan reports whether every scenario of r was skipped.
-func (r *Report) NothingRan() bool {
-	for _, sc := range r.Scenarios {
-		if sc.Status != StatusSkipped {
-			return false
-		}
-	}
-	return true
-}
-
-// Finish settles each scenario's status (see Settle) and computes the
-// report's overall status: incomplete when interrupted, else fail when any
-// scenario failed or erred, else pass (skipped scenarios change nothing)
-// — but a run in which every scenario was skipped measured nothing, and
-// fails. It also sets Schema.
-func (r *Report) Finish() {
-	r.Schema = Schema
-	overall := StatusPass
-	if len(r.Scenarios) > 0 && r.NothingRan() {
-		overall = StatusFail
-	}
-	for i := range r.Scenarios {
-		sc := &r.Scenarios[i]
-		sc.Settle()
-		if sc.Status != StatusPass && sc.Status != StatusSkipped {
-			overall = StatusFail
-		}
-	}
-	if r.Incomplete {
-		overall = StatusIncomplete
-	}
-	r.Status = overall
-}

@@ -6,49 +6,15 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/score"
 )
-
-func TestFinish(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		scenarios  []Scenario
-		incomplete bool
-		want       string
-		wantEach   []string
-	}{
-		{"all pass", []Scenario{{Thresholds: []Threshold{{Status: StatusPass}}}}, false, StatusPass, []string{StatusPass}},
-		{"no thresholds pass", []Scenario{{}}, false, StatusPass, []string{StatusPass}},
-		{"one threshold fails", []Scenario{{Thresholds: []Threshold{{Status: StatusPass}, {Status: StatusFail}}}, {}}, false, StatusFail, []string{StatusFail, StatusPass}},
-		{"error", []Scenario{{Error: "boom"}}, false, StatusFail, []string{StatusError}},
-		{"interrupted", []Scenario{{}}, true, StatusIncomplete, []string{StatusPass}},
-		{"skipped changes nothing", []Scenario{{Status: StatusSkipped, Error: "needs a Redis Cluster"}, {}}, false, StatusPass, []string{StatusSkipped, StatusPass}},
-		{"all skipped measured nothing", []Scenario{{Status: StatusSkipped, Error: "needs a Redis Cluster"}}, false, StatusFail, []string{StatusSkipped}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := &Report{Scenarios: tt.scenarios, Incomplete: tt.incomplete}
-			r.Finish()
-			if r.Status != tt.want || r.Schema != Schema {
-				t.Errorf("status = %q schema %q, want %q %q", r.Status, r.Schema, tt.want, Schema)
-			}
-			for i, w := range tt.wantEach {
-				if r.Scenarios[i].Status != w {
-					t.Errorf("scenario %d status = %q, want %q", i, r.Scenarios[i].Status, w)
-				}
-			}
-		})
-	}
-}
 
 // TestIncompleteSaysSo checks every human format tells the reader an
 // interrupted run's figures are partial.
 func TestIncompleteSaysSo(t *testing.T) {
 	t.Parallel()
 	r := fixture()
-	r.Incomplete = true
-	r.Finish()
+	settle(r, true)
 	writers := map[string]func(*bytes.Buffer) error{
 		"md":       func(b *bytes.Buffer) error { return Markdown(b, r) },
 		"html":     func(b *bytes.Buffer) error { return HTML(b, r) },
@@ -96,11 +62,11 @@ func TestSkippedSaysWhy(t *testing.T) {
 	t.Parallel()
 	const why = "needs a Redis Cluster: run with --redis spawn-cluster"
 	r := &Report{Scenarios: []Scenario{
-		{Name: "ok", Thresholds: []Threshold{{Expr: "ceiling <= limit", Status: StatusPass}}},
-		{Name: "cluster-only", Status: StatusSkipped, Error: why},
+		{Name: "ok", Thresholds: []score.Threshold{{Expr: "ceiling <= limit", Status: score.StatusPass}}},
+		{Name: "cluster-only", Status: score.StatusSkipped, Error: why},
 	}}
-	r.Finish()
-	if r.Status != StatusPass {
+	settle(r, false)
+	if r.Status != score.StatusPass {
 		t.Fatalf("status = %s with one scenario skipped, want pass", r.Status)
 	}
 	writers := map[string]struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
@@ -34,19 +35,19 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	}
 	status := func(s string) string {
 		switch s {
-		case StatusPass:
+		case score.StatusPass:
 			return paint(ansiGreen, "PASS")
-		case StatusFail, StatusError:
+		case score.StatusFail, score.StatusError:
 			return paint(ansiRed, upper(s))
 		}
 		return upper(s)
 	}
 	verdict := func(sc Scenario) string {
-		v := sc.Verdict()
+		v := sc.Verdict
 		switch v {
-		case VerdictHolds:
+		case score.Holds:
 			v = paint(ansiGreen, v)
-		case VerdictFlawShown:
+		case score.FlawShown:
 			v = paint(ansiYellow, v)
 		}
 		return status(sc.Status) + " · " + v
@@ -90,7 +91,7 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	flaws := false
 	for _, sc := range r.Scenarios {
 		flaws = flaws || sc.Flaw()
-		if sc.Status == StatusSkipped {
+		if sc.Status == score.StatusSkipped {
 			skipped = append(skipped, fmt.Sprintf("  %s: %s", sc.Name, sc.Error))
 			continue
 		}
@@ -103,7 +104,7 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 			switch {
 			case th.Error != "":
 				failed = append(failed, fmt.Sprintf("  %s: %s: %s", sc.Name, th.Expr, th.Error))
-			case th.Status != StatusPass:
+			case th.Status != score.StatusPass:
 				failed = append(failed, fmt.Sprintf("  %s: %s (%s)", sc.Name, th.Expr, figures(th)))
 			}
 		}
@@ -120,11 +121,11 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	if flaws {
 		lines = append(lines, textfmt.Wrap(`"flaw demonstrated": the scenario exists to show a flaw (shows: flaw), and its PASS means the run reproduced it: the design it ran is not safe as configured.`, 100)...)
 	}
-	if r.Status == StatusIncomplete {
+	if r.Status == score.StatusIncomplete {
 		lines = append(lines, "The run was interrupted; the figures cover only what ran.")
 	}
 	last := fmt.Sprintf("%s: %s in %s", status(r.Status), count(len(r.Scenarios), "scenario"), durationMs(r.DurationMs))
-	if c := verdictCounts(r); len(c) > 0 {
+	if c := r.Verdicts; len(c) > 0 {
 		last += ": " + strings.Join(c, ", ")
 	}
 	lines = append(lines, last)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/threshold"
 	"github.com/rlctl/rlctl/internal/workload"
@@ -75,12 +74,12 @@ const (
 
 // Fault actions: package fault's names.
 const (
-	FaultFailover     = fault.Failover
-	FaultRedisDown    = fault.RedisDown
-	FaultRedisLatency = fault.RedisLatency
-	FaultRedisReset   = fault.RedisReset
-	FaultGatewayDown  = fault.GatewayDown
-	FaultKillPrimary  = fault.KillPrimary
+	FaultFailover     = design.FaultFailover
+	FaultRedisDown    = design.FaultRedisDown
+	FaultRedisLatency = design.FaultRedisLatency
+	FaultRedisReset   = design.FaultRedisReset
+	FaultGatewayDown  = design.FaultGatewayDown
+	FaultKillPrimary  = design.FaultKillPrimary
 )
 
 // MaxReplicaLag bounds faults[].replica_lag well below what makes a replica

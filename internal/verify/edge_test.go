@@ -16,7 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // listen returns a loopback listener the test closes at its end.
@@ -97,7 +97,7 @@ func TestHTTPTargetThatNeverAnswersIsUnreachable(t *testing.T) {
 			if !strings.Contains(msg, tt.url) || !strings.Contains(msg, tt.want) {
 				t.Errorf("error %q does not name the URL and %q", msg, tt.want)
 			}
-			if out.Report.Status != report.StatusError || out.Report.ExitCode != int(exitcode.Unreachable) {
+			if out.Report.Status != score.StatusError || out.Report.ExitCode != int(exitcode.Unreachable) {
 				t.Errorf("report status %s, exit %d", out.Report.Status, out.Report.ExitCode)
 			}
 		})
@@ -126,11 +126,11 @@ func TestTargetThatStopsAnsweringIsAnError(t *testing.T) {
 	if exitcode.Of(err) != exitcode.Unreachable {
 		t.Fatalf("err %v (exit %d), want exit 3", err, exitcode.Of(err))
 	}
-	if out.Report.Status != report.StatusError || !strings.Contains(out.Report.Error, "nothing answered") {
+	if out.Report.Status != score.StatusError || !strings.Contains(out.Report.Error, "nothing answered") {
 		t.Errorf("status %s, error %q", out.Report.Status, out.Report.Error)
 	}
 	for _, th := range out.Report.Thresholds {
-		if th.Expr == "ceiling <= limit" && th.Status != report.StatusPass {
+		if th.Expr == "ceiling <= limit" && th.Status != score.StatusPass {
 			t.Errorf("ceiling <= limit should hold at 0 (the trap this check closes); got %s", th.Status)
 		}
 	}
@@ -165,7 +165,7 @@ thresholds: [allowed > 0]
 		t.Errorf("error %q", out.Report.Error)
 	}
 	out, err = Run(context.Background(), parse(t, doc("max_error_rate: 0.2")), Options{})
-	if err != nil || out.Report.Status != report.StatusPass {
+	if err != nil || out.Report.Status != score.StatusPass {
 		t.Fatalf("10%% errors under max_error_rate 0.2: %v, status %s (%s)", err, out.Report.Status, out.Report.Error)
 	}
 	found := false
@@ -272,7 +272,7 @@ thresholds: [ceiling <= limit]
 	if !errors.Is(err, context.DeadlineExceeded) && exitcode.Of(err) != exitcode.Interrupted {
 		t.Fatalf("err %v", err)
 	}
-	if !out.Interrupted || out.Report.Status != report.StatusError || !strings.Contains(out.Report.Error, "interrupted after") {
+	if !out.Interrupted || out.Report.Status != score.StatusError || !strings.Contains(out.Report.Error, "interrupted after") {
 		t.Errorf("interrupted %v, status %s, error %q", out.Interrupted, out.Report.Status, out.Report.Error)
 	}
 	if out.Report.Metrics["requests"] == 0 {
@@ -305,7 +305,7 @@ thresholds: [ceiling <= limit, slipped == 0]
 	if exitcode.Of(err) != exitcode.Unreachable {
 		t.Fatalf("err %v (exit %d), want exit 3", err, exitcode.Of(err))
 	}
-	if out.Report.Status != report.StatusError || !strings.Contains(out.Report.Error, "nothing answered") {
+	if out.Report.Status != score.StatusError || !strings.Contains(out.Report.Error, "nothing answered") {
 		t.Errorf("status %s, error %q", out.Report.Status, out.Report.Error)
 	}
 	if d := out.Report.Metrics[metric.Dropped]; d < 300 {

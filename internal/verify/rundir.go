@@ -9,12 +9,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -98,6 +101,65 @@ func (d *RunDir) WriteReport(r *report.Report, formats []string) error {
 	return report.WriteDir(d.Path, r, formats)
 }
 
+// CreateMergeDir makes the directory a merge of runs is written to: a new
+// one, created exclusively, so a merge never overwrites a saved run (one
+// of its inputs, or any other) and two merges never share one. It may not
+// lie inside one of the runs either.
+func CreateMergeDir(path string, runs []*SavedRun) (*RunDir, error) {
+	out, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, rd := range runs {
+		in, err := filepath.Abs(rd.Path)
+		if err != nil {
+			return nil, err
+		}
+		if real, err := filepath.EvalSymlinks(in); err == nil {
+			in = real
+		}
+		if rel, err := filepath.Rel(in, resolveParent(out)); err == nil && !strings.HasPrefix(rel, "..") {
+			return nil, fmt.Errorf("--out %s is the run %s or inside it: a merge goes to a directory of its own", path, rd.Path)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := os.Mkdir(out, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("--out %s already exists: a merge writes a new directory, never over another run", path)
+		}
+		return nil, fmt.Errorf("--out %s: %w", path, err)
+	}
+	return &RunDir{Path: path}, nil
+}
+
+// CheckRenderDir refuses to re-render run into a directory that holds
+// another run: its reports would overwrite that run's.
+func CheckRenderDir(path string, run *SavedRun) error {
+	if _, err := os.Stat(filepath.Join(path, "report.json")); err != nil {
+		return nil
+	}
+	a, errA := filepath.Abs(path)
+	b, errB := filepath.Abs(run.Path)
+	if errA == nil && errB == nil && resolveParent(a) == resolveParent(b) {
+		return nil
+	}
+	return fmt.Errorf("--out %s holds another run's reports: re-render into its own directory, or a new one", path)
+}
+
+// resolveParent is p with the symbolic links of its existing parent
+// resolved, for comparing a path not yet created with existing ones.
+func resolveParent(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(dir, filepath.Base(p))
+	}
+	return p
+}
+
 // SavedRun is a run directory read back: its report and, per scenario, the
 // history and scoring inputs.
 type SavedRun struct {
@@ -170,13 +232,57 @@ func openRunDir(path string, keep int) (_ *SavedRun, err error) {
 
 // Rescore analyses saved runs again: one run is re-rendered as it was
 // recorded, several are merged (their histories joined exactly, Extra
-// figures added up). When out is set the merged histories are saved there.
-// warn hears of a scenario missing from some of the runs.
-func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, error) {
+// figures added up) when they are the segments of one plan. When out is
+// set the merged histories are saved there. It returns the report and the
+// exit code it calls for. Runs that cannot be one plan's segments are
+// refused before anything is scored or written (exit 2): a run given
+// twice or a copy of one (a share of the plan sent twice), runs of another
+// plan under one scenario's name, a run that shares no scenario with the
+// others. A plan whose segments are not all there is scored, and not
+// measured. warn hears of a scenario missing from some of the runs.
+func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, exitcode.Code, error) {
 	if len(runs) == 0 {
-		return nil, errors.New("no runs to score")
+		return nil, exitcode.Usage, exitcode.With(errors.New("no runs to score"), exitcode.Usage)
 	}
-	// Scenario order: as in the first run, then any others by name.
+	names := scenarioOrder(runs)
+	if len(runs) > 1 {
+		if err := checkMergeable(runs, names); err != nil {
+			return nil, exitcode.Usage, err
+		}
+	}
+	rep := &report.Report{Started: runs[0].Report.Started, Suite: runs[0].Report.Suite}
+	interrupted := false
+	for _, rd := range runs {
+		rep.DurationMs = max(rep.DurationMs, rd.Report.DurationMs)
+		if rd.Report.Started.Before(rep.Started) {
+			rep.Started = rd.Report.Started
+		}
+		if rd.Report.Status == score.StatusIncomplete {
+			interrupted = true
+		}
+	}
+	for _, name := range names {
+		var in []mergeInput
+		for _, rd := range runs {
+			if h, ok := rd.History[name]; ok {
+				in = append(in, mergeInput{h: h, saved: rd.Saved[name]})
+			}
+		}
+		if len(runs) > 1 && len(in) != len(runs) && warn != nil {
+			warn(fmt.Sprintf("%s is in %d of %d runs; merging what there is", name, len(in), len(runs)))
+		}
+		sr, err := scoreMerged(in, len(runs) > 1, out)
+		if err != nil {
+			return nil, exitcode.Of(err), fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Scenarios = append(rep.Scenarios, sr)
+	}
+	return rep, summarize(rep, interrupted), nil
+}
+
+// scenarioOrder is the order of the runs' scenarios: as in the first run,
+// then any others by name.
+func scenarioOrder(runs []*SavedRun) []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, rd := range runs {
@@ -198,53 +304,114 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 			names = append(names, n)
 		}
 	}
-	rep := &report.Report{Started: runs[0].Report.Started, Suite: runs[0].Report.Suite}
-	for _, rd := range runs {
-		rep.DurationMs = max(rep.DurationMs, rd.Report.DurationMs)
-		if rd.Report.Started.Before(rep.Started) {
-			rep.Started = rd.Report.Started
+	return names
+}
+
+// checkMergeable refuses runs that cannot be merged as the segments of one
+// plan: see Rescore.
+func checkMergeable(runs []*SavedRun, names []string) error {
+	refuse := func(format string, args ...any) error {
+		return exitcode.With(fmt.Errorf("report merge: "+format, args...), exitcode.Usage)
+	}
+	for _, rd := range runs[1:] {
+		shared := false
+		for n := range rd.Saved {
+			_, ok := runs[0].Saved[n]
+			shared = shared || ok
 		}
-		if rd.Report.Status == report.StatusIncomplete {
-			rep.Incomplete = true
+		if !shared {
+			return refuse("%s shares no scenario with %s: they are not runs of one plan", rd.Path, runs[0].Path)
 		}
 	}
 	for _, name := range names {
-		var hs []*history.History
-		var saved Saved
-		extra, lostByID := map[string]float64{}, map[string]float64{}
+		var segs []score.Segment
+		plan, planFrom := "", ""
 		for _, rd := range runs {
 			h, ok := rd.History[name]
 			if !ok {
 				continue
 			}
-			hs = append(hs, h)
-			saved = rd.Saved[name]
-			for k, v := range rd.Saved[name].Extra {
-				extra[k] += v
+			if p := rd.Saved[name].Plan; p != "" {
+				if plan != "" && p != plan {
+					return refuse("%s: %s ran another plan than %s (its limit, target, traffic or faults differ): they are not segments of one run", name, rd.Path, planFrom)
+				}
+				plan, planFrom = p, rd.Path
 			}
-			for id, v := range rd.Saved[name].CountsLostByIdentity {
-				lostByID[id] += v
+			seg, err := segmentOf(h.Meta)
+			if err != nil {
+				return refuse("%s: %s: %v", name, rd.Path, err)
 			}
+			seg.Label = rd.Path + " (" + seg.String() + ")"
+			segs = append(segs, seg)
 		}
-		if len(runs) > 1 && len(hs) != len(runs) && warn != nil {
-			warn(fmt.Sprintf("%s is in %d of %d runs; merging what there is", name, len(hs), len(runs)))
+		if t := score.Tile(segs); len(t.Twice) > 0 {
+			return refuse("%s: %s sent the same share of the plan: a run given twice, or a copy of one, would count its requests twice", name, t.Twice[0])
 		}
-		sr, err := scoreMerged(hs, saved, extra, lostByID, out)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		rep.Scenarios = append(rep.Scenarios, sr)
 	}
-	rep.Finish()
-	return rep, nil
+	return nil
+}
+
+// segmentOf is the share of the plan a history's run sent, with its clock
+// against the shared reference.
+func segmentOf(m history.Meta) (score.Segment, error) {
+	seg := traffic.Whole()
+	if m.Segment != "" {
+		var err error
+		if seg, err = traffic.ParseSegment(m.Segment); err != nil {
+			return score.Segment{}, err
+		}
+	}
+	return score.Segment{Name: m.Segment, From: seg.From, To: seg.To,
+		Offset: m.Clock.Offset, Uncertainty: m.Clock.Uncertainty, Reference: m.Clock.Reference, Late: m.Late}, nil
+}
+
+// mergeInput is one run's history of a scenario and its scoring inputs.
+type mergeInput struct {
+	h     *history.History
+	saved Saved
 }
 
 // scoreMerged scores one scenario's histories merged (one is scored as it
-// is), with the runs' Extra figures and counts lost added up, and saves the
-// merge in out when set.
-func scoreMerged(hs []*history.History, saved Saved, extra, lostByID map[string]float64, out *RunDir) (report.Scenario, error) {
-	h := hs[0]
-	if len(hs) > 1 {
+// is, unless merging, when even one run's share is judged against the
+// whole plan), with the runs' Extra figures and counts lost added up and
+// their setup notes joined, and saves the merge in out when set.
+func scoreMerged(in []mergeInput, merging bool, out *RunDir) (report.Scenario, error) {
+	saved := in[0].saved
+	h := in[0].h
+	var merge *score.Merge
+	if merging {
+		hs := make([]*history.History, len(in))
+		extra, lostByID := map[string]float64{}, map[string]float64{}
+		merge = &score.Merge{}
+		var notes []string
+		for k, m := range in {
+			hs[k] = m.h
+			for key, v := range m.saved.Extra {
+				extra[key] += v
+			}
+			for id, v := range m.saved.CountsLostByIdentity {
+				lostByID[id] += v
+			}
+			for _, n := range m.saved.Notes {
+				if !slices.Contains(notes, n) {
+					notes = append(notes, n)
+				}
+			}
+			seg, err := segmentOf(m.h.Meta)
+			if err != nil {
+				return report.Scenario{}, exitcode.With(err, exitcode.Usage)
+			}
+			merge.Runs = append(merge.Runs, seg)
+			saved.Interrupted = saved.Interrupted || m.saved.Interrupted
+		}
+		merge.Missing = score.Tile(merge.Runs).String()
+		if len(extra) > 0 {
+			saved.Extra = extra
+		}
+		if len(lostByID) > 0 {
+			saved.CountsLostByIdentity = lostByID
+		}
+		saved.Notes, saved.RunNotes = notes, nil
 		m, err := mergeHistories(hs)
 		if err != nil {
 			return report.Scenario{}, fmt.Errorf("merge: %w", err)
@@ -252,13 +419,7 @@ func scoreMerged(hs []*history.History, saved Saved, extra, lostByID map[string]
 		defer m.Close()
 		h = m
 	}
-	if len(extra) > 0 {
-		saved.Extra = extra
-	}
-	if len(lostByID) > 0 {
-		saved.CountsLostByIdentity = lostByID
-	}
-	sr, err := Score(h, saved)
+	sr, err := scoreRun(h, saved, saved.Interrupted, merge)
 	if err != nil {
 		return report.Scenario{}, err
 	}

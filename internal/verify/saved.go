@@ -1,9 +1,12 @@
 package verify
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
@@ -14,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/threshold"
 )
 
@@ -39,8 +43,23 @@ type Saved struct {
 	// CountsLostByIdentity is counts_lost identity by identity, those that
 	// lost any; merging adds them up.
 	CountsLostByIdentity map[string]float64 `json:"counts_lost_by_identity,omitempty"`
-	// Notes from setting the run up (e.g. how a failover was staged).
+	// Notes from setting the run up (e.g. how a failover was staged), the
+	// same on every machine of a shared run.
 	Notes []string `json:"notes,omitempty"`
+	// RunNotes are this machine's own (its segment, how late it started,
+	// its clock): a merge says them for every run at once instead.
+	RunNotes []string `json:"run_notes,omitempty"`
+	// Planned is how long the scenario's traffic was meant to run.
+	Planned time.Duration `json:"planned_ns,omitempty"`
+	// Plan names the scenario's plan (its target and traffic, as the file
+	// says them), so a merge can refuse runs of another plan; "" in runs
+	// saved before it was recorded.
+	Plan string `json:"plan,omitempty"`
+	// Embedded is set when the run's Redis was the embedded one.
+	Embedded bool `json:"embedded,omitempty"`
+	// Interrupted is set when the run was cut short: its figures cover
+	// only what ran, and its thresholds are not judged.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// MaxErrorRate is the scenario's max_error_rate; nil (a run saved
 	// before it existed) means scenario.DefaultMaxErrorRate.
 	MaxErrorRate *float64 `json:"max_error_rate,omitempty"`
@@ -57,6 +76,10 @@ func (s Saved) kind() string {
 	}
 	return s.Design.Kind
 }
+
+// local reports whether the design keeps its state in each gateway's
+// memory, using no Redis.
+func (s Saved) local() bool { return s.Algorithm != "" && limiter.IsLocal(s.Algorithm) }
 
 func (s Saved) maxErrorRate() float64 {
 	if s.MaxErrorRate == nil {
@@ -75,15 +98,23 @@ func SavedOf(sc *scenario.Scenario) Saved {
 		s.Algorithm = sc.Target.Algorithm
 	}
 	s.Thresholds = sc.Thresholds
+	s.Planned = sc.Traffic.Duration
+	s.Plan = planName(sc)
 	return s
 }
 
-// Score analyses h and checks s's thresholds, as verify does at the end of
-// a run. Beside the thresholds every run gets a validity check: a run
-// whose requests went undecided (see judge) is an error, whatever the
-// thresholds say. The error is for a history spilled to disk that cannot
-// be read back.
+// Score analyses h and decides its verdict (score.Judge), as verify does
+// at the end of a run: beside the thresholds every run gets the validity
+// checks, and one that did not measure what it claims is an error,
+// whatever the thresholds say. The error is for a history spilled to disk
+// that cannot be read back.
 func Score(h *history.History, s Saved) (report.Scenario, error) {
+	return scoreRun(h, s, s.Interrupted, nil)
+}
+
+// scoreRun is Score for a run that was interrupted, or (merge not nil)
+// that joins several runs.
+func scoreRun(h *history.History, s Saved, interrupted bool, merge *score.Merge) (report.Scenario, error) {
 	res, err := analysis.AnalyzeDisk(h, s.Analysis)
 	if err != nil {
 		return report.Scenario{}, fmt.Errorf("%s: %w", s.Name, err)
@@ -107,18 +138,32 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 		// Saved before scenarios said what they show.
 		r.Shows = scenario.ShowsHolds
 	}
-	r.Thresholds = report.Thresholds(s.Thresholds, res.Metrics, s.Limit)
-	r.Notes = append([]string(nil), s.Notes...)
-	v := judge(h, s, res.Metrics)
-	r.Outages = reportOutages(v.outages)
-	if v.err != "" {
-		r.Status, r.Error, r.ExitCode = report.StatusError, v.err, int(v.code)
-	} else if v.note != "" {
-		r.Notes = append(r.Notes, v.note)
+	f := factsOf(h, s, &res)
+	f.Interrupted, f.Planned, f.Merge = interrupted, s.Planned, merge
+	if merge == nil {
+		f.Notes = append(f.Notes, s.RunNotes...)
 	}
-	r.Notes = append(r.Notes, notes(h, s, res.Metrics)...)
-	r.Settle()
+	r.Outages = reportOutages(f.Outages)
+	decided(&r, score.Judge(claimOf(s), f))
 	return r, nil
+}
+
+// planName fingerprints sc's plan: its limit, target, traffic and faults
+// as the file gives them, so runs of one scenario name tell whether they
+// ran the same plan.
+func planName(sc *scenario.Scenario) string {
+	faults := slices.Clone(sc.Faults)
+	for i := range faults {
+		faults[i].Line = 0
+	}
+	b, _ := json.Marshal(struct {
+		Limit   rate.Limit
+		Target  string
+		Traffic scenario.Traffic
+		Faults  []scenario.Fault
+	}{sc.Limit, sc.Target.String(), sc.Traffic, faults})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // reportOf is a scenario's report before it has run: what it is, with no

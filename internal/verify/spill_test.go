@@ -17,6 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/threshold"
 )
 
@@ -82,8 +83,8 @@ func TestScoreOfSpilledHistory(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("spilled history scored\n%+v\nin memory\n%+v", got, want)
 	}
-	if n, m := decidedClockNote(sp), decidedClockNote(mem); n != m || n == "" {
-		t.Fatalf("clock note: spilled %q, in memory %q", n, m)
+	if !slices.ContainsFunc(want.Notes, func(n string) bool { return strings.Contains(n, "decision times run") }) {
+		t.Fatalf("no note of the target's clock: %q", want.Notes)
 	}
 }
 
@@ -119,11 +120,11 @@ func TestRenderReadsLongHistoriesInPlace(t *testing.T) {
 	if whole.History["soak"].Spilled() || !inPlace.History["soak"].Spilled() {
 		t.Fatalf("spilled: whole %v, in place %v", whole.History["soak"].Spilled(), inPlace.History["soak"].Spilled())
 	}
-	want, err := Rescore([]*SavedRun{whole}, nil, nil)
+	want, _, err := Rescore([]*SavedRun{whole}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Rescore([]*SavedRun{inPlace}, nil, nil)
+	got, _, err := Rescore([]*SavedRun{inPlace}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +187,11 @@ func TestMergeReadsLongHistoriesInPlace(t *testing.T) {
 		whole, inPlace = append(whole, w), append(inPlace, p)
 	}
 	wantDir, gotDir := &RunDir{Path: t.TempDir()}, &RunDir{Path: t.TempDir()}
-	want, err := Rescore(whole, wantDir, nil)
+	want, _, err := Rescore(whole, wantDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Rescore(inPlace, gotDir, nil)
+	got, _, err := Rescore(inPlace, gotDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,8 @@ func TestMergeOfRunsNothingAnsweredIsNoPass(t *testing.T) {
 	n := history.ChunkLen + 300
 	var runs []*SavedRun
 	for m := range 2 {
-		h := history.New(history.Meta{Scenario: "soak", Start: t0, Limit: limit, Identities: []string{"a"}, Gateways: []string{fmt.Sprintf("m%d", m)}}, n)
+		h := history.New(history.Meta{Scenario: "soak", Start: t0, Limit: limit, Identities: []string{"a"}, Gateways: []string{fmt.Sprintf("m%d", m)},
+			Segment: []string{"0/2", "1/2"}[m]}, n)
 		for i := range n {
 			at := time.Duration(i) * 200 * time.Microsecond
 			h.Append(history.Record{Intended: at, Sent: at, Received: at + time.Millisecond, Decided: history.NoTime, RetryAfter: history.NoTime,
@@ -276,14 +278,14 @@ func TestMergeOfRunsNothingAnsweredIsNoPass(t *testing.T) {
 		}
 		runs = append(runs, rd)
 	}
-	rep, err := Rescore(runs, &RunDir{Path: t.TempDir()}, nil)
+	rep, code, err := Rescore(runs, &RunDir{Path: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc := rep.Scenarios[0]; sc.Status != report.StatusError || sc.Metrics["requests"] != float64(2*n) {
+	if sc := rep.Scenarios[0]; sc.Status != score.StatusError || sc.Metrics["requests"] != float64(2*n) {
 		t.Fatalf("merged runs with nothing answered: status %s, %g requests; want an error over %d", sc.Status, sc.Metrics["requests"], 2*n)
 	}
-	if ExitCode(rep) == 0 {
+	if code == 0 {
 		t.Error("the merged report exits 0")
 	}
 }

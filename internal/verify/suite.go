@@ -8,6 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -60,11 +61,12 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 	}
 	started := now()
 	rep := &report.Report{Started: started.UTC(), Suite: o.Suite}
+	interrupted := false
 	for i, sc := range scs {
 		if ctx.Err() != nil {
-			rep.Incomplete = true
+			interrupted = true
 			r := reportOf(sc)
-			r.Status, r.Error = report.StatusSkipped, "not run: the run was interrupted before it started"
+			decided(&r, score.Skip("not run: the run was interrupted before it started"))
 			rep.Scenarios = append(rep.Scenarios, r)
 			continue
 		}
@@ -77,7 +79,7 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 		}
 		out, err := Run(ctx, sc, vo)
 		if out.Interrupted || (err != nil && ctx.Err() != nil) {
-			rep.Incomplete = true
+			interrupted = true
 		}
 		if out.History != nil && o.Dir != nil {
 			if werr := o.Dir.SaveHistory(out.History, out.Saved); werr != nil && o.Warn != nil {
@@ -96,34 +98,18 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 		rep.Scenarios = append(rep.Scenarios, out.Report)
 	}
 	rep.DurationMs = now().Sub(started).Milliseconds()
-	rep.Finish()
-	return rep, ExitCode(rep)
+	return rep, summarize(rep, interrupted)
 }
 
-// ExitCode is the exit code a finished report calls for: Interrupted for
-// an incomplete run, else the worst of its scenarios' (an error's own code,
-// Failed for a failed threshold), OK when all passed; Usage when every
-// scenario was skipped, since a run that measured nothing is no pass.
-func ExitCode(r *report.Report) exitcode.Code {
-	if r.Status == report.StatusIncomplete {
-		return exitcode.Interrupted
+// summarize decides the run from its scenarios' verdicts (score.Suite)
+// and puts the decision in rep: its status, the verdicts counted, why a
+// run that measured nothing failed. It returns the run's exit code.
+func summarize(rep *report.Report, interrupted bool) exitcode.Code {
+	vs := make([]score.Verdict, len(rep.Scenarios))
+	for i, sc := range rep.Scenarios {
+		vs[i] = score.Verdict{Status: sc.Status, Words: sc.Verdict, Code: exitcode.Code(sc.ExitCode)}
 	}
-	if len(r.Scenarios) > 0 && r.NothingRan() {
-		return exitcode.Usage // every scenario was refused here: nothing measured
-	}
-	worst := exitcode.OK
-	for _, sc := range r.Scenarios {
-		c := exitcode.OK
-		switch sc.Status {
-		case report.StatusFail:
-			c = exitcode.Failed
-		case report.StatusError:
-			c = exitcode.Code(sc.ExitCode)
-			if c == exitcode.OK || c == exitcode.Interrupted {
-				c = exitcode.Failed
-			}
-		}
-		worst = max(worst, c)
-	}
-	return worst
+	s := score.Suite(vs, interrupted)
+	rep.Schema, rep.Status, rep.Verdicts, rep.Reason = report.Schema, s.Status, s.Counts, s.Reason
+	return s.Code
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
-	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/gateway"
@@ -27,10 +26,10 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/target/httptarget"
 	"github.com/rlctl/rlctl/internal/target/scripttarget"
 	"github.com/rlctl/rlctl/internal/target/simtarget"
-	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -87,13 +86,11 @@ type Outcome struct {
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
 	out := &Outcome{Report: reportOf(sc)}
 	if why := unmet(sc, redisSpec(sc, o)); why != "" {
-		out.Report.Status, out.Report.Error = report.StatusSkipped, why
+		decided(&out.Report, score.Skip(why))
 		return out, nil
 	}
 	fail := func(err error) (*Outcome, error) {
-		out.Report.Status = report.StatusError
-		out.Report.Error = err.Error()
-		out.Report.ExitCode = int(exitcode.Of(err))
+		decided(&out.Report, score.NotMeasuredBy(claimOf(SavedOf(sc)), err))
 		return out, err
 	}
 	env, err := build(ctx, sc, o)
@@ -103,6 +100,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	defer env.close()
 	out.Saved = SavedOf(sc)
 	out.Saved.Notes = env.notes
+	out.Saved.Embedded = env.embedded
 
 	plan := planOf(sc)
 	plan.Segment, plan.SegmentBy = o.Segment, sc.Traffic.Segment
@@ -144,7 +142,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 				h.Meta.Clock = combineClock(env.clock.name, atStart, atEnd)
 			}
 		}
-		out.Saved.Notes = append(out.Saved.Notes, sharedNotes(h, o, clockErr)...)
+		out.Saved.RunNotes = sharedNotes(h, o, clockErr)
 	}
 	out.History = h
 	if env.shards != nil {
@@ -158,15 +156,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		if ctx.Err() == nil {
 			return fail(runErr)
 		}
-		out.Interrupted = true
+		out.Interrupted, out.Saved.Interrupted = true, true
 	}
 	out.Saved.Errors = errs.list()
-
-	for _, n := range []string{embeddedNote(sc, o, h), decidedClockNote(h), httpErrorsNote(sc, h)} {
-		if n != "" {
-			out.Saved.Notes = append(out.Saved.Notes, n)
-		}
-	}
 	if sc.Target.Algorithm == limiter.RedisSlidingLog && env.redis != nil {
 		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, env.lc, sc, h.Meta.Identities)...)
 	}
@@ -180,16 +172,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return fail(err)
 	}
 	out.Report = r
-	if out.Interrupted {
-		// Thresholds judged on part of a run would read as a verdict on
-		// the whole: the figures stay, the verdict does not.
-		out.Report.Status = report.StatusError
-		out.Report.Error = fmt.Sprintf("interrupted after %s of %s: the figures cover only what ran, and its thresholds were not judged",
-			(time.Duration(r.DurationMs) * time.Millisecond).Round(10*time.Millisecond), sc.Traffic.Duration)
-		out.Report.ExitCode = int(exitcode.Interrupted)
-		return out, exitcode.With(fmt.Errorf("%s: %s", sc.Name, out.Report.Error), exitcode.Interrupted)
-	}
-	if r.Status == report.StatusError {
+	if r.Status == score.StatusError {
 		return out, exitcode.With(fmt.Errorf("%s: %s", sc.Name, r.Error), exitcode.Code(r.ExitCode))
 	}
 	return out, nil
@@ -218,13 +201,6 @@ func (s *errorSample) list() []string {
 	return slices.Clone(s.msgs)
 }
 
-// embeddedBusy is the decision rate above which the embedded Redis's own
-// latency shows in a run's figures: miniredis builds a fresh Lua
-// interpreter and compiles the script for every EVAL, under one lock, so
-// under load it stalls now and then, long enough for a 50ms policy timeout
-// to fail open.
-const embeddedBusy = 1000
-
 // redisSpec is the Redis a scenario's gateways use: --redis over the
 // file's target.redis.
 func redisSpec(sc *scenario.Scenario, o Options) string {
@@ -232,74 +208,6 @@ func redisSpec(sc *scenario.Scenario, o Options) string {
 		return o.Redis
 	}
 	return sc.Target.Redis
-}
-
-// clockNoteAfter is how far outside their send-receive intervals the
-// target's decision times must lie (median) for a report to say so.
-const clockNoteAfter = time.Millisecond
-
-// decidedClockNote says so when the decision times a target reported (Redis
-// TIME, or an HTTP gateway's X-RateLimit-Decided-At) do not fit rlctl's
-// own clock: a decision happened between its request's send and receive,
-// so a time outside that interval is the target's clock being off. The
-// analysis moves each gateway's times back (see analysis.Analyze); the
-// note tells the reader, since the exactness of the ceiling then rests on
-// that shift.
-func decidedClockNote(h *history.History) string {
-	var offs []time.Duration
-	// Every record up to a million, then a sample: a soak run's median.
-	stride, k := max(1, h.Len()>>20), 0
-	eachRecord(h, func(h *history.History, i int) {
-		d, s, r := h.Decided(i), h.Sent(i), h.Received(i)
-		if d == history.NoTime || s == history.NoTime || r == history.NoTime {
-			return
-		}
-		if k++; k%stride != 0 {
-			return
-		}
-		switch {
-		case d < s:
-			offs = append(offs, d-s)
-		case d > r:
-			offs = append(offs, d-r)
-		default:
-			offs = append(offs, 0)
-		}
-	})
-	if len(offs) == 0 {
-		return ""
-	}
-	slices.Sort(offs)
-	med := offs[len(offs)/2]
-	if med > -clockNoteAfter && med < clockNoteAfter {
-		return ""
-	}
-	way := "ahead of"
-	if med < 0 {
-		way, med = "behind", -med
-	}
-	return fmt.Sprintf("the target's decision times run %v %s rlctl's clock (median, beyond each request's send and receive): the analysis moved them onto rlctl's clock (one shift for every gateway unless their clocks differ from one another)", med.Round(10*time.Microsecond), way)
-}
-
-// httpErrorsNote says how an http target's errors enter the figures. A
-// 5xx, a timeout or a connection lost while waiting may come after the
-// limiter admitted and counted the request (the upstream failed, or the
-// answer was slow), so its decision is unknown: ceiling_upper counts it as
-// possibly allowed, ceiling does not, and the gateway's own log can say.
-func httpErrorsNote(sc *scenario.Scenario, h *history.History) string {
-	if sc.Target.Kind != scenario.KindHTTP {
-		return ""
-	}
-	n := 0
-	eachRecord(h, func(h *history.History, i int) {
-		if h.Outcome(i) == decision.Error && h.By(i) == decision.ByUnanswered {
-			n++
-		}
-	})
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d requests reached the gateway but got no deciding answer (a 5xx, a timeout or a connection lost while waiting): the limiter may have admitted and counted some of them, so ceiling_upper counts them as possibly allowed and ceiling does not; the gateway's own log can tell, or require errors == 0", n)
 }
 
 // eachRecord calls fn with every record of h, a chunk at a time when h
@@ -312,24 +220,6 @@ func eachRecord(h *history.History, fn func(c *history.History, i int)) {
 		}
 		return nil
 	})
-}
-
-// embeddedNote says so when a run on the embedded Redis went that fast.
-func embeddedNote(sc *scenario.Scenario, o Options, h *history.History) string {
-	spec := redisSpec(sc, o)
-	if sc.Target.Kind == scenario.KindHTTP || (spec != "" && spec != scenario.RedisEmbedded) || h.Len() == 0 {
-		return ""
-	}
-	var last time.Duration
-	eachRecord(h, func(h *history.History, i int) { last = max(last, h.Sent(i)) })
-	if last <= 0 {
-		return ""
-	}
-	perSec := float64(h.Len()) / last.Seconds()
-	if perSec < embeddedBusy {
-		return ""
-	}
-	return fmt.Sprintf("embedded Redis: %.0f decisions/s; above about %d/s its own latency (a fresh Lua interpreter per EVAL) shows in latency, timeouts and fail-open figures: use redis: spawn or --redis for those", perSec, embeddedBusy)
 }
 
 // env is a built target and what must be stopped after the run.
@@ -350,6 +240,8 @@ type env struct {
 	// shards names the shard of each identity's keys on a Cluster, nil
 	// elsewhere (see readShards).
 	shards *shardMap
+	// embedded is set when the target's Redis is the embedded one.
+	embedded bool
 }
 
 // namespace returns a key namespace of the run's own on a shared Redis,
@@ -404,6 +296,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	if err := inject.Refuse(sc, spec, o.AllowFailover); err != nil {
 		return nil, err
 	}
+	e.embedded = sc.Target.Kind != scenario.KindHTTP && (spec == "" || spec == scenario.RedisEmbedded)
 	switch sc.Target.Kind {
 	case scenario.KindHTTP:
 		if len(sc.Faults) > 0 {
@@ -679,132 +572,3 @@ func analysisOptions(sc *scenario.Scenario) analysis.Options {
 	})
 	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: perSecond}
 }
-
-// notes turn figures into the plain-language findings a reader needs. Each
-// says only what the figures bear out.
-func notes(h *history.History, s Saved, m analysis.Metrics) []string {
-	var out []string
-	limit := s.Limit
-	L := float64(limit.Count)
-	W := limit.Window
-	if c, ok := m[metric.Ceiling]; ok && c > L {
-		out = append(out, fmt.Sprintf("admitted up to %s for one identity within %s: %s the published %s", textfmt.Num(c), W, textfmt.Ratio(c/L), textfmt.Num(L)))
-	}
-	if v := m[metric.RaceExcess]; v > 0 {
-		out = append(out, fmt.Sprintf("%s passed the check at L−1 beside the one that should: the read and the write are not one atomic step", textfmt.Count(v, "request")))
-	}
-	if v, ok := m[metric.BoundaryAllowed]; ok && v > L {
-		out = append(out, fmt.Sprintf("%s admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", textfmt.Num(v)))
-	}
-	switch s.Algorithm {
-	case limiter.RedisTokenBucket, limiter.LocalTokenBucket, limiter.RedisGCRA:
-		out = append(out, bucketNote(s, m))
-	case limiter.RedisFixedWindowRefresh:
-		out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
-	}
-	if v := m[metric.FailOpen]; v > 0 {
-		out = append(out, fmt.Sprintf("%s admitted with no limit while Redis failed (fail-open)", textfmt.Count(v, "request")))
-	}
-	if v := m[metric.FailClosed]; v > 0 {
-		out = append(out, fmt.Sprintf("%s refused because Redis failed (fail-closed)", textfmt.Count(v, "request")))
-	}
-	out = append(out, failoverNotes(s, m)...)
-	if m[metric.Dropped] > 0 {
-		out = append(out, dropNote(analysis.ExplainDrops(h)))
-	}
-	if forms := h.Meta.HeaderForms; len(forms) > 0 {
-		out = append(out, formsNote(forms))
-	}
-	if h.Meta.Retry != "" {
-		out = append(out, retryNote(h.Meta.Retry, m, L))
-	}
-	if lag, p99 := m[metric.SendLagP99], m[metric.P99]; lag >= sendLagNoteMs && 4*lag >= p99 {
-		out = append(out, fmt.Sprintf("rlctl itself sent 1%% of requests %sms or more after their scheduled time (its own CPU or scheduling, not the target): latency is measured from the schedule, so p99 %sms includes that delay; a lower rate, fewer gateways or a quieter machine gives the target's own figure", textfmt.Num(lag), textfmt.Num(p99)))
-	}
-	return out
-}
-
-// formNames says what each rate-limit header family is, for notes.
-var formNames = map[string]string{
-	"retry-after": "Retry-After",
-	"draft-11":    "the draft-11 RateLimit and RateLimit-Policy Structured Fields",
-	"draft-07":    "draft 07's RateLimit dictionary",
-	"draft-06":    "the draft-06 RateLimit-Limit/-Remaining/-Reset fields",
-	"x-ratelimit": "the legacy X-RateLimit-* fields",
-}
-
-// formsNote says which rate-limit header fields the target answered with.
-func formsNote(forms []string) string {
-	var names []string
-	for _, f := range forms {
-		if n, ok := formNames[f]; ok {
-			names = append(names, n)
-		} else {
-			names = append(names, f)
-		}
-	}
-	return "the target's answers carried " + strings.Join(names, ", ")
-}
-
-// retryNote says how the retrying clients fared, in the retry figures'
-// own words.
-func retryNote(policy string, m analysis.Metrics, limit float64) string {
-	var parts []string
-	if v, ok := m[metric.HerdPeak]; ok {
-		parts = append(parts, fmt.Sprintf("the most requests of one identity within %s after a reset was %g (%.2g× the limit)", analysis.HerdSpan, v, v/limit))
-	}
-	if v, ok := m[metric.Relimited]; ok {
-		parts = append(parts, fmt.Sprintf("%.0f%% of retries were denied again", 100*v))
-	}
-	if v, ok := m[metric.RetryWaitExcess]; ok {
-		parts = append(parts, fmt.Sprintf("an admitted retry came back on average %.3gms after the quota was seen back", v))
-	}
-	if v, ok := m[metric.RetryAfterEarly]; ok {
-		parts = append(parts, fmt.Sprintf("%.0f%% of the retries that waited exactly what they were told were denied with nothing admitted meanwhile (an early hint)", 100*v))
-	}
-	if len(parts) == 0 {
-		return "clients retried denied requests (" + policy + "); no retry was answered"
-	}
-	return "clients retried denied requests (" + policy + "): " + strings.Join(parts, "; ")
-}
-
-// bucketNote says what a bucket's figures mean: within its envelope
-// (capacity C refilled at L per W, up to C+L−1 in one window) that is the
-// design, not a leak; beyond it, requests slipped and it is a leak.
-func bucketNote(s Saved, m analysis.Metrics) string {
-	L := float64(s.Limit.Count)
-	C := s.Analysis.EnvelopeBurst
-	if C <= 0 {
-		C = L
-	}
-	slipped := m[metric.Slipped]
-	if slipped <= 0 {
-		return fmt.Sprintf("a bucket of capacity %s refilled at %s per %s admits up to %s in one sliding window: that is its envelope (burst + sustained rate), not a leak", textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(C+L-1))
-	}
-	return fmt.Sprintf("%s slipped beyond the envelope a bucket of capacity %s refilled at %s per %s can admit (measured burst %s, sustained %s/s): a leak, not the envelope", textfmt.Count(slipped, "request"), textfmt.Num(C), textfmt.Num(L), s.Limit.Window, textfmt.Num(m[metric.Burst]), textfmt.Num(m[metric.SustainedRate]))
-}
-
-// dropNote says why requests were dropped: the workers all waited on slow
-// answers (the target), or rlctl could not keep up (itself).
-func dropNote(d analysis.Drops) string {
-	if d.SlowTarget {
-		waiting := "all " + textfmt.Count(d.Workers, "worker") + " were waiting"
-		if d.Workers == 1 {
-			waiting = "the one worker was waiting"
-		}
-		return fmt.Sprintf("%s dropped: %s on answers (%sms on average at %.0f/s offered, so %.0f would have to be in flight): the target was slow, not rlctl", wereDropped(d.Dropped), waiting, textfmt.Num(float64(d.Service.Microseconds())/1000), d.Rate, d.Rate*d.Service.Seconds())
-	}
-	return fmt.Sprintf("%s dropped: no worker was free at the scheduled time while answers came back in %sms on average (rlctl, not the limiter, was the bottleneck for those: its own CPU or scheduling)", wereDropped(d.Dropped), textfmt.Num(float64(d.Service.Microseconds())/1000))
-}
-
-// wereDropped is "1 request was" or "12 requests were".
-func wereDropped(n int64) string {
-	if n == 1 {
-		return "1 request was"
-	}
-	return textfmt.Count(n, "request") + " were"
-}
-
-// sendLagNoteMs is the send lag (p99, ms) from which a report says that
-// rlctl's own delay, not the target's, makes up much of the latency.
-const sendLagNoteMs = 1

@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
@@ -24,8 +24,8 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 func parse(t *testing.T, doc string) *scenario.Scenario {
@@ -99,9 +99,9 @@ thresholds:
   - slipped == 0
   - retry_after_missing == 0
 `, g0.URL, g1.URL)))
-	if out.Report.Status != report.StatusPass {
+	if out.Report.Status != score.StatusPass {
 		for _, th := range out.Report.Thresholds {
-			if th.Status != report.StatusPass {
+			if th.Status != score.StatusPass {
 				obs := "not measured"
 				if th.Observed != nil {
 					obs = fmt.Sprint(*th.Observed)
@@ -298,7 +298,7 @@ traffic: {rate: 10/s, duration: 1s}
 	if err == nil {
 		t.Fatal("no error for an unreachable Redis")
 	}
-	if out.Report.Status != report.StatusError {
+	if out.Report.Status != score.StatusError {
 		t.Errorf("status %q, want error", out.Report.Status)
 	}
 	if el := time.Since(start); el > 10*time.Second {
@@ -317,7 +317,7 @@ target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2%s}
 traffic: {rate: %s, duration: 1s}
 `
 	hasNote := func(out *Outcome) bool {
-		for _, n := range out.Saved.Notes {
+		for _, n := range out.Report.Notes {
 			if strings.HasPrefix(n, "embedded Redis: ") {
 				return true
 			}
@@ -331,73 +331,22 @@ traffic: {rate: %s, duration: 1s}
 		t.Fatalf("1500/s on the embedded Redis: %v", err)
 	}
 	if !hasNote(out) {
-		t.Errorf("1500/s on the embedded Redis: no note in %q", out.Saved.Notes)
+		t.Errorf("1500/s on the embedded Redis: no note in %q", out.Report.Notes)
 	}
 	// The note goes by the rate alone; the runs that must not carry it get
 	// a timeout no stall of a loaded test machine reaches, so they are
 	// not errors.
 	if out := run(t, parse(t, fmt.Sprintf(doc, ", timeout: 2s", "200/s"))); hasNote(out) {
-		t.Errorf("200/s on the embedded Redis: %q", out.Saved.Notes)
+		t.Errorf("200/s on the embedded Redis: %q", out.Report.Notes)
 	}
 	if out := run(t, parse(t, fmt.Sprintf(doc, ", redis: spawn, timeout: 2s", "1500/s"))); hasNote(out) {
-		t.Errorf("1500/s on a spawned redis-server: %q", out.Saved.Notes)
+		t.Errorf("1500/s on a spawned redis-server: %q", out.Report.Notes)
 	}
-}
-
-func TestSendLagNote(t *testing.T) {
-	t.Parallel()
-	limit := rate.Limit{Count: 10, Window: time.Second}
-	hasNote := func(m analysis.Metrics) bool {
-		s := Saved{Algorithm: limiter.RedisFixedWindow, Limit: limit}
-		for _, n := range notes(history.New(history.Meta{}, 0), s, m) {
-			if strings.HasPrefix(n, "rlctl itself sent") {
-				return true
-			}
-		}
-		return false
-	}
-	for _, tt := range []struct {
-		lag, p99 float64
-		want     bool
-	}{
-		{lag: 3, p99: 8, want: true},      // most of the latency is rlctl's
-		{lag: 3, p99: 100, want: false},   // the target is slow on its own
-		{lag: 0.4, p99: 0.9, want: false}, // under a millisecond: noise
-	} {
-		m := analysis.Metrics{metric.SendLagP99: tt.lag, metric.P99: tt.p99}
-		if got := hasNote(m); got != tt.want {
-			t.Errorf("send lag %vms, p99 %vms: note %v, want %v", tt.lag, tt.p99, got, tt.want)
-		}
-	}
-}
-
-func TestDecidedClockNote(t *testing.T) {
-	t.Parallel()
-	hist := func(decidedFrom func(sent, recv time.Duration) time.Duration) *history.History {
-		h := history.New(history.Meta{Identities: []string{"u"}, Gateways: []string{"g"}}, 0)
-		for i := range 20 {
-			at := time.Duration(i) * time.Millisecond
-			sent, recv := at+10*time.Microsecond, at+300*time.Microsecond
-			h.Append(history.Record{Intended: at, Sent: sent, Received: recv, Decided: decidedFrom(sent, recv),
-				RetryAfter: history.NoTime, Round: history.NoRound, Outcome: decision.Allowed})
-		}
-		return h
-	}
-	for _, tt := range []struct {
-		name    string
-		decided func(s, r time.Duration) time.Duration
-		want    string
-	}{
-		{"inside", func(s, r time.Duration) time.Duration { return (s + r) / 2 }, ""},
-		{"unknown", func(s, r time.Duration) time.Duration { return history.NoTime }, ""},
-		{"ahead", func(s, r time.Duration) time.Duration { return r + 5*time.Millisecond }, "run 5ms ahead of rlctl's clock"},
-		{"behind", func(s, r time.Duration) time.Duration { return s - 3*time.Millisecond }, "run 3ms behind rlctl's clock"},
-		{"slightly off", func(s, r time.Duration) time.Duration { return r + 200*time.Microsecond }, ""},
-	} {
-		got := decidedClockNote(hist(tt.decided))
-		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("%s: note %q, want %q", tt.name, got, tt.want)
-		}
+	// A local design keeps its counts in each gateway and never asks the
+	// embedded Redis, however fast it runs.
+	local := strings.Replace(fmt.Sprintf(doc, "", "1500/s"), "redis-fixed-window", "local-fixed-window", 1)
+	if out := run(t, parse(t, local)); hasNote(out) {
+		t.Errorf("1500/s of a local design: %q", out.Report.Notes)
 	}
 }
 
@@ -446,58 +395,11 @@ thresholds:
 		t.Fatal(err)
 	}
 	out := run(t, scs[0])
-	if out.Report.Status != report.StatusPass {
+	if out.Report.Status != score.StatusPass {
 		t.Fatalf("status %s: %+v", out.Report.Status, out.Report.Thresholds)
 	}
 	if a := measured(t, out, metric.Allowed); a < 10 {
 		t.Errorf("allowed %g, want at least the limit", a)
-	}
-}
-
-// A bucket's note agrees with its figures: within the envelope it is the
-// design, not a leak; with requests slipped beyond it, it is a leak (as
-// when gateway clocks disagree and the refill counts time nobody waited).
-func TestBucketNoteAgreesWithTheFigures(t *testing.T) {
-	t.Parallel()
-	s := Saved{Algorithm: limiter.RedisTokenBucket, Limit: rate.Limit{Count: 20, Window: time.Second},
-		Analysis: analysis.Options{EnvelopeBurst: 20, EnvelopeRate: 20}}
-	within := bucketNote(s, analysis.Metrics{metric.Ceiling: 39, metric.Slipped: 0})
-	if !strings.Contains(within, "not a leak") {
-		t.Errorf("within the envelope: %q", within)
-	}
-	beyond := bucketNote(s, analysis.Metrics{metric.Ceiling: 101, metric.Slipped: 57, metric.Burst: 60, metric.SustainedRate: 95})
-	if strings.Contains(beyond, "not a leak") || !strings.Contains(beyond, "57 requests slipped") || !strings.Contains(beyond, "a leak, not the envelope") {
-		t.Errorf("beyond the envelope: %q", beyond)
-	}
-}
-
-// Notes print figures as the report's tables do (15.05×, 2×, burst 1.403),
-// and one request as "1 request".
-func TestNotesFormatFiguresLikeTheTables(t *testing.T) {
-	t.Parallel()
-	s := Saved{Algorithm: limiter.RedisTokenBucket, Limit: rate.Limit{Count: 20, Window: time.Second},
-		Analysis: analysis.Options{EnvelopeBurst: 20}}
-	h := history.New(history.Meta{Limit: s.Limit}, 0)
-	for _, tc := range []struct {
-		m    analysis.Metrics
-		want []string
-	}{
-		{analysis.Metrics{metric.Ceiling: 301}, []string{"admitted up to 301 for one identity within 1s: 15.05× the published 20"}},
-		{analysis.Metrics{metric.Ceiling: 40}, []string{"2× the published 20"}},
-		{analysis.Metrics{metric.Ceiling: 48}, []string{"2.4× the published 20"}},
-		{analysis.Metrics{metric.Slipped: 1, metric.Burst: 1.4034, metric.SustainedRate: 100.25}, []string{"1 request slipped beyond", "measured burst 1.403, sustained 100.25/s"}},
-		{analysis.Metrics{metric.RaceExcess: 1, metric.FailOpen: 1, metric.FailClosed: 2}, []string{"1 request passed the check", "1 request admitted with no limit", "2 requests refused"}},
-		{analysis.Metrics{metric.SendLagP99: 3.4261, metric.P99: 5.807}, []string{"1% of requests 3.426ms or more", "p99 5.807ms includes"}},
-	} {
-		got := strings.Join(notes(h, s, tc.m), "\n")
-		for _, w := range tc.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("notes for %v lack %q:\n%s", tc.m, w, got)
-			}
-		}
-	}
-	if got := dropNote(analysis.Drops{Dropped: 1, Workers: 1, SlowTarget: true, Service: 2500 * time.Microsecond, Rate: 100}); !strings.HasPrefix(got, "1 request was dropped: the one worker was waiting on answers (2.5ms") {
-		t.Errorf("drop note %q", got)
 	}
 }
 
@@ -513,6 +415,7 @@ func TestOverloadOnRealRedisCountsEveryRequest(t *testing.T) {
 limit: 10/1s
 target: {kind: simulated, algorithm: %s, gateways: 5, redis: %q, timeout: 1s}
 traffic: {rate: 100000/s, duration: 300ms, workers: 2}
+max_error_rate: 1   # the overload is the test: most of the plan is dropped
 `, limiter.RedisFixedWindow, srv.URL())))
 	requests, dropped := measured(t, out, metric.Requests), measured(t, out, metric.Dropped)
 	sent := measured(t, out, metric.Allowed) + measured(t, out, metric.Denied) + measured(t, out, metric.Errors)
@@ -529,5 +432,47 @@ traffic: {rate: 100000/s, duration: 300ms, workers: 2}
 	}
 	if s := measured(t, out, metric.Slipped); s != 0 {
 		t.Errorf("slipped %g", s)
+	}
+}
+
+// A target whose decision times run off rlctl's clock beyond each
+// request's send and receive gets a note saying by how much; one within
+// them, or a millisecond off, gets none.
+func TestDecidedClockNote(t *testing.T) {
+	t.Parallel()
+	hist := func(decidedFrom func(sent, recv time.Duration) time.Duration) *history.History {
+		h := history.New(history.Meta{Identities: []string{"u"}, Gateways: []string{"g"}}, 0)
+		for i := range 20 {
+			at := time.Duration(i) * time.Millisecond
+			sent, recv := at+10*time.Microsecond, at+300*time.Microsecond
+			h.Append(history.Record{Intended: at, Sent: sent, Received: recv, Decided: decidedFrom(sent, recv),
+				RetryAfter: history.NoTime, Round: history.NoRound, Outcome: decision.Allowed})
+		}
+		return h
+	}
+	for _, tt := range []struct {
+		name    string
+		decided func(s, r time.Duration) time.Duration
+		want    string
+	}{
+		{"inside", func(s, r time.Duration) time.Duration { return (s + r) / 2 }, ""},
+		{"unknown", func(s, r time.Duration) time.Duration { return history.NoTime }, ""},
+		{"ahead", func(s, r time.Duration) time.Duration { return r + 5*time.Millisecond }, "run 5ms ahead of rlctl's clock"},
+		{"behind", func(s, r time.Duration) time.Duration { return s - 3*time.Millisecond }, "run 3ms behind rlctl's clock"},
+		{"slightly off", func(s, r time.Duration) time.Duration { return r + 200*time.Microsecond }, ""},
+	} {
+		sc, err := Score(hist(tt.decided), Saved{Name: "clock", Limit: rate.Limit{Count: 100, Window: time.Second}, Shows: design.ShowsHolds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, n := range sc.Notes {
+			if strings.Contains(n, "decision times run") {
+				got = n
+			}
+		}
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: note %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,255 @@
+package analysis
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
+)
+
+// Conduct is what the analysis found of how the run itself went, beside
+// its figures: whether the target's own decision times could be trusted,
+// whether the race pattern's requests raced, whether the boundary
+// pattern's shots straddled an edge. Score judges by it; the analysis only
+// counts.
+type Conduct struct {
+	// Unanswered counts the errors after the request reached the target
+	// (decision.ByUnanswered): admitted or not, nobody said.
+	Unanswered int64
+	Stamps     Stamps
+	Race       RaceConduct
+	// Boundaries are the boundary pattern's shots, in Meta order.
+	Boundaries []BoundaryShot
+}
+
+// Stamps are how the decision times a target reported fit rlctl's clock.
+type Stamps struct {
+	// Total counts the records with a decision time; Ignored those whose
+	// time, moved onto rlctl's clock, lay outside the request's own send
+	// and receive (beyond stampSlack), or came from an untrusted gateway:
+	// the analysis used send and receive for them.
+	Total, Ignored int64
+	// Untrusted names the gateways whose sampled times disagreed with the
+	// shift in more than untrustedShare of the records: all their times
+	// were ignored.
+	Untrusted []string
+	// Shift is the largest shift a gateway's times were moved by (their
+	// clock against rlctl's), 0 when they fit as they were.
+	Shift time.Duration
+}
+
+// RaceConduct counts the race pattern's releases: one identity's request
+// through every gateway at once, in one round.
+type RaceConduct struct {
+	// Releases counts them; Concurrent those whose requests were all in
+	// flight at one instant (the last sent before the first answered).
+	Releases, Concurrent int
+}
+
+// BoundaryShot is one boundary the boundary pattern fired at.
+type BoundaryShot struct {
+	At time.Duration
+	// Aim is how the boundary was found (Meta.Aims), nil when the history
+	// did not record it.
+	Aim *history.Aim
+	// Rolled says the answers show more than one window: for some
+	// identity the shots admitted more than the published count, or a
+	// request after the boundary was admitted after one before it was
+	// denied.
+	Rolled bool
+}
+
+// stampSlack is how far outside its request's send and receive a decision
+// time may lie, once shifted, and still be used: a history keeps far
+// times only to the microsecond, and a clock that moves in steps (the
+// embedded Redis's TIME) is off by up to one.
+const stampSlack = 2 * offsetSlack
+
+// untrustedShare is the share of a gateway's sampled decision times that
+// must disagree with its shift for none of them to be used: a clock that
+// jitters disagrees now and then, a made-up one nearly always.
+const untrustedShare = 0.25
+
+// trustStamps marks the gateways whose sampled decision times disagree
+// with the shift clockShifts chose, too often to be a clock.
+func (a *analyzer) trustStamps(cb *clockBounds) {
+	total := make([]int, len(a.gwNames))
+	bad := make([]int, len(a.gwNames))
+	for _, o := range cb.sample {
+		g := a.denseGateway(o.gateway)
+		total[g]++
+		var v int64
+		if a.shift != nil {
+			v = a.shift[g]
+		}
+		if v < o.from-stampSlack || v > o.to+stampSlack {
+			bad[g]++
+		}
+	}
+	for g := range total {
+		if total[g] > 0 && float64(bad[g]) > untrustedShare*float64(total[g]) {
+			if a.untrusted == nil {
+				a.untrusted = make([]bool, len(a.gwNames))
+			}
+			a.untrusted[g] = true
+		}
+	}
+}
+
+// stamp is record i's decision time on rlctl's clock, when the target gave
+// one that can be used: from a trusted gateway, and within its request's
+// send and receive once shifted (a request was decided while in flight).
+func (a *analyzer) stamp(h *history.History, i int) (int64, bool) {
+	d := h.Decided(i)
+	if d == history.NoTime {
+		return 0, false
+	}
+	g := a.gateway(h, i)
+	if a.untrusted != nil && a.untrusted[g] {
+		return 0, false
+	}
+	t := clampTime(int64(d))
+	if a.shift != nil {
+		t -= a.shift[g]
+	}
+	if s, r := h.Sent(i), h.Received(i); s != history.NoTime && r != history.NoTime && r >= s &&
+		(t < int64(s)-stampSlack || t > int64(r)+stampSlack) {
+		return 0, false
+	}
+	return t, true
+}
+
+// conductScan is the bookkeeping of Conduct over the records, one chunk at
+// a time, beside scanIdentities.
+type conductScan struct {
+	stamps, ignored int64
+	// releases maps (round, identity) to the latest send and earliest
+	// answer of its released requests.
+	releases map[uint64]*flight
+	// shots maps (boundary, identity) to what its shots were answered.
+	shots map[uint64]*shotTally
+}
+
+type flight struct{ lastSent, firstAnswer time.Duration }
+
+type shotTally struct {
+	allowed int64
+	// deniedBefore is the earliest denial before the boundary, or -1.
+	deniedBefore time.Duration
+	// reopened: admitted after the boundary, after a denial before it.
+	reopened bool
+}
+
+// conduct takes record i of chunk c into the conduct's bookkeeping.
+func (a *analyzer) conduct(c *history.History, i int, id uint32) {
+	cs := &a.cs
+	o := c.Outcome(i)
+	if c.Decided(i) != history.NoTime && o != decision.Dropped {
+		cs.stamps++
+		if _, ok := a.stamp(c, i); !ok {
+			cs.ignored++
+		}
+	}
+	sent, recv := c.Sent(i), c.Received(i)
+	if r := c.Round(i); r >= 0 && sent != history.NoTime && recv != history.NoTime && len(a.boundaries) == 0 {
+		if cs.releases == nil {
+			cs.releases = map[uint64]*flight{}
+		}
+		k := uint64(uint32(r))<<32 | uint64(id)
+		f := cs.releases[k]
+		if f == nil {
+			f = &flight{lastSent: sent, firstAnswer: recv}
+			cs.releases[k] = f
+		}
+		f.lastSent, f.firstAnswer = max(f.lastSent, sent), min(f.firstAnswer, recv)
+	}
+	if len(a.boundaries) == 0 || (o != decision.Allowed && o != decision.Denied) {
+		return
+	}
+	at := int64(c.Intended(i))
+	// The shot of boundary b: intended within [b-span, b+span].
+	k := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j]+a.span >= at })
+	if k == len(a.boundaries) || at < a.boundaries[k]-a.span {
+		return
+	}
+	if cs.shots == nil {
+		cs.shots = map[uint64]*shotTally{}
+	}
+	key := uint64(k)<<32 | uint64(id)
+	st := cs.shots[key]
+	if st == nil {
+		st = &shotTally{deniedBefore: -1}
+		cs.shots[key] = st
+	}
+	before := at < a.boundaries[k]
+	switch {
+	case o == decision.Allowed:
+		st.allowed++
+		if !before && st.deniedBefore >= 0 && sent > st.deniedBefore {
+			st.reopened = true
+		}
+	case before:
+		if st.deniedBefore < 0 || recv < st.deniedBefore {
+			st.deniedBefore = recv
+		}
+	}
+}
+
+// conductResult is Conduct from the bookkeeping.
+func (a *analyzer) conductResult() Conduct {
+	var out Conduct
+	for k := range a.idState {
+		out.Unanswered += a.idState[k].maybe
+	}
+	out.Stamps = Stamps{Total: a.cs.stamps, Ignored: a.cs.ignored}
+	for g, u := range a.untrusted {
+		if u {
+			out.Stamps.Untrusted = append(out.Stamps.Untrusted, a.gwNames[g])
+		}
+	}
+	for _, v := range a.shift {
+		if abs(v) > abs(int64(out.Stamps.Shift)) {
+			out.Stamps.Shift = time.Duration(v)
+		}
+	}
+	for _, f := range a.cs.releases {
+		out.Race.Releases++
+		if f.lastSent < f.firstAnswer {
+			out.Race.Concurrent++
+		}
+	}
+	aims := a.h.Meta.Aims
+	if len(aims) != len(a.h.Meta.Boundaries) {
+		aims = nil
+	}
+	// a.boundaries is Meta.Boundaries sorted; aims follow Meta's order.
+	order := make([]int, len(a.h.Meta.Boundaries))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(a.h.Meta.Boundaries[x], a.h.Meta.Boundaries[y]) })
+	for k, b := range a.boundaries {
+		shot := BoundaryShot{At: time.Duration(b)}
+		if aims != nil {
+			aim := aims[order[k]]
+			shot.Aim = &aim
+		}
+		out.Boundaries = append(out.Boundaries, shot)
+	}
+	for key, st := range a.cs.shots {
+		if k := int(key >> 32); st.reopened || (a.l > 0 && st.allowed > a.l) {
+			out.Boundaries[k].Rolled = true
+		}
+	}
+	return out
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

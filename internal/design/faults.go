@@ -1,0 +1,25 @@
+package design
+
+// Fault actions, as scenario files name them and reports print them.
+const (
+	// FaultFailover replaces the gateways' Redis with a promoted replica
+	// that had not caught up, at one instant.
+	FaultFailover = "failover"
+	// FaultRedisDown makes Redis stop answering.
+	FaultRedisDown = "redis-down"
+	// FaultRedisLatency delays every Redis call.
+	FaultRedisLatency = "redis-latency"
+	// FaultRedisReset deletes the run's limiter keys, at one instant.
+	FaultRedisReset = "redis-reset"
+	// FaultGatewayDown stops one simulated gateway.
+	FaultGatewayDown = "gateway-down"
+	// FaultKillPrimary kills the primary (SIGKILL) and lets the topology
+	// elect a new one, at one instant.
+	FaultKillPrimary = "kill-primary"
+)
+
+// InstantFault reports whether action happens at one moment (a failover,
+// a kill, a reset) rather than lasting for a while.
+func InstantFault(action string) bool {
+	return action == FaultFailover || action == FaultKillPrimary || action == FaultRedisReset
+}

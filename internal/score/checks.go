@@ -1,0 +1,398 @@
+package score
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/textfmt"
+)
+
+// Check is one precondition a measurement needs before any threshold
+// counts: a run that fails it did not measure what its scenario claims,
+// so its verdict is "not measured", whatever the thresholds say.
+type Check struct {
+	// Name names the check in report.json ("answered").
+	Name string
+	// Needs says what the measurement needs, for rlctl help verdicts.
+	Needs string
+	// Code is the exit code a run failing it calls for.
+	Code exitcode.Code
+	// codeOf, when set, picks the code by what the run met instead.
+	codeOf func(c Claim, f Facts) exitcode.Code
+	// NoteOnly marks a check whose failure weakens the figures without
+	// voiding them: its reason becomes a note, and the verdict stands.
+	NoteOnly bool
+	// test returns why the run fails the check ("" when it holds) and
+	// whether the check applies to the run at all.
+	test func(c Claim, f Facts) (why string, applies bool)
+}
+
+// Checks is the validity table, in the order a run is checked: the first
+// check a run fails gives its verdict's reason and exit code, and the
+// checks after it are not tried (they would only repeat it).
+var Checks = []Check{
+	{Name: "complete", Code: exitcode.Interrupted,
+		Needs: "The run went to its end: an interrupted run's figures cover only what ran, and its thresholds are not judged.",
+		test:  complete},
+	{Name: "claimed", Code: exitcode.Usage,
+		Needs: "The scenario says what it claims: a scenario that shows a flaw names the thresholds that demonstrate it (one that proves a design holds and names none claims its published cap, ceiling <= limit).",
+		test:  claimed},
+	{Name: "tiled", Code: exitcode.Failed,
+		Needs: "A merge's runs together sent the whole plan: a share no segment sent is no pass (two runs of one share, or runs of another plan, are refused before anything is merged, exit 2).",
+		test:  tiled},
+	{Name: "sent", Code: exitcode.Failed,
+		Needs: "Requests were scheduled, and at least one was sent.",
+		test:  sent},
+	{Name: "answered", Code: exitcode.Unreachable,
+		Needs: "Answers came back: at least one request sent got an admission or a denial.",
+		test:  answered},
+	{Name: "classified", Code: exitcode.Failed,
+		Needs: "The target's answers can be read: answers that are neither an admission (2xx) nor a denial (denied_status), such as redirects, are within max_error_rate.",
+		test:  classified},
+	{Name: "decided", Code: exitcode.Unreachable,
+		Needs: "The limiter decided: requests without a deciding answer (errors, or a failure policy answering because Redis failed outside the planned faults) are within max_error_rate (exit 1 when an http target's answers were errors of its own).",
+		test:  decided, codeOf: decidedCode},
+	{Name: "executed", Code: exitcode.Failed,
+		Needs: "The plan was executed: the share of its requests dropped (no worker free at its time) is within max_error_rate (exit 3 when every worker was waiting on a slow target).",
+		test:  executed, codeOf: executedCode},
+	{Name: "admitted", Code: exitcode.Failed,
+		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
+		test:  admitted},
+	{Name: "straddled", Code: exitcode.Failed,
+		Needs: "The boundary pattern straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), or the answers show the window rolling between them.",
+		test:  straddled},
+	{Name: "concurrent", Code: exitcode.Failed,
+		Needs: "The race pattern raced: in at least half its releases (one identity's request through every gateway at once) every request was in flight at one instant (the last sent before the first answered).",
+		test:  concurrent},
+	{Name: "stamps", NoteOnly: true,
+		Needs: "The target's own decision times (Redis TIME, X-RateLimit-Decided-At) fit each request's send and receive once moved onto rlctl's clock; where they do not, they are ignored, with a note, and the ceiling's bounds come from send and receive.",
+		test:  stamps},
+}
+
+// CheckResult is one check's outcome for a run, in report.json's form.
+type CheckResult struct {
+	Name string `json:"name"`
+	// Held is false when the run failed the check.
+	Held   bool   `json:"held"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func complete(c Claim, f Facts) (string, bool) {
+	if !f.Interrupted {
+		return "", true
+	}
+	return fmt.Sprintf("interrupted after %s of %s: the figures cover only what ran, and its thresholds were not judged",
+		f.Ran.Round(10*time.Millisecond), f.Planned), true
+}
+
+func claimed(c Claim, f Facts) (string, bool) {
+	if c.Shows == design.ShowsFlaw && len(c.Thresholds) == 0 {
+		return "the scenario shows a flaw (shows: flaw) but names no threshold that demonstrates it: nothing was claimed", true
+	}
+	return "", true
+}
+
+func tiled(c Claim, f Facts) (string, bool) {
+	if f.Merge == nil {
+		return "", false
+	}
+	if f.Merge.Missing == "" {
+		return "", true
+	}
+	var have []string
+	for _, s := range f.Merge.Runs {
+		have = append(have, segmentName(s))
+	}
+	return fmt.Sprintf("the merged runs sent %s of the plan and none sent %s: part of a plan is no pass (merge the run of every segment)",
+		strings.Join(have, ", "), f.Merge.Missing), true
+}
+
+// String is the segment as a reader knows it: "segment 0/2", or "the
+// whole plan".
+func (s Segment) String() string {
+	if s.Name == "" {
+		return "the whole plan"
+	}
+	return "segment " + s.Name
+}
+
+// segmentName is the segment in messages: its Label when set.
+func segmentName(s Segment) string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return s.String()
+}
+
+func counts(f Facts) (total, dropped, sent, answered int64) {
+	m := f.Metrics
+	total, dropped = int64(m[metric.Requests]), int64(m[metric.Dropped])
+	return total, dropped, total - dropped, int64(m[metric.Allowed] + m[metric.Denied])
+}
+
+func sent(c Claim, f Facts) (string, bool) {
+	total, dropped, sent, _ := counts(f)
+	switch {
+	case total == 0:
+		return "no request was scheduled: nothing was measured", true
+	case sent == 0:
+		return fmt.Sprintf("no request was sent: all %d were dropped (no worker was free at its time), so nothing was measured", dropped), true
+	}
+	return "", true
+}
+
+func executed(c Claim, f Facts) (string, bool) {
+	total, dropped, _, _ := counts(f)
+	if total == 0 {
+		return "", false
+	}
+	if share := float64(dropped) / float64(total); share > c.MaxErrorRate {
+		why := fmt.Sprintf("%s of the plan's %d requests (%s) were dropped, no worker being free at their time, above max_error_rate %s: the run did not send the load its scenario plans",
+			textfmt.Num(float64(dropped)), total, textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate))
+		if f.Drops != nil {
+			why += "; " + dropCause(*f.Drops)
+		}
+		return why, true
+	}
+	return "", true
+}
+
+// executedCode is the exit code a failed "executed" check calls for: a
+// target too slow for the plan kept every worker waiting (as an
+// unreachable one does), else rlctl could not keep up.
+func executedCode(c Claim, f Facts) exitcode.Code {
+	if f.Drops != nil && f.Drops.SlowTarget {
+		return exitcode.Unreachable
+	}
+	return exitcode.Failed
+}
+
+func firstErrors(f Facts) string {
+	if len(f.FirstErrors) == 0 {
+		return ""
+	}
+	return "; first errors: " + strings.Join(f.FirstErrors, "; ")
+}
+
+func answered(c Claim, f Facts) (string, bool) {
+	_, _, sent, answered := counts(f)
+	if answered > 0 {
+		return "", true
+	}
+	return fmt.Sprintf("nothing answered: all %d requests sent failed, so nothing was measured%s", sent, firstErrors(f)), true
+}
+
+// unclassified counts the answers that are neither an admission nor a
+// denial nor a server error: informational and redirect statuses, and
+// codes outside HTTP's range. Each is an error of the run.
+func unclassified(st map[int]int64) (n int64, codes []int) {
+	for code, k := range st {
+		if code < 200 || (code >= 300 && code < 400) || code > 599 {
+			n += k
+			codes = append(codes, code)
+		}
+	}
+	slices.Sort(codes)
+	return n, codes
+}
+
+// statusList names statuses with their counts: "302 Found (120)".
+func statusList(st map[int]int64, codes []int) string {
+	var parts []string
+	for _, code := range codes {
+		parts = append(parts, fmt.Sprintf("%d %s (%d)", code, statusText(code), st[code]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func classified(c Claim, f Facts) (string, bool) {
+	if f.Statuses == nil {
+		return "", false
+	}
+	n, codes := unclassified(f.Statuses)
+	_, _, sent, _ := counts(f)
+	if n == 0 || sent == 0 {
+		return "", true
+	}
+	if share := float64(n) / float64(sent); share > c.MaxErrorRate {
+		return fmt.Sprintf("%d answers (%s of those sent) were %s: neither an admission (2xx) nor a denial (denied_status), so they were counted as errors, above max_error_rate %s; rlctl does not follow redirects: point urls at the address that decides, or name a status that means denied in denied_status",
+			n, textfmt.Percent(share), statusList(f.Statuses, codes), textfmt.Percent(c.MaxErrorRate)), true
+	}
+	return "", true
+}
+
+// deniedHint suggests denied_status when most of an http target's errors
+// were one status a limiter is known to deny with: nginx's limit_req and
+// limit_conn answer 503 by default.
+func deniedHint(f Facts, errs int64) string {
+	if n := f.Statuses[503]; n > 0 && 2*n >= errs {
+		return fmt.Sprintf("; %d of them were 503 Service Unavailable, which nginx's limit_req sends for a denial by default: if this gateway denies with 503, set denied_status: [503]", n)
+	}
+	return ""
+}
+
+func undecidedOf(f Facts) (undecided, policy, errs int64) {
+	for _, o := range f.Outages {
+		undecided += o.Undecided()
+		policy += o.FailOpen + o.FailClosed + o.Fallback
+		errs += o.Errors
+	}
+	return undecided, policy, errs
+}
+
+func decided(c Claim, f Facts) (string, bool) {
+	undecided, policy, errs := undecidedOf(f)
+	_, _, sent, _ := counts(f)
+	if undecided == 0 || sent == 0 {
+		return "", true
+	}
+	share := float64(undecided) / float64(sent)
+	if share <= c.MaxErrorRate {
+		return "", true
+	}
+	if policy > 0 || c.Kind != KindHTTP {
+		// The gateways answered, but their failure policy did, not the
+		// limiter: Redis could not be reached (or not in time).
+		return fmt.Sprintf("%s, outside any planned fault: %s of requests went undecided, above max_error_rate %s; the run measured the outage, not the design%s",
+			describeOutages(f.Outages, who(c)), textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate), firstErrors(f)), true
+	}
+	return fmt.Sprintf("%d of %d requests (%s) got no deciding answer, above max_error_rate %s: the figures do not measure the limiter%s%s",
+		errs, sent, textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate), deniedHint(f, errs), firstErrors(f)), true
+}
+
+// decidedCode is the exit code a failed "decided" check calls for: an
+// http target whose own answers were errors failed, one whose Redis
+// failed under its gateways was unreachable.
+func decidedCode(c Claim, f Facts) exitcode.Code {
+	if _, policy, _ := undecidedOf(f); policy == 0 && c.Kind == KindHTTP {
+		return exitcode.Failed
+	}
+	return exitcode.Unreachable
+}
+
+// who is what did not decide when requests went undecided.
+func who(c Claim) string {
+	if c.Kind == KindHTTP {
+		return "the target"
+	}
+	return "Redis"
+}
+
+// describeOutages says in one sentence when the limiter did not decide and
+// what answered instead: "Redis did not decide: … at t=1.20s–3.40s (812
+// failed open, 3 errors)".
+func describeOutages(os []Outage, who string) string {
+	const show = 3
+	var spans []string
+	for i, o := range os {
+		if i == show {
+			spans = append(spans, fmt.Sprintf("and %d more stretches", len(os)-show))
+			break
+		}
+		var what []string
+		for _, c := range []struct {
+			n    int64
+			name string
+		}{{o.FailOpen, "failed open"}, {o.FailClosed, "failed closed"}, {o.Fallback, "fell back"}, {o.Errors, "errors"}} {
+			if c.n > 0 {
+				what = append(what, fmt.Sprintf("%d %s", c.n, c.name))
+			}
+		}
+		spans = append(spans, fmt.Sprintf("t=%s–%s (%s)", secs(o.From), secs(o.To), strings.Join(what, ", ")))
+	}
+	return fmt.Sprintf("%s did not decide: unreachable, failing or slower than the timeout at %s", who, strings.Join(spans, ", "))
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+func admitted(c Claim, f Facts) (string, bool) {
+	if f.Metrics[metric.Allowed] > 0 {
+		return "", true
+	}
+	_, _, _, answered := counts(f)
+	return fmt.Sprintf("nothing was admitted: all %d answers were denials, so the limiter was never seen admitting; a limit that admits nothing has not been shown to hold at %s",
+		answered, c.Limit), true
+}
+
+// straddles reports whether shot b is shown to straddle the target's
+// window edge: the answers show the window rolling between its halves, or
+// the edge it aimed at is known to within its span.
+func (b Boundary) straddles() bool {
+	return b.Rolled || (b.Uncertainty >= 0 && b.Uncertainty <= b.Span)
+}
+
+func straddled(c Claim, f Facts) (string, bool) {
+	recorded := slices.ContainsFunc(f.Boundaries, func(b Boundary) bool { return b.Aim != "" })
+	if !recorded {
+		// No shots, or a history saved before shots recorded their aim.
+		return "", false
+	}
+	n := 0
+	for _, b := range f.Boundaries {
+		if b.straddles() {
+			n++
+		}
+	}
+	if n > 0 {
+		return "", true
+	}
+	return fmt.Sprintf("none of the %s was shown to straddle a window edge of the target (%s), so boundary_allowed counts what one window admitted, not a boundary",
+		textfmt.Count(len(f.Boundaries), "boundary shot"), aimWhy(f.Boundaries[0])), true
+}
+
+// aimWhy says why a shot's aim is not known to straddle an edge.
+func aimWhy(b Boundary) string {
+	switch {
+	case b.Uncertainty < 0:
+		return "no edge could be learned from its answers, so the shots went to epoch-aligned boundaries it may not use, and no admission after a denial showed one"
+	default:
+		return fmt.Sprintf("the edge was learned only to within %v, more than the ±%v span of the shots, and no admission after a denial showed one", b.Uncertainty.Round(time.Millisecond), b.Span)
+	}
+}
+
+func concurrent(c Claim, f Facts) (string, bool) {
+	if f.Race == nil || f.Race.Releases == 0 {
+		return "", false
+	}
+	if r := f.Race; 2*r.Concurrent < r.Releases {
+		return fmt.Sprintf("only %d of %s (one identity's request through every gateway at once) had every request in flight at one instant: the gateways' checks did not race, so race_excess measures sequential requests",
+			r.Concurrent, textfmt.Count(r.Releases, "release")), true
+	}
+	return "", true
+}
+
+func stamps(c Claim, f Facts) (string, bool) {
+	s := f.Stamps
+	if s.Total == 0 {
+		return "", false
+	}
+	if s.Ignored == 0 {
+		return "", true
+	}
+	why := fmt.Sprintf("%d of the target's %d decision times lay outside their request's send and receive once moved onto rlctl's clock", s.Ignored, s.Total)
+	if len(s.Untrusted) > 0 {
+		why += fmt.Sprintf(" (all of %s's, which disagreed too often to be a clock)", strings.Join(s.Untrusted, ", "))
+	}
+	return why + ": they were ignored, and the ceiling's bounds for those requests come from send and receive", true
+}
+
+// statusTexts name the statuses a reason may quote; score imports no
+// network package, so not net/http's table.
+var statusTexts = map[int]string{
+	100: "Continue", 101: "Switching Protocols", 103: "Early Hints",
+	300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
+	304: "Not Modified", 307: "Temporary Redirect", 308: "Permanent Redirect",
+	503: "Service Unavailable",
+}
+
+func statusText(code int) string {
+	if t, ok := statusTexts[code]; ok {
+		return t
+	}
+	return "status"
+}

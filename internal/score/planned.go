@@ -1,0 +1,59 @@
+package score
+
+import (
+	"math"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
+)
+
+// FaultGrace is how long after a planned fault ends its effects may still
+// show (connections re-established, a pool refilled) before an undecided
+// request counts as unplanned.
+const FaultGrace = 500 * time.Millisecond
+
+// OutageGap joins undecided requests less than this apart into one outage.
+const OutageGap = 500 * time.Millisecond
+
+// forever stands for "until the end of the run".
+const forever = time.Duration(math.MaxInt64)
+
+// Fault is a fault a run applied, as its history recorded it.
+type Fault struct {
+	Action  string
+	At, For time.Duration
+	// Stopped and Answered, for a real failover, are when the old primary
+	// first failed a write and when the new one first took one (zero when
+	// not observed).
+	Stopped, Answered time.Duration
+}
+
+// Span is a stretch of a run, from its start.
+type Span struct{ From, To time.Duration }
+
+// PlannedSpans are the stretches of a run its planned faults account for,
+// in which undecided requests are the fault's effect rather than an
+// outage: a timed fault for its duration, one without a duration until the
+// end (redis-down, redis-latency, gateway-down), a failover for the window
+// in which gateways may deny after noticing it or until its election ended
+// (the new primary took a write), whichever is later, an instantaneous
+// reset for a moment. Each is widened by FaultGrace. A real failover whose
+// election never ended accounts for the rest of the run.
+func PlannedSpans(faults []Fault, window time.Duration) []Span {
+	var out []Span
+	for _, f := range faults {
+		end := forever
+		switch {
+		case f.For > 0:
+			end = f.At + f.For + FaultGrace
+		case f.Action == design.FaultFailover && f.Stopped > 0 && f.Answered == 0:
+			// A real failover that elected no primary before the end.
+		case f.Action == design.FaultFailover || (f.Action == design.FaultKillPrimary && f.Answered > 0):
+			end = max(f.At+window, f.Answered) + FaultGrace
+		case f.Action == design.FaultRedisReset:
+			end = f.At + FaultGrace
+		}
+		out = append(out, Span{From: f.At, To: end})
+	}
+	return out
+}

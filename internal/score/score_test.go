@@ -1,0 +1,348 @@
+package score
+
+import (
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/threshold"
+)
+
+func ths(t *testing.T, exprs ...string) []threshold.Threshold {
+	t.Helper()
+	var out []threshold.Threshold
+	for _, e := range exprs {
+		th, err := threshold.Parse(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, th)
+	}
+	return out
+}
+
+// claim is a scenario of 20/1s that claims its cap holds.
+func claim(t *testing.T, exprs ...string) Claim {
+	return Claim{Name: "s", Shows: design.ShowsHolds, Kind: KindSimulated, Limit: rate.Limit{Count: 20, Window: time.Second},
+		Thresholds: ths(t, exprs...), MaxErrorRate: 0.01}
+}
+
+// measured are the figures of a run that sent 1000 requests and admitted
+// up to its limit.
+func measured() Facts {
+	return Facts{Metrics: map[string]float64{
+		metric.Requests: 1000, metric.Allowed: 300, metric.Denied: 700, metric.Ceiling: 20, metric.CeilingUpper: 20,
+	}}
+}
+
+func failedCheck(v Verdict) string {
+	for _, c := range v.Checks {
+		if !c.Held {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// Every check of the validity table fails the run it names, with its
+// reason and exit code, and holds on a run that measured what it claims:
+// each case is a run as an attacker or a broken target would produce.
+func TestValidityTable(t *testing.T) {
+	tests := []struct {
+		name   string
+		check  string
+		claim  func(*Claim)
+		facts  func(*Facts)
+		code   exitcode.Code
+		reason string
+	}{
+		{"interrupted", "complete", nil, func(f *Facts) { f.Interrupted, f.Ran, f.Planned = true, 1200*time.Millisecond, 3*time.Second },
+			exitcode.Interrupted, "interrupted after 1.2s of 3s"},
+		{"flaw without thresholds", "claimed", func(c *Claim) { c.Shows, c.Thresholds = design.ShowsFlaw, nil }, nil,
+			exitcode.Usage, "names no threshold"},
+		{"merge missing a segment", "tiled", nil, func(f *Facts) {
+			f.Merge = &Merge{Runs: []Segment{{Name: "0/2", From: big.NewRat(0, 1), To: big.NewRat(1, 2)}}, Missing: "1/2:1"}
+		}, exitcode.Failed, "none sent 1/2:1"},
+		{"nothing scheduled", "sent", nil, func(f *Facts) { f.Metrics = map[string]float64{metric.Requests: 0} },
+			exitcode.Failed, "no request was scheduled"},
+		{"all dropped", "sent", nil, func(f *Facts) { f.Metrics[metric.Dropped] = 1000 },
+			exitcode.Failed, "no request was sent: all 1000 were dropped"},
+		{"most dropped", "executed", nil, func(f *Facts) {
+			f.Metrics[metric.Dropped] = 600
+			f.Drops = &Drops{Dropped: 600}
+		}, exitcode.Failed, "600 of the plan's 1000 requests (60%) were dropped"},
+		{"most dropped by a slow target", "executed", nil, func(f *Facts) {
+			f.Metrics[metric.Dropped] = 600
+			f.Drops = &Drops{Dropped: 600, SlowTarget: true}
+		}, exitcode.Unreachable, "every worker was waiting on a slow answer"},
+		{"nothing answered", "answered", nil, func(f *Facts) {
+			f.Metrics[metric.Allowed], f.Metrics[metric.Denied], f.Metrics[metric.Errors] = 0, 0, 1000
+			f.FirstErrors = []string{"dial tcp: connection refused"}
+		}, exitcode.Unreachable, "nothing answered: all 1000 requests sent failed, so nothing was measured; first errors: dial tcp"},
+		{"redirects", "classified", func(c *Claim) { c.Kind = KindHTTP }, func(f *Facts) {
+			f.Metrics[metric.Allowed], f.Metrics[metric.Errors] = 10, 290
+			f.Statuses = map[int]int64{200: 10, 302: 290, 429: 700}
+		}, exitcode.Failed, "290 answers (29% of those sent) were 302 Found (290): neither an admission"},
+		{"redis outage", "decided", nil, func(f *Facts) {
+			f.Outages = []Outage{{From: time.Second, To: 2 * time.Second, FailOpen: 200}}
+		}, exitcode.Unreachable, "Redis did not decide: unreachable, failing or slower than the timeout at t=1.00s–2.00s (200 failed open)"},
+		{"http errors", "decided", func(c *Claim) { c.Kind = KindHTTP }, func(f *Facts) {
+			f.Outages = []Outage{{From: 0, To: time.Second, Errors: 300}}
+			f.Statuses = map[int]int64{503: 300, 200: 300, 429: 400}
+		}, exitcode.Failed, "set denied_status: [503]"},
+		{"nothing admitted", "admitted", nil, func(f *Facts) {
+			f.Metrics[metric.Allowed], f.Metrics[metric.Denied], f.Metrics[metric.Ceiling], f.Metrics[metric.CeilingUpper] = 0, 1000, 0, 0
+		}, exitcode.Failed, "nothing was admitted: all 1000 answers were denials"},
+		{"boundary never straddled", "straddled", nil, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Second, Span: 50 * time.Millisecond}}
+		}, exitcode.Failed, "learned only to within 1s, more than the ±50ms span"},
+		{"boundary of an unknown edge", "straddled", nil, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Uncertainty: -1, Span: 50 * time.Millisecond}}
+		}, exitcode.Failed, "no edge could be learned"},
+		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 10} },
+			exitcode.Failed, "only 10 of 100 releases (one identity's request through every gateway at once) had every request in flight"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, f := claim(t, "ceiling <= limit"), measured()
+			if tt.claim != nil {
+				tt.claim(&c)
+			}
+			if tt.facts != nil {
+				tt.facts(&f)
+			}
+			v := Judge(c, f)
+			if v.Status != StatusError || v.Words != NotMeasured {
+				t.Fatalf("status %s (%s), want error (not measured)", v.Status, v.Words)
+			}
+			if got := failedCheck(v); got != tt.check {
+				t.Errorf("failed check %q, want %q", got, tt.check)
+			}
+			if v.Code != tt.code {
+				t.Errorf("exit code %d, want %d", v.Code, tt.code)
+			}
+			if !strings.Contains(v.Reason, tt.reason) {
+				t.Errorf("reason %q does not say %q", v.Reason, tt.reason)
+			}
+		})
+	}
+	t.Run("a measured run passes every check", func(t *testing.T) {
+		f := measured()
+		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond}}
+		f.Race = &Race{Releases: 100, Concurrent: 60}
+		f.Statuses = map[int]int64{200: 300, 429: 700}
+		v := Judge(claim(t, "ceiling <= limit"), f)
+		if v.Status != StatusPass || v.Words != Holds || v.Code != exitcode.OK {
+			t.Fatalf("got %s (%s), exit %d, reason %q", v.Status, v.Words, v.Code, v.Reason)
+		}
+		for _, c := range v.Checks {
+			if !c.Held {
+				t.Errorf("check %s failed: %s", c.Name, c.Reason)
+			}
+		}
+	})
+}
+
+// Each check that applies to every run is listed in every verdict, so a
+// report shows what was checked; the table's checks all have a name,
+// words for rlctl help verdicts and a test function.
+func TestChecksAreComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Checks {
+		if c.Name == "" || c.Needs == "" || c.test == nil || seen[c.Name] {
+			t.Errorf("check %+v lacks a part or repeats a name", c.Name)
+		}
+		if !c.NoteOnly && c.Code == exitcode.OK {
+			t.Errorf("check %s fails a run with exit 0", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	v := Judge(claim(t, "ceiling <= limit"), measured())
+	var names []string
+	for _, c := range v.Checks {
+		names = append(names, c.Name)
+	}
+	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted"; got != want {
+		t.Errorf("checks applied to a plain run: %s, want %s", got, want)
+	}
+}
+
+// A window shot shows it straddled when its answers show the window
+// rolling, even though its aim was not known.
+func TestRolledBoundaryStraddles(t *testing.T) {
+	f := measured()
+	f.Boundaries = []Boundary{{Aim: "epoch", Uncertainty: -1, Span: 50 * time.Millisecond, Rolled: true}}
+	if v := Judge(claim(t, "ceiling <= limit"), f); v.Status != StatusPass {
+		t.Errorf("status %s: %s", v.Status, v.Reason)
+	}
+}
+
+// A scenario with no thresholds claims its published cap: a run that
+// admitted 4.8 times its limit does not hold, and the report says the
+// claim was the default.
+func TestNoThresholdsClaimsThePublishedCap(t *testing.T) {
+	f := measured()
+	f.Metrics[metric.Ceiling], f.Metrics[metric.CeilingUpper] = 96, 96
+	v := Judge(claim(t), f)
+	if v.Status != StatusFail || v.Words != DoesNotHold || v.Code != exitcode.Failed {
+		t.Fatalf("got %s (%s), exit %d", v.Status, v.Words, v.Code)
+	}
+	if len(v.Thresholds) != 1 || v.Thresholds[0].Expr != DefaultThreshold || !v.Thresholds[0].Default {
+		t.Fatalf("thresholds %+v, want the default claim", v.Thresholds)
+	}
+	if !strings.Contains(strings.Join(v.Notes, "\n"), "its claim is the published cap") {
+		t.Errorf("no note says the claim is the default: %q", v.Notes)
+	}
+	f.Metrics[metric.Ceiling] = 20
+	if v := Judge(claim(t), f); v.Status != StatusPass || v.Words != Holds {
+		t.Errorf("within the cap: %s (%s)", v.Status, v.Words)
+	}
+}
+
+// Verdict words follow what the scenario shows: a flaw scenario's pass
+// is a flaw demonstrated, never a design that holds.
+func TestVerdictWords(t *testing.T) {
+	f := measured()
+	f.Metrics[metric.Ceiling] = 40
+	c := claim(t, "ceiling > limit")
+	c.Shows = design.ShowsFlaw
+	if v := Judge(c, f); v.Words != FlawShown || v.Status != StatusPass {
+		t.Errorf("flaw shown: %s (%s)", v.Words, v.Status)
+	}
+	f.Metrics[metric.Ceiling] = 20
+	if v := Judge(c, f); v.Words != FlawNotShown || v.Code != exitcode.Failed {
+		t.Errorf("flaw not shown: %s (exit %d)", v.Words, v.Code)
+	}
+	if v := NotMeasuredBy(c, exitcode.With(errors.New("redis down"), exitcode.Unreachable)); v.Words != NotMeasured || v.Code != exitcode.Unreachable {
+		t.Errorf("setup failure: %s (exit %d)", v.Words, v.Code)
+	}
+	if v := Skip("needs a cluster"); v.Words != NotRun || v.Code != exitcode.OK {
+		t.Errorf("skipped: %s (exit %d)", v.Words, v.Code)
+	}
+}
+
+// A threshold on a metric the run did not measure fails, never passes.
+func TestUnmeasuredThresholdFails(t *testing.T) {
+	v := Judge(claim(t, "race_excess == 0"), measured())
+	if v.Status != StatusFail || v.Thresholds[0].Error == "" {
+		t.Errorf("got %s, threshold %+v", v.Status, v.Thresholds[0])
+	}
+}
+
+// A run passes only when something ran and everything that ran passed.
+func TestSuite(t *testing.T) {
+	pass := Verdict{Status: StatusPass, Words: Holds}
+	flaw := Verdict{Status: StatusPass, Words: FlawShown}
+	fail := Verdict{Status: StatusFail, Words: DoesNotHold, Code: exitcode.Failed}
+	down := Verdict{Status: StatusError, Words: NotMeasured, Code: exitcode.Unreachable}
+	skip := Skip("x")
+	tests := []struct {
+		name   string
+		vs     []Verdict
+		intr   bool
+		status string
+		code   exitcode.Code
+	}{
+		{"all pass", []Verdict{pass, flaw, skip}, false, StatusPass, exitcode.OK},
+		{"one fails", []Verdict{pass, fail}, false, StatusFail, exitcode.Failed},
+		{"worst code wins", []Verdict{fail, down, pass}, false, StatusFail, exitcode.Unreachable},
+		{"no scenario", nil, false, StatusFail, exitcode.Usage},
+		{"all skipped", []Verdict{skip, skip}, false, StatusFail, exitcode.Usage},
+		{"interrupted", []Verdict{pass}, true, StatusIncomplete, exitcode.Interrupted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Suite(tt.vs, tt.intr)
+			if s.Status != tt.status || s.Code != tt.code {
+				t.Errorf("got %s exit %d, want %s exit %d", s.Status, s.Code, tt.status, tt.code)
+			}
+		})
+	}
+	if got := strings.Join(Suite([]Verdict{pass, pass, flaw, skip}, false).Counts, ", "); got != "2 designs hold, 1 flaw demonstrated, 1 not run" {
+		t.Errorf("counts %q", got)
+	}
+}
+
+func seg(name string, a, b, n int64) Segment {
+	return Segment{Name: name, From: big.NewRat(a, n), To: big.NewRat(b, n)}
+}
+
+// The segments of a merge tile the plan exactly once: a gap and a
+// repeated share are each named.
+func TestTile(t *testing.T) {
+	whole := Segment{}
+	tests := []struct {
+		name           string
+		segs           []Segment
+		missing, twice string
+	}{
+		{"two halves", []Segment{seg("1/2", 1, 2, 2), seg("0/2", 0, 1, 2)}, "", ""},
+		{"one half", []Segment{seg("0/2", 0, 1, 2)}, "1/2:1", ""},
+		{"the same half twice", []Segment{seg("0/2", 0, 1, 2), seg("0/2", 0, 1, 2)}, "1/2:1", "segment 0/2 and segment 0/2"},
+		{"a run twice", []Segment{whole, whole}, "", "the whole plan and the whole plan"},
+		{"a gap in the middle", []Segment{seg("0/3", 0, 1, 3), seg("2/3", 2, 3, 3)}, "1/3:2/3", ""},
+		{"overlapping", []Segment{seg("0:1/2", 0, 1, 2), seg("1/4:1", 1, 4, 4)}, "", "segment 0:1/2 and segment 1/4:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ti := Tile(tt.segs)
+			if got := ti.String(); got != tt.missing {
+				t.Errorf("missing %q, want %q", got, tt.missing)
+			}
+			if got := strings.Join(ti.Twice, "; "); got != tt.twice {
+				t.Errorf("twice %q, want %q", got, tt.twice)
+			}
+		})
+	}
+}
+
+// A run that admitted past the limit while its endpoint failed open says
+// the excess is that policy's choice.
+func TestFailOpenByChoiceIsSaid(t *testing.T) {
+	c := claim(t, "fail_open > 0")
+	c.Endpoints = []Endpoint{{Name: "login", OnError: design.OnErrorClosed}, {Name: "feed", OnError: design.OnErrorOpen}}
+	f := measured()
+	f.Metrics[metric.Ceiling], f.Metrics[metric.FailOpen] = 48, 50
+	v := Judge(c, f)
+	if v.Status != StatusPass {
+		t.Fatalf("status %s: %s", v.Status, v.Reason)
+	}
+	if notes := strings.Join(v.Notes, "\n"); !strings.Contains(notes, "the 28 over the limit are at most the 50 requests admitted fail-open: endpoint feed chose to admit without a limit") {
+		t.Errorf("notes do not say the excess is the feed's policy:\n%s", notes)
+	}
+}
+
+// Each threshold says what it observed and the bound it held that to,
+// in the metric's unit; one on a metric not measured fails.
+func TestThresholdsFromScenario(t *testing.T) {
+	t.Parallel()
+	var ths []threshold.Threshold
+	for _, e := range []string{"ceiling <= limit", "p99 < 5ms", "race_excess == 0"} {
+		th, err := threshold.Parse(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ths = append(ths, th)
+	}
+	m := map[string]float64{metric.Ceiling: 25, metric.P99: 2}
+	got := Thresholds(ths, m, rate.Limit{Count: 20, Window: time.Second})
+	if len(got) != 3 {
+		t.Fatalf("got %d", len(got))
+	}
+	if got[0].Status != StatusFail || got[0].Observed == nil || *got[0].Observed != 25 || got[0].Bound == nil || *got[0].Bound != 20 ||
+		got[0].Unit != "" || got[0].BoundWritten {
+		t.Errorf("ceiling: %+v", got[0])
+	}
+	if got[1].Status != StatusPass || *got[1].Observed != 2 || got[1].Bound == nil || *got[1].Bound != 5 || got[1].Unit != "ms" || !got[1].BoundWritten {
+		t.Errorf("p99: %+v", got[1])
+	}
+	if got[2].Status != StatusFail || got[2].Observed != nil || got[2].Error != "race_excess was not measured in this scenario" {
+		t.Errorf("unmeasured: %+v", got[2])
+	}
+}
