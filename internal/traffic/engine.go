@@ -91,11 +91,15 @@ type engine struct {
 	sent, allowed, denied, errors, dropped atomic.Uint64
 	// forms gathers the rate-limit header families the answers carried.
 	forms atomic.Uint32
+	// statuses counts an http target's answers by status (index 0: a
+	// status outside 100..599).
+	statuses [600]atomic.Int64
 	// retry is the closed-model clients' policy (runClients).
 	retry RetryPolicy
 
 	// Filled by the patterns, read after the producer is done.
 	boundaries []time.Duration
+	aims       []history.Aim
 	span       time.Duration
 	rounds     int
 }
@@ -368,10 +372,11 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	}
 	h.Meta.Drops = e.drops
 	recordApplied(h.Meta.Faults, o.Hooks, applied)
-	h.Meta.Boundaries = e.boundaries
+	h.Meta.Boundaries, h.Meta.Aims = e.boundaries, e.aims
 	h.Meta.BoundarySpan = e.span
 	h.Meta.Rounds = e.rounds
 	h.Meta.HeaderForms = Form(e.forms.Load()).Names()
+	h.Meta.Statuses = e.statusCounts()
 	if err := ctx.Err(); err != nil {
 		return h, fmt.Errorf("traffic run stopped after %s of %s: %w",
 			time.Since(e.start).Round(time.Millisecond), p.Duration, err)
@@ -632,6 +637,21 @@ func (e *engine) showDrops() {
 	}
 }
 
+// statusCounts are the statuses answered, nil when none was counted (not
+// an http target).
+func (e *engine) statusCounts() map[int]int64 {
+	var out map[int]int64
+	for s := range e.statuses {
+		if n := e.statuses[s].Load(); n > 0 {
+			if out == nil {
+				out = map[int]int64{}
+			}
+			out[s] = n
+		}
+	}
+	return out
+}
+
 // exec makes one request now and returns its record (and the raw response,
 // which the boundary pattern learns from).
 func (e *engine) exec(j job) (history.Record, Response) {
@@ -652,6 +672,12 @@ func (e *engine) exec(j job) (history.Record, Response) {
 	}
 	if f := uint32(resp.Form); f != 0 && e.forms.Load()&f != f {
 		e.forms.Or(f)
+	}
+	if s := resp.Status; s != 0 {
+		if s < 100 || s >= len(e.statuses) {
+			s = 0
+		}
+		e.statuses[s].Add(1)
 	}
 	if resp.RetryAfter >= 0 && resp.Outcome == decision.Denied {
 		r.RetryAfter = resp.RetryAfter

@@ -214,14 +214,18 @@ func (e *engine) runBoundary() {
 	span := max(W/20, time.Millisecond)
 	e.span = span
 	mode := e.p.Align
+	// An epoch the scenario names is taken as said; one that auto falls
+	// back on is a guess (see nextBoundary).
+	epochErr := time.Duration(0)
 	seq := make([]uint64, n)
 	var notBefore time.Duration
 	for e.ctx.Err() == nil {
-		b, ok := e.nextBoundary(&mode, notBefore, span, seq)
+		b, aim, ok := e.nextBoundary(&mode, &epochErr, notBefore, span, seq)
 		if !ok || b+span > e.p.Duration || !e.take(2*L*int64(n)) {
 			return
 		}
 		e.boundaries = append(e.boundaries, b)
+		e.aims = append(e.aims, aim)
 		var wg sync.WaitGroup
 		var lastAllowed atomic.Int64
 		for j := int64(0); j < 2*L; j++ {
@@ -259,60 +263,78 @@ func (e *engine) runBoundary() {
 	}
 }
 
+// aimHeaders names a boundary found from the target's announced reset.
+const aimHeaders = "headers"
+
 // nextBoundary finds the next boundary to aim at, no earlier than
-// notBefore (the end of the window the last batch opened). Auto may settle
-// the mode on the way.
-func (e *engine) nextBoundary(mode *string, notBefore, span time.Duration, seq []uint64) (time.Duration, bool) {
+// notBefore (the end of the window the last batch opened), and how it was
+// found (history.Aim): how far the target's own edge may lie from it.
+// Auto may settle the mode on the way; epochErr is the uncertainty of an
+// epoch-aligned boundary (0 as the scenario says it, what learning found,
+// or -1 when auto learned nothing and fell back on epoch).
+func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, span time.Duration, seq []uint64) (time.Duration, history.Aim, bool) {
 	W := e.p.Limit.Window
 	// Time to schedule the batch before the boundary.
 	lead := span + 2*time.Millisecond
 	switch *mode {
 	case AlignEpoch:
-		return e.epochAtOrAfter(max(e.elapsed(), notBefore)+lead, W), true
+		return e.epochAtOrAfter(max(e.elapsed(), notBefore)+lead, W), history.Aim{How: AlignEpoch, Uncertainty: *epochErr}, true
 	case AlignFirstRequest:
 		if !e.sleepUntil(notBefore) {
-			return 0, false
+			return 0, history.Aim{}, false
 		}
 		// Probe until one allowed request opens the windows; a denial means
 		// the previous window has not ended yet.
 		for try := 0; try < 20; try++ {
 			recs, _, ok := e.probe(seq)
 			if !ok {
-				return 0, false
+				return 0, history.Aim{}, false
 			}
-			if b, ok := openedAt(recs); ok {
-				return b + W, true
+			if b, err, ok := openedAt(recs); ok {
+				return b + W, history.Aim{How: AlignFirstRequest, Uncertainty: err}, true
 			}
 			if !e.sleepUntil(e.elapsed() + max(W/20, time.Millisecond)) {
-				return 0, false
+				return 0, history.Aim{}, false
 			}
 		}
-		return 0, false
+		return 0, history.Aim{}, false
 	default: // AlignAuto
 		if !e.sleepUntil(notBefore) {
-			return 0, false
+			return 0, history.Aim{}, false
 		}
 		recs, resps, ok := e.probe(seq)
 		if !ok {
-			return 0, false
+			return 0, history.Aim{}, false
 		}
-		if b, ok := fromHeaders(recs, resps); ok {
+		if b, err, ok := fromHeaders(recs, resps, span); ok {
 			for b-lead < e.elapsed() {
 				b += W
 			}
-			return b, true
+			return b, history.Aim{How: aimHeaders, Uncertainty: err}, true
 		}
-		m, b, ok := e.learnByDenial(seq)
+		m, b, err, ok := e.learnByDenial(seq, span)
 		if !ok {
-			*mode = AlignEpoch
-			return e.nextBoundary(mode, notBefore, span, seq)
+			*mode, *epochErr = AlignEpoch, -1
+			return e.nextBoundary(mode, epochErr, notBefore, span, seq)
 		}
 		*mode = m
+		if m == AlignEpoch {
+			*epochErr = err
+		}
 		for b-lead < e.elapsed() {
 			b += W
 		}
-		return b, true
+		return b, history.Aim{How: m, Uncertainty: err}, true
 	}
+}
+
+// halfTrip is how far the middle of r's round trip may lie from when the
+// target decided it: nothing when the target said when.
+func halfTrip(r history.Record) time.Duration {
+	if r.Decided != history.NoTime {
+		return 0
+	}
+	return (r.Received - r.Sent + 1) / 2
 }
 
 // probe sends one request per identity of the process, in turn.
@@ -369,30 +391,47 @@ func (e *engine) wait(wg *sync.WaitGroup) bool {
 	}
 }
 
-// openedAt is when the allowed probes opened their windows (the median).
-func openedAt(recs []history.Record) (time.Duration, bool) {
+// openedAt is when the allowed probes opened their windows (the median),
+// and how far off that may be (the longest half round trip).
+func openedAt(recs []history.Record) (time.Duration, time.Duration, bool) {
 	var ts []time.Duration
+	var err time.Duration
 	for _, r := range recs {
 		if r.Outcome == decision.Allowed {
 			ts = append(ts, decidedAt(r))
+			err = max(err, halfTrip(r))
 		}
 	}
-	return median(ts)
+	b, ok := median(ts)
+	return b, err, ok
 }
 
 // fromHeaders is the boundary the probes' answers announce: when the window
-// resets (RateLimit-Reset and the like), or for a denial, when to retry.
-func fromHeaders(recs []history.Record, resps []Response) (time.Duration, bool) {
+// resets (RateLimit-Reset and the like), or for a denial, when to retry;
+// and how far off it may be (the hint's precision and the round trip).
+// Hints coarser than span are passed over: a reset stated in whole
+// seconds cannot aim shots ±span wide at a window edge.
+func fromHeaders(recs []history.Record, resps []Response, span time.Duration) (time.Duration, time.Duration, bool) {
 	var ts []time.Duration
+	var err time.Duration
 	for i, resp := range resps {
+		if resp.HintPrecision > span {
+			continue
+		}
+		var at time.Duration
 		switch {
 		case resp.Reset > 0:
-			ts = append(ts, decidedAt(recs[i])+resp.Reset)
+			at = decidedAt(recs[i]) + resp.Reset
 		case resp.Outcome == decision.Denied && resp.RetryAfter > 0:
-			ts = append(ts, decidedAt(recs[i])+resp.RetryAfter)
+			at = decidedAt(recs[i]) + resp.RetryAfter
+		default:
+			continue
 		}
+		ts = append(ts, at)
+		err = max(err, resp.HintPrecision+halfTrip(recs[i]))
 	}
-	return median(ts)
+	b, ok := median(ts)
+	return b, err, ok
 }
 
 func median(ts []time.Duration) (time.Duration, bool) {
@@ -403,10 +442,13 @@ func median(ts []time.Duration) (time.Duration, bool) {
 	return ts[len(ts)/2], true
 }
 
-// learnByDenial spends the process's first identity's quota until a denial, then finds when
-// requests are allowed again: that is a boundary. Whether it sits on an
-// epoch multiple of W says which alignment the target uses.
-func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
+// learnByDenial spends the process's first identity's quota until a
+// denial, then finds when requests are allowed again: that is a boundary,
+// known to within the returned uncertainty. Whether it sits on an epoch
+// multiple of W says which alignment the target uses. A denial's
+// Retry-After finer than span says it at once; a coarser one is passed
+// over for the answers themselves.
+func (e *engine) learnByDenial(seq []uint64, span time.Duration) (string, time.Duration, time.Duration, bool) {
 	L, W := e.p.Limit.Count, e.p.Limit.Window
 	send := func() (history.Record, Response, bool) {
 		if e.ctx.Err() != nil || !e.take(1) {
@@ -428,30 +470,30 @@ func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
 	for range L + 1 {
 		r, resp, ok := send()
 		if !ok {
-			return "", 0, false
+			return "", 0, 0, false
 		}
 		if r.Outcome == decision.Denied {
 			denied, found = r, true
-			if resp.RetryAfter > 0 {
+			if resp.RetryAfter > 0 && resp.HintPrecision <= span {
 				b := decidedAt(r) + resp.RetryAfter
-				return e.alignOf(b), b, true
+				return e.alignOf(b), b, resp.HintPrecision + halfTrip(r), true
 			}
 			break
 		}
 	}
 	if !found {
-		return "", 0, false
+		return "", 0, 0, false
 	}
 	step := max(W/50, 2*time.Millisecond)
 	until := denied.Received + W + W/10
 	last := denied
 	for at := e.elapsed() + step; at <= until; at += step {
 		if !e.sleepUntil(at) {
-			return "", 0, false
+			return "", 0, 0, false
 		}
 		r, _, ok := send()
 		if !ok {
-			return "", 0, false
+			return "", 0, 0, false
 		}
 		if r.Outcome != decision.Allowed {
 			last = r
@@ -465,12 +507,12 @@ func (e *engine) learnByDenial(seq []uint64) (string, time.Duration, bool) {
 		lo, hi := last.Sent, r.Received
 		if hi-lo <= W/4 {
 			if b := e.epochAtOrAfter(lo, W); b <= hi {
-				return AlignEpoch, b, true
+				return AlignEpoch, b, hi - lo, true
 			}
 		}
-		return AlignFirstRequest, decidedAt(r), true
+		return AlignFirstRequest, decidedAt(r), halfTrip(r), true
 	}
-	return "", 0, false
+	return "", 0, 0, false
 }
 
 // alignOf says whether a boundary observed at b looks epoch-aligned.

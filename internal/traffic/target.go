@@ -30,7 +30,14 @@ type Response struct {
 	// Form says which rate-limit header families the answer carried (http
 	// targets only).
 	Form Form
-	Err  error
+	// HintPrecision is how finely the answer stated RetryAfter and Reset:
+	// time.Second for whole seconds (Retry-After: 2, a Unix timestamp in
+	// seconds), 0 when exact (a simulated target's own durations).
+	HintPrecision time.Duration
+	// Status is the HTTP status of an http target's answer, 0 for other
+	// targets and for requests that got no answer.
+	Status int
+	Err    error
 }
 
 // ErrResponse is the Response of a request that got no answer: err says

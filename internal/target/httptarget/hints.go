@@ -27,6 +27,11 @@ type Hints struct {
 	Policy string
 	// Form says which header families the answer carried.
 	Form traffic.Form
+	// Precision is how finely RetryAfter and Reset were stated, the
+	// coarser of the two: a second for whole seconds (Retry-After: 2, a
+	// Unix timestamp in seconds, draft 11's t), a millisecond for a
+	// timestamp in milliseconds, 0 when neither was given.
+	Precision time.Duration
 }
 
 // ParseHints reads Retry-After and the rate-limit header fields an answer
@@ -52,13 +57,17 @@ type Hints struct {
 // records every family present, used or not.
 func ParseHints(h http.Header, now time.Time) Hints {
 	out := Hints{Limit: -1, Remaining: -1, Reset: -1, RetryAfter: -1, Window: -1}
+	var resetPrec time.Duration
 	if v := h.Get("Retry-After"); v != "" {
 		out.Form |= traffic.FormRetryAfter
-		out.RetryAfter = parseRetryAfter(v, now)
+		if out.RetryAfter = parseRetryAfter(v, now); out.RetryAfter >= 0 {
+			out.Precision = precisionOf(v)
+		}
 	}
 	policy := h.Values("Ratelimit-Policy")
 	if v := h.Values("Ratelimit"); len(v) > 0 {
 		parseRateLimitField(v, policy, &out)
+		resetPrec = time.Second // Structured Field integers: whole seconds
 	} else if len(policy) > 0 {
 		// A policy without a RateLimit field still publishes the quota.
 		if q, w, form := policyQuota(policy, ""); form != 0 {
@@ -80,7 +89,7 @@ func ParseHints(h http.Header, now time.Time) Hints {
 	if v := h.Get("Ratelimit-Reset"); v != "" {
 		out.Form |= traffic.FormDraft06
 		if out.Reset < 0 {
-			out.Reset = seconds(v)
+			out.Reset, resetPrec = seconds(v), precisionOf(v)
 		}
 	}
 	for _, p := range [...]string{"X-Ratelimit-", "X-Rate-Limit-"} {
@@ -97,13 +106,39 @@ func ParseHints(h http.Header, now time.Time) Hints {
 			out.Remaining = firstInt(remaining)
 		}
 		if out.Reset < 0 {
-			out.Reset = seconds(after)
+			out.Reset, resetPrec = seconds(after), precisionOf(after)
 		}
 		if out.Reset < 0 {
-			out.Reset = legacyReset(reset, now)
+			out.Reset, resetPrec = legacyReset(reset, now), precisionOf(reset)
 		}
 	}
+	if out.Reset >= 0 {
+		out.Precision = max(out.Precision, resetPrec)
+	}
 	return out
+}
+
+// precisionOf is how finely a stated time is given: a number's last
+// decimal place (a second for a whole number), a millisecond for a Unix
+// timestamp in milliseconds, a second for an HTTP date.
+func precisionOf(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return time.Second // an HTTP date: whole seconds
+	}
+	if f >= 1e12 && !strings.Contains(v, ".") {
+		return time.Millisecond
+	}
+	_, frac, ok := strings.Cut(v, ".")
+	if !ok || frac == "" {
+		return time.Second
+	}
+	p := time.Second
+	for range min(len(frac), 9) {
+		p /= 10
+	}
+	return p
 }
 
 func parseRetryAfter(v string, now time.Time) time.Duration {

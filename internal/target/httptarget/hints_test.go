@@ -8,6 +8,35 @@ import (
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
+// An answer says how finely it states when the quota is back: the
+// boundary pattern aims only by hints finer than its shots.
+func TestHintPrecision(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		header map[string]string
+		want   time.Duration
+	}{
+		{nil, 0},
+		{map[string]string{"Retry-After": "7"}, time.Second},
+		{map[string]string{"Retry-After": "Sun, 29 Nov 2026 12:00:30 GMT"}, time.Second},
+		{map[string]string{"Retry-After": "garbage"}, 0},
+		{map[string]string{"RateLimit": `"default";r=0;t=5`}, time.Second},
+		{map[string]string{"X-RateLimit-Reset": "1795953645"}, time.Second}, // ulule/limiter's whole Unix second
+		{map[string]string{"X-RateLimit-Reset": "1795953601500"}, time.Millisecond},
+		{map[string]string{"X-RateLimit-Reset-After": "0.25"}, 10 * time.Millisecond},
+		{map[string]string{"RateLimit-Reset": "0.125"}, time.Millisecond},
+		{map[string]string{"Retry-After": "0.125", "RateLimit-Reset": "3"}, time.Second}, // the coarser
+	} {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		if got := ParseHints(h, now).Precision; got != tt.want {
+			t.Errorf("%v: precision %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}
+
 func TestParseHints(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	s := time.Second
@@ -104,7 +133,9 @@ func TestParseHints(t *testing.T) {
 					h.Set(k, v)
 				}
 			}
-			if got := ParseHints(h, now); got != tt.want {
+			got := ParseHints(h, now)
+			got.Precision = 0 // TestHintPrecision's
+			if got != tt.want {
 				t.Errorf("ParseHints(%v)\n got %+v\nwant %+v", tt.header, got, tt.want)
 			}
 		})

@@ -420,10 +420,11 @@ func (t *httpTarget) doRaw(ctx context.Context, r traffic.Request, p *rawPool) t
 
 // answer turns a status and the limiter's headers into a Response.
 func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) traffic.Response {
-	out := traffic.Response{RetryAfter: -1, Remaining: -1, Reset: -1}
+	out := traffic.Response{RetryAfter: -1, Remaining: -1, Reset: -1, Status: status}
 	if h != nil {
 		hints := ParseHints(h, time.Now())
 		out.RetryAfter, out.Remaining, out.Reset, out.Form = hints.RetryAfter, hints.Remaining, hints.Reset, hints.Form
+		out.HintPrecision = hints.Precision
 		// rlctl's own gateway (and any that copies it) says which path
 		// decided, so fail-open and fallback decisions show through HTTP.
 		if v := h.Get(decision.DecidedByHeader); v != "" {
@@ -436,14 +437,16 @@ func (t *httpTarget) answer(g *httpGateway, status int, h http.Header) traffic.R
 	switch s := status; {
 	case s >= 0 && s < len(t.denied) && t.denied[s]:
 		out.Outcome = decision.Denied
-	case s >= 200 && s < 400:
+	case s >= 200 && s < 300:
 		out.Outcome = decision.Allowed
 	default:
+		// A redirect (rlctl follows none), a 4xx not in denied_status, a
+		// 5xx or an unknown status is neither an admission nor a denial.
 		out.Outcome = decision.Error
 		out.Err = fmt.Errorf("%s answered %d %s", g.name, s, http.StatusText(s))
 		if out.By == decision.ByUnknown {
-			// A 5xx (or an unexpected 4xx) may follow an admission: the
-			// upstream failed after the limiter counted the request.
+			// It may follow an admission: the upstream failed (or
+			// redirected) after the limiter counted the request.
 			out.By = decision.ByUnanswered
 		}
 	}

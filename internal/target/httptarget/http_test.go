@@ -182,7 +182,9 @@ func TestHTTPTargetStatuses(t *testing.T) {
 	}{
 		{"200", decision.Allowed, -1, decision.ByUnknown},
 		{"204", decision.Allowed, -1, decision.ByFailOpen},
-		{"302", decision.Allowed, -1, decision.ByUnknown},
+		// A redirect is neither: rlctl follows none, and the limiter may
+		// have counted it.
+		{"302", decision.Error, -1, decision.ByUnanswered},
 		{"429", decision.Denied, -1, decision.ByUnknown},
 		{"503", decision.Denied, 4 * time.Second, decision.ByUnknown},
 		// An error answer may follow an admission (the upstream failed).
@@ -197,6 +199,9 @@ func TestHTTPTargetStatuses(t *testing.T) {
 			}
 			if (tt.want == decision.Error) != (resp.Err != nil) {
 				t.Fatalf("status %s: err %v", tt.status, resp.Err)
+			}
+			if got := strconv.Itoa(resp.Status); got != tt.status {
+				t.Fatalf("status %s recorded as %s", tt.status, got)
 			}
 		})
 	}

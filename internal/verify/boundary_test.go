@@ -1,0 +1,79 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/ulule/limiter/v3"
+	"github.com/ulule/limiter/v3/drivers/middleware/stdlib"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/score"
+)
+
+// ululeGateway serves ulule/limiter's own net/http middleware over its
+// Redis store on a real redis-server: a fixed window that opens at an
+// identity's first request and announces its end in X-RateLimit-Reset as a
+// whole Unix second, keyed by the X-API-Key header.
+func ululeGateway(t *testing.T, limit int64, period time.Duration) string {
+	t.Helper()
+	srv := redistest.Start(t)
+	store, err := ulredis.NewStoreWithOptions(srv.Client(t), limiter.StoreOptions{Prefix: "limiter", MaxRetry: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := limiter.New(store, limiter.Rate{Period: period, Limit: limit})
+	mw := stdlib.NewMiddleware(lim, stdlib.WithKeyGetter(func(r *http.Request) string { return r.Header.Get("X-API-Key") }))
+	gw := httptest.NewServer(mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	t.Cleanup(gw.Close)
+	return gw.URL + "/"
+}
+
+// The boundary pattern against ulule/limiter, whose reset is a whole Unix
+// second against a one-second window: aiming by that header put both shots
+// inside one window (boundary_allowed under L, "design holds" on a fixed
+// window never straddled). Hints coarser than the shots are passed over
+// and the edge is learned from the answers, so every shot straddles an
+// edge the limiter rolled, and the fixed window's boundary burst shows:
+// the claim boundary_allowed <= limit does not hold, with the shots'
+// aims recorded in the history.
+func TestBoundaryAgainstCoarseResetHeaders(t *testing.T) {
+	t.Parallel()
+	url := ululeGateway(t, 10, time.Second)
+	doc := fmt.Sprintf(`name: ulule-boundary
+limit: 10/1s
+target: {kind: http, urls: [%q], timeout: 2s}
+traffic: {pattern: boundary, align: auto, duration: 5s, identities: 2}
+thresholds: [boundary_allowed <= limit]
+`, url)
+	out, err := Run(context.Background(), parse(t, doc), Options{})
+	if out.Report.Status != score.StatusFail || out.Report.Verdict != score.DoesNotHold {
+		t.Fatalf("status %s (%s): %s; err %v", out.Report.Status, out.Report.Verdict, out.Report.Error, err)
+	}
+	h := out.History
+	if len(h.Meta.Boundaries) == 0 || len(h.Meta.Aims) != len(h.Meta.Boundaries) {
+		t.Fatalf("boundaries %v aims %v", h.Meta.Boundaries, h.Meta.Aims)
+	}
+	for k, a := range h.Meta.Aims {
+		if a.Uncertainty < 0 || a.Uncertainty > h.Meta.BoundarySpan {
+			t.Errorf("boundary %v aimed %s to within %v, more than the shots' ±%v", h.Meta.Boundaries[k], a.How, a.Uncertainty, h.Meta.BoundarySpan)
+		}
+		if a.How == "headers" {
+			t.Errorf("boundary %v aimed by a reset header of whole seconds", h.Meta.Boundaries[k])
+		}
+	}
+	if b := measured(t, out, metric.BoundaryAllowed); b <= 10 {
+		t.Errorf("boundary_allowed %g: the fixed window's boundary burst did not show", b)
+	}
+	for _, c := range out.Report.Validity {
+		if c.Name == "straddled" && !c.Held {
+			t.Errorf("straddled check failed: %s", c.Reason)
+		}
+	}
+}
