@@ -256,6 +256,11 @@ func parse(data []byte, name string, src source, checks Checks) ([]*Scenario, Er
 		}
 		out = append(out, sc)
 	}
+	if len(out) == 0 && len(errs) == 0 {
+		// An empty file (or one of empty documents) is no suite: a run
+		// of nothing must not pass.
+		errs = append(errs, &Error{File: name, Msg: "no scenario in this file: it is empty"})
+	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	if len(errs) > maxErrors {
 		more := len(errs) - maxErrors

@@ -273,7 +273,7 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 // design holds; a scenario that says nothing proves a design holds.
 func TestShows(t *testing.T) {
 	t.Parallel()
-	for doc, want := range map[string]string{"": ShowsHolds, "shows: holds\n": ShowsHolds, "shows: flaw\n": ShowsFlaw} {
+	for doc, want := range map[string]string{"": ShowsHolds, "shows: holds\n": ShowsHolds, "shows: flaw\nthresholds: [ceiling > limit]\n": ShowsFlaw} {
 		scs, err := Parse([]byte(base+doc), "s.yaml", checks)
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
@@ -281,5 +281,28 @@ func TestShows(t *testing.T) {
 		if got := scs[0].Shows; got != want {
 			t.Errorf("%q: shows %q, want %q", doc, got, want)
 		}
+	}
+	// A flaw names what demonstrates it: without thresholds the claim
+	// would be the published cap, the opposite of a flaw.
+	if _, err := Parse([]byte(base+"shows: flaw\n"), "s.yaml", checks); err == nil || !strings.Contains(err.Error(), "s.yaml:7: shows: flaw: name the thresholds") {
+		t.Errorf("a flaw without thresholds: %v", err)
+	}
+}
+
+// An empty file, or one of empty documents, is no suite: an error naming
+// the file, never a run of nothing.
+func TestEmptyFileIsAnError(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{"", "\n# nothing here\n", "---\n---\n"} {
+		_, err := Parse([]byte(doc), "empty.yaml", checks)
+		if err == nil || !strings.Contains(err.Error(), "empty.yaml: no scenario in this file: it is empty") {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.yaml"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("# later\n"), 0o644)
+	if _, err := Load([]string{dir}, checks); err == nil || !strings.Contains(err.Error(), "a.yaml: no scenario") || !strings.Contains(err.Error(), "b.yaml: no scenario") {
+		t.Errorf("a directory of empty files: %v", err)
 	}
 }

@@ -180,6 +180,11 @@ func (d *decoder) validate(sc *Scenario) {
 	if !set("limit") {
 		bad("limit", "missing: the published limit, like 100/1m")
 	}
+	if sc.Shows == ShowsFlaw && len(sc.Thresholds) == 0 {
+		// Without thresholds a scenario claims its published cap, which a
+		// flaw scenario exists to break.
+		bad("shows", "flaw: name the thresholds that demonstrate the flaw (like boundary_allowed > limit); a scenario without thresholds claims its published cap, ceiling <= limit")
+	}
 
 	t := &sc.Target
 	switch t.Kind {
