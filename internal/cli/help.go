@@ -37,6 +37,12 @@ func newHelpTopics() []*cobra.Command {
 			Long:        metricsHelp(),
 			Annotations: map[string]string{helpTopicAnnotation: "true"},
 		},
+		{
+			Use:         "verdicts",
+			Short:       "What each verdict means, and what a run must have measured before its thresholds count",
+			Long:        verdictsHelp(),
+			Annotations: map[string]string{helpTopicAnnotation: "true"},
+		},
 	}
 }
 

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/threshold"
 	"github.com/rlctl/rlctl/internal/verify"
@@ -110,12 +112,37 @@ func TestHelpExamplesLoad(t *testing.T) {
 	}
 }
 
+// `rlctl help verdicts` is the validity table: every check, what it
+// needs and its exit code, and every verdict's words.
+func TestHelpVerdictsIsTheValidityTable(t *testing.T) {
+	help := helpTopic(t, "verdicts")
+	for _, c := range score.Checks {
+		e := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.Name) + `  \(([^)]*)\)\n((?:      [^\n]*\n)*)`).FindStringSubmatch(help)
+		if e == nil {
+			t.Errorf("no entry for check %s", c.Name)
+			continue
+		}
+		effect := fmt.Sprintf("exit %d when it fails", c.Code)
+		if c.NoteOnly {
+			effect = "a note when it fails; the verdict stands"
+		}
+		if e[1] != effect || words(e[2]) != words(c.Needs) {
+			t.Errorf("check %s: %q %q", c.Name, e[1], e[2])
+		}
+	}
+	for _, w := range []string{score.Holds, score.FlawShown, score.DoesNotHold, score.FlawNotShown, score.NotMeasured, score.NotRun, score.DefaultThreshold} {
+		if !strings.Contains(help, w) {
+			t.Errorf("rlctl help verdicts does not say %q", w)
+		}
+	}
+}
+
 // Help topics are listed by rlctl --help and carry no exit codes.
 func TestHelpTopicsListed(t *testing.T) {
 	out := &syncBuffer{}
 	f, _ := testFactory(out, nil)
 	Run(f, []string{"--help"}, nil, noExit(t))
-	for _, topic := range []string{"scenarios", "metrics"} {
+	for _, topic := range []string{"scenarios", "metrics", "verdicts"} {
 		if !strings.Contains(out.String(), "rlctl "+topic+" ") {
 			t.Errorf("rlctl --help does not list the help topic %s", topic)
 		}

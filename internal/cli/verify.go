@@ -67,6 +67,10 @@ never redirect a scenario's load.
 Each verdict is said in words. A scenario with shows: flaw exists to
 demonstrate a flaw, so its PASS reads "flaw demonstrated": the design it ran
 is not safe as configured. Otherwise a PASS reads "design holds".
+A scenario without thresholds claims its published cap (ceiling <= limit).
+A run that did not measure what its scenario claims (nothing answered,
+nothing admitted, most of the plan dropped, a boundary never straddled …)
+is "not measured", never a pass: "rlctl help verdicts" lists every check.
 "rlctl help scenarios" documents the file format, "rlctl help metrics" what
 each figure means and in what unit.
 

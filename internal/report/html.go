@@ -33,20 +33,38 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		return fmt.Sprintf("%d/%d", p, n)
 	},
 	"verdictClass":    verdictClass,
+	"badgeClass":      badgeClass,
+	// wbr lets a metric name break after its underscores, so a table of
+	// many figures fits the page.
+	"wbr": func(s string) template.HTML {
+		return template.HTML(strings.ReplaceAll(template.HTMLEscapeString(s), "_", "_<wbr>"))
+	},
 	"failoverColumns": func() []string { return FailoverColumns },
 	"shardLabel":      shardLabel,
 }).Parse(htmlSource))
 
-// verdictClass is the CSS class of a verdict: holds, flaw (demonstrated)
-// or bad (anything else).
+// verdictClass is the CSS class of a verdict: holds, flaw (demonstrated),
+// skip (not run) or bad (anything else).
 func verdictClass(sc Scenario) string {
 	switch sc.Verdict {
 	case score.Holds:
 		return "holds"
 	case score.FlawShown:
 		return "flaw"
+	case score.NotRun:
+		return "skip"
 	}
 	return "bad"
+}
+
+// badgeClass is the CSS class of a scenario's status badge: its status,
+// and a flaw demonstrated's PASS in amber, not the green of a design that
+// holds.
+func badgeClass(sc Scenario) string {
+	if sc.Status == score.StatusPass && sc.Flaw() {
+		return sc.Status + " flaw"
+	}
+	return sc.Status
 }
 
 type htmlScenario struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/metric"
 )
 
 // probeScript measures the page as the browser laid it out and writes the
@@ -56,6 +57,11 @@ const probeScript = `<script>
     });
     out.charts.push(c);
   });
+  out.failoverOverflow = 0;
+  document.querySelectorAll('table.failover').forEach(function (tb) {
+    var last = tb.querySelector('tr:first-child th:last-child');
+    if (tb.getBoundingClientRect().right > window.innerWidth || (last && last.getBoundingClientRect().right > window.innerWidth)) out.failoverOverflow++;
+  });
   var pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 })();
@@ -83,7 +89,9 @@ type probe struct {
 	QuestionsBottom float64 `json:"questionsBottom"`
 	NavLinks        int     `json:"navLinks"`
 	NavMissing      int     `json:"navMissing"`
-	Charts          []probeChart
+	// FailoverOverflow counts the failover tables wider than the window.
+	FailoverOverflow int `json:"failoverOverflow"`
+	Charts           []probeChart
 }
 
 // measure opens report.html for r with the probe added, in a window of
@@ -138,6 +146,17 @@ func TestHTMLSummaryInOneScreen(t *testing.T) {
 	}
 	if p.NavLinks != len(r.Scenarios)+1 || p.NavMissing != 0 {
 		t.Errorf("navigation has %d links (%d to nothing), want one per scenario and the summary (%d)", p.NavLinks, p.NavMissing, len(r.Scenarios)+1)
+	}
+}
+
+// A failover table fits a 1400-px-wide page, its last column
+// (recover_ms) too.
+func TestHTMLFailoverTableFits(t *testing.T) {
+	t.Parallel()
+	r := failoverReport()
+	r.Scenarios[0].Failover.Endpoints[0].Metrics[metric.RecoverMs] = 1234.5
+	if p := measure(t, r, 1400, 1000); p.FailoverOverflow != 0 {
+		t.Errorf("%d failover tables run past a 1400-px-wide page", p.FailoverOverflow)
 	}
 }
 

@@ -96,6 +96,9 @@ func JUnit(w io.Writer, r *Report) error {
 		}
 		for _, t := range sc.Thresholds {
 			c := junitCase{Name: t.Expr, Classname: sc.Name, Time: "0"}
+			if t.Default {
+				c.Name += " (default claim: no thresholds given)"
+			}
 			if sc.Flaw() {
 				// A CI page lists cases by name: this one passing means a
 				// flaw showed, which its name must say.

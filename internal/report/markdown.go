@@ -25,6 +25,9 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(b, ": %s", strings.Join(c, ", "))
 	}
 	fmt.Fprintf(b, " · started %s · took %s\n\n", r.Started.UTC().Format(time.RFC3339), durationMs(r.DurationMs))
+	if r.Reason != "" {
+		fmt.Fprintf(b, "> **%s**\n\n", mdText(r.Reason))
+	}
 
 	if r.Status == score.StatusIncomplete {
 		fmt.Fprintf(b, "> **Incomplete:** the run was interrupted; the figures cover only what ran.\n\n")
@@ -101,7 +104,11 @@ func Markdown(w io.Writer, r *Report) error {
 				if bnd == "" {
 					bnd = "–"
 				}
-				fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", mdCode(t.Expr), upper(t.Status), obs, bnd)
+				expr := "`" + mdCode(t.Expr) + "`"
+				if t.Default {
+					expr += " (the default claim: no thresholds given)"
+				}
+				fmt.Fprintf(b, "| %s | %s | %s | %s |\n", expr, upper(t.Status), obs, bnd)
 			}
 			fmt.Fprintln(b)
 		}

@@ -272,6 +272,8 @@ func ceilingQuestion(scs []Scenario) Question {
 		} else {
 			q.Answer += " None let a request slip beyond what its design allows (a fixed window's boundary, a bucket's burst)."
 		}
+		// The headline counts verdicts, which this count is not.
+		q.Answer += " (Verdicts count each scenario's own thresholds: a design may keep its promise above the limit, a flaw passes when it breaks.)"
 	}
 	q.add(ev)
 	return q

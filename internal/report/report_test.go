@@ -91,3 +91,47 @@ func TestSkippedSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// Each writer shows what score decided as score said it: a flaw
+// demonstrated in amber, never the green of a design that holds; a
+// scenario not run in grey, not red; the default claim marked as one; and
+// why a run that measured nothing failed.
+func TestWritersShowTheVerdictAsDecided(t *testing.T) {
+	t.Parallel()
+	r := &Report{Scenarios: []Scenario{
+		{Name: "flaw", Shows: "flaw", Thresholds: []score.Threshold{{Expr: "boundary_allowed > limit", Status: score.StatusPass}}},
+		{Name: "holds", Shows: "holds", Thresholds: []score.Threshold{{Expr: score.DefaultThreshold, Status: score.StatusPass, Default: true}}},
+		{Name: "later", Shows: "holds", Status: score.StatusSkipped, Error: "needs a Redis Cluster"},
+	}}
+	settle(r, false)
+	var html, term, md, junit bytes.Buffer
+	for _, w := range []error{HTML(&html, r), Terminal(&term, r, false), Markdown(&md, r), JUnit(&junit, r)} {
+		if w != nil {
+			t.Fatal(w)
+		}
+	}
+	for _, want := range []string{
+		`<span class="status pass flaw">PASS</span> <span class="verdict flaw">flaw demonstrated</span>`,
+		`<span class="status pass">PASS</span> <span class="verdict holds">design holds</span>`,
+		`<span class="dot skip"></span>later`,
+		`<code>ceiling &lt;= limit</code> <span class="default-claim">(the default claim: no thresholds given)</span>`,
+	} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	if !strings.Contains(term.String(), "PASS ceiling <= limit (default)") || !strings.Contains(md.String(), "`ceiling <= limit` (the default claim: no thresholds given)") ||
+		!strings.Contains(junit.String(), `name="ceiling &lt;= limit (default claim: no thresholds given)"`) {
+		t.Errorf("a writer does not mark the default claim:\n%s\n%s\n%s", term.String(), md.String(), junit.String())
+	}
+
+	empty := &Report{}
+	settle(empty, false)
+	term.Reset()
+	if err := Terminal(&term, empty, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(term.String(), "FAIL: 0 scenarios") || !strings.Contains(term.String(), "no scenario to run: nothing was measured") {
+		t.Errorf("an empty run: %s", term.String())
+	}
+}

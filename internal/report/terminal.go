@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -67,6 +68,9 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 		res := verdict(sc)
 		for _, th := range sc.Thresholds {
 			res += "\n  " + status(th.Status) + " " + th.Expr
+			if th.Default {
+				res += " (default)"
+			}
 			switch {
 			case th.Error != "":
 				res += ": not measured"
@@ -123,6 +127,12 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 	}
 	if r.Status == score.StatusIncomplete {
 		lines = append(lines, "The run was interrupted; the figures cover only what ran.")
+	}
+	if slices.ContainsFunc(r.Scenarios, func(sc Scenario) bool { return len(sc.Thresholds) > 0 && sc.Thresholds[0].Default }) {
+		lines = append(lines, textfmt.Wrap(`"(default)": the scenario names no threshold, so its claim is its published cap, ceiling <= limit.`, 100)...)
+	}
+	if r.Reason != "" {
+		lines = append(lines, r.Reason)
 	}
 	last := fmt.Sprintf("%s: %s in %s", status(r.Status), count(len(r.Scenarios), "scenario"), durationMs(r.DurationMs))
 	if c := r.Verdicts; len(c) > 0 {
