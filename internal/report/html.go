@@ -32,8 +32,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		p, n := thresholdCounts(sc)
 		return fmt.Sprintf("%d/%d", p, n)
 	},
-	"verdictClass":    verdictClass,
-	"badgeClass":      badgeClass,
+	"verdictClass": verdictClass,
+	"badgeClass":   badgeClass,
 	// wbr lets a metric name break after its underscores, so a table of
 	// many figures fits the page.
 	"wbr": func(s string) template.HTML {
