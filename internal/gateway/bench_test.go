@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // BenchmarkDecide is one decision through a set of 4 gateways with an
@@ -40,7 +41,7 @@ func BenchmarkDecide(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			bal, _ := NewBalancer(RoundRobin, 4, 0)
+			bal, _ := workload.NewBalancer(workload.SpreadRoundRobin, 4, 0)
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()

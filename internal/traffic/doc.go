@@ -18,7 +18,7 @@
 // consumer appends every record to the history, so the hot path holds no
 // shared lock and allocates nothing. Pacers are pure functions of elapsed
 // time and hits, tested without sleeping. Before the clock starts, a target
-// that can (limiter.Warmer) opens each gateway's connections, so no dial lands
+// that can (Warmer) opens each gateway's connections, so no dial lands
 // inside a measured request. The producer sleeps its last stretch before
 // each send on a precise sleeper (a timerfd on Linux), since the runtime's
 // timers wake only to the millisecond (see sleep.go).

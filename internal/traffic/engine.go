@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // job is one request handed to a worker: a fixed-size value, so handing it
@@ -43,7 +42,7 @@ type engine struct {
 	t         Target
 	p         Plan
 	onError   func(error)
-	bal       Balancer
+	bal       workload.Balancer
 	names     []string
 	endpoints int
 	shares    []float64 // cumulative endpoint shares, nil = even
@@ -117,7 +116,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	}
 	bal := o.Balancer
 	if bal == nil {
-		if bal, err = gateway.NewBalancer(p.Spread, len(gateways), p.Seed); err != nil {
+		if bal, err = workload.NewBalancer(p.Spread, len(gateways), p.Seed); err != nil {
 			return nil, fmt.Errorf("traffic: %w", err)
 		}
 	}
@@ -439,9 +438,9 @@ const (
 )
 
 // warm opens the target's connections before the run's clock starts, when
-// the target can (see limiter.Warmer). Errors are the run's to record.
+// the target can (see Warmer). Errors are the run's to record.
 func (e *engine) warm() {
-	w, ok := e.t.(limiter.Warmer)
+	w, ok := e.t.(Warmer)
 	n := len(e.t.Gateways())
 	if !ok || n == 0 {
 		return
@@ -707,7 +706,7 @@ func (e *engine) endpointFor(hit uint64) uint8 {
 	if e.shares == nil {
 		return uint8(hit % uint64(e.endpoints))
 	}
-	u := float64(gateway.Mix(hit^0x5851f42d4c957f2d)>>11) / (1 << 53)
+	u := float64(workload.Mix(hit^0x5851f42d4c957f2d)>>11) / (1 << 53)
 	i := sort.SearchFloat64s(e.shares, u)
 	return uint8(min(i, e.endpoints-1))
 }

@@ -3,8 +3,6 @@ package traffic
 import (
 	"context"
 	"fmt"
-
-	"github.com/rlctl/rlctl/internal/limiter"
 )
 
 // KeyedBySource returns a target that asks t with each identity's source
@@ -37,7 +35,7 @@ func (k keyed) Do(ctx context.Context, r Request) Response {
 
 // Warm passes through to the wrapped target.
 func (k keyed) Warm(ctx context.Context, conns int) error {
-	if w, ok := k.Target.(limiter.Warmer); ok {
+	if w, ok := k.Target.(Warmer); ok {
 		return w.Warm(ctx, conns)
 	}
 	return nil

@@ -145,7 +145,7 @@ type RunOptions struct {
 	ProgressEvery time.Duration
 	// Balancer picks the gateway for each request; nil builds one from
 	// Plan.Spread.
-	Balancer Balancer
+	Balancer workload.Balancer
 	// Grace is how long in-flight requests may finish after the schedule
 	// ends or the context is cancelled (default 1 s); then they are
 	// cancelled and come back as errors.

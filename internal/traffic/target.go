@@ -57,6 +57,13 @@ type Target interface {
 	Close() error
 }
 
+// Warmer is a Target (or anything on a request's path) that can open,
+// before traffic starts, the connections its requests will need, so no
+// dial or handshake lands inside a measured request.
+type Warmer interface {
+	Warm(ctx context.Context, conns int) error
+}
+
 // Prober is a Target that can check, before a run, that it answers at all,
 // so a target that never answers is reported as unreachable rather than
 // measured as one that admitted nothing.

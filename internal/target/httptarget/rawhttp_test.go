@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -178,7 +177,7 @@ func TestRawHTTPReplacesConnectionsJustClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	if err := tgt.(limiter.Warmer).Warm(context.Background(), 4); err != nil {
+	if err := tgt.(traffic.Warmer).Warm(context.Background(), 4); err != nil {
 		t.Fatal(err)
 	}
 	srv.CloseClientConnections()
@@ -280,7 +279,7 @@ func TestRawHTTPWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.(limiter.Warmer).Warm(context.Background(), 5); err != nil {
+	if err := tg.(traffic.Warmer).Warm(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}
 	waitConns(t, conns, 10, "after Warm(5) on 2 gateways")
@@ -330,7 +329,7 @@ func TestHTTPSWarmAndCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.(limiter.Warmer).Warm(ctx, 4); err != nil {
+	if err := tg.(traffic.Warmer).Warm(ctx, 4); err != nil {
 		t.Fatalf("Warm: %v", err)
 	}
 	waitConns(t, conns, base+4, "after Warm(4) (counting the refused one)")

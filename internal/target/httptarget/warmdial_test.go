@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/netcheck"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/traffic"
@@ -33,7 +32,7 @@ func TestHTTPSWarmConnectionsClosedByGatewayAreReplaced(t *testing.T) {
 	defer tg.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tg.(limiter.Warmer).Warm(ctx, 4); err != nil {
+	if err := tg.(traffic.Warmer).Warm(ctx, 4); err != nil {
 		t.Fatalf("Warm: %v", err)
 	}
 	srv.CloseClientConnections()

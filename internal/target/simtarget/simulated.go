@@ -41,7 +41,7 @@ func FromDecision(d limiter.Decision) traffic.Response {
 
 // Warm opens the gateways' connections when d can (gateway.Set can).
 func (s simulated) Warm(ctx context.Context, conns int) error {
-	if w, ok := s.d.(limiter.Warmer); ok {
+	if w, ok := s.d.(traffic.Warmer); ok {
 		return w.Warm(ctx, conns)
 	}
 	return nil

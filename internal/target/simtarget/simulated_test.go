@@ -77,7 +77,7 @@ func TestRedisGatewaysWarmAndClose(t *testing.T) {
 	tgt := New(set)
 	admin := srv.Client(t)
 	before := redistest.Connections(t, admin)
-	w, ok := tgt.(limiter.Warmer)
+	w, ok := tgt.(traffic.Warmer)
 	if !ok {
 		t.Fatal("the simulated target does not pass Warm on")
 	}

@@ -1,13 +1,13 @@
-package gateway_test
+package workload_test
 
 import (
 	"fmt"
 
-	"github.com/rlctl/rlctl/internal/gateway"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 func ExampleNewBalancer() {
-	b, err := gateway.NewBalancer(gateway.RoundRobin, 3, 0)
+	b, err := workload.NewBalancer(workload.SpreadRoundRobin, 3, 0)
 	if err != nil {
 		panic(err)
 	}

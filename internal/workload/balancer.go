@@ -1,19 +1,13 @@
-package gateway
+package workload
 
 import (
 	"fmt"
 	"math/bits"
 )
 
-// Spread names, as scenario files write them.
-const (
-	RoundRobin = "round-robin"
-	Random     = "random"
-	Sticky     = "sticky"
-)
-
 // Balancer decides which gateway gets an identity's seq-th request (seq
-// counts from 0 per identity). Implementations are pure functions of their
+// counts from 0 per identity), as the load balancer in front of real
+// gateways does. Implementations are pure functions of their
 // arguments and safe for concurrent use, so a run is reproducible from its
 // seed.
 type Balancer interface {
@@ -35,11 +29,11 @@ func NewBalancer(spread string, gateways int, seed int64) (Balancer, error) {
 	}
 	n := uint64(gateways)
 	switch spread {
-	case RoundRobin, "":
+	case SpreadRoundRobin, "":
 		return roundRobin{n: n}, nil
-	case Random:
+	case SpreadRandom:
 		return random{n: n, seed: uint64(seed)}, nil
-	case Sticky:
+	case SpreadSticky:
 		return sticky{n: n, seed: uint64(seed)}, nil
 	}
 	return nil, fmt.Errorf("balancer: spread %q (want round-robin, random or sticky)", spread)

@@ -1,4 +1,4 @@
-package gateway
+package workload
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 func TestRoundRobinVisitsEveryGateway(t *testing.T) {
 	t.Parallel()
 	const n = 5
-	b, err := NewBalancer(RoundRobin, n, 1)
+	b, err := NewBalancer(SpreadRoundRobin, n, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestRoundRobinVisitsEveryGateway(t *testing.T) {
 func TestStickyKeepsAnIdentityOnOneGateway(t *testing.T) {
 	t.Parallel()
 	const n = 7
-	b, err := NewBalancer(Sticky, n, 42)
+	b, err := NewBalancer(SpreadSticky, n, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +52,9 @@ func TestStickyKeepsAnIdentityOnOneGateway(t *testing.T) {
 func TestRandomIsSeededAndUniform(t *testing.T) {
 	t.Parallel()
 	const n, draws = 5, 20000
-	a, _ := NewBalancer(Random, n, 7)
-	same, _ := NewBalancer(Random, n, 7)
-	other, _ := NewBalancer(Random, n, 8)
+	a, _ := NewBalancer(SpreadRandom, n, 7)
+	same, _ := NewBalancer(SpreadRandom, n, 7)
+	other, _ := NewBalancer(SpreadRandom, n, 8)
 	counts := make([]int, n)
 	differs := 0
 	for seq := uint64(0); seq < draws; seq++ {
