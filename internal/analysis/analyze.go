@@ -352,25 +352,18 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 //     back when promised, so the hint was early (the header lied). A
 //     denial after others took the freed quota is contention, counted by
 //     relimited, not here; so this is a definite count, a lower bound.
-func Analyze(h *history.History, opts Options) Result {
-	res, err := AnalyzeDisk(h, opts)
-	if err != nil {
-		panic(err)
-	}
-	return res
-}
-
-// AnalyzeDisk is Analyze for a history that may have spilled to disk (see
-// history.History.Spill): the same Result, computed in a few passes over
-// the history's chunks with memory bounded whatever its length (sorted
-// runs and groups of identities go to scratch files beside the spill,
-// removed before it returns), and the error reading the history or
-// writing the scratch files. For a history in memory it never fails.
-func AnalyzeDisk(h *history.History, opts Options) (Result, error) {
+//
+// A history that spilled to disk (see history.History.Spill) gets the same
+// Result, computed in a few passes over its chunks with memory bounded
+// whatever its length (sorted runs and groups of identities go to scratch
+// files beside the spill, removed before it returns); the error is
+// reading the history or writing the scratch files. For a history in
+// memory it never fails.
+func Analyze(h *history.History, opts Options) (Result, error) {
 	return analyze(h, opts, parallelSort, spillBudget)
 }
 
-// analyze is AnalyzeDisk with the size from which an identity counts as
+// analyze is Analyze with the size from which an identity counts as
 // big (see worker.identity) and the spilled analysis's memory budget, so
 // tests can drive every path on small inputs.
 func analyze(h *history.History, opts Options, bigIdentity int, b budget) (Result, error) {
@@ -1242,7 +1235,6 @@ func (a *analyzer) result() Result {
 		if gs.hist != nil && gs.hist.TotalCount() > 0 {
 			lm := LatencyMetrics(gs.hist)
 			gr.P50Millis, gr.P90Millis, gr.P99Millis, gr.P999Millis, gr.MaxMillis = lm[metric.P50], lm[metric.P90], lm[metric.P99], lm[metric.P999], lm[metric.Max]
-			gr.Histogram, _ = EncodeHistogram(gs.hist)
 			overall.Merge(gs.hist)
 		}
 		res.PerGateway = append(res.PerGateway, gr)
@@ -1252,7 +1244,6 @@ func (a *analyzer) result() Result {
 		res.Metrics[name] = v
 	}
 	if overall.TotalCount() > 0 {
-		res.Histogram, _ = EncodeHistogram(overall)
 		res.Percentiles = curve
 	}
 	if a.lag != nil && a.lag.TotalCount() > 0 {

@@ -68,7 +68,7 @@ func benchmarkAnalyze(b *testing.B, ids int) {
 	b.ResetTimer()
 	ops := 0
 	for b.Loop() {
-		_ = Analyze(h, Options{})
+		_ = analyzed(b, h, Options{})
 		ops++
 	}
 	b.StopTimer()
@@ -76,7 +76,7 @@ func benchmarkAnalyze(b *testing.B, ids int) {
 	perOp := float64(after.TotalAlloc-before.TotalAlloc) / float64(ops)
 	b.ReportMetric(float64(h.MemoryBytes())/n, "history-bytes/record")
 	b.ReportMetric((float64(h.MemoryBytes())+perOp)/n, "alloc-bytes/record")
-	b.ReportMetric(float64(peakHeap(func() { _ = Analyze(h, Options{}) }))/n, "peak-bytes/record")
+	b.ReportMetric(float64(peakHeap(func() { _ = analyzed(b, h, Options{}) }))/n, "peak-bytes/record")
 }
 
 // peakHeap runs f with a tight collector and returns the most heap object

@@ -24,7 +24,7 @@ func TestBoundaryBatchesAreNotRaceRounds(t *testing.T) {
 		h.Append(history.Record{Intended: at, Sent: at, Received: at + time.Millisecond, Decided: history.NoTime,
 			RetryAfter: history.NoTime, Round: 0, Outcome: decision.Allowed, By: decision.ByRedis})
 	}
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	if _, ok := m[metric.RaceExcess]; ok {
 		t.Errorf("race_excess %g reported for boundary batches", m[metric.RaceExcess])
 	}
@@ -33,7 +33,7 @@ func TestBoundaryBatchesAreNotRaceRounds(t *testing.T) {
 	}
 	// The same records as a race (Meta.Rounds set) do count.
 	h.Meta.Boundaries, h.Meta.Rounds = nil, 1
-	if got := Analyze(h, Options{}).Metrics[metric.RaceExcess]; got != 9 {
+	if got := analyzed(t, h, Options{}).Metrics[metric.RaceExcess]; got != 9 {
 		t.Errorf("as a race round: race_excess %g, want 9", got)
 	}
 }

@@ -18,7 +18,7 @@
 // histogram per gateway.
 //
 // A history spilled to disk (a long run's; see history.History.Spill) is
-// analysed by AnalyzeDisk in three passes over its chunks: the indices in
+// analysed by Analyze in three passes over its chunks: the indices in
 // use and the clocks' offsets; tallies, latency and, written to a scratch
 // file, each identity's records by groups of identities; then per group
 // the same per-identity figures, an identity too large for memory sorted

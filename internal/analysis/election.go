@@ -105,7 +105,7 @@ func (a *analyzer) elections() *elections {
 		el.ep[j] = make([]episodes, endpointParts)
 		el.id[j] = make([]episodes, len(a.idState))
 	}
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: Analyze reports it
 		for i := range h.Len() {
 			if !electionRequest(h, i) {
 				continue

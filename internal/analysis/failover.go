@@ -179,7 +179,7 @@ func (a *analyzer) partFigures(chain func(k, p int, start int64) election, n int
 	for p := range n {
 		lastDeny[p], back[p] = math.MinInt64, math.MaxInt64
 	}
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: Analyze reports it
 		for i := range h.Len() {
 			p := part(h, i)
 			if p >= n {

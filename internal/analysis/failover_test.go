@@ -60,7 +60,7 @@ func TestElectionFigures(t *testing.T) {
 	// An error long after: another matter, not the election.
 	h.Append(by(3000*msec, 3001*msec, decision.Error, decision.ByUnknown))
 
-	wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{
+	wantMetrics(t, analyzed(t, h, Options{}).Metrics, Metrics{
 		metric.ElectionErrors: 4, metric.ElectionFailOpen: 2, metric.ElectionFailClosed: 1, metric.ElectionMs: 250,
 		metric.RecoverMs: 212, metric.FailoverDenied: 3, metric.FailoverDenyMs: 991, metric.FailoverDetectMs: 301,
 	})
@@ -77,7 +77,7 @@ func TestFailoverWithoutElection(t *testing.T) {
 	h := history.New(meta, 0)
 	h.Append(rec(900*msec, 0, 0, decision.Allowed))
 	h.Append(by(1003*msec, 1004*msec, decision.Allowed, decision.ByRedis))
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	wantMetrics(t, m, Metrics{metric.ElectionErrors: 0, metric.ElectionFailOpen: 0, metric.ElectionFailClosed: 0, metric.ElectionMs: 0, metric.RecoverMs: 4, metric.FailoverDenied: 0})
 	for _, name := range []string{metric.FailoverDenyMs, metric.FailoverDetectMs} {
 		if v, ok := m[name]; ok {
@@ -88,7 +88,7 @@ func TestFailoverWithoutElection(t *testing.T) {
 	meta.Faults = []history.Fault{{At: time.Second, For: time.Second, Action: "redis-down"}}
 	h2 := history.New(meta, 0)
 	h2.Append(rec(900*msec, 0, 0, decision.Allowed))
-	m = Analyze(h2, Options{}).Metrics
+	m = analyzed(t, h2, Options{}).Metrics
 	for _, name := range []string{metric.ElectionErrors, metric.ElectionFailOpen, metric.ElectionFailClosed, metric.ElectionMs, metric.FailoverDenied, metric.CountsLost} {
 		if v, ok := m[name]; ok {
 			t.Errorf("%s = %v without a failover, want absent", name, v)
@@ -128,7 +128,7 @@ func TestAfterFaultCeilingAcrossPromotion(t *testing.T) {
 				}
 				h.Append(rec(at, 0, 0, outcome(ok)))
 			}
-			wantMetrics(t, Analyze(h, Options{}).Metrics, Metrics{metric.AfterFaultCeiling: tc.wantC})
+			wantMetrics(t, analyzed(t, h, Options{}).Metrics, Metrics{metric.AfterFaultCeiling: tc.wantC})
 		})
 	}
 }
@@ -148,7 +148,7 @@ func TestElectionFiguresOfTwoFailovers(t *testing.T) {
 	h.Append(by(5500*msec, 5501*msec, decision.Allowed, decision.ByFailOpen))
 	h.Append(by(6000*msec, 6200*msec, decision.Error, decision.ByUnknown))
 	h.Append(by(6300*msec, 6301*msec, decision.Allowed, decision.ByRedis))
-	res := Analyze(h, Options{})
+	res := analyzed(t, h, Options{})
 	want := Metrics{metric.ElectionErrors: 4, metric.ElectionFailOpen: 1, metric.ElectionMs: 1200}
 	wantMetrics(t, res.Metrics, want)
 	if len(res.PerIdentityFailover) != 1 {

@@ -38,7 +38,7 @@ func FuzzAnalyze(f *testing.F) {
 				Endpoint: b[30], Outcome: decision.Outcome(b[31] % 5), By: decision.By(b[32] % 7),
 			})
 		}
-		res := Analyze(h, Options{})
+		res := analyzed(t, h, Options{})
 		m := res.Metrics
 		if m[metric.Ceiling] > m[metric.CeilingUpper] {
 			t.Fatalf("ceiling %v > ceiling_upper %v", m[metric.Ceiling], m[metric.CeilingUpper])

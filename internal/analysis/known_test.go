@@ -43,7 +43,7 @@ func TestTokenBucketEnvelope(t *testing.T) {
 		}
 		h.Append(rec(at, 0, 0, outcome(ok)))
 	}
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	if b := m[metric.Burst]; math.Abs(b-capacity) > 1 {
 		t.Errorf("burst = %v, want about the capacity %v", b, capacity)
 	}
@@ -76,7 +76,7 @@ func TestIndependentLocalCounters(t *testing.T) {
 		}
 		h.Append(rec(at, 0, uint16(gw), outcome(ok)))
 	}
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	if m[metric.CeilingRatio] != gateways {
 		t.Errorf("ceiling_ratio = %v, want %d (one full quota per gateway)", m[metric.CeilingRatio], gateways)
 	}
@@ -109,7 +109,7 @@ func TestFixedWindowBoundaryBurst(t *testing.T) {
 			h.Append(r)
 		}
 	}
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	if m[metric.BoundaryAllowed] != 2*limit {
 		t.Errorf("boundary_allowed = %v, want 2L = %d", m[metric.BoundaryAllowed], 2*limit)
 	}
@@ -132,7 +132,7 @@ func TestRaceExcess(t *testing.T) {
 			h.Append(r)
 		}
 	}
-	res := Analyze(h, Options{})
+	res := analyzed(t, h, Options{})
 	if got := res.PerIdentity[0].Metrics[metric.RaceExcess]; got != 0+1+2 {
 		t.Errorf("identity a race_excess = %v, want 3", got)
 	}
@@ -178,7 +178,7 @@ func TestFaultFigures(t *testing.T) {
 	first.Decided, first.Received = history.NoTime, 2012*time.Millisecond
 	h.Append(first)
 
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	want := Metrics{metric.FailOpen: 12, metric.FailClosed: 3, metric.AfterFaultCeiling: 12, metric.RecoverMs: 12}
 	for name, v := range want {
 		if got, ok := m[name]; !ok || math.Abs(got-v) > 1e-9 {
@@ -193,7 +193,7 @@ func TestRecoverAbsentWhenRedisNeverAnswers(t *testing.T) {
 		Faults: []history.Fault{{At: time.Second, For: time.Second, Action: "redis-down"}}}, 0)
 	r := rec(3*time.Second, 0, 0, decision.Error)
 	h.Append(r)
-	m := Analyze(h, Options{}).Metrics
+	m := analyzed(t, h, Options{}).Metrics
 	if _, ok := m[metric.RecoverMs]; ok {
 		t.Errorf("recover_ms = %v, want absent", m[metric.RecoverMs])
 	}
@@ -219,7 +219,7 @@ func TestLatency(t *testing.T) {
 	drop.Received = time.Hour // never ran: must not count
 	h.Append(drop)
 
-	res := Analyze(h, Options{})
+	res := analyzed(t, h, Options{})
 	want := Metrics{metric.P50: 50, metric.P90: 90, metric.P99: 99, metric.P999: 100, metric.Max: 100, metric.SendLagP99: 0.99}
 	for name, v := range want {
 		if got := res.Metrics[name]; math.Abs(got-v)/v > 0.001 {
@@ -229,22 +229,8 @@ func TestLatency(t *testing.T) {
 	if g := res.PerGateway[0]; math.Abs(g.MaxMillis-50) > 0.05 || g.Requests != 51 || g.Dropped != 1 {
 		t.Errorf("gateway g0 = %+v, want max 50ms, 51 requests, 1 dropped", g)
 	}
-	merged, err := MergeHistograms(res.PerGateway[0].Histogram, res.PerGateway[1].Histogram)
-	if err != nil {
-		t.Fatal(err)
-	}
-	overall, err := MergeHistograms(res.Histogram)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !merged.Equals(overall) {
-		t.Error("merging the per-gateway histograms does not give the overall histogram")
-	}
 	if len(res.Percentiles) != curvePoints || res.Percentiles[0].Percentile != 0 || res.Percentiles[curvePoints-1].Percentile != 99.99 {
 		t.Errorf("percentile curve = %v, want %d points from 0 to 99.99", res.Percentiles, curvePoints)
-	}
-	if _, err := MergeHistograms([]byte("not a histogram")); err == nil {
-		t.Error("MergeHistograms accepted garbage")
 	}
 }
 
@@ -285,7 +271,7 @@ func TestAbsentFigures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := Analyze(tt.h, Options{}).Metrics
+			m := analyzed(t, tt.h, Options{}).Metrics
 			for _, name := range tt.absent {
 				if v, ok := m[name]; ok {
 					t.Errorf("%s = %v, want absent", name, v)
@@ -310,7 +296,7 @@ func TestSeries(t *testing.T) {
 	for k := range 6 {
 		h.Append(rec(5*time.Second+time.Duration(k)*time.Millisecond, 1, 0, decision.Allowed))
 	}
-	res := Analyze(h, Options{})
+	res := analyzed(t, h, Options{})
 	if res.Interval != 100*time.Millisecond {
 		t.Fatalf("Interval = %v, want 100ms for a 10s run", res.Interval)
 	}
@@ -327,7 +313,7 @@ func TestSeries(t *testing.T) {
 	if peak != 10 { // worst identity by ceiling is a (10 per window), not b (6)
 		t.Errorf("sliding peak = %v, want 10", peak)
 	}
-	res = Analyze(h, Options{Interval: time.Second})
+	res = analyzed(t, h, Options{Interval: time.Second})
 	if len(res.Timeline) != 10 || res.Timeline[5].Value != 16 {
 		t.Errorf("1s timeline = %v, want 10 points with 16 at 5s", res.Timeline)
 	}
@@ -367,7 +353,7 @@ func TestMergeAnalysisEqualsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, want := Analyze(merged, Options{}), Analyze(whole, Options{})
+	got, want := analyzed(t, merged, Options{}), analyzed(t, whole, Options{})
 	for _, name := range []string{metric.Requests, metric.Allowed, metric.Denied, metric.Errors, metric.Ceiling, metric.CeilingUpper, metric.Burst, metric.SustainedRate, metric.Slipped, metric.P50, metric.P90, metric.P99, metric.P999, metric.Max} {
 		if !near(got.Metrics[name], want.Metrics[name]) {
 			t.Errorf("%s: merged %v, whole %v", name, got.Metrics[name], want.Metrics[name])
@@ -395,38 +381,20 @@ func ExampleAnalyze() {
 		h.Append(history.Record{Intended: at, Sent: at, Received: at + time.Millisecond, Decided: history.NoTime,
 			RetryAfter: time.Second, Gateway: uint16(k % 3), Outcome: o, By: decision.ByLocal})
 	}
-	m := Analyze(h, Options{}).Metrics
+	res, err := Analyze(h, Options{})
+	if err != nil {
+		panic(err)
+	}
+	m := res.Metrics
 	fmt.Println("allowed:", m[metric.Allowed], "ceiling:", m[metric.Ceiling], "ratio:", m[metric.CeilingRatio], "slipped:", m[metric.Slipped])
 	// Output: allowed: 6 ceiling: 6 ratio: 3 slipped: 4
 }
 
-func ExampleMergeHistograms() {
-	// Two machines measured latency separately; merging their encoded
-	// histograms gives the percentiles of all requests together.
-	a, b := NewLatencyHistogram(), NewLatencyHistogram()
-	for us := int64(1); us <= 900; us++ {
-		_ = a.RecordValue(us * 1000) // 1..900 ms
-	}
-	for us := int64(901); us <= 1000; us++ {
-		_ = b.RecordValue(us * 1000) // 901..1000 ms
-	}
-	ea, _ := EncodeHistogram(a)
-	eb, _ := EncodeHistogram(b)
-	all, err := MergeHistograms(ea, eb)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	m := LatencyMetrics(all)
-	fmt.Printf("p50 %.0fms p99 %.0fms\n", m[metric.P50], m[metric.P99])
-	// Output: p50 500ms p99 990ms
-}
-
 func TestAnalyzeNil(t *testing.T) {
 	t.Parallel()
-	res := Analyze(nil, Options{})
+	res := analyzed(t, nil, Options{})
 	if res.Metrics[metric.Requests] != 0 || len(res.Timeline) != 0 {
-		t.Fatalf("Analyze(nil) = %+v, want an empty result", res)
+		t.Fatalf("analyzed(t, nil) = %+v, want an empty result", res)
 	}
 }
 
@@ -444,7 +412,7 @@ func TestPerIdentityCap(t *testing.T) {
 	for j := range 4 { // the last identity is the worst: 4 in one window
 		h.Append(rec(time.Duration(j)*time.Millisecond, ids-1, 0, decision.Allowed))
 	}
-	res := Analyze(h, Options{})
+	res := analyzed(t, h, Options{})
 	if len(res.PerIdentity) != maxPerIdentity || res.PerIdentityOmitted != 50 {
 		t.Fatalf("listed %d identities, omitted %d; want %d and 50", len(res.PerIdentity), res.PerIdentityOmitted, maxPerIdentity)
 	}
@@ -487,7 +455,7 @@ func TestUnansweredErrorsRaiseOnlyTheUpperBound(t *testing.T) {
 		r := rec(200*time.Millisecond, 1, 0, decision.Error)
 		r.By = decision.ByUnanswered
 		h.Append(r)
-		return Analyze(h, Options{}).Metrics
+		return analyzed(t, h, Options{}).Metrics
 	}
 	sent := build(decision.ByUnanswered)
 	if sent[metric.Ceiling] != 5 || sent[metric.CeilingUpper] != 8 || sent[metric.Errors] != 4 {
@@ -497,4 +465,14 @@ func TestUnansweredErrorsRaiseOnlyTheUpperBound(t *testing.T) {
 	if never[metric.Ceiling] != 5 || never[metric.CeilingUpper] != 5 {
 		t.Errorf("never sent: ceiling [%g, %g]; want [5, 5]", never[metric.Ceiling], never[metric.CeilingUpper])
 	}
+}
+
+// analyzed is Analyze of a history in memory, which never fails.
+func analyzed(tb testing.TB, h *history.History, o Options) Result {
+	tb.Helper()
+	res, err := Analyze(h, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
 }

@@ -77,7 +77,7 @@ func undecided(h *history.History, i int) bool {
 // history is read a chunk at a time, and the chunks' outages joined.
 func Outages(h *history.History, planned []Span, gap time.Duration) []Outage {
 	var out []Outage
-	// A read error leaves the outages found so far; AnalyzeDisk reports it.
+	// A read error leaves the outages found so far; Analyze reports it.
 	_ = h.Chunks(func(c *history.History) error {
 		out = append(out, outagesOf(c, planned, gap)...)
 		return nil
@@ -207,7 +207,7 @@ func sumDrops(h *history.History) dropSums {
 	if len(ds.at) == 0 {
 		return ds
 	}
-	// A read error leaves what was seen so far; AnalyzeDisk reports it.
+	// A read error leaves what was seen so far; Analyze reports it.
 	_ = h.Chunks(func(c *history.History) error {
 		ds.add(c)
 		return nil

@@ -230,7 +230,7 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			opts.EnvelopeBurst = float64(1 + rng.IntN(5))
 			opts.EnvelopeRate = float64(rng.IntN(2000))
 		}
-		res := Analyze(h, opts)
+		res := analyzed(t, h, opts)
 		// The path for big identities (two gathers, parallel sorts) must
 		// agree with the one for small ones.
 		if big := mustAnalyze(t, h, opts, 1, spillBudget); !reflect.DeepEqual(big.PerIdentity, res.PerIdentity) || !reflect.DeepEqual(big.Sliding, res.Sliding) || !reflect.DeepEqual(big.Timeline, res.Timeline) {
@@ -517,7 +517,7 @@ func TestClockShiftKeepsDecisionsInTheirIntervals(t *testing.T) {
 			pinned.Append(history.Record{Intended: at, Sent: at, Received: at, Decided: at + offs[g], RetryAfter: history.NoTime,
 				Identity: 0, Round: history.NoRound, Gateway: uint16(g), Outcome: decision.Denied, By: decision.ByRedis})
 		}
-		res := Analyze(shifted, Options{})
+		res := analyzed(t, shifted, Options{})
 		for k := range h.Meta.Identities {
 			var ivs [][2]int64
 			for _, i := range allowedOf(h, k) {
@@ -538,7 +538,7 @@ func TestClockShiftKeepsDecisionsInTheirIntervals(t *testing.T) {
 			}
 			unshifted.Append(r)
 		}
-		got, want := Analyze(pinned, Options{}), Analyze(unshifted, Options{})
+		got, want := analyzed(t, pinned, Options{}), analyzed(t, unshifted, Options{})
 		if !reflect.DeepEqual(got.PerIdentity, want.PerIdentity) {
 			t.Fatalf("iteration %d: pinned offsets %v not recovered:\n%+v\n%+v", iter, offs, got.PerIdentity, want.PerIdentity)
 		}

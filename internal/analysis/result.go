@@ -57,10 +57,6 @@ type Result struct {
 	// Percentiles is the latency percentile curve at log-spaced
 	// percentiles from 0 to 99.99.
 	Percentiles []PercentilePoint
-	// Histogram is the overall latency HdrHistogram (µs, 1 µs to 1 h,
-	// 3 significant figures) in the compressed V2 encoding, so runs from
-	// several machines can be merged exactly with MergeHistograms.
-	Histogram []byte
 	// HerdAt is the reset (offset from the run start) after which herd_peak
 	// was counted, and Arrivals the requests of that identity sent per
 	// ArrivalBin around it (each Point.At relative to HerdAt, from
@@ -96,7 +92,4 @@ type GatewayResult struct {
 	P99Millis  float64
 	P999Millis float64
 	MaxMillis  float64
-	// Histogram is this gateway's latency HdrHistogram, encoded like
-	// Result.Histogram.
-	Histogram []byte
 }

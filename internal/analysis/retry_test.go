@@ -77,7 +77,7 @@ func TestHerdPeakKnownAnswer(t *testing.T) {
 	for _, at := range []float64{2.0, 2.01, 2.02} {
 		reqs = append(reqs, req{id: 1, sent: at, outcome: ok})
 	}
-	res := Analyze(retryHistory(reqs...), Options{})
+	res := analyzed(t, retryHistory(reqs...), Options{})
 	if got := res.Metrics[metric.HerdPeak]; got != 5 {
 		t.Fatalf("herd_peak = %v, want 5", got)
 	}
@@ -103,7 +103,7 @@ func TestHerdPeakKnownAnswer(t *testing.T) {
 // that got no answer and every first attempt are left out.
 func TestRelimitedKnownAnswer(t *testing.T) {
 	t.Parallel()
-	res := Analyze(retryHistory(
+	res := analyzed(t, retryHistory(
 		req{id: 0, sent: 0.1, outcome: no, retryAfter: 0.1},
 		req{id: 0, sent: 0.2, outcome: no, attempt: 1, told: 0.1, waited: 0.098},
 		req{id: 0, sent: 0.3, outcome: no, attempt: 2, told: 0.1, waited: 0.098},
@@ -124,7 +124,7 @@ func TestRelimitedKnownAnswer(t *testing.T) {
 // retry_wait_excess is their mean, 199 ms.
 func TestRetryWaitExcessKnownAnswer(t *testing.T) {
 	t.Parallel()
-	res := Analyze(retryHistory(
+	res := analyzed(t, retryHistory(
 		req{id: 0, sent: 0.998, outcome: no, retryAfter: 0.6}, // answered at 1.000
 		req{id: 0, sent: 1.100, outcome: ok},                  // answered at 1.102: the quota was back
 		req{id: 0, sent: 1.500, outcome: ok, attempt: 1, told: 0.5, waited: 0.5},
@@ -144,7 +144,7 @@ func TestRetryWaitExcessKnownAnswer(t *testing.T) {
 // longer than told does not count: retry_after_early is 1/3.
 func TestRetryAfterEarlyKnownAnswer(t *testing.T) {
 	t.Parallel()
-	res := Analyze(retryHistory(
+	res := analyzed(t, retryHistory(
 		// a: denied at 1.0 s and told 0.5 s, back at 1.5 s, denied again;
 		// nobody admitted in between.
 		req{id: 0, sent: 0.998, outcome: no, retryAfter: 0.5},
@@ -166,7 +166,7 @@ func TestRetryAfterEarlyKnownAnswer(t *testing.T) {
 // Without retries none of the retry figures applies: they are absent.
 func TestRetryFiguresAbsentWithoutRetries(t *testing.T) {
 	t.Parallel()
-	res := Analyze(retryHistory(req{id: 0, sent: 0.1, outcome: no, retryAfter: 1}, req{id: 0, sent: 0.2, outcome: ok}), Options{})
+	res := analyzed(t, retryHistory(req{id: 0, sent: 0.1, outcome: no, retryAfter: 1}, req{id: 0, sent: 0.2, outcome: ok}), Options{})
 	for _, m := range []string{metric.HerdPeak, metric.Relimited, metric.RetryWaitExcess, metric.RetryAfterEarly} {
 		if v, ok := res.Metrics[m]; ok {
 			t.Errorf("%s = %v in a run without retries", m, v)

@@ -106,7 +106,7 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 		}
 		spans = append(spans, span{j, int64(f.At), min(a.until(k), max(e.last, int64(f.Answered))+int64(electionGap))})
 	}
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: Analyze reports it
 		for i := range h.Len() {
 			if !electionRequest(h, i) {
 				continue
@@ -194,7 +194,7 @@ func (a *analyzer) endpointAfterFault(n int) []int {
 	}
 	type ivs struct{ sent, recv []int64 }
 	near := map[key]*ivs{}
-	_ = a.chunks(func(h *history.History, _ int) { // a read error: AnalyzeDisk reports it
+	_ = a.chunks(func(h *history.History, _ int) { // a read error: Analyze reports it
 		for i := range h.Len() {
 			if h.Outcome(i) != decision.Allowed {
 				continue

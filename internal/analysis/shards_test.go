@@ -51,7 +51,7 @@ func shardedHistory(shards []string) *history.History {
 // failover of shard n1, and the failed_shard_*/other_shards_* sums.
 func TestShardFigures(t *testing.T) {
 	t.Parallel()
-	res := Analyze(shardedHistory([]string{"n1", "n2", "n3", ""}), Options{})
+	res := analyzed(t, shardedHistory([]string{"n1", "n2", "n3", ""}), Options{})
 	wantMetrics(t, res.Metrics, Metrics{
 		metric.FailedShardElectionUndecided: 4, metric.FailedShardAfterFaultCeiling: 4,
 		metric.OtherShardsElectionUndecided: 1, metric.OtherShardsAfterFaultCeiling: 2,
@@ -82,7 +82,7 @@ func TestShardFigures(t *testing.T) {
 // fails as unmeasured instead of passing.
 func TestShardFiguresNeedShards(t *testing.T) {
 	t.Parallel()
-	res := Analyze(shardedHistory(nil), Options{})
+	res := analyzed(t, shardedHistory(nil), Options{})
 	if res.PerShard != nil {
 		t.Errorf("PerShard = %+v without shards", res.PerShard)
 	}
@@ -99,7 +99,7 @@ func TestShardFiguresNeedShards(t *testing.T) {
 // within 1s of each other) and the one failover-deny.
 func TestEndpointFigures(t *testing.T) {
 	t.Parallel()
-	res := Analyze(shardedHistory(nil), Options{})
+	res := analyzed(t, shardedHistory(nil), Options{})
 	want := map[string]Metrics{
 		// login's election ends at 1200ms; a's answer from Redis at 1401ms.
 		// Every admission went through login: a's four after the fault.
@@ -131,7 +131,7 @@ func TestEndpointFigures(t *testing.T) {
 // and each one's admissions after the fault.
 func TestIdentityFailoverFigures(t *testing.T) {
 	t.Parallel()
-	res := Analyze(shardedHistory(nil), Options{})
+	res := analyzed(t, shardedHistory(nil), Options{})
 	want := map[string]Metrics{
 		"a": {metric.ElectionErrors: 3, metric.ElectionFailOpen: 1, metric.ElectionFailClosed: 0, metric.ElectionMs: 201, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 4, metric.RecoverMs: 401},
 		"b": {metric.ElectionErrors: 2, metric.ElectionFailOpen: 0, metric.ElectionMs: 1501, metric.FailoverDenied: 0, metric.AfterFaultCeiling: 2},
@@ -153,7 +153,7 @@ func TestIdentityFailoverFigures(t *testing.T) {
 			t.Errorf("%s: recover_ms present %v", id.Identity, ok)
 		}
 	}
-	if res := Analyze(history.New(history.Meta{Identities: []string{"a"}}, 0), Options{}); res.PerIdentityFailover != nil {
+	if res := analyzed(t, history.New(history.Meta{Identities: []string{"a"}}, 0), Options{}); res.PerIdentityFailover != nil {
 		t.Errorf("without a failover: %+v", res.PerIdentityFailover)
 	}
 }
@@ -181,7 +181,7 @@ func TestIdentityFailoverFiguresKeepTheWorst(t *testing.T) {
 	okRec := by(3200*msec, 3201*msec, decision.Allowed, decision.ByRedis)
 	okRec.Identity = uint32(n - 1)
 	h.Append(okRec)
-	got := Analyze(h, Options{}).PerIdentityFailover
+	got := analyzed(t, h, Options{}).PerIdentityFailover
 	if len(got) != MaxFailoverIdentities {
 		t.Fatalf("%d identities listed, want %d", len(got), MaxFailoverIdentities)
 	}
@@ -222,11 +222,11 @@ func TestEndpointAfterFaultCeilingAgreesWithTheRun(t *testing.T) {
 			r.Endpoint = uint8(rng.IntN(2))
 			two.Append(r)
 		}
-		res := Analyze(one, Options{})
+		res := analyzed(t, one, Options{})
 		if got, want := res.PerEndpoint[0].Metrics[metric.AfterFaultCeiling], res.Metrics[metric.AfterFaultCeiling]; got != want {
 			t.Fatalf("iteration %d: one endpoint's after_fault_ceiling %g, the run's %g\n%v", iter, got, want, records(one))
 		}
-		res = Analyze(two, Options{})
+		res = analyzed(t, two, Options{})
 		login, feed := res.PerEndpoint[0].Metrics[metric.AfterFaultCeiling], res.PerEndpoint[1].Metrics[metric.AfterFaultCeiling]
 		if run := res.Metrics[metric.AfterFaultCeiling]; max(login, feed) > run || login+feed < run {
 			t.Fatalf("iteration %d: endpoints' after_fault_ceiling %g and %g against the run's %g\n%v", iter, login, feed, run, records(two))
@@ -247,7 +247,7 @@ func TestEndpointFiguresPastMeta(t *testing.T) {
 	ok.Endpoint = 5 // decided by Redis: no failover answer
 	h.Append(ok)
 	var names []string
-	for _, e := range Analyze(h, Options{}).PerEndpoint {
+	for _, e := range analyzed(t, h, Options{}).PerEndpoint {
 		names = append(names, e.Endpoint)
 	}
 	if want := []string{"login", "#1", "#2", "#3"}; !slices.Equal(names, want) {

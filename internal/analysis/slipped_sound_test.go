@@ -39,7 +39,7 @@ func TestSlippedNeverBlamesACorrectLimiter(t *testing.T) {
 					Decided: history.NoTime, RetryAfter: history.NoTime, Round: history.NoRound,
 					Outcome: out, By: decision.ByRedis})
 			}
-			got := Analyze(h, Options{EnvelopeBurst: 10, EnvelopeRate: 10}).Metrics[metric.Slipped]
+			got := analyzed(t, h, Options{EnvelopeBurst: 10, EnvelopeRate: 10}).Metrics[metric.Slipped]
 			if capacity == 10 && got != 0 {
 				t.Fatalf("iteration %d: a correct bucket charged with %g slips", iter, got)
 			}

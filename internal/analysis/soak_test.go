@@ -107,7 +107,7 @@ func soakChild(records, mode string) int {
 		}
 	}
 	start := time.Now()
-	res, err := AnalyzeDisk(h, Options{})
+	res, err := Analyze(h, Options{})
 	took := time.Since(start)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

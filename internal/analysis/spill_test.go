@@ -159,7 +159,7 @@ func TestSpilledAnalysisReportsAReadError(t *testing.T) {
 		h.Append(history.Record{Intended: time.Duration(i), Sent: time.Duration(i), Received: time.Duration(i + 1), Decided: history.NoTime, RetryAfter: history.NoTime})
 	}
 	h.Close() // the file is gone
-	if _, err := AnalyzeDisk(h, Options{}); err == nil {
+	if _, err := Analyze(h, Options{}); err == nil {
 		t.Fatal("analysed a spilled history whose file is gone")
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 0 {

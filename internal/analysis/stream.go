@@ -28,7 +28,7 @@ type budget struct {
 	block int // bytes a group collects before writing them
 }
 
-// spillBudget is the budget AnalyzeDisk uses: about 12 MB per group, 4 MB
+// spillBudget is the budget Analyze uses: about 12 MB per group, 4 MB
 // per sorter run (seven per worker), 64 KB buffered per group.
 var spillBudget = budget{group: 1 << 19, run: 1 << 19, block: 1 << 16}
 

@@ -179,10 +179,11 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 // metrics reads a run directory's only scenario's figures.
 func metrics(t *testing.T, dir string) analysis.Metrics {
 	t.Helper()
-	rd, err := verify.ReadRunDir(dir)
+	rd, err := verify.OpenRunDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { rd.Close() })
 	if len(rd.Report.Scenarios) != 1 {
 		t.Fatalf("%s: %d scenarios", dir, len(rd.Report.Scenarios))
 	}
@@ -238,10 +239,11 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 
 	var starts []time.Time
 	for i, d := range dirs {
-		rd, err := verify.ReadRunDir(d)
+		rd, err := verify.OpenRunDir(d)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { rd.Close() })
 		h := rd.History["segments"]
 		m := h.Meta
 		if m.Segment == "" || m.Clock.Reference != "redis TIME" || m.Clock.Uncertainty <= 0 || m.Late > 200*time.Millisecond {
@@ -311,10 +313,11 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	var hs []*history.History
 	var saved verify.Saved
 	for _, d := range dirs {
-		rd, err := verify.ReadRunDir(d)
+		rd, err := verify.OpenRunDir(d)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { rd.Close() })
 		hs, saved = append(hs, rd.History["skewed"]), rd.Saved["skewed"]
 	}
 	if off := hs[1].Meta.Clock.Offset; off < skew-50*time.Millisecond || off > skew+50*time.Millisecond || hs[1].Meta.Late > 100*time.Millisecond {

@@ -98,7 +98,7 @@ type onDisk struct {
 // records is read whole, as ReadFile does. A longer one stays on disk: its
 // checksum is verified in one streaming pass, and Chunks then reads it
 // back ChunkLen records at a time, as it does a spilled history, so
-// analysing it (analysis.AnalyzeDisk) takes memory bounded whatever its
+// analysing it (analysis.Analyze) takes memory bounded whatever its
 // length. Such a history reports Spilled; Close releases its file.
 func OpenFile(path string, keep int) (*History, error) {
 	f, err := os.Open(path)

@@ -28,13 +28,10 @@ type SpillOptions struct {
 	Chunk int
 }
 
-// DiskBytesPerRecord is what a spilled record takes on disk: its packed
-// in-memory form, so writing a chunk is a copy. A history with retries adds
-// DiskBytesPerRetry a record; each chunk adds a header of about 200 bytes.
-const (
-	DiskBytesPerRecord = BytesPerRecord
-	DiskBytesPerRetry  = 1 + 4 + 4
-)
+// DiskBytesPerRetry is what a history with retries adds to each record on
+// disk, beside its packed in-memory form (BytesPerRecord: writing a chunk
+// is a copy); each chunk adds a header of about 200 bytes.
+const DiskBytesPerRetry = 1 + 4 + 4
 
 // spillQueue is how many full chunks may wait for the writer before Append
 // waits for the disk: memory stays bounded when the disk is slower than the

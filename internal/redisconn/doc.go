@@ -24,8 +24,8 @@
 // Errors that reach the user are one line naming the redacted URL and
 // what failed (connection refused, authentication failed, TLS handshake
 // failed, timed out, ...) and carry exitcode.Unreachable; a malformed URL
-// carries exitcode.Usage. Passwords never appear in String, errors or the
-// go-redis log lines SetLogOutput forwards.
+// carries exitcode.Usage. Passwords never appear in String or errors, and
+// go-redis's own log lines are discarded.
 //
 // Spawn starts real redis-server processes (one server, a primary with
 // replicas, a Sentinel set, a Cluster) on free loopback ports; each lives

@@ -3,7 +3,6 @@ package traffic
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -856,6 +855,3 @@ func (rb *recBatch) flush() {
 		rb.b = nil
 	}
 }
-
-// errStop ends a pattern early (duration, budget or cancellation).
-var errStop = errors.New("stop")

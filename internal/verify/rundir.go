@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,17 +168,12 @@ type SavedRun struct {
 	History map[string]*history.History
 }
 
-// ReadRunDir reads a run directory written by verify (or a merge). path
+// OpenRunDir reads a run directory written by verify (or a merge); path
 // may also be a --report-dir that holds exactly one run (as each pod of a
-// Kubernetes Job writes one), which is then read.
-func ReadRunDir(path string) (*SavedRun, error) {
-	return openRunDir(path, math.MaxInt)
-}
-
-// OpenRunDir is ReadRunDir for re-rendering in bounded memory: a history
-// of more than traffic.InMemory records (what a run keeps in memory before
-// it spills) is read in place, a chunk at a time (history.OpenFile), and
-// the SavedRun must be closed.
+// Kubernetes Job writes one). It takes bounded memory: a history of more
+// than traffic.InMemory records (what a run keeps in memory before it
+// spills) is read in place, a chunk at a time (history.OpenFile). The
+// SavedRun must be closed.
 func OpenRunDir(path string) (*SavedRun, error) {
 	return openRunDir(path, traffic.InMemory)
 }

@@ -115,7 +115,7 @@ func Score(h *history.History, s Saved) (report.Scenario, error) {
 // scoreRun is Score for a run that was interrupted, or (merge not nil)
 // that joins several runs.
 func scoreRun(h *history.History, s Saved, interrupted bool, merge *score.Merge) (report.Scenario, error) {
-	res, err := analysis.AnalyzeDisk(h, s.Analysis)
+	res, err := analysis.Analyze(h, s.Analysis)
 	if err != nil {
 		return report.Scenario{}, fmt.Errorf("%s: %w", s.Name, err)
 	}

@@ -108,7 +108,7 @@ func TestRenderReadsLongHistoriesInPlace(t *testing.T) {
 	}
 	s := soakSaved(t, limit)
 	dir := saveRun(t, h, s)
-	whole, err := ReadRunDir(dir)
+	whole, err := openRunDir(dir, math.MaxInt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestMergeReadsLongHistoriesInPlace(t *testing.T) {
 	}
 	var whole, inPlace []*SavedRun
 	for _, d := range dirs {
-		w, err := ReadRunDir(d)
+		w, err := openRunDir(d, math.MaxInt)
 		if err != nil {
 			t.Fatal(err)
 		}
