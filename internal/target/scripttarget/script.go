@@ -44,6 +44,20 @@ type Options struct {
 	Limit      rate.Limit
 	// Timeout bounds one script call (zero: the client's own timeouts).
 	Timeout time.Duration
+	// Control, when set, returns a client outside any fault the run
+	// injects, for stopping a script a timed-out call left running (see
+	// Settler); nil uses NewClient.
+	Control func() redis.UniversalClient
+}
+
+// Settler is what a redis-script target also is: Settle, once the traffic
+// is over, waits until every script a timed-out call left running was
+// looked into (stopped with SCRIPT KILL where Redis allows it) and says
+// what was done, as notes for the report, with an error
+// (exitcode.Unreachable) when one could not be stopped and the server is
+// left answering BUSY.
+type Settler interface {
+	Settle() (notes []string, err error)
 }
 
 type scriptTarget struct {
@@ -63,10 +77,11 @@ type scriptTarget struct {
 	limit     rate.Limit
 	timeout   time.Duration
 	requestID atomic.Uint64
+	kill      *killer
 }
 
 // New loads the script into Redis (so a syntax error shows now,
-// not as a run full of errors) and returns the target. A malformed rule or
+// not as a run full of errors) and returns the target, a Settler. A malformed rule or
 // template is a usage error; an unreachable Redis is exitcode.Unreachable.
 func New(ctx context.Context, o Options) (traffic.Target, error) {
 	if strings.TrimSpace(o.Source) == "" {
@@ -114,6 +129,11 @@ func New(ctx context.Context, o Options) (traffic.Target, error) {
 		}
 		return nil, exitcode.With(fmt.Errorf("redis-script target: load script: %w", err), exitcode.Unreachable)
 	}
+	control := o.Control
+	if control == nil {
+		control = o.NewClient
+	}
+	t.kill = &killer{control: control, timeout: o.Timeout, wait: busyWait(ctx, t.clients[0])}
 	return t, nil
 }
 
@@ -130,6 +150,9 @@ func (t *scriptTarget) Do(ctx context.Context, r traffic.Request) traffic.Respon
 	}
 	reply, err := t.run(ctx, r.Gateway, keys, args)
 	if err != nil {
+		if timedOut(err) {
+			t.kill.trigger()
+		}
 		return traffic.ErrResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
 	}
 	ok, err := t.rule.Match(reply)
@@ -287,8 +310,13 @@ func (t *scriptTarget) Warm(ctx context.Context, conns int) error {
 func (t *scriptTarget) Gateways() []string  { return t.names }
 func (t *scriptTarget) Endpoints() []string { return []string{"default"} }
 
+func (t *scriptTarget) Settle() ([]string, error) { return t.kill.settled() }
+
 func (t *scriptTarget) Close() error {
 	var errs []error
+	if t.kill != nil {
+		errs = append(errs, t.kill.close())
+	}
 	for i, c := range t.clients {
 		if p := t.pools[i]; p != nil {
 			errs = append(errs, p.Close())
