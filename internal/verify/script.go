@@ -30,8 +30,8 @@ func (e *env) guardScript(ctx context.Context, sc *scenario.Scenario, o Options,
 	if ns == "" {
 		return nil // a Redis rlctl started: every key there is the run's
 	}
-	var ids []string
-	for i := range min(sc.Traffic.Identities, 3) {
+	ids := []string{"user-0"}
+	for i := 1; i < min(sc.Traffic.Identities, 3); i++ {
 		ids = append(ids, fmt.Sprintf("user-%d", i))
 	}
 	w, err := scripttarget.Watch(ctx, scripttarget.WatchOptions{
@@ -42,7 +42,7 @@ func (e *env) guardScript(ctx context.Context, sc *scenario.Scenario, o Options,
 		return fmt.Errorf("%s: %w", sc.Name, err)
 	}
 	if len(w.Findings) > 0 && !o.AllowScriptWrites {
-		return exitcode.With(fmt.Errorf("%s: target.script %s refused before any traffic: run first on %s, the script called %s; on a Redis rlctl did not start a script may write and delete only the keys it is given (--allow-script-writes runs it anyway)",
+		return exitcode.With(fmt.Errorf("%s: target.script %s refused before any traffic: run first on %s, the script called %s; on a Redis rlctl did not start a script may write and delete only the keys it is given (name every key it writes in target.keys, or --allow-script-writes runs it anyway)",
 			sc.Name, sc.Target.Script, w.Coverage(), w.Describe(watchedFindings)), exitcode.Usage)
 	}
 	e.closers = append(e.closers, cleanup(cfg, keys))

@@ -167,9 +167,15 @@ func (k *killer) settle(ctx context.Context, c redis.Cmdable) {
 			break
 		}
 		if ctx.Err() != nil {
-			k.mu.Lock()
-			k.unanswered = true
-			k.mu.Unlock()
+			// Only a server that took the connection and kept silent may
+			// be in a script; one that refused it is down (a fault, a
+			// failover) and runs none.
+			var ne net.Error
+			if (errors.As(err, &ne) && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
+				k.mu.Lock()
+				k.unanswered = true
+				k.mu.Unlock()
+			}
 			return
 		}
 		// The client's own timeout may be shorter than the server's
