@@ -32,6 +32,10 @@ type verifyOptions struct {
 	// AllowFailover lets failover faults act on the user's own Sentinel
 	// or Cluster.
 	AllowFailover bool
+	// AllowScriptWrites runs a redis-script target's script on a Redis
+	// rlctl did not start even when, watched first, it touched more than
+	// its KEYS.
+	AllowScriptWrites bool
 	// Segment, StartAt and StartAfter share one run among machines.
 	Segment    traffic.Segment
 	StartAt    time.Time
@@ -63,6 +67,17 @@ an emulation (an empty Redis swapped in). They act on your own Sentinel or
 Cluster only with --allow-failover, and kill-primary never does. Only the
 flag does: RLCTL_REDIS_URL and REDIS_URL, meant for the operating commands,
 never redirect a scenario's load.
+
+A redis-script target on a Redis rlctl did not start (a URL) is run first on
+a server rlctl starts (redis-server when installed, watched with MONITOR;
+else the embedded Redis), for a few identities past the limit: a script
+that writes or deletes a key outside its KEYS, or calls a command on the
+whole server (FLUSHALL, FLUSHDB, SELECT, CONFIG, SCRIPT, PUBLISH ...), is
+refused before any traffic, exit 2, naming the command and the key.
+--allow-script-writes runs it anyway, and the report then says rlctl cannot
+vouch for keys outside the run's namespace. A script call that outlives
+target.timeout is stopped with SCRIPT KILL once Redis answers BUSY; one
+Redis will not kill (it had written) is reported, exit 3.
 
 Each verdict is said in words. A scenario with shows: flaw exists to
 demonstrate a flaw, so its PASS reads "flaw demonstrated": the design it ran
@@ -135,6 +150,7 @@ deploy/k8s/verify-job.yaml runs this as a Kubernetes Indexed Job.
 	fl.StringVar(&opts.ReportDir, "report-dir", "reports", "where run reports are written")
 	fl.StringSliceVar(&opts.Formats, "format", report.AllFormats, "report formats: json, md, junit, html")
 	fl.BoolVar(&opts.AllowFailover, "allow-failover", false, "let failover faults promote a replica of your own Sentinel or Cluster (--redis redis+sentinel:// or redis+cluster://); without it such scenarios are refused")
+	fl.BoolVar(&opts.AllowScriptWrites, "allow-script-writes", false, "run a redis-script target's script on your own Redis even when, watched first on a server rlctl starts, it wrote or deleted keys outside its KEYS or acted on the whole server; the report then says rlctl cannot vouch for keys outside the run's namespace")
 	fl.Var(segmentFlag{&opts.Segment}, "segment", "send only this share of every scenario: i/N (the i-th of N, from 0) or from:to like 1/4:2/4")
 	fl.Var(startAtFlag{&opts.StartAt}, "start-at", "start the traffic at this RFC 3339 instant (the same on every machine of a shared run)")
 	fl.DurationVar(&opts.StartAfter, "start-after", 0, "start the traffic this long from now")
@@ -194,7 +210,8 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 	if err != nil {
 		return usageError("--report-dir: %v", err)
 	}
-	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt, AllowFailover: opts.AllowFailover}
+	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt, AllowFailover: opts.AllowFailover,
+		AllowScriptWrites: opts.AllowScriptWrites}
 	if opts.ClockSkew != 0 {
 		skew := opts.ClockSkew
 		vo.Now = func() time.Time { return time.Now().Add(skew) }

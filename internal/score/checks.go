@@ -39,6 +39,9 @@ var Checks = []Check{
 	{Name: "complete", Code: exitcode.Interrupted,
 		Needs: "The run went to its end: an interrupted run's figures cover only what ran, and its thresholds are not judged.",
 		test:  complete},
+	{Name: "released", Code: exitcode.Unreachable,
+		Needs: "The run left its Redis answering: a user's script that rlctl's own call timed out on was stopped (SCRIPT KILL); one that had written cannot be, and its server answers BUSY to every client until it ends.",
+		test:  released},
 	{Name: "claimed", Code: exitcode.Usage,
 		Needs: "The scenario says what it claims: a scenario that shows a flaw names the thresholds that demonstrate it (one that proves a design holds and names none claims its published cap, ceiling <= limit).",
 		test:  claimed},
@@ -88,6 +91,13 @@ func complete(c Claim, f Facts) (string, bool) {
 	}
 	return fmt.Sprintf("interrupted after %s of %s: the figures cover only what ran, and its thresholds were not judged",
 		f.Ran.Round(10*time.Millisecond), f.Planned), true
+}
+
+func released(c Claim, f Facts) (string, bool) {
+	if c.Kind != KindRedisScript {
+		return "", false
+	}
+	return f.Stuck, true
 }
 
 func claimed(c Claim, f Facts) (string, bool) {

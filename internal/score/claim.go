@@ -55,6 +55,10 @@ type Facts struct {
 	// Outages are the stretches in which the limiter did not decide
 	// outside the planned faults (see PlannedSpans).
 	Outages []Outage
+	// Stuck says why the run left its Redis unusable: a user's script
+	// that rlctl's own call timed out on could not be stopped, so the
+	// server answers BUSY to every client. "" when it did not.
+	Stuck string
 	// Interrupted is set when the run was cut short; Ran is how long its
 	// traffic ran and Planned how long the scenario meant it to.
 	Interrupted  bool

@@ -64,6 +64,9 @@ func TestValidityTable(t *testing.T) {
 	}{
 		{"interrupted", "complete", nil, func(f *Facts) { f.Interrupted, f.Ran, f.Planned = true, 1200*time.Millisecond, 3*time.Second },
 			exitcode.Interrupted, "interrupted after 1.2s of 3s"},
+		{"script left running", "released", func(c *Claim) { c.Kind = KindRedisScript }, func(f *Facts) {
+			f.Stuck = "the script could not be killed: UNKILLABLE Sorry the script already executed write commands"
+		}, exitcode.Unreachable, "UNKILLABLE"},
 		{"flaw without thresholds", "claimed", func(c *Claim) { c.Shows, c.Thresholds = design.ShowsFlaw, nil }, nil,
 			exitcode.Usage, "names no threshold"},
 		{"merge missing a segment", "tiled", nil, func(f *Facts) {

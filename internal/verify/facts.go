@@ -32,7 +32,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	m := h.Meta
 	f := score.Facts{
 		Metrics: res.Metrics, FirstErrors: s.Errors, Statuses: m.Statuses, Unanswered: res.Conduct.Unanswered,
-		HeaderForms: m.HeaderForms, Retry: m.Retry, Ran: ran(h), Notes: s.Notes,
+		HeaderForms: m.HeaderForms, Retry: m.Retry, Ran: ran(h), Notes: s.Notes, Stuck: s.Stuck,
 		Stamps: score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
 	}
 	if s.Embedded && !s.local() && f.Ran > 0 {

@@ -57,6 +57,9 @@ type Saved struct {
 	Plan string `json:"plan,omitempty"`
 	// Embedded is set when the run's Redis was the embedded one.
 	Embedded bool `json:"embedded,omitempty"`
+	// Stuck says why the run left its Redis unusable (a user's script
+	// still running, answering BUSY), "" when it did not.
+	Stuck string `json:"stuck,omitempty"`
 	// Interrupted is set when the run was cut short: its figures cover
 	// only what ran, and its thresholds are not judged.
 	Interrupted bool `json:"interrupted,omitempty"`

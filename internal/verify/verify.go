@@ -46,6 +46,11 @@ type Options struct {
 	// Cluster rlctl did not start (--allow-failover); without it such a
 	// scenario is refused before it runs.
 	AllowFailover bool
+	// AllowScriptWrites runs a redis-script target on a Redis rlctl did not
+	// start even when its script, watched first, touched more than its
+	// KEYS (--allow-script-writes); the report then says rlctl cannot
+	// vouch for keys outside the run's namespace.
+	AllowScriptWrites bool
 	// AfterRun, when set, is called with the run's Redis once the traffic
 	// is over and before rlctl stops what it started, to read back what
 	// Redis itself recorded.
@@ -134,6 +139,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 			runErr = exitcode.With(fmt.Errorf("%s: %w", sc.Name, runErr), exitcode.Failed)
 		}
 		return fail(runErr)
+	}
+	if err := env.settleScript(&out.Saved); err != nil {
+		out.Saved.Stuck = err.Error()
 	}
 	if o.shared() {
 		if clockErr == nil {
@@ -242,6 +250,9 @@ type env struct {
 	shards *shardMap
 	// embedded is set when the target's Redis is the embedded one.
 	embedded bool
+	// script is the redis-script target, settled after the traffic (see
+	// settleScript); nil for the other kinds.
+	script scripttarget.Settler
 }
 
 // namespace returns a key namespace of the run's own on a shared Redis,
@@ -366,7 +377,9 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: redis-script target: %w", sc.Name, err), exitcode.Usage)
 		}
-		e.own(cfg, keys, ns)
+		if err := e.guardScript(ctx, sc, o, cfg, templates, keys, ns); err != nil {
+			return nil, err
+		}
 		e.readShards(ctx, sc, cfg, func(id string) (string, error) {
 			return scripttarget.ExpandKey(templates[0], id, sc.Limit, time.Now())
 		})
@@ -380,10 +393,12 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			Source: sc.Target.ScriptSource, Gateways: sc.Target.Gateways,
 			NewClient: newClient, Keys: templates, Args: sc.Target.Args,
 			Allowed: sc.Target.Allowed, RetryAfter: sc.Target.RetryAfter, Limit: sc.Limit, Timeout: sc.Target.Timeout,
+			Control: cfg.NewClient,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: redis-script target: %w", sc.Name, err)
 		}
+		e.script = t.(scripttarget.Settler)
 		e.target = t
 		e.closers = append(e.closers, t.Close)
 		e.keyBySource(sc)

@@ -44,6 +44,20 @@ type Options struct {
 	Limit      rate.Limit
 	// Timeout bounds one script call (zero: the client's own timeouts).
 	Timeout time.Duration
+	// Control, when set, returns a client outside any fault the run
+	// injects, for stopping a script a timed-out call left running (see
+	// Settler); nil uses NewClient.
+	Control func() redis.UniversalClient
+}
+
+// Settler is what a redis-script target also is: Settle, once the traffic
+// is over, waits until every script a timed-out call left running was
+// looked into (stopped with SCRIPT KILL where Redis allows it) and says
+// what was done, as notes for the report, with an error
+// (exitcode.Unreachable) when one could not be stopped and the server is
+// left answering BUSY.
+type Settler interface {
+	Settle() (notes []string, err error)
 }
 
 type scriptTarget struct {
@@ -63,10 +77,11 @@ type scriptTarget struct {
 	limit     rate.Limit
 	timeout   time.Duration
 	requestID atomic.Uint64
+	kill      *killer
 }
 
 // New loads the script into Redis (so a syntax error shows now,
-// not as a run full of errors) and returns the target. A malformed rule or
+// not as a run full of errors) and returns the target, a Settler. A malformed rule or
 // template is a usage error; an unreachable Redis is exitcode.Unreachable.
 func New(ctx context.Context, o Options) (traffic.Target, error) {
 	if strings.TrimSpace(o.Source) == "" {
@@ -114,6 +129,11 @@ func New(ctx context.Context, o Options) (traffic.Target, error) {
 		}
 		return nil, exitcode.With(fmt.Errorf("redis-script target: load script: %w", err), exitcode.Unreachable)
 	}
+	control := o.Control
+	if control == nil {
+		control = o.NewClient
+	}
+	t.kill = &killer{control: control, timeout: o.Timeout, wait: busyWait(ctx, t.clients[0])}
 	return t, nil
 }
 
@@ -130,6 +150,9 @@ func (t *scriptTarget) Do(ctx context.Context, r traffic.Request) traffic.Respon
 	}
 	reply, err := t.run(ctx, r.Gateway, keys, args)
 	if err != nil {
+		if timedOut(err) {
+			t.kill.trigger()
+		}
 		return traffic.ErrResponse(fmt.Errorf("%s: run script: %w", t.names[r.Gateway], err))
 	}
 	ok, err := t.rule.Match(reply)
@@ -245,6 +268,9 @@ func (r RetryRule) Read(reply any) (time.Duration, error) {
 	if err != nil {
 		return -1, fmt.Errorf("retry_after: %w", err)
 	}
+	if reply, err = readable(reply); err != nil {
+		return -1, fmt.Errorf("retry_after cannot read its value: %w", err)
+	}
 	var f float64
 	switch v := reply.(type) {
 	case nil:
@@ -256,8 +282,6 @@ func (r RetryRule) Read(reply any) (time.Duration, error) {
 		if f, err = strconv.ParseFloat(v, 64); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return -1, fmt.Errorf("retry_after wants a number, script returned %q", v)
 		}
-	default:
-		return -1, fmt.Errorf("retry_after wants a number, script returned %T", reply)
 	}
 	if f < 0 {
 		return -1, nil
@@ -286,8 +310,13 @@ func (t *scriptTarget) Warm(ctx context.Context, conns int) error {
 func (t *scriptTarget) Gateways() []string  { return t.names }
 func (t *scriptTarget) Endpoints() []string { return []string{"default"} }
 
+func (t *scriptTarget) Settle() ([]string, error) { return t.kill.settled() }
+
 func (t *scriptTarget) Close() error {
 	var errs []error
+	if t.kill != nil {
+		errs = append(errs, t.kill.close())
+	}
 	for i, c := range t.clients {
 		if p := t.pools[i]; p != nil {
 			errs = append(errs, p.Close())
@@ -440,13 +469,17 @@ func ParseRule(s string) (Rule, error) {
 }
 
 // Match reports whether reply satisfies the rule. A reply of the wrong shape
-// (no such element, text where a number is wanted) is an error.
+// (no such element, text where a number is wanted, a table where the rule
+// reads a value) is an error, never an answer: a rule cannot say allowed of
+// what it cannot read.
 func (r Rule) Match(reply any) (bool, error) {
+	what := "the reply"
 	if r.Index > 0 {
 		var err error
 		if reply, err = element(reply, r.Index); err != nil {
 			return false, fmt.Errorf("allowed rule: %w", err)
 		}
+		what = fmt.Sprintf("element %d of the reply", r.Index)
 	} else if arr, ok := reply.([]any); ok {
 		// A table without an index: its first element, as most limiters
 		// answer {allowed, remaining, ...}. An empty table is Lua's nil.
@@ -454,14 +487,11 @@ func (r Rule) Match(reply any) (bool, error) {
 		if len(arr) > 0 {
 			reply = arr[0]
 		}
+		what = "the first element of the reply"
 	}
-	if b, ok := reply.(bool); ok {
-		// RESP3 clients hand Lua's booleans back as such; over RESP2 true
-		// is 1 and false is nil.
-		reply = nil
-		if b {
-			reply = int64(1)
-		}
+	reply, err := readable(reply)
+	if err != nil {
+		return false, fmt.Errorf("allowed rule %s cannot read %s: %w", r, what, err)
 	}
 	switch r.Kind {
 	case '0':
@@ -475,8 +505,6 @@ func (r Rule) Match(reply any) (bool, error) {
 			s = strconv.FormatInt(v, 10)
 		case nil:
 			return r.Op == "!=", nil
-		default:
-			return false, fmt.Errorf("allowed rule compares text, script returned %T", reply)
 		}
 		return (s == r.Str) == (r.Op == "=="), nil
 	}
@@ -493,8 +521,6 @@ func (r Rule) Match(reply any) (bool, error) {
 		// Lua false and nil come back as a nil reply: no number, so only
 		// "!=" holds.
 		return r.Op == "!=", nil
-	default:
-		return false, fmt.Errorf("allowed rule compares numbers, script returned %T", reply)
 	}
 	switch r.Op {
 	case "==":
@@ -510,6 +536,51 @@ func (r Rule) Match(reply any) (bool, error) {
 	default:
 		return f <= r.Num, nil
 	}
+}
+
+// readable is v as a rule or a retry-after reads it: nil, an integer or
+// text (Lua's booleans as RESP3 hands them back become 1 and nil, as over
+// RESP2). Anything else, a nested table, an error reply inside a table or
+// a map, is an error saying what it was.
+func readable(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, int64, string:
+		return v, nil
+	case bool:
+		if x {
+			return int64(1), nil
+		}
+		return nil, nil
+	case []any:
+		return nil, fmt.Errorf("it is a nested table (%d elements): the script must answer a number, text or nil there", len(x))
+	case map[any]any:
+		return nil, fmt.Errorf("it is a map (%d fields): the script must answer a number, text or nil there", len(x))
+	case error:
+		return nil, fmt.Errorf("it is an error reply: %v", x)
+	default:
+		return nil, fmt.Errorf("it is a %T: the script must answer a number, text or nil there", v)
+	}
+}
+
+// String is the rule as written in a scenario, normalised: "[2] == 1".
+func (r Rule) String() string {
+	var b strings.Builder
+	b.WriteByte('"')
+	if r.Index > 0 {
+		fmt.Fprintf(&b, "[%d] ", r.Index)
+	}
+	b.WriteString(r.Op)
+	b.WriteByte(' ')
+	switch r.Kind {
+	case '0':
+		b.WriteString("nil")
+	case 's':
+		b.WriteString("'" + r.Str + "'")
+	default:
+		b.WriteString(strconv.FormatFloat(r.Num, 'g', -1, 64))
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // NamespaceTemplate puts ns (a run's own key namespace, such as

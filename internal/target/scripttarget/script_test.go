@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/resp"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
@@ -209,6 +210,15 @@ func TestRule(t *testing.T) {
 		{"== nil", nil, true, false},
 		{"!= nil", int64(0), true, false},
 		{"== 1", "yes", false, true},
+		// A value the rule cannot read is an error whatever the rule: a
+		// nested table, an error inside a table, a map.
+		{"!= nil", []any{[]any{int64(1)}}, false, true},
+		{"== 1", []any{[]any{int64(1)}}, false, true},
+		{"[2] != nil", []any{int64(0), []any{}}, false, true},
+		{"[1] != 'x'", []any{[]any{"x"}}, false, true},
+		{"!= nil", []any{resp.Error("ERR boom")}, false, true},
+		{"!= nil", map[any]any{"allowed": int64(1)}, false, true},
+		{"[1] == 1", []any{int64(1), []any{int64(2)}}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -239,7 +249,7 @@ func FuzzParseRule(f *testing.F) {
 			return
 		}
 		// A parsed rule never panics on any reply shape.
-		for _, reply := range []any{nil, int64(1), "1", "x", []any{int64(1)}, []any{}} {
+		for _, reply := range []any{nil, int64(1), "1", "x", []any{int64(1)}, []any{}, []any{[]any{}}, map[any]any{}} {
 			r.Match(reply)
 		}
 	})
@@ -454,3 +464,43 @@ func TestNamespaceTemplate(t *testing.T) {
 }
 
 func perSecond(n int64) rate.Limit { return rate.Limit{Count: n, Window: time.Second} }
+
+// A script whose reply the allowed rule cannot read, on a real
+// redis-server, is an error outcome naming the shape, never an admission:
+// a nested table where the rule reads a value, with "!= nil" (which any
+// non-nil value would otherwise satisfy) and with "== 1"; an error reply
+// inside the table. A nested table the rule does not read is fine.
+func TestRedisScriptUnreadableReplyIsAnError(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	tests := []struct {
+		name, script, rule string
+		want               decision.Outcome
+		msg                string
+	}{
+		{"nested first element, != nil", `return {{1}}`, "!= nil", decision.Error, "nested table"},
+		{"nested first element, == 1", `return {{1}, 1}`, "== 1", decision.Error, "nested table"},
+		{"nested indexed element", `return {0, {1, 2}}`, "[2] != nil", decision.Error, "cannot read element 2 of the reply: it is a nested table (2 elements)"},
+		{"error inside the table", `return {redis.error_reply('boom')}`, "!= nil", decision.Error, "error reply"},
+		{"nested but unread", `return {1, {2}}`, "[1] == 1", decision.Allowed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt, err := New(context.Background(), Options{
+				Source: tt.script, Gateways: 1, NewClient: scriptClients(srv),
+				Keys: []string{"n:{id}"}, Allowed: tt.rule, Limit: rate.Limit{Count: 1, Window: time.Second},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tgt.Close()
+			res := tgt.Do(context.Background(), traffic.Request{ID: "u"})
+			if res.Outcome != tt.want {
+				t.Fatalf("outcome %v (err %v), want %v", res.Outcome, res.Err, tt.want)
+			}
+			if tt.msg != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), tt.msg)) {
+				t.Fatalf("error %v, want it to say %q", res.Err, tt.msg)
+			}
+		})
+	}
+}
