@@ -11,6 +11,6 @@
 // by the offered load instead of the limiter. Every Result says which span
 // its figure covers and carries the theory for that span.
 //
-// It lives apart from package ceiling because it runs package verify,
-// which itself imports ceiling.
+// It sits above verify (it runs a scenario through it), and so beside, not
+// inside, package ceiling, which verify itself imports.
 package measure
