@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // validAlgorithm reports whether a is a limiter design's name.
 func validAlgorithm(a string) bool { return slices.Contains(limiter.Algorithms, a) }
 
-// segmentFlag is --segment: a traffic.Segment read by its one parser.
-type segmentFlag struct{ seg *traffic.Segment }
+// segmentFlag is --segment: a workload.Segment read by its one parser.
+type segmentFlag struct{ seg *workload.Segment }
 
 func (f segmentFlag) String() string {
 	if f.seg == nil || f.seg.IsWhole() {
@@ -23,7 +23,7 @@ func (f segmentFlag) String() string {
 }
 
 func (f segmentFlag) Set(s string) error {
-	seg, err := traffic.ParseSegment(s)
+	seg, err := workload.ParseSegment(s)
 	if err != nil {
 		return err
 	}

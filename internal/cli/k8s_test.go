@@ -18,8 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // k8sJobFile is the Kubernetes example README documents.
@@ -189,11 +189,11 @@ func TestKubernetesIndexedJobExample(t *testing.T) {
 		if name != "rlctl verify" || len(pos) != 1 {
 			t.Fatalf("pod %d runs %s %v; want rlctl verify SCENARIO", i, name, pos)
 		}
-		seg, err := traffic.ParseSegment(flag("segment"))
+		seg, err := workload.ParseSegment(flag("segment"))
 		if err != nil {
 			t.Fatalf("pod %d: --segment %q: %v", i, flag("segment"), err)
 		}
-		want, _ := traffic.ParseSegment(fmt.Sprintf("%d/%d", i, n))
+		want, _ := workload.ParseSegment(fmt.Sprintf("%d/%d", i, n))
 		if seg.String() != want.String() || seg.From.Cmp(covered) != 0 {
 			t.Fatalf("pod %d sends segment %s; want %s, the next of %d", i, seg, want, n)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/workload"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
@@ -37,7 +38,7 @@ type verifyOptions struct {
 	// its KEYS.
 	AllowScriptWrites bool
 	// Segment, StartAt and StartAfter share one run among machines.
-	Segment    traffic.Segment
+	Segment    workload.Segment
 	StartAt    time.Time
 	StartAfter time.Duration
 	// ClockSkew plays a machine whose clock is off by that much (hidden,

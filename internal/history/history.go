@@ -104,7 +104,7 @@ type Meta struct {
 	// jitter, at most 4 attempts"), "" when they did not.
 	Retry string
 	// Segment is the share of the plan this run sent when several
-	// processes shared it ("1/3:2/3", see traffic.Segment), "" for the
+	// processes shared it ("1/3:2/3", see workload.Segment), "" for the
 	// whole.
 	Segment string
 	// Late is how long after the common start it was given (verify

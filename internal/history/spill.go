@@ -28,6 +28,12 @@ type SpillOptions struct {
 	Chunk int
 }
 
+// InMemory is the most records a run (or a merge, or a re-rendering) keeps
+// in memory (78 MB of them): one that may hold more spills the rest to disk
+// in chunks as it records (History.Spill), or reads a saved one in place
+// (OpenFile), so a soak run's memory stays flat.
+const InMemory = 1 << 21
+
 // DiskBytesPerRetry is what a history with retries adds to each record on
 // disk, beside its packed in-memory form (BytesPerRecord: writing a chunk
 // is a copy); each chunk adds a header of about 200 bytes.

@@ -24,7 +24,7 @@ const (
 	DefaultMaxRequests = 100000
 	// MaxRequests bounds traffic.max_requests: 2^40 records, 37 TiB of a
 	// history spilled to disk at 37 bytes each. Past 2 million records a
-	// run keeps its history on disk as it records (traffic.InMemory), so
+	// run keeps its history on disk as it records (history.InMemory), so
 	// it is the disk that bounds a soak run, not memory.
 	MaxRequests       = 1 << 40
 	DefaultIdentities = 1

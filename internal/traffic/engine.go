@@ -163,7 +163,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	if !e.share.whole {
 		meta.Segment = p.Segment.String()
 	}
-	keep := cmp.Or(o.KeepInMemory, InMemory)
+	keep := cmp.Or(o.KeepInMemory, history.InMemory)
 	h := history.New(meta, min(e.capacity(), keep))
 	if p.MaxRequests > int64(keep) {
 		// Spilling happens on the consumer's side of the results channel

@@ -89,7 +89,7 @@ type Plan struct {
 	// run only its share of the plan, so that processes running the
 	// segments that tile [0, 1) together send the whole plan once (see
 	// SegmentBy for what is shared out).
-	Segment Segment
+	Segment workload.Segment
 	// SegmentBy is what a segment takes its share of: whole identities
 	// (SegmentByIdentities, the default) or the requests of every identity
 	// (SegmentByRequests).
@@ -169,15 +169,9 @@ type RunOptions struct {
 	// closes the history (history.History.Close) to remove the file.
 	SpillDir string
 	// KeepInMemory is the most records the run keeps in memory; 0 is
-	// InMemory.
+	// history.InMemory.
 	KeepInMemory int
 }
-
-// InMemory is the most records a run keeps in memory (78 MB of them): a
-// run whose MaxRequests allows more spills the rest of its history to disk
-// in chunks as it records (history.History.Spill), so a soak run's memory
-// stays flat.
-const InMemory = 1 << 21
 
 // ErrLate is wrapped by the error of a run that reached RunOptions.StartAt
 // too late to share any of its duration with the others.

@@ -17,7 +17,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/score"
-	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // HistoriesDir is the run directory's folder of raw decision records
@@ -171,11 +171,11 @@ type SavedRun struct {
 // OpenRunDir reads a run directory written by verify (or a merge); path
 // may also be a --report-dir that holds exactly one run (as each pod of a
 // Kubernetes Job writes one). It takes bounded memory: a history of more
-// than traffic.InMemory records (what a run keeps in memory before it
+// than history.InMemory records (what a run keeps in memory before it
 // spills) is read in place, a chunk at a time (history.OpenFile). The
 // SavedRun must be closed.
 func OpenRunDir(path string) (*SavedRun, error) {
-	return openRunDir(path, traffic.InMemory)
+	return openRunDir(path, history.InMemory)
 }
 
 // Close releases the histories read in place.
@@ -348,10 +348,10 @@ func checkMergeable(runs []*SavedRun, names []string) error {
 // segmentOf is the share of the plan a history's run sent, with its clock
 // against the shared reference.
 func segmentOf(m history.Meta) (score.Segment, error) {
-	seg := traffic.Whole()
+	seg := workload.Whole()
 	if m.Segment != "" {
 		var err error
-		if seg, err = traffic.ParseSegment(m.Segment); err != nil {
+		if seg, err = workload.ParseSegment(m.Segment); err != nil {
 			return score.Segment{}, err
 		}
 	}
@@ -428,7 +428,7 @@ func scoreMerged(in []mergeInput, merging bool, out *RunDir) (report.Scenario, e
 // mergeHistories merges in memory while every input is there and the
 // merge fits what a run keeps in memory; otherwise (a soak run's history
 // read in place) it streams them into a merge that spills past
-// traffic.InMemory, so memory stays bounded whatever their length. The
+// history.InMemory, so memory stays bounded whatever their length. The
 // merge must be closed.
 func mergeHistories(hs []*history.History) (*history.History, error) {
 	total, spilled := 0, false
@@ -436,10 +436,10 @@ func mergeHistories(hs []*history.History) (*history.History, error) {
 		total += h.Len()
 		spilled = spilled || h.Spilled()
 	}
-	if !spilled && total <= traffic.InMemory {
+	if !spilled && total <= history.InMemory {
 		return history.Merge(hs...)
 	}
-	return history.MergeSpilled(history.SpillOptions{Keep: traffic.InMemory}, hs...)
+	return history.MergeSpilled(history.SpillOptions{Keep: history.InMemory}, hs...)
 }
 
 // onlyRun is path when it is a run directory, else its only run directory

@@ -31,6 +31,7 @@ import (
 	"github.com/rlctl/rlctl/internal/target/scripttarget"
 	"github.com/rlctl/rlctl/internal/target/simtarget"
 	"github.com/rlctl/rlctl/internal/traffic"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Options are what the caller adds around a scenario.
@@ -58,7 +59,7 @@ type Options struct {
 	// Segment is this process's share of the scenario when several
 	// processes run it at once (verify --segment); the zero Segment is
 	// the whole.
-	Segment traffic.Segment
+	Segment workload.Segment
 	// StartAt, when set, is the wall-clock instant the scenario's traffic
 	// starts, the same on every machine of a shared run (verify
 	// --start-at).

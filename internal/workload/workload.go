@@ -48,13 +48,13 @@ func DefaultConcurrency(gateways, identities int) int { return max(1, gateways*i
 const (
 	// SegmentByIdentities gives each segment whole identities: the
 	// identities (for race, each round's fresh identities) are numbered
-	// and a segment takes its block of them (traffic.Segment.Block), with
+	// and a segment takes its block of them (Segment.Block), with
 	// every request the plan sends them; in the closed model it runs the
 	// clients that speak for its identities. No identity's limit sees two
 	// machines.
 	SegmentByIdentities = "identities"
 	// SegmentByRequests gives each segment its stripe of every identity's
-	// requests (traffic.Segment.Stripe of the plan's request numbers) and,
+	// requests (Segment.Stripe of the plan's request numbers) and,
 	// in the closed model, its block of the clients: one identity is
 	// loaded from every machine at once, which a limit shared by everyone
 	// (a single identity) needs. Not for race and boundary, whose batches
