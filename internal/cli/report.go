@@ -9,7 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
-	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/rundir"
 )
 
 type reportOptions struct {
@@ -71,22 +71,22 @@ files a chunk at a time and the merge spills to disk, so memory stays bounded.
 }
 
 func runReport(ctx context.Context, opts *reportOptions) error {
-	runs := make([]*verify.SavedRun, 0, len(opts.Dirs))
+	runs := make([]*rundir.SavedRun, 0, len(opts.Dirs))
 	for _, d := range opts.Dirs {
 		// Long histories are read in place, so rendering and merging take
 		// bounded memory.
-		rd, err := verify.OpenRunDir(d)
+		rd, err := rundir.OpenRunDir(d)
 		if err != nil {
 			return usageError("%v", err)
 		}
 		defer rd.Close()
 		runs = append(runs, rd)
 	}
-	out := &verify.RunDir{Path: opts.Out}
-	var save *verify.RunDir
+	out := &rundir.RunDir{Path: opts.Out}
+	var save *rundir.RunDir
 	switch {
 	case opts.Merge:
-		dir, err := verify.CreateMergeDir(opts.Out, runs)
+		dir, err := rundir.CreateMergeDir(opts.Out, runs)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -94,11 +94,11 @@ func runReport(ctx context.Context, opts *reportOptions) error {
 	case out.Path == "":
 		out.Path = runs[0].Path // the histories are already there
 	default:
-		if err := verify.CheckRenderDir(out.Path, runs[0]); err != nil {
+		if err := rundir.CheckRenderDir(out.Path, runs[0]); err != nil {
 			return usageError("%v", err)
 		}
 	}
-	rep, code, err := verify.Rescore(runs, save, func(msg string) { fmt.Fprintf(opts.f.IO.ErrOut, "rlctl: %s\n", msg) })
+	rep, code, err := rundir.Rescore(runs, save, func(msg string) { fmt.Fprintf(opts.f.IO.ErrOut, "rlctl: %s\n", msg) })
 	if err != nil {
 		if save != nil {
 			os.RemoveAll(save.Path) // made by this merge, exclusively

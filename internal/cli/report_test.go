@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/rundir"
 )
 
 func readReportJSON(t *testing.T, dir string) map[string]any {
@@ -55,7 +55,7 @@ thresholds: [ceiling <= 2*limit]
 		t.Fatalf("runs: %v", runs)
 	}
 	whole := runs[0]
-	h, err := history.ReadFile(filepath.Join(whole, verify.HistoriesDir, "halves.rlh"))
+	h, err := history.ReadFile(filepath.Join(whole, rundir.HistoriesDir, "halves.rlh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +73,10 @@ thresholds: [ceiling <= 2*limit]
 	var dirs []string
 	for i, hh := range halves {
 		d := filepath.Join(dir, "m"+string(rune('a'+i)))
-		os.MkdirAll(filepath.Join(d, verify.HistoriesDir), 0o755)
+		os.MkdirAll(filepath.Join(d, rundir.HistoriesDir), 0o755)
 		copyFile(t, filepath.Join(whole, "report.json"), filepath.Join(d, "report.json"))
-		copyFile(t, filepath.Join(whole, verify.HistoriesDir, "halves.json"), filepath.Join(d, verify.HistoriesDir, "halves.json"))
-		if err := hh.WriteFile(filepath.Join(d, verify.HistoriesDir, "halves.rlh")); err != nil {
+		copyFile(t, filepath.Join(whole, rundir.HistoriesDir, "halves.json"), filepath.Join(d, rundir.HistoriesDir, "halves.json"))
+		if err := hh.WriteFile(filepath.Join(d, rundir.HistoriesDir, "halves.rlh")); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)

@@ -25,7 +25,7 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/rundir"
 )
 
 // admissions is a gateway's own log of what it admitted, at Redis TIME
@@ -179,7 +179,7 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 // metrics reads a run directory's only scenario's figures.
 func metrics(t *testing.T, dir string) analysis.Metrics {
 	t.Helper()
-	rd, err := verify.OpenRunDir(dir)
+	rd, err := rundir.OpenRunDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 
 	var starts []time.Time
 	for i, d := range dirs {
-		rd, err := verify.OpenRunDir(d)
+		rd, err := rundir.OpenRunDir(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,9 +311,9 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	}
 
 	var hs []*history.History
-	var saved verify.Saved
+	var saved rundir.Saved
 	for _, d := range dirs {
-		rd, err := verify.OpenRunDir(d)
+		rd, err := rundir.OpenRunDir(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +340,7 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := verify.Score(naive, saved)
+	r, err := rundir.Score(naive, saved)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/textfmt"
@@ -207,7 +208,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 
 	// The run's directory is made (and checked writable) before any
 	// traffic, so a run is never made only to be thrown away.
-	dir, err := verify.CreateRunDir(opts.ReportDir, f.Now(), suite)
+	dir, err := rundir.CreateRunDir(opts.ReportDir, f.Now(), suite)
 	if err != nil {
 		return usageError("--report-dir: %v", err)
 	}

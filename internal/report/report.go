@@ -90,6 +90,13 @@ type Scenario struct {
 	Result *analysis.Result `json:"-"`
 }
 
+// Decide puts score's verdict into sc: its status, verdict words, reason,
+// exit code, thresholds, validity checks and notes.
+func (sc *Scenario) Decide(v score.Verdict) {
+	sc.Status, sc.Verdict, sc.Error, sc.ExitCode = v.Status, v.Words, v.Reason, int(v.Code)
+	sc.Thresholds, sc.Validity, sc.Notes = v.Thresholds, v.Checks, v.Notes
+}
+
 // Outage is a stretch of a run in which requests went undecided, in
 // report.json's form: offsets from the scenario's start and counts of the
 // requests sent in it.

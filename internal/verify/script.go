@@ -8,6 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/target/scripttarget"
 )
@@ -72,7 +73,7 @@ func scriptNotes(w *scripttarget.Watched, keys keyspace.Patterns) []string {
 // timed-out call of the redis-script target left running was looked into,
 // and adds what was done to the notes (see scripttarget.Settler). The error
 // says a script could not be stopped.
-func (e *env) settleScript(s *Saved) error {
+func (e *env) settleScript(s *rundir.Saved) error {
 	if e.script == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/traffic"
@@ -18,7 +19,7 @@ type SuiteOptions struct {
 	// Suite names the suite, for the report's title.
 	Suite string
 	// Dir, when set, receives every scenario's history as it finishes.
-	Dir *RunDir
+	Dir *rundir.RunDir
 	// Now is the clock of the report's start and duration (default
 	// time.Now).
 	Now func() time.Time
@@ -66,7 +67,7 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 		if ctx.Err() != nil {
 			interrupted = true
 			r := reportOf(sc)
-			decided(&r, score.Skip("not run: the run was interrupted before it started"))
+			r.Decide(score.Skip("not run: the run was interrupted before it started"))
 			rep.Scenarios = append(rep.Scenarios, r)
 			continue
 		}
@@ -98,18 +99,5 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 		rep.Scenarios = append(rep.Scenarios, out.Report)
 	}
 	rep.DurationMs = now().Sub(started).Milliseconds()
-	return rep, summarize(rep, interrupted)
-}
-
-// summarize decides the run from its scenarios' verdicts (score.Suite)
-// and puts the decision in rep: its status, the verdicts counted, why a
-// run that measured nothing failed. It returns the run's exit code.
-func summarize(rep *report.Report, interrupted bool) exitcode.Code {
-	vs := make([]score.Verdict, len(rep.Scenarios))
-	for i, sc := range rep.Scenarios {
-		vs[i] = score.Verdict{Status: sc.Status, Words: sc.Verdict, Code: exitcode.Code(sc.ExitCode)}
-	}
-	s := score.Suite(vs, interrupted)
-	rep.Schema, rep.Status, rep.Verdicts, rep.Reason = report.Schema, s.Status, s.Counts, s.Reason
-	return s.Code
+	return rep, rundir.Summarize(rep, interrupted)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/report"
+	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/target/httptarget"
@@ -80,7 +81,7 @@ type Outcome struct {
 	// spilled to disk: the caller closes it (RunSuite does).
 	History *history.History
 	// Saved is what re-scoring the history later needs.
-	Saved Saved
+	Saved rundir.Saved
 	// Interrupted is set when ctx was cancelled mid-run: Report holds what
 	// was measured until then.
 	Interrupted bool
@@ -92,11 +93,11 @@ type Outcome struct {
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
 	out := &Outcome{Report: reportOf(sc)}
 	if why := unmet(sc, redisSpec(sc, o)); why != "" {
-		decided(&out.Report, score.Skip(why))
+		out.Report.Decide(score.Skip(why))
 		return out, nil
 	}
 	fail := func(err error) (*Outcome, error) {
-		decided(&out.Report, score.NotMeasuredBy(claimOf(SavedOf(sc)), err))
+		out.Report.Decide(score.NotMeasuredBy(SavedOf(sc).Claim(), err))
 		return out, err
 	}
 	env, err := build(ctx, sc, o)
@@ -176,7 +177,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	}
 	out.Saved.Extra = env.faults.Extra(out.Saved.Extra)
 	out.Saved.CountsLostByIdentity = env.faults.CountsLostByIdentity()
-	r, err := Score(h, out.Saved)
+	r, err := rundir.Score(h, out.Saved)
 	if err != nil {
 		return fail(err)
 	}
@@ -217,18 +218,6 @@ func redisSpec(sc *scenario.Scenario, o Options) string {
 		return o.Redis
 	}
 	return sc.Target.Redis
-}
-
-// eachRecord calls fn with every record of h, a chunk at a time when h
-// spilled to disk. A read error ends it early: Score's analysis reports
-// it.
-func eachRecord(h *history.History, fn func(c *history.History, i int)) {
-	_ = h.Chunks(func(c *history.History) error {
-		for i := range c.Len() {
-			fn(c, i)
-		}
-		return nil
-	})
 }
 
 // env is a built target and what must be stopped after the run.
@@ -308,7 +297,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	if err := inject.Refuse(sc, spec, o.AllowFailover); err != nil {
 		return nil, err
 	}
-	e.embedded = sc.Target.Kind != scenario.KindHTTP && (spec == "" || spec == scenario.RedisEmbedded)
+	e.embedded = sc.Target.Kind != scenario.KindHTTP && !limiter.IsLocal(sc.Target.Algorithm) && (spec == "" || spec == scenario.RedisEmbedded)
 	switch sc.Target.Kind {
 	case scenario.KindHTTP:
 		if len(sc.Faults) > 0 {

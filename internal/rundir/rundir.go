@@ -1,4 +1,4 @@
-package verify
+package rundir
 
 import (
 	"cmp"
@@ -271,7 +271,7 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
 	}
-	return rep, summarize(rep, interrupted), nil
+	return rep, Summarize(rep, interrupted), nil
 }
 
 // scenarioOrder is the order of the runs' scenarios: as in the first run,
@@ -453,4 +453,17 @@ func onlyRun(path string) string {
 		return filepath.Dir(runs[0])
 	}
 	return path
+}
+
+// Summarize decides the run from its scenarios' verdicts (score.Suite)
+// and puts the decision in rep: its status, the verdicts counted, why a
+// run that measured nothing failed. It returns the run's exit code.
+func Summarize(rep *report.Report, interrupted bool) exitcode.Code {
+	vs := make([]score.Verdict, len(rep.Scenarios))
+	for i, sc := range rep.Scenarios {
+		vs[i] = score.Verdict{Status: sc.Status, Words: sc.Verdict, Code: exitcode.Code(sc.ExitCode)}
+	}
+	s := score.Suite(vs, interrupted)
+	rep.Schema, rep.Status, rep.Verdicts, rep.Reason = report.Schema, s.Status, s.Counts, s.Reason
+	return s.Code
 }

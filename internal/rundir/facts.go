@@ -1,4 +1,4 @@
-package verify
+package rundir
 
 import (
 	"time"
@@ -10,8 +10,8 @@ import (
 	"github.com/rlctl/rlctl/internal/score"
 )
 
-// claimOf is what s's scenario claims, for score.
-func claimOf(s Saved) score.Claim {
+// Claim is what s's scenario claims, for score.
+func (s Saved) Claim() score.Claim {
 	c := score.Claim{
 		Name: s.Name, Shows: s.Shows, Kind: s.kind(), Algorithm: s.Algorithm, Limit: s.Limit,
 		Thresholds: s.Thresholds, MaxErrorRate: s.maxErrorRate(), EnvelopeBurst: s.Analysis.EnvelopeBurst,
@@ -35,7 +35,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 		HeaderForms: m.HeaderForms, Retry: m.Retry, Ran: ran(h), Notes: s.Notes, Stuck: s.Stuck,
 		Stamps: score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
 	}
-	if s.Embedded && !s.local() && f.Ran > 0 {
+	if s.Embedded && f.Ran > 0 {
 		f.EmbeddedRate = float64(h.Len()) / f.Ran.Seconds()
 	}
 	var faults []score.Fault
@@ -79,9 +79,3 @@ func reportOutages(os []score.Outage) []report.Outage {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// decided puts score's verdict into a scenario's report.
-func decided(r *report.Scenario, v score.Verdict) {
-	r.Status, r.Verdict, r.Error, r.ExitCode = v.Status, v.Words, v.Reason, int(v.Code)
-	r.Thresholds, r.Validity, r.Notes = v.Thresholds, v.Checks, v.Notes
-}
