@@ -16,7 +16,7 @@ const module = "github.com/rlctl/rlctl/"
 // may import. Data flows one way: scenario → verify → (gateway → limiter)
 // via traffic → history → analysis → report; leaf packages (decision,
 // design, metric, workload, fault, rate, exitcode, atomicfile, redact,
-// netcheck, textfmt) import none of ours, and threshold only leaves.
+// netcheck, textfmt, suggest) import none of ours, and threshold only leaves.
 // scenario, the file format, imports only leaves: what it needs of the
 // targets is passed in (scenario.Checks).
 // fault/inject turns a scenario's faults into hooks on the run's
@@ -52,6 +52,7 @@ var allowed = map[string][]string{
 	"internal/atomicfile":      {},
 	"internal/redact":          {},
 	"internal/textfmt":         {},
+	"internal/suggest":         {},
 	"internal/netcheck":        {},
 	"internal/arch":            {},
 	"scenarios":                {},
