@@ -192,6 +192,7 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 	// version string is printed, not parsed.
 	root.SetVersionTemplate(strings.NewReplacer("{", "{{`{`}}", "}", "{{`}`}}").Replace(versionLine()) + "\n")
 	guardGroups(root)
+	registerCompletions(root)
 	// Every command's help ends with the exit codes.
 	var addExit func(c *cobra.Command)
 	addExit = func(c *cobra.Command) {
