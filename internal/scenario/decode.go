@@ -500,9 +500,10 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 				t.Endpoints = append(t.Endpoints, e)
 			})
 		},
-		"urls":   d.strList(&t.URLs),
-		"redact": d.strList(&t.Redact),
-		"method": d.str(&t.Method),
+		"urls":            d.strList(&t.URLs),
+		"request_timeout": d.duration(&t.RequestTimeout),
+		"redact":          d.strList(&t.Redact),
+		"method":          d.str(&t.Method),
 		"identity": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"header": d.str(&t.Identity.Header),

@@ -186,8 +186,12 @@ type Target struct {
 	// Redis is embedded, spawn, spawn-sentinel, spawn-cluster or a redis://
 	// URL (simulated, redis-script).
 	Redis string
-	// Timeout bounds each Redis call; an endpoint may override it.
+	// Timeout bounds each Redis call; an endpoint may override it
+	// (simulated, redis-script).
 	Timeout time.Duration
+	// RequestTimeout bounds one request of an http target, from dialing
+	// to the end of its answer: a network's time, not a Redis call's.
+	RequestTimeout time.Duration
 	// ClockSkew is the largest per-gateway clock offset; gateways get
 	// offsets spread over [-ClockSkew, +ClockSkew].
 	ClockSkew time.Duration

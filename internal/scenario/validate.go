@@ -30,8 +30,12 @@ const (
 	DefaultIdentities = 1
 	DefaultRounds     = workload.DefaultRounds
 	DefaultMethod     = "GET"
-	DefaultIDHeader   = "X-API-Key"
-	DefaultEndpoint   = "default"
+	// DefaultRequestTimeout is an http target's request_timeout: seconds,
+	// since a real gateway's answer crosses a network (Redis's 50ms would
+	// count a gateway answering in 60ms as lost).
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultIDHeader       = "X-API-Key"
+	DefaultEndpoint       = "default"
 	// DefaultMaxErrorRate is max_error_rate's default: 1% of requests.
 	DefaultMaxErrorRate = 0.01
 	// MaxIdentities bounds traffic.identities: what each identity costs
@@ -98,6 +102,14 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		}
 		if t.DeniedStatus == nil {
 			t.DeniedStatus = []int{429}
+		}
+		if t.RequestTimeout == 0 && lines["target.request_timeout"] == 0 {
+			t.RequestTimeout = DefaultRequestTimeout
+			if lines["target.timeout"] > 0 {
+				// A file written before request_timeout existed bounded
+				// its requests with timeout: it keeps doing so.
+				t.RequestTimeout = t.Timeout
+			}
 		}
 	}
 
@@ -246,7 +258,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.TLS.Set() && !slices.ContainsFunc(t.URLs, func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "https://") }) && t.Kind == KindHTTP {
 		bad("target.tls", "applies to https:// URLs, and none is")
 	}
-	for _, f := range []string{"target.urls", "target.redact", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
+	for _, f := range []string{"target.urls", "target.request_timeout", "target.redact", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
 		onlyFor(f, KindHTTP)
 	}
 	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
@@ -289,6 +301,14 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
+	}
+	if t.Kind == KindHTTP {
+		if set("target.timeout") && set("target.request_timeout") {
+			bad("target.timeout", "an http target's requests are bounded by request_timeout; timeout (a Redis call's) does not apply: give request_timeout only")
+		}
+		if t.RequestTimeout <= 0 {
+			bad("target.request_timeout", "must be positive: a silent gateway must not hang a request")
+		}
 	}
 	checkReplicate(t, d.checks.Replicates, set, bad)
 

@@ -43,7 +43,7 @@ func redisClock(cfg *redisconn.Config) *clockRef {
 // decision time (X-RateLimit-Decided-At, to the microsecond), else its
 // Date header (to the second).
 func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
-	c := &http.Client{Timeout: max(t.Timeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
+	c := &http.Client{Timeout: max(t.RequestTimeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
 	ref := &clockRef{name: "http Decided-At"}
 	ref.read = func(ctx context.Context) (time.Time, time.Duration, error) {
 		fill := func(s string) string { return strings.ReplaceAll(s, "{id}", httptarget.ProbeID) }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -320,7 +321,7 @@ func (t *httpTarget) Do(ctx context.Context, r traffic.Request) traffic.Response
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
 		// The client's error names the URL: without its credentials.
-		return lostResponse(redact.Error(err, t.redact...))
+		return lostResponse(t.timedOut(ctx, redact.Error(err, t.redact...)))
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
@@ -402,6 +403,9 @@ func (t *httpTarget) Probe(ctx context.Context) error {
 			if errors.As(err, &ue) {
 				err = ue.Err // g.name already says which URL
 			}
+			if ctx.Err() == nil && isTimeout(err) {
+				err = fmt.Errorf("within %s %s (the connection gets at least %s): %w", TimeoutField, t.timeout, ProbeConnectTimeout, err)
+			}
 			errs[i] = fmt.Errorf("%s did not answer: %w", g.name, err)
 		})
 	}
@@ -413,7 +417,7 @@ func (t *httpTarget) doRaw(ctx context.Context, r traffic.Request, p *rawPool) t
 	g := &t.gws[r.Gateway]
 	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
-		return lostResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
+		return lostResponse(fmt.Errorf("%s %s: %w", t.method, g.name, t.timedOut(ctx, err)))
 	}
 	return t.answer(g, a.status, a.hints)
 }
@@ -463,6 +467,29 @@ func drain(b io.ReadCloser) {
 	}
 	drainBufs.Put(buf)
 	b.Close()
+}
+
+// TimeoutField is the scenario field that sets Options.Timeout. The error
+// of a request that ran out of its timeout names it, with its value, so a
+// gateway slower than the timeout reads as what to raise, not as a fault
+// of the gateway.
+const TimeoutField = "target.request_timeout"
+
+// timedOut names the timeout in err when the request ran out of it (a
+// dial or an answer slower than t.timeout), not when the run itself cut
+// it short (ctx done). Wrapping keeps what lostResponse looks for.
+func (t *httpTarget) timedOut(ctx context.Context, err error) error {
+	if ctx.Err() != nil || !isTimeout(err) {
+		return err
+	}
+	return fmt.Errorf("no answer after %s %s: %w", TimeoutField, t.timeout, err)
+}
+
+// isTimeout reports whether err is a deadline that passed: the raw
+// client's connection deadline, net/http's Client.Timeout, a dial's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // lostResponse is the error of a request whose answer never came: once
