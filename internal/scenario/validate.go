@@ -194,7 +194,15 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 
 	t := &sc.Target
-	switch t.Kind {
+	// A kind that failed to decode stands as the default, simulated: what
+	// depends on the kind would be reasoned from that guess (https read as
+	// a simulated target missing its algorithm), so it is left unchecked
+	// and the kind's own error speaks for the target.
+	known := t.Kind
+	if d.failed["target.kind"] {
+		known = ""
+	}
+	switch known {
 	case KindSimulated:
 		if !set("target.algorithm") {
 			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Algorithms, ", "))
@@ -248,7 +256,7 @@ func (d *decoder) validate(sc *Scenario) {
 		}
 	}
 	onlyFor := func(field, kind string) {
-		if set(field) && t.Kind != kind {
+		if set(field) && known != "" && t.Kind != kind {
 			bad(field, "applies to %s targets only, not %s", kind, t.Kind)
 		}
 	}
@@ -267,7 +275,7 @@ func (d *decoder) validate(sc *Scenario) {
 	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
 		onlyFor(f, KindSimulated)
 	}
-	if sc.Requires == RequireCluster {
+	if sc.Requires == RequireCluster && known != "" {
 		switch {
 		case t.Kind == KindHTTP:
 			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an http target's Redis is its own")

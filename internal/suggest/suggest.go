@@ -13,12 +13,23 @@ const Max = 3
 // Nearest returns the names close to typed, nearest first (names keep
 // their order among equals): those within a few edits of it (a letter
 // added, dropped, changed or two swapped; two edits, three for a name of
-// eight letters or more), and those it is a prefix of or contained in.
-// Case does not count. Nil when nothing is close.
+// eight letters or more), those it is a prefix of or contained in, and
+// those that begin it (p99 for p99_latency). Case does not count (a name
+// that differs only in case is the one suggestion), and the name itself is
+// none. Nil when nothing is close.
 func Nearest(typed string, names []string) []string {
 	t := strings.ToLower(typed)
 	if t == "" {
 		return nil
+	}
+	var sameLetters []string
+	for _, n := range names {
+		if n != typed && strings.EqualFold(n, typed) && !slices.Contains(sameLetters, n) {
+			sameLetters = append(sameLetters, n)
+		}
+	}
+	if len(sameLetters) > 0 {
+		return sameLetters // only the case was wrong: nothing else is as near
 	}
 	type cand struct {
 		name string
@@ -26,10 +37,10 @@ func Nearest(typed string, names []string) []string {
 	}
 	var cs []cand
 	for _, n := range names {
-		l := strings.ToLower(n)
-		if l == t {
+		if n == typed {
 			continue
 		}
+		l := strings.ToLower(n)
 		d := distance(t, l)
 		limit := 2
 		if len(t) >= 8 {
@@ -37,7 +48,7 @@ func Nearest(typed string, names []string) []string {
 		}
 		switch {
 		case d <= limit:
-		case len(t) >= 2 && strings.HasPrefix(l, t), len(t) >= 3 && strings.Contains(l, t):
+		case len(t) >= 2 && strings.HasPrefix(l, t), len(t) >= 3 && strings.Contains(l, t), len(l) >= 3 && strings.HasPrefix(t, l):
 			d = limit + 1 // after every near miss
 		default:
 			continue

@@ -21,7 +21,8 @@ func TestNearest(t *testing.T) {
 		{"a near miss before a longer name", "ceilng", metrics, []string{"ceiling"}},
 		{"nearest first", "ceil", metrics, []string{"ceiling", "ceiling_upper", "ceiling_ratio"}},
 		{"a prefix", "retry", metrics, []string{"retry_after_missing"}},
-		{"case does not count", "P99", metrics, []string{"p999"}},
+		{"only the case is wrong", "P99", metrics, []string{"p99"}},
+		{"a name that begins it", "p99_latency", metrics, []string{"p99"}},
 		{"nothing close", "zzzzzz", metrics, nil},
 		{"the name itself is no suggestion", "burst", metrics, nil},
 	} {
