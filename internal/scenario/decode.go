@@ -557,6 +557,7 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 		"urls":            d.strList(&t.URLs),
 		"request_timeout": d.duration(&t.RequestTimeout),
 		"redact":          d.strList(&t.Redact),
+		"show_query":      d.strList(&t.ShowQuery),
 		"method":          d.str(&t.Method),
 		"identity": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){

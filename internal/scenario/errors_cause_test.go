@@ -58,6 +58,12 @@ func TestMistakesPointAtTheCause(t *testing.T) {
 			[]want{{5, "target.request_timeout", "applies to http targets only, not simulated"}}},
 		{"timeout and request_timeout on an http target", "name: x\nlimit: 10/1s\ntarget:\n  kind: http\n  urls: [\"http://gw.example/\"]\n  timeout: 1s\n  request_timeout: 2s\ntraffic: {rate: 100/s}\n",
 			[]want{{6, "target.timeout", "an http target's requests are bounded by request_timeout"}}},
+		{"show_query naming no parameter", "name: x\nlimit: 10/1s\ntarget:\n  kind: http\n  urls: [\"http://gw.example/?page=2&sid=s\"]\n  show_query: [pgae]\ntraffic: {rate: 100/s}\n",
+			[]want{{6, "target.show_query[0]", `"pgae" is a query parameter of none of the urls; did you mean "page"?`}}},
+		{"show_query and redact naming one parameter", "name: x\nlimit: 10/1s\ntarget:\n  kind: http\n  urls: [\"http://gw.example/?page=2\"]\n  redact: [page]\n  show_query: [page]\ntraffic: {rate: 100/s}\n",
+			[]want{{7, "target.show_query[0]", `"page" is also in redact`}}},
+		{"show_query on a simulated target", "name: x\nlimit: 10/1s\ntarget:\n  algorithm: redis-gcra\n  show_query: [page]\ntraffic: {rate: 100/s}\n",
+			[]want{{5, "target.show_query", "applies to http targets only"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

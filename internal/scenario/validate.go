@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
+	"github.com/rlctl/rlctl/internal/suggest"
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
@@ -266,7 +267,10 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.TLS.Set() && !slices.ContainsFunc(t.URLs, func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "https://") }) && t.Kind == KindHTTP {
 		bad("target.tls", "applies to https:// URLs, and none is")
 	}
-	for _, f := range []string{"target.urls", "target.request_timeout", "target.redact", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
+	if t.Kind == KindHTTP {
+		checkShowQuery(t, bad)
+	}
+	for _, f := range []string{"target.urls", "target.request_timeout", "target.redact", "target.show_query", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
 		onlyFor(f, KindHTTP)
 	}
 	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
@@ -517,7 +521,7 @@ func (t Target) String() string {
 	case KindHTTP:
 		urls := make([]string, len(t.URLs))
 		for i, u := range t.URLs {
-			urls[i] = redact.URL(u, t.Redact...)
+			urls[i] = t.ShownURL(u)
 		}
 		return fmt.Sprintf("http ×%d (%s)", len(t.URLs), strings.Join(urls, ", "))
 	case KindRedisScript:
@@ -537,6 +541,51 @@ func (t Target) String() string {
 		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)
 	}
 	return s
+}
+
+// ShownURL is an http target's URL (or one made from it) as rlctl shows
+// it anywhere: no password, and xxxxx for every query value except those
+// of show_query and the identity parameter.
+func (t Target) ShownURL(u string) string {
+	return redact.TargetURL(u, t.shownQuery()...)
+}
+
+// RedactError hides, in the URL an error from net/http carries, what
+// ShownURL hides. Call it on the error as returned, before wrapping it.
+func (t Target) RedactError(err error) error {
+	return redact.TargetError(err, t.shownQuery()...)
+}
+
+func (t Target) shownQuery() []string {
+	if t.Identity.Query == "" {
+		return t.ShowQuery
+	}
+	return append(slices.Clip(t.ShowQuery), t.Identity.Query)
+}
+
+// checkShowQuery: show_query names parameters the URLs have (a typo
+// would show nothing and hide nothing), never one redact hides.
+func checkShowQuery(t *Target, bad func(path, format string, args ...any)) {
+	var present []string
+	for _, u := range t.URLs {
+		for _, p := range redact.QueryParams(u) {
+			present = append(present, p.Name)
+		}
+	}
+	if t.Identity.Query != "" {
+		present = append(present, t.Identity.Query)
+	}
+	for i, name := range t.ShowQuery {
+		p := index("target.show_query", i)
+		switch {
+		case name == "":
+			bad(p, "must not be empty")
+		case slices.Contains(t.Redact, name):
+			bad(p, "%q is also in redact, whose values are never shown: keep it in one of the two", name)
+		case !slices.Contains(present, name):
+			bad(p, "%q is a query parameter of none of the urls%s", name, suggest.DidYouMean(name, present))
+		}
+	}
 }
 
 // check1 applies a check of Checks, nil when there is none.

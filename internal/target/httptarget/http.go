@@ -57,9 +57,11 @@ type Options struct {
 	// machine's default), chosen outside Sources so that a gateway keying
 	// on the client's address counts no probe against a run's identity.
 	ProbeSource netip.Addr
-	// Redact names query parameters whose values are hidden wherever a URL
-	// is shown, beside those that look like credentials (see redact.URL).
-	Redact []string
+	// ShowQuery names the query parameters whose values may be shown
+	// wherever a URL is (reports, histories, messages): every other value
+	// is hidden (see redact.TargetURL), except the identity's, which is the
+	// run's own identity name.
+	ShowQuery []string
 }
 
 type httpGateway struct {
@@ -97,7 +99,9 @@ type httpTarget struct {
 	tlsConf  *tls.Config
 	timeout  time.Duration
 	probeSrc netip.Addr
-	redact   []string
+	// show names the query parameters whose values are shown: ShowQuery,
+	// and those that carry the identity.
+	show []string
 }
 
 // netClient is net/http's side of an http target, for one source address.
@@ -177,6 +181,7 @@ func New(o Options) (traffic.Target, error) {
 	if len(t.endpoints) == 0 {
 		t.endpoints = []string{"default"}
 	}
+	t.show = identityParams(o.URLs, o.IdentityQuery, o.ShowQuery)
 	parsed := make([]*url.URL, len(o.URLs))
 	queries := make([]string, len(o.URLs))
 	for i, raw := range o.URLs {
@@ -184,7 +189,7 @@ func New(o Options) (traffic.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("http target: bad URL: %w", err)
 		}
-		name := shownURL(u, o.Redact...)
+		name := shownURL(u, t.show...)
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("http target: URL %s: want http:// or https:// with a host", name)
 		}
@@ -223,7 +228,7 @@ func New(o Options) (traffic.Target, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	t.tlsConf, t.timeout, t.probeSrc, t.redact = o.TLS, timeout, o.ProbeSource, o.Redact
+	t.tlsConf, t.timeout, t.probeSrc = o.TLS, timeout, o.ProbeSource
 	if a := o.ProbeSource; a.IsValid() && machineAddr(a) != nil {
 		t.probeSrc = netip.Addr{} // not this machine's: probe from its default
 	}
@@ -321,7 +326,7 @@ func (t *httpTarget) Do(ctx context.Context, r traffic.Request) traffic.Response
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
 		// The client's error names the URL: without its credentials.
-		return lostResponse(t.timedOut(ctx, redact.Error(err, t.redact...)))
+		return lostResponse(t.timedOut(ctx, redact.TargetError(err, t.show...)))
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
@@ -343,7 +348,7 @@ func (t *httpTarget) netRequest(ctx context.Context, g *httpGateway, id string) 
 	}
 	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("build request for %s: %w", g.name, redact.Error(err, t.redact...))
+		return nil, fmt.Errorf("build request for %s: %w", g.name, redact.TargetError(err, t.show...))
 	}
 	for _, h := range t.headers {
 		v := h.value
