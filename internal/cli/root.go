@@ -86,10 +86,29 @@ func Run(f *Factory, args []string, sig <-chan os.Signal, exit func(int)) int {
 		return int(code) // the command has said it itself
 	}
 	printError(f.IO.ErrOut, err)
-	if f.Output == "json" {
+	if f.Output == "json" || askedForJSON(args) {
 		printJSONError(f.IO.Out, err, code)
 	}
 	return int(code)
+}
+
+// askedForJSON reports whether the command line asks for -o json, for an
+// error found before the flag itself was parsed (an unknown flag ahead of
+// it).
+func askedForJSON(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-o" || a == "--output":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		case a == "-ojson" || a == "-o=json" || a == "--output=json":
+			return true
+		}
+	}
+	return false
 }
 
 var errInterrupted = errors.New("interrupted")
