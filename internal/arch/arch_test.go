@@ -19,7 +19,7 @@ const module = "github.com/rlctl/rlctl/"
 // may import. Data flows one way: scenario → verify → (gateway → limiter)
 // via traffic → history → analysis → report; leaf packages (decision,
 // design, metric, workload, fault, rate, exitcode, atomicfile, redact,
-// netcheck, textfmt) import none of ours, and threshold only leaves.
+// netcheck, textfmt, suggest) import none of ours, and threshold only leaves.
 // scenario, the file format, imports only leaves: what it needs of the
 // targets is passed in (scenario.Checks).
 // fault/inject turns a scenario's faults into hooks on the run's
@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	"internal/analysis":     {"internal/decision", "internal/history", "internal/metric"},
 	"internal/history":      {"internal/atomicfile", "internal/decision", "internal/rate"},
 	"internal/traffic":      {"internal/decision", "internal/history", "internal/rate", "internal/workload"},
-	"internal/scenario":     {"internal/design", "internal/exitcode", "internal/rate", "internal/redact", "internal/textfmt", "internal/threshold", "internal/workload"},
+	"internal/scenario":     {"internal/design", "internal/exitcode", "internal/rate", "internal/redact", "internal/suggest", "internal/textfmt", "internal/threshold", "internal/workload"},
 	"internal/gateway":      {"internal/decision", "internal/exitcode", "internal/limiter", "internal/redisconn"},
 	"internal/httpgw":       {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
 	"internal/limiter":      {"internal/decision", "internal/design", "internal/rate", "internal/redisconn", "internal/resp"},
@@ -51,12 +51,13 @@ var allowed = map[string][]string{
 	"internal/decision":     {},
 	"internal/design":       {},
 	"internal/metric":       {},
-	"internal/threshold":    {"internal/metric", "internal/rate"},
+	"internal/threshold":    {"internal/metric", "internal/rate", "internal/suggest"},
 	"internal/workload":     {},
 	"internal/rate":         {},
 	"internal/exitcode":     {},
 	"internal/atomicfile":   {},
 	"internal/redact":       {},
+	"internal/suggest":      {},
 	"internal/textfmt":      {},
 	"internal/netcheck":     {},
 	"internal/arch":         {},

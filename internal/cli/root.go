@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -72,24 +74,41 @@ func Run(f *Factory, args []string, sig <-chan os.Signal, exit func(int)) int {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	err := root.ExecuteContext(ctx)
-	if err != nil && exitcode.Of(err) == exitcode.Failed && strings.HasPrefix(err.Error(), "unknown command ") {
-		// cobra's own error for a mistyped command name.
-		err = exitcode.With(err, exitcode.Usage)
-	}
 	if err == nil {
 		return int(exitcode.OK)
 	}
-	if context.Cause(ctx) == errInterrupted && exitcode.Of(err) != exitcode.Failed {
+	code := exitcode.Of(err)
+	if context.Cause(ctx) == errInterrupted && code != exitcode.Failed {
 		// The command noticed the cancellation; whatever it returned, the
 		// process was interrupted.
-		printError(f.IO.ErrOut, err)
-		return int(exitcode.Interrupted)
+		code = exitcode.Interrupted
+	} else if errors.As(err, new(*silentError)) {
+		return int(code) // the command has said it itself
 	}
-	var silent *silentError
-	if !errors.As(err, &silent) {
-		printError(f.IO.ErrOut, err)
+	printError(f.IO.ErrOut, err)
+	if f.Output == "json" || askedForJSON(args) {
+		printJSONError(f.IO.Out, err, code)
 	}
-	return int(exitcode.Of(err))
+	return int(code)
+}
+
+// askedForJSON reports whether the command line asks for -o json, for an
+// error found before the flag itself was parsed (an unknown flag ahead of
+// it).
+func askedForJSON(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-o" || a == "--output":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		case a == "-ojson" || a == "-o=json" || a == "--output=json":
+			return true
+		}
+	}
+	return false
 }
 
 var errInterrupted = errors.New("interrupted")
@@ -114,6 +133,21 @@ func printError(w io.Writer, err error) {
 	msg := strings.TrimSpace(err.Error())
 	fmt.Fprintf(w, "rlctl: %s\n", msg)
 }
+
+// jsonError is what -o json prints on stdout for an error, so a program
+// reading stdout gets JSON whatever happened; stderr keeps the line a
+// person reads.
+type jsonError struct {
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+func printJSONError(w io.Writer, err error, code exitcode.Code) {
+	_ = json.NewEncoder(w).Encode(jsonError{Error: strings.TrimSpace(err.Error()), ExitCode: int(code)})
+}
+
+// versionLine is what both `rlctl version` and `rlctl --version` print.
+func versionLine() string { return fmt.Sprintf("rlctl %s (%s)", Version, runtime.Version()) }
 
 // warnPasswordOnCommandLine says once, on stderr, that a password given
 // in --redis is visible to every user of the machine (ps, /proc), and how
@@ -171,6 +205,13 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 		root.AddCommand(c)
 	}
 	root.AddCommand(newHelpTopics()...)
+	root.SetHelpCommand(newHelpCmd(root))
+	// cobra's template would print "rlctl version dev", unlike `rlctl
+	// version`; the line is computed now, so a template brace in a build's
+	// version string is printed, not parsed.
+	root.SetVersionTemplate(strings.NewReplacer("{", "{{`{`}}", "}", "{{`}`}}").Replace(versionLine()) + "\n")
+	guardGroups(root)
+	registerCompletions(root)
 	// Every command's help ends with the exit codes.
 	var addExit func(c *cobra.Command)
 	addExit = func(c *cobra.Command) {

@@ -32,6 +32,6 @@ func runVersion(opts *versionOptions) error {
 	if opts.f.JSON() {
 		return json.NewEncoder(out).Encode(map[string]string{"version": Version, "go": runtime.Version()})
 	}
-	_, err := fmt.Fprintf(out, "rlctl %s (%s)\n", Version, runtime.Version())
+	_, err := fmt.Fprintln(out, versionLine())
 	return err
 }

@@ -471,11 +471,27 @@ func formatErr(what string, err error) error {
 	return fmt.Errorf("%w: %s", ErrFormat, what)
 }
 
+// metaErr says where a file's meta is not the JSON this package writes,
+// without quoting it: encoding/json's errors carry pieces of the input.
+func metaErr(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("%w: meta: not valid JSON at byte %d", ErrFormat, syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Errorf("%w: meta: field %s has the wrong type", ErrFormat, typ.Field)
+	}
+	return fmt.Errorf("%w: meta: not the JSON rlctl writes", ErrFormat)
+}
+
 // parseHeader checks a file's first 16 bytes and returns its flags and
 // meta length.
 func parseHeader(hdr [16]byte) (flags uint16, metaLen uint32, err error) {
 	if string(hdr[:8]) != fileMagic {
-		return 0, 0, fmt.Errorf("%w: bad magic %q", ErrFormat, hdr[:8])
+		// What the file holds instead is not quoted: the path may lead
+		// anywhere (a link to /etc/shadow), and an error is printed.
+		return 0, 0, fmt.Errorf("%w: it does not start with %q (want a history rlctl verify saved, format version %d)", ErrFormat, fileMagic, FileVersion)
 	}
 	if v := binary.LittleEndian.Uint16(hdr[8:]); v != FileVersion {
 		return 0, 0, fmt.Errorf("%w: version %d, this rlctl reads version %d", ErrFormat, v, FileVersion)
@@ -510,7 +526,7 @@ func Read(r io.Reader) (*History, error) {
 	}
 	var fm fileMeta
 	if err := json.Unmarshal(metaBytes, &fm); err != nil {
-		return nil, fmt.Errorf("%w: meta: %v", ErrFormat, err)
+		return nil, metaErr(err)
 	}
 	var cnt [8]byte
 	if _, err := io.ReadFull(cr, cnt[:]); err != nil {

@@ -240,7 +240,7 @@ func TestReadRejects(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "header: truncated"},
-		{"bad magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), "bad magic"},
+		{"bad magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), `does not start with "RLCTLHST"`},
 		{"future version", mutate(func(b []byte) []byte { b[8] = 9; return b }), "version 9"},
 		{"truncated", g[:len(g)/2], "truncated"},
 		{"no checksum", g[:len(g)-4], "checksum: truncated"},

@@ -153,7 +153,7 @@ func openFile(f *os.File, keep int) (*History, error) {
 	}
 	var fm fileMeta
 	if err := json.Unmarshal(metaBytes[:metaLen], &fm); err != nil {
-		return nil, fmt.Errorf("%w: meta: %v", ErrFormat, err)
+		return nil, metaErr(err)
 	}
 	d := &onDisk{f: f, retries: flags&flagRetries != 0,
 		layout: chunkAt{n: n, cols: 16 + metaLen + 8, retries: flags&flagRetries != 0}}

@@ -3,6 +3,7 @@ package redact
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -39,6 +40,54 @@ func SecretName(name string, extra ...string) bool {
 // it; a value that is a template placeholder ({id}) is kept too. Without
 // a scheme there is no user info to hide, only a query.
 func URL(s string, extra ...string) string {
+	return hideURL(s, func(name string) bool { return SecretName(name, extra...) })
+}
+
+// TargetURL returns s, an http target's URL, with the password in its
+// user info and every query value replaced by Mask, except the values of
+// the parameters named in show (exactly) and template placeholders
+// ({id}). A gateway's URL may carry any secret under any name (pass, sid,
+// ticket, otp …), so no list of credential names can be trusted to catch
+// them all: what is shown is what the scenario says is safe.
+func TargetURL(s string, show ...string) string {
+	return hideURL(s, func(name string) bool { return !slices.Contains(show, name) })
+}
+
+// TargetError is Error for an http target's URLs: the URL a *url.Error
+// carries is shown as TargetURL shows it.
+func TargetError(err error, show ...string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = TargetURL(ue.URL, show...)
+	}
+	return err
+}
+
+// Param is one query parameter of a URL, as written (the value not
+// unescaped, so a template such as {id} reads as it was given).
+type Param struct{ Name, Value string }
+
+// QueryParams lists the parameters of s's query (between '?' and '#'),
+// names unescaped; one whose name does not unescape is left out.
+func QueryParams(s string) []Param {
+	_, q, ok := strings.Cut(s, "?")
+	if !ok {
+		return nil
+	}
+	q, _, _ = strings.Cut(q, "#")
+	var out []Param
+	for p := range strings.SplitSeq(q, "&") {
+		k, v, _ := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(k); err == nil && name != "" {
+			out = append(out, Param{name, v})
+		}
+	}
+	return out
+}
+
+// hideURL is s with the user info's password and the query values of the
+// parameters hide says are secret replaced by Mask.
+func hideURL(s string, hide func(name string) bool) string {
 	scheme, rest, hasScheme := strings.Cut(s, "://")
 	if !hasScheme || !isScheme(scheme) {
 		scheme, rest, hasScheme = "", s, false
@@ -65,7 +114,7 @@ func URL(s string, extra ...string) string {
 	}
 	out := prefix + rest
 	if query != "" || strings.Contains(s, "?") {
-		out += "?" + redactQuery(query, extra)
+		out += "?" + redactQuery(query, hide)
 	}
 	out += frag
 	if hasScheme {
@@ -88,7 +137,7 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
-func redactQuery(q string, extra []string) string {
+func redactQuery(q string, hide func(string) bool) string {
 	parts := strings.Split(q, "&")
 	for i, p := range parts {
 		k, v, ok := strings.Cut(p, "=")
@@ -99,7 +148,7 @@ func redactQuery(q string, extra []string) string {
 		if err != nil {
 			key = k
 		}
-		if SecretName(key, extra...) {
+		if hide(key) {
 			parts[i] = k + "=" + Mask
 		}
 	}

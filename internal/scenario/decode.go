@@ -3,14 +3,18 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/suggest"
 	"github.com/rlctl/rlctl/internal/threshold"
 	"github.com/rlctl/rlctl/internal/workload"
 )
@@ -33,6 +37,10 @@ type decoder struct {
 	schema *schema
 	// checks are the targets' rules validate applies.
 	checks Checks
+	// failed holds the paths of fields found wrong, so validate does not
+	// reason from the default that stands in for one (a misspelt kind is
+	// not a simulated target missing its algorithm).
+	failed map[string]bool
 }
 
 // schema collects the fields a decoder accepts, in the order met.
@@ -61,10 +69,11 @@ func (d *decoder) note(path, typ string, values []string) bool {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, lines: map[string]int{}, budget: maxNodes}
+	return &decoder{file: file, lines: map[string]int{}, budget: maxNodes, failed: map[string]bool{}}
 }
 
 func (d *decoder) errorf(line int, path, format string, args ...any) {
+	d.failed[path] = true
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -153,7 +162,8 @@ func (d *decoder) fields(n *yaml.Node, path string, handlers map[string]func(v *
 		}
 		h, ok := handlers[k.Value]
 		if !ok {
-			d.errorf(k.Line, p, "unknown field (want one of %s)", strings.Join(sortedKeys(handlers), ", "))
+			here := sortedKeys(handlers)
+			d.errorf(k.Line, p, "unknown field%s (want one of %s)", suggest.DidYouMean(k.Value, append(elsewhere(path, k.Value), here...)), strings.Join(here, ", "))
 			continue
 		}
 		if seen[k.Value] {
@@ -165,6 +175,50 @@ func (d *decoder) fields(n *yaml.Node, path string, handlers map[string]func(v *
 		h(v, p)
 	}
 	return true
+}
+
+// elsewhere lists the other places a field named key exists, for one
+// written at the wrong level: redis at the top is target.redis.
+func elsewhere(path, key string) []string {
+	here := indexRE.ReplaceAllString(path, "[]")
+	var out []string
+	for _, f := range fieldPaths() {
+		parent, name := "", f
+		if i := strings.LastIndexByte(f, '.'); i >= 0 {
+			parent, name = f[:i], f[i+1:]
+		}
+		if name == key && parent != here {
+			out = append(out, f)
+		}
+	}
+	// The shallowest first: target.timeout before target.endpoints[].timeout.
+	slices.SortStableFunc(out, func(a, b string) int { return strings.Count(a, ".") - strings.Count(b, ".") })
+	return out
+}
+
+// indexRE matches a list index in a field path ("[3]").
+var indexRE = regexp.MustCompile(`\[\d+\]`)
+
+// fieldPaths is every field path a file may hold, from the decoder's own
+// tables (see Fields), computed once. (A sync.OnceValue variable would be
+// an initialization cycle: the tables' walk reaches elsewhere.)
+func fieldPaths() []string {
+	allPaths.once.Do(func() {
+		d := newDecoder("")
+		d.schema = &schema{seen: map[string]bool{}}
+		d.document(probe)
+		for _, f := range d.schema.fields {
+			if !strings.HasSuffix(f.Path, "[]") {
+				allPaths.list = append(allPaths.list, f.Path)
+			}
+		}
+	})
+	return allPaths.list
+}
+
+var allPaths struct {
+	once sync.Once
+	list []string
 }
 
 func sortedKeys(m map[string]func(*yaml.Node, string)) []string {
@@ -224,7 +278,7 @@ func (d *decoder) enum(dst *string, what string, allowed []string) func(*yaml.No
 				return
 			}
 		}
-		d.errorf(s.Line, path, "unknown %s %q (want one of %s)", what, s.Value, strings.Join(allowed, ", "))
+		d.errorf(s.Line, path, "unknown %s %q%s (want one of %s)", what, s.Value, suggest.DidYouMean(s.Value, allowed), strings.Join(allowed, ", "))
 	}
 }
 
@@ -500,9 +554,11 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 				t.Endpoints = append(t.Endpoints, e)
 			})
 		},
-		"urls":   d.strList(&t.URLs),
-		"redact": d.strList(&t.Redact),
-		"method": d.str(&t.Method),
+		"urls":            d.strList(&t.URLs),
+		"request_timeout": d.duration(&t.RequestTimeout),
+		"redact":          d.strList(&t.Redact),
+		"show_query":      d.strList(&t.ShowQuery),
+		"method":          d.str(&t.Method),
 		"identity": func(n *yaml.Node, p string) {
 			d.fields(n, p, map[string]func(*yaml.Node, string){
 				"header": d.str(&t.Identity.Header),

@@ -281,19 +281,57 @@ func syntaxError(name string, err error, data []byte) *Error {
 	e := &Error{File: name, Msg: "YAML: " + msg}
 	var line int
 	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr == nil && line > 0 {
-		e.Line = line
-		if _, rest, ok := strings.Cut(msg, ": "); ok {
-			e.Msg = "YAML: " + rest
+		_, msg, _ = strings.Cut(msg, ": ")
+		if parserProblem(msg) {
+			line++
 		}
-		if unquotedTemplate(data, line) {
+	} else if parserProblem(msg) {
+		line = 1 // the parser's mark was 0, the first line: yaml.v3 then names none
+	}
+	if line > 0 {
+		e.Line, e.Msg = line, "YAML: "+msg
+		switch {
+		case unquotedTemplate(data, line):
 			e.Msg += ` (a value with a template in braces must be quoted, as in urls: ["http://gw/users/{id}"])`
+		case strings.HasPrefix(msg, "did not find expected ',' or '}'"):
+			e.Msg += " (a {...} mapping is not closed, or a value in it needs quotes)"
+		case strings.HasPrefix(msg, "did not find expected ',' or ']'"):
+			e.Msg += " (a [...] list is not closed, or a value in it needs quotes)"
 		}
 	}
 	return e
 }
 
+// parserProblems are the messages of yaml.v3's parser, as opposed to its
+// scanner. For a parser error yaml.v3 reports the mark's line as it is,
+// counted from 0 (it adds 1 for scanner errors only), so an unclosed {
+// on line 3 read "line 2". The two sets of messages do not overlap.
+var parserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+func parserProblem(msg string) bool {
+	for _, p := range parserProblems {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // unquotedTemplate reports whether line n of data (1-based), or one next
-// to it (the parser's line is often one off), holds a template such as
+// to it (the error's line is where the construct opened, the template may
+// sit a line later), holds a template such as
 // {id} outside quotes: inside [...] or {...} YAML reads the brace as the
 // start of a mapping, and the error it gives does not say so.
 func unquotedTemplate(data []byte, n int) bool {

@@ -129,7 +129,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					Name: "http-gateways", File: "testdata/http.yaml", Line: 1,
 					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 					Target: Target{
-						Kind: KindHTTP, Gateways: 2, Timeout: DefaultTimeout,
+						Kind: KindHTTP, Gateways: 2, Timeout: DefaultTimeout, RequestTimeout: DefaultRequestTimeout,
 						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
 						URLs:      []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"},
 						Method:    "POST", Identity: Identity{Query: "api_key"},

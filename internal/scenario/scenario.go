@@ -185,8 +185,12 @@ type Target struct {
 	// Redis is embedded, spawn, spawn-sentinel, spawn-cluster or a redis://
 	// URL (simulated, redis-script).
 	Redis string
-	// Timeout bounds each Redis call; an endpoint may override it.
+	// Timeout bounds each Redis call; an endpoint may override it
+	// (simulated, redis-script).
 	Timeout time.Duration
+	// RequestTimeout bounds one request of an http target, from dialing
+	// to the end of its answer: a network's time, not a Redis call's.
+	RequestTimeout time.Duration
 	// ClockSkew is the largest per-gateway clock offset; gateways get
 	// offsets spread over [-ClockSkew, +ClockSkew].
 	ClockSkew time.Duration
@@ -225,9 +229,15 @@ type Target struct {
 	// TLS configures https:// gateways: a CA to trust, a client
 	// certificate, or no verification at all.
 	TLS TLSFiles
-	// Redact names query parameters whose values never appear in reports,
-	// histories or messages, beside those whose names look like
-	// credentials (token, key, secret, signature, password, auth …).
+	// ShowQuery names the query parameters of URLs whose values reports,
+	// histories and messages may show; every other query value is shown
+	// as xxxxx (the identity parameter's value, an identity name, is shown
+	// too). See ShownURL.
+	ShowQuery []string
+	// Redact names query parameters whose values are never shown. Every
+	// value is hidden unless ShowQuery names it, so what Redact adds is a
+	// guard: a name in both is an error. (Before show_query, only names
+	// that looked like credentials were hidden, and Redact added to them.)
 	Redact []string
 
 	// redis-script targets.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
+	"github.com/rlctl/rlctl/internal/suggest"
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
@@ -30,8 +31,12 @@ const (
 	DefaultIdentities = 1
 	DefaultRounds     = workload.DefaultRounds
 	DefaultMethod     = "GET"
-	DefaultIDHeader   = "X-API-Key"
-	DefaultEndpoint   = "default"
+	// DefaultRequestTimeout is an http target's request_timeout: seconds,
+	// since a real gateway's answer crosses a network (Redis's 50ms would
+	// count a gateway answering in 60ms as lost).
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultIDHeader       = "X-API-Key"
+	DefaultEndpoint       = "default"
 	// DefaultMaxErrorRate is max_error_rate's default: 1% of requests.
 	DefaultMaxErrorRate = 0.01
 	// MaxIdentities bounds traffic.identities: what each identity costs
@@ -98,6 +103,14 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		}
 		if t.DeniedStatus == nil {
 			t.DeniedStatus = []int{429}
+		}
+		if t.RequestTimeout == 0 && lines["target.request_timeout"] == 0 {
+			t.RequestTimeout = DefaultRequestTimeout
+			if lines["target.timeout"] > 0 {
+				// A file written before request_timeout existed bounded
+				// its requests with timeout: it keeps doing so.
+				t.RequestTimeout = t.Timeout
+			}
 		}
 	}
 
@@ -187,7 +200,15 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 
 	t := &sc.Target
-	switch t.Kind {
+	// A kind that failed to decode stands as the default, simulated: what
+	// depends on the kind would be reasoned from that guess (https read as
+	// a simulated target missing its algorithm), so it is left unchecked
+	// and the kind's own error speaks for the target.
+	known := t.Kind
+	if d.failed["target.kind"] {
+		known = ""
+	}
+	switch known {
 	case KindSimulated:
 		if !set("target.algorithm") {
 			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Algorithms, ", "))
@@ -241,7 +262,7 @@ func (d *decoder) validate(sc *Scenario) {
 		}
 	}
 	onlyFor := func(field, kind string) {
-		if set(field) && t.Kind != kind {
+		if set(field) && known != "" && t.Kind != kind {
 			bad(field, "applies to %s targets only, not %s", kind, t.Kind)
 		}
 	}
@@ -251,7 +272,10 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.TLS.Set() && !slices.ContainsFunc(t.URLs, func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "https://") }) && t.Kind == KindHTTP {
 		bad("target.tls", "applies to https:// URLs, and none is")
 	}
-	for _, f := range []string{"target.urls", "target.redact", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
+	if t.Kind == KindHTTP {
+		checkShowQuery(t, bad)
+	}
+	for _, f := range []string{"target.urls", "target.request_timeout", "target.redact", "target.show_query", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
 		onlyFor(f, KindHTTP)
 	}
 	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
@@ -260,7 +284,7 @@ func (d *decoder) validate(sc *Scenario) {
 	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
 		onlyFor(f, KindSimulated)
 	}
-	if sc.Requires == RequireCluster {
+	if sc.Requires == RequireCluster && known != "" {
 		switch {
 		case t.Kind == KindHTTP:
 			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an http target's Redis is its own")
@@ -294,6 +318,14 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
+	}
+	if t.Kind == KindHTTP {
+		if set("target.timeout") && set("target.request_timeout") {
+			bad("target.timeout", "an http target's requests are bounded by request_timeout; timeout (a Redis call's) does not apply: give request_timeout only")
+		}
+		if t.RequestTimeout <= 0 {
+			bad("target.request_timeout", "must be positive: a silent gateway must not hang a request")
+		}
 	}
 	checkReplicate(t, d.checks.Replicates, set, bad)
 
@@ -494,7 +526,7 @@ func (t Target) String() string {
 	case KindHTTP:
 		urls := make([]string, len(t.URLs))
 		for i, u := range t.URLs {
-			urls[i] = redact.URL(u, t.Redact...)
+			urls[i] = t.ShownURL(u)
 		}
 		return fmt.Sprintf("http ×%d (%s)", len(t.URLs), strings.Join(urls, ", "))
 	case KindRedisScript:
@@ -514,6 +546,51 @@ func (t Target) String() string {
 		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)
 	}
 	return s
+}
+
+// ShownURL is an http target's URL (or one made from it) as rlctl shows
+// it anywhere: no password, and xxxxx for every query value except those
+// of show_query and the identity parameter.
+func (t Target) ShownURL(u string) string {
+	return redact.TargetURL(u, t.shownQuery()...)
+}
+
+// RedactError hides, in the URL an error from net/http carries, what
+// ShownURL hides. Call it on the error as returned, before wrapping it.
+func (t Target) RedactError(err error) error {
+	return redact.TargetError(err, t.shownQuery()...)
+}
+
+func (t Target) shownQuery() []string {
+	if t.Identity.Query == "" {
+		return t.ShowQuery
+	}
+	return append(slices.Clip(t.ShowQuery), t.Identity.Query)
+}
+
+// checkShowQuery: show_query names parameters the URLs have (a typo
+// would show nothing and hide nothing), never one redact hides.
+func checkShowQuery(t *Target, bad func(path, format string, args ...any)) {
+	var present []string
+	for _, u := range t.URLs {
+		for _, p := range redact.QueryParams(u) {
+			present = append(present, p.Name)
+		}
+	}
+	if t.Identity.Query != "" {
+		present = append(present, t.Identity.Query)
+	}
+	for i, name := range t.ShowQuery {
+		p := index("target.show_query", i)
+		switch {
+		case name == "":
+			bad(p, "must not be empty")
+		case slices.Contains(t.Redact, name):
+			bad(p, "%q is also in redact, whose values are never shown: keep it in one of the two", name)
+		case !slices.Contains(present, name):
+			bad(p, "%q is a query parameter of none of the urls%s", name, suggest.DidYouMean(name, present))
+		}
+	}
 }
 
 // check1 applies a check of Checks, nil when there is none.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/suggest"
 )
 
 // LimitName is the operand that stands for the published count.
@@ -237,6 +238,10 @@ func resolveName(s string) (name string, duration bool, err error) {
 	}
 	if slices.Contains(metric.Names, s) {
 		return s, false, nil
+	}
+	names := append([]string{LimitName}, Names()...)
+	if near := suggest.DidYouMean(s, names); near != "" {
+		return "", false, fmt.Errorf("unknown name %q%s (rlctl help metrics lists every metric)", s, near)
 	}
 	return "", false, fmt.Errorf("unknown name %q (want limit, a metric: %s)", s, strings.Join(Names(), ", "))
 }

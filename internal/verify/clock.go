@@ -43,13 +43,13 @@ func redisClock(cfg *redisconn.Config) *clockRef {
 // decision time (X-RateLimit-Decided-At, to the microsecond), else its
 // Date header (to the second).
 func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
-	c := &http.Client{Timeout: max(t.Timeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
+	c := &http.Client{Timeout: max(t.RequestTimeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
 	ref := &clockRef{name: "http Decided-At"}
 	ref.read = func(ctx context.Context) (time.Time, time.Duration, error) {
 		fill := func(s string) string { return strings.ReplaceAll(s, "{id}", httptarget.ProbeID) }
 		u, err := url.Parse(fill(t.URLs[0]))
 		if err != nil {
-			return time.Time{}, 0, err
+			return time.Time{}, 0, t.RedactError(err)
 		}
 		if t.Identity.Query != "" {
 			q := u.Query()
@@ -66,7 +66,7 @@ func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
 		}
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 		if err != nil {
-			return time.Time{}, 0, err
+			return time.Time{}, 0, t.RedactError(err)
 		}
 		for k, v := range t.Headers {
 			req.Header.Set(k, fill(v))
@@ -76,7 +76,7 @@ func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			return time.Time{}, 0, err
+			return time.Time{}, 0, t.RedactError(err)
 		}
 		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -85,7 +85,7 @@ func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
 		}
 		at, err := http.ParseTime(resp.Header.Get("Date"))
 		if err != nil {
-			return time.Time{}, 0, fmt.Errorf("%s answered with neither %s nor a Date", t.URLs[0], decision.DecidedAtHeader)
+			return time.Time{}, 0, fmt.Errorf("%s answered with neither %s nor a Date", t.ShownURL(t.URLs[0]), decision.DecidedAtHeader)
 		}
 		ref.name = "http Date"
 		return at, time.Second, nil

@@ -325,8 +325,8 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 			URLs: sc.Target.URLs, Method: sc.Target.Method,
 			IdentityHeader: sc.Target.Identity.Header, IdentityQuery: sc.Target.Identity.Query,
 			Headers: sc.Target.Headers, Body: sc.Target.Body,
-			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.Timeout, TLS: tlsConf,
-			Sources: sources, ProbeSource: probeSrc, Redact: sc.Target.Redact,
+			DeniedStatus: sc.Target.DeniedStatus, Timeout: sc.Target.RequestTimeout, TLS: tlsConf,
+			Sources: sources, ProbeSource: probeSrc, ShowQuery: sc.Target.ShowQuery,
 		})
 		if err != nil {
 			return nil, exitcode.With(fmt.Errorf("%s: http target: %w", sc.Name, err), exitcode.Usage)

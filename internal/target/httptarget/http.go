@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -56,9 +57,11 @@ type Options struct {
 	// machine's default), chosen outside Sources so that a gateway keying
 	// on the client's address counts no probe against a run's identity.
 	ProbeSource netip.Addr
-	// Redact names query parameters whose values are hidden wherever a URL
-	// is shown, beside those that look like credentials (see redact.URL).
-	Redact []string
+	// ShowQuery names the query parameters whose values may be shown
+	// wherever a URL is (reports, histories, messages): every other value
+	// is hidden (see redact.TargetURL), except the identity's, which is the
+	// run's own identity name.
+	ShowQuery []string
 }
 
 type httpGateway struct {
@@ -96,7 +99,9 @@ type httpTarget struct {
 	tlsConf  *tls.Config
 	timeout  time.Duration
 	probeSrc netip.Addr
-	redact   []string
+	// show names the query parameters whose values are shown: ShowQuery,
+	// and those that carry the identity.
+	show []string
 }
 
 // netClient is net/http's side of an http target, for one source address.
@@ -176,6 +181,7 @@ func New(o Options) (traffic.Target, error) {
 	if len(t.endpoints) == 0 {
 		t.endpoints = []string{"default"}
 	}
+	t.show = identityParams(o.URLs, o.IdentityQuery, o.ShowQuery)
 	parsed := make([]*url.URL, len(o.URLs))
 	queries := make([]string, len(o.URLs))
 	for i, raw := range o.URLs {
@@ -183,7 +189,7 @@ func New(o Options) (traffic.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("http target: bad URL: %w", err)
 		}
-		name := shownURL(u, o.Redact...)
+		name := shownURL(u, t.show...)
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("http target: URL %s: want http:// or https:// with a host", name)
 		}
@@ -222,7 +228,7 @@ func New(o Options) (traffic.Target, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	t.tlsConf, t.timeout, t.probeSrc, t.redact = o.TLS, timeout, o.ProbeSource, o.Redact
+	t.tlsConf, t.timeout, t.probeSrc = o.TLS, timeout, o.ProbeSource
 	if a := o.ProbeSource; a.IsValid() && machineAddr(a) != nil {
 		t.probeSrc = netip.Addr{} // not this machine's: probe from its default
 	}
@@ -320,7 +326,7 @@ func (t *httpTarget) Do(ctx context.Context, r traffic.Request) traffic.Response
 	resp, err := t.nets[src].client.Do(req)
 	if err != nil {
 		// The client's error names the URL: without its credentials.
-		return lostResponse(redact.Error(err, t.redact...))
+		return lostResponse(t.timedOut(ctx, redact.TargetError(err, t.show...)))
 	}
 	drain(resp.Body)
 	return t.answer(g, resp.StatusCode, resp.Header)
@@ -342,7 +348,7 @@ func (t *httpTarget) netRequest(ctx context.Context, g *httpGateway, id string) 
 	}
 	req, err := http.NewRequestWithContext(ctx, t.method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("build request for %s: %w", g.name, redact.Error(err, t.redact...))
+		return nil, fmt.Errorf("build request for %s: %w", g.name, redact.TargetError(err, t.show...))
 	}
 	for _, h := range t.headers {
 		v := h.value
@@ -402,6 +408,9 @@ func (t *httpTarget) Probe(ctx context.Context) error {
 			if errors.As(err, &ue) {
 				err = ue.Err // g.name already says which URL
 			}
+			if ctx.Err() == nil && isTimeout(err) {
+				err = fmt.Errorf("within %s %s (the connection gets at least %s): %w", TimeoutField, t.timeout, ProbeConnectTimeout, err)
+			}
 			errs[i] = fmt.Errorf("%s did not answer: %w", g.name, err)
 		})
 	}
@@ -413,7 +422,7 @@ func (t *httpTarget) doRaw(ctx context.Context, r traffic.Request, p *rawPool) t
 	g := &t.gws[r.Gateway]
 	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
-		return lostResponse(fmt.Errorf("%s %s: %w", t.method, g.name, err))
+		return lostResponse(fmt.Errorf("%s %s: %w", t.method, g.name, t.timedOut(ctx, err)))
 	}
 	return t.answer(g, a.status, a.hints)
 }
@@ -466,6 +475,34 @@ func drain(b io.ReadCloser) {
 	}
 	drainBufs.Put(buf)
 	b.Close()
+}
+
+// TimeoutField is the scenario field that sets Options.Timeout. The error
+// of a request that ran out of its timeout names it, with its value, so a
+// gateway slower than the timeout reads as what to raise, not as a fault
+// of the gateway.
+const TimeoutField = "target.request_timeout"
+
+// timedOut names the timeout in err when the request ran out of it (a
+// dial or an answer slower than t.timeout), not when the run itself cut
+// it short (ctx done). Wrapping keeps what lostResponse looks for.
+func (t *httpTarget) timedOut(ctx context.Context, err error) error {
+	if ctx.Err() != nil || !isTimeout(err) {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// The run's deadline passed, though ctx may not say so yet: its
+		// timer fires a moment after the connection deadline set from it.
+		return err
+	}
+	return fmt.Errorf("no answer after %s %s: %w", TimeoutField, t.timeout, err)
+}
+
+// isTimeout reports whether err is a deadline that passed: the raw
+// client's connection deadline, net/http's Client.Timeout, a dial's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // lostResponse is the error of a request whose answer never came: once

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -60,7 +61,7 @@ func parseIDURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.ReplaceAll(raw, "{id}", idMark))
 	if err != nil {
 		// The error quotes the URL: without its password, {id} as written.
-		return nil, errors.New(strings.ReplaceAll(redact.Error(err).Error(), idMark, "{id}"))
+		return nil, errors.New(strings.ReplaceAll(redact.TargetError(err).Error(), idMark, "{id}"))
 	}
 	if strings.Contains(u.Host, idMark) || strings.Contains(u.User.String(), idMark) || strings.Contains(u.Fragment, idMark) {
 		return nil, fmt.Errorf("URL %s: {id} goes in the path or the query, not the host, user or fragment", shownURL(u))
@@ -68,10 +69,29 @@ func parseIDURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// shownURL is u as reports, logs and errors show it: {id} as written,
-// credentials hidden (see redact.URL, with extra secret parameter names).
-func shownURL(u *url.URL, extra ...string) string {
-	return redact.URL(strings.ReplaceAll(u.String(), idMark, "{id}"), extra...)
+// shownURL is u as reports, logs and errors show it: {id} as written, the
+// password and every query value hidden but those of the parameters in
+// show (see redact.TargetURL).
+func shownURL(u *url.URL, show ...string) string {
+	return redact.TargetURL(strings.ReplaceAll(u.String(), idMark, "{id}"), show...)
+}
+
+// identityParams is show with the query parameters that carry the
+// identity: the identity parameter, and those whose value is {id} in a
+// URL. Their values are identity names, which reports show anyway.
+func identityParams(urls []string, identity string, show []string) []string {
+	out := slices.Clone(show)
+	if identity != "" {
+		out = append(out, identity)
+	}
+	for _, raw := range urls {
+		for _, p := range redact.QueryParams(raw) {
+			if p.Value == "{id}" && !slices.Contains(out, p.Name) {
+				out = append(out, p.Name)
+			}
+		}
+	}
+	return out
 }
 
 // CheckURL checks a gateway URL as New will take it: http:// or

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/netcheck"
+	"github.com/rlctl/rlctl/internal/redact"
 )
 
 // warmDials are net/http's dial hooks for an http target: each hands out a
@@ -72,7 +73,7 @@ func (w *warmDials) dialTLS(ctx context.Context, network, addr string) (net.Conn
 func (w *warmDials) warm(ctx context.Context, rawURL string, n int) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return err
+		return redact.TargetError(err) // it quotes the URL
 	}
 	kind, dial := "tcp", w.dialer.DialContext
 	if u.Scheme == "https" {
