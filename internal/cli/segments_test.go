@@ -195,8 +195,10 @@ func metrics(t *testing.T, dir string) analysis.Metrics {
 func writeScenario(t *testing.T, name string, urls []string, traffic string) string {
 	t.Helper()
 	// A clock window admits up to 2L in a sliding window: that is the
-	// claim, the default ceiling <= limit is not.
-	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\nthresholds: [ceiling <= 2 * limit]\n", name, urls[0], urls[1], traffic)
+	// claim, the default ceiling <= limit is not. The tests bracket the
+	// gateways' own counts, which a few requests dropped on a stalled
+	// machine do not change.
+	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\nthresholds: [ceiling <= 2 * limit]\nmax_error_rate: 0.1\n", name, urls[0], urls[1], traffic)
 	p := filepath.Join(t.TempDir(), "scenario.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
