@@ -176,3 +176,24 @@ func TestEmptySuiteIsNoPass(t *testing.T) {
 		t.Fatalf("status %s, exit %d, reason %q", rep.Status, code, rep.Reason)
 	}
 }
+
+// A gateway slower than the engine's default grace, within the request
+// timeout: the last requests of the schedule are still answered, not cut
+// off as errors of the run's own making.
+func TestSlowGatewayWithinItsTimeoutIsAnswered(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") != "rlctl-probe" {
+			time.Sleep(1500 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	out := run(t, parse(t, fmt.Sprintf(`name: slow
+limit: 100/1s
+target: {kind: http, urls: [%q]}
+traffic: {rate: 20/s, duration: 500ms}
+`, srv.URL+"/")))
+	if r := out.Report; r.Metrics[metric.Errors] != 0 || r.Metrics[metric.Allowed] != r.Metrics[metric.Requests] {
+		t.Fatalf("%g of %g answered, %g errors", r.Metrics[metric.Allowed], r.Metrics[metric.Requests], r.Metrics[metric.Errors])
+	}
+}

@@ -131,7 +131,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	var errs errorSample
 	h, runErr := traffic.Run(ctx, env.target, plan, traffic.RunOptions{
 		Meta: meta, Hooks: env.hooks, Progress: o.Progress, OnError: errs.add,
-		StartAt: o.StartAt, Now: o.Now,
+		StartAt: o.StartAt, Now: o.Now, Grace: graceOf(sc),
 	})
 	if runErr != nil && h == nil {
 		if errors.Is(runErr, traffic.ErrInvalidPlan) {
@@ -186,6 +186,19 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return out, exitcode.With(fmt.Errorf("%s: %s", sc.Name, r.Error), exitcode.Code(r.ExitCode))
 	}
 	return out, nil
+}
+
+// graceOf is how long a run's last requests may finish after its schedule
+// ends: as long as one may take (an http request its request_timeout, a
+// decision its Redis call's timeout), and at least traffic.DefaultGrace,
+// so a slow answer still on its way is an answer, not an error of the
+// run's own making.
+func graceOf(sc *scenario.Scenario) time.Duration {
+	g := max(traffic.DefaultGrace, sc.Target.RequestTimeout, sc.Target.Timeout)
+	for _, ep := range sc.Target.Endpoints {
+		g = max(g, ep.Timeout)
+	}
+	return g
 }
 
 // errorSample keeps the first few distinct errors a run's requests met.
