@@ -72,6 +72,9 @@ var Checks = []Check{
 	{Name: "concurrent", Code: exitcode.Failed,
 		Needs: "The race pattern raced: in at least half its releases (one identity's request through every gateway at once) every request was in flight at one instant (the last sent before the first answered).",
 		test:  concurrent},
+	{Name: "kept-time", Code: exitcode.Failed,
+		Needs: "rlctl kept the schedule: 99% of its requests left less than half the run's shortest measured span late (the window W; the boundary shots' span; herd_peak's 100ms): sent later, a figure counts rlctl's own delay, not the target's behaviour.",
+		test:  keptTime},
 	{Name: "stamps", NoteOnly: true,
 		Needs: "The target's own decision times (Redis TIME, X-RateLimit-Decided-At) fit each request's send and receive once moved onto rlctl's clock; where they do not, they are ignored, with a note, and the ceiling's bounds come from send and receive.",
 		test:  stamps},
@@ -374,6 +377,26 @@ func concurrent(c Claim, f Facts) (string, bool) {
 			r.Concurrent, textfmt.Count(r.Releases, "release")), true
 	}
 	return "", true
+}
+
+// keptTime holds when rlctl's own send lag stays well inside the
+// shortest span its figures count requests over.
+func keptTime(c Claim, f Facts) (string, bool) {
+	lag, ok := f.Metrics[metric.SendLagP99]
+	if !ok {
+		return "", false
+	}
+	span, what := c.Limit.Window, "the window "+c.Limit.Window.String()
+	if len(f.Boundaries) > 0 && f.Boundaries[0].Span > 0 && f.Boundaries[0].Span < span {
+		span, what = f.Boundaries[0].Span, "the boundary shots' span "+f.Boundaries[0].Span.String()
+	}
+	if _, herd := f.Metrics[metric.HerdPeak]; herd && metric.HerdSpan < span {
+		span, what = metric.HerdSpan, "herd_peak's "+metric.HerdSpan.String()
+	}
+	if span <= 0 || lag*float64(time.Millisecond) <= float64(span)/2 {
+		return "", true
+	}
+	return fmt.Sprintf("rlctl itself sent 1%% of requests %sms or more late (its own CPU or scheduling: the machine was too busy), more than half of %s its figures count over, so they measure rlctl's delay, not the target", textfmt.Num(lag), what), true
 }
 
 func stamps(c Claim, f Facts) (string, bool) {

@@ -108,6 +108,9 @@ func TestValidityTable(t *testing.T) {
 		{"boundary of an unknown edge", "straddled", nil, func(f *Facts) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Uncertainty: -1, Span: 50 * time.Millisecond}}
 		}, exitcode.Failed, "no edge could be learned"},
+		{"a starved instrument", "kept-time", nil, func(f *Facts) {
+			f.Metrics[metric.SendLagP99], f.Metrics[metric.HerdPeak] = 271, 42
+		}, exitcode.Failed, "sent 1% of requests 271ms or more late"},
 		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 10} },
 			exitcode.Failed, "only 10 of 100 releases (one identity's request through every gateway at once) had every request in flight"},
 	}
