@@ -44,8 +44,9 @@ type Stamps struct {
 // RaceConduct counts the race pattern's releases: one identity's request
 // through every gateway at once, in one round.
 type RaceConduct struct {
-	// Releases counts them; Concurrent those whose requests were all in
-	// flight at one instant (the last sent before the first answered).
+	// Releases counts them; Concurrent those in which two requests at
+	// least were in flight at one instant (the second sent before the
+	// first answer came): only then could two checks interleave.
 	Releases, Concurrent int
 }
 
@@ -126,14 +127,16 @@ func (a *analyzer) stamp(h *history.History, i int) (int64, bool) {
 // a time, beside scanIdentities.
 type conductScan struct {
 	stamps, ignored int64
-	// releases maps (round, identity) to the latest send and earliest
-	// answer of its released requests.
+	// releases maps (round, identity) to the two earliest sends and the
+	// earliest answer of its released requests.
 	releases map[uint64]*flight
 	// shots maps (boundary, identity) to what its shots were answered.
 	shots map[uint64]*shotTally
 }
 
-type flight struct{ lastSent, firstAnswer time.Duration }
+type flight struct {
+	first, second, firstAnswer time.Duration // second: NoTime until two were sent
+}
 
 type shotTally struct {
 	allowed int64
@@ -161,10 +164,16 @@ func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 		k := uint64(uint32(r))<<32 | uint64(id)
 		f := cs.releases[k]
 		if f == nil {
-			f = &flight{lastSent: sent, firstAnswer: recv}
-			cs.releases[k] = f
+			cs.releases[k] = &flight{first: sent, second: history.NoTime, firstAnswer: recv}
+		} else {
+			switch {
+			case sent < f.first:
+				f.first, f.second = sent, f.first
+			case f.second == history.NoTime || sent < f.second:
+				f.second = sent
+			}
+			f.firstAnswer = min(f.firstAnswer, recv)
 		}
-		f.lastSent, f.firstAnswer = max(f.lastSent, sent), min(f.firstAnswer, recv)
 	}
 	if len(a.boundaries) == 0 || (o != decision.Allowed && o != decision.Denied) {
 		return
@@ -217,7 +226,7 @@ func (a *analyzer) conductResult() Conduct {
 	}
 	for _, f := range a.cs.releases {
 		out.Race.Releases++
-		if f.lastSent < f.firstAnswer {
+		if f.second != history.NoTime && f.second < f.firstAnswer {
 			out.Race.Concurrent++
 		}
 	}

@@ -70,7 +70,7 @@ var Checks = []Check{
 		Needs: "The boundary pattern straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), or the answers show the window rolling between them.",
 		test:  straddled},
 	{Name: "concurrent", Code: exitcode.Failed,
-		Needs: "The race pattern raced: in at least half its releases (one identity's request through every gateway at once) every request was in flight at one instant (the last sent before the first answered).",
+		Needs: "The race pattern raced: in at least half its releases (one identity's request through every gateway at once) two requests at least were in flight at one instant (the second sent before the first answered), so their checks could interleave.",
 		test:  concurrent},
 	{Name: "kept-time", Code: exitcode.Failed,
 		Needs: "rlctl kept the schedule: 99% of its requests left less than half the run's shortest measured span late (the window W; the boundary shots' span; herd_peak's 100ms): sent later, a figure counts rlctl's own delay, not the target's behaviour.",
@@ -373,7 +373,7 @@ func concurrent(c Claim, f Facts) (string, bool) {
 		return "", false
 	}
 	if r := f.Race; 2*r.Concurrent < r.Releases {
-		return fmt.Sprintf("only %d of %s (one identity's request through every gateway at once) had every request in flight at one instant: the gateways' checks did not race, so race_excess measures sequential requests",
+		return fmt.Sprintf("only %d of %s (one identity's request through every gateway at once) had two requests in flight at one instant: the gateways' checks did not race, so race_excess measures sequential requests",
 			r.Concurrent, textfmt.Count(r.Releases, "release")), true
 	}
 	return "", true

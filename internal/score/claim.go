@@ -141,8 +141,8 @@ type Boundary struct {
 // Race is what the race pattern's releases did: one identity's request
 // through every gateway at once, in one round.
 type Race struct {
-	// Releases were made; Concurrent of them had every request in flight
-	// at one instant (the last sent before the first answered).
+	// Releases were made; Concurrent of them had two requests at least in
+	// flight at one instant (the second sent before the first answered).
 	Releases, Concurrent int
 }
 

@@ -112,7 +112,7 @@ func TestValidityTable(t *testing.T) {
 			f.Metrics[metric.SendLagP99], f.Metrics[metric.HerdPeak] = 271, 42
 		}, exitcode.Failed, "sent 1% of requests 271ms or more late"},
 		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 10} },
-			exitcode.Failed, "only 10 of 100 releases (one identity's request through every gateway at once) had every request in flight"},
+			exitcode.Failed, "only 10 of 100 releases (one identity's request through every gateway at once) had two requests in flight"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
