@@ -9,7 +9,6 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
-
 // conductRecord is a record of identity id through gateway g, sent and answered
 // at the given offsets.
 func conductRecord(id uint32, g uint16, round int32, intended, sent, recv time.Duration, o decision.Outcome) history.Record {
