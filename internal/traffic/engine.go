@@ -132,6 +132,11 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	go e.collect(h, consumed)
 
 	if err := e.begin(h, o.StartAt, o.Now); err != nil {
+		// Nothing was sent: stop the collector and release the history.
+		close(e.results)
+		close(e.batches)
+		<-consumed
+		_ = h.Close()
 		return nil, err
 	}
 	hooks := e.startHooks(o.Hooks)
