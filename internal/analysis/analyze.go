@@ -557,15 +557,37 @@ func densify[T uint16 | uint32](v T, dense map[T]T, names []string) []string {
 // the indices in use and the clocks' offsets; then tallies, latency, the
 // run's span and recovery; then the grouping of the allowed by identity.
 func (a *analyzer) scan() error {
+	cb, wt, err := a.scanIndices()
+	if err != nil {
+		return err
+	}
+	a.idState = make([]identityState, len(a.idNames))
+	a.gwState = make([]gatewayState, len(a.gwNames))
+	a.clockShifts(cb)
+	if err := a.scanTallies(wt); err != nil {
+		return err
+	}
+	a.sizeTimeline()
+	if a.spilled {
+		return a.groups.finish()
+	}
+	a.groupAllowed()
+	return nil
+}
+
+// scanIndices names every identity and gateway index the records and the
+// drops use (dense ones for sparse unnamed indices, see densify) and
+// gathers the clocks' offsets; for a spilled history it also weighs each
+// identity, which the grouping needs before the pass that writes it (see
+// stream.go).
+func (a *analyzer) scanIndices() (*clockBounds, *weights, error) {
 	h := a.h
 	a.idNames = slices.Clone(h.Meta.Identities)
 	a.gwNames = slices.Clone(h.Meta.Gateways)
 	a.idNamed, a.gwNamed = len(a.idNames), len(a.gwNames)
 	maxID, maxGW := -1, len(h.Meta.Gateways)-1
 	cb := newClockBounds(a.n)
-	// A spilled history's grouping needs each identity's weight before
-	// the pass that writes the groups (see stream.go).
-	var wt weights
+	wt := &weights{}
 	err := a.chunks(func(c *history.History, base int) {
 		for i := range c.Len() {
 			v := int(c.Identity(i))
@@ -578,7 +600,7 @@ func (a *analyzer) scan() error {
 		}
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Dropped requests tallied without a record count like records.
 	drops := &h.Meta.Drops
@@ -587,39 +609,8 @@ func (a *analyzer) scan() error {
 	sparseID := maxID >= len(a.idNames)+a.n
 	sparseGW := maxGW >= len(a.gwNames)+a.n
 	if sparseID || sparseGW {
-		// Sparse unnamed indices: give them dense ones.
-		if sparseID {
-			a.idMap = map[uint32]uint32{}
-		}
-		if sparseGW {
-			a.gwMap = map[uint16]uint16{}
-		}
-		wt = weights{}
-		err := a.chunks(func(c *history.History, _ int) {
-			for i := range c.Len() {
-				if v := c.Identity(i); sparseID && int(v) >= a.idNamed {
-					a.idNames = densify(v, a.idMap, a.idNames)
-				}
-				if v := c.Gateway(i); sparseGW && int(v) >= a.gwNamed {
-					a.gwNames = densify(v, a.gwMap, a.gwNames)
-				}
-				if a.spilled {
-					wt.add(c, i, int(a.identity(c, i)))
-				}
-			}
-		})
-		if err != nil {
-			return err
-		}
-		for k, c := range drops.Identity {
-			if sparseID && c > 0 && k >= a.idNamed {
-				a.idNames = densify(uint32(k), a.idMap, a.idNames)
-			}
-		}
-		for k, c := range drops.Gateway {
-			if sparseGW && c > 0 && k >= a.gwNamed {
-				a.gwNames = densify(uint16(k), a.gwMap, a.gwNames)
-			}
+		if wt, err = a.densifyIndices(sparseID, sparseGW); err != nil {
+			return nil, nil, err
 		}
 	}
 	for k := len(a.idNames); k <= maxID && !sparseID; k++ {
@@ -628,10 +619,55 @@ func (a *analyzer) scan() error {
 	for k := len(a.gwNames); k <= maxGW && !sparseGW; k++ {
 		a.gwNames = append(a.gwNames, fmt.Sprintf("#%d", k))
 	}
-	a.idState = make([]identityState, len(a.idNames))
-	a.gwState = make([]gatewayState, len(a.gwNames))
-	a.clockShifts(cb)
+	return cb, wt, nil
+}
 
+// densifyIndices gives the sparse unnamed identity (sparseID) or gateway
+// (sparseGW) indices of the records and the drops dense ones, in order of
+// first appearance, and weighs a spilled history's identities again by
+// their dense indices.
+func (a *analyzer) densifyIndices(sparseID, sparseGW bool) (*weights, error) {
+	if sparseID {
+		a.idMap = map[uint32]uint32{}
+	}
+	if sparseGW {
+		a.gwMap = map[uint16]uint16{}
+	}
+	wt := &weights{}
+	err := a.chunks(func(c *history.History, _ int) {
+		for i := range c.Len() {
+			if v := c.Identity(i); sparseID && int(v) >= a.idNamed {
+				a.idNames = densify(v, a.idMap, a.idNames)
+			}
+			if v := c.Gateway(i); sparseGW && int(v) >= a.gwNamed {
+				a.gwNames = densify(v, a.gwMap, a.gwNames)
+			}
+			if a.spilled {
+				wt.add(c, i, int(a.identity(c, i)))
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	drops := &a.h.Meta.Drops
+	for k, c := range drops.Identity {
+		if sparseID && c > 0 && k >= a.idNamed {
+			a.idNames = densify(uint32(k), a.idMap, a.idNames)
+		}
+	}
+	for k, c := range drops.Gateway {
+		if sparseGW && c > 0 && k >= a.gwNamed {
+			a.gwNames = densify(uint16(k), a.gwMap, a.gwNames)
+		}
+	}
+	return wt, nil
+}
+
+// scanTallies counts the outcomes per identity and per gateway, the
+// latencies and the run's span, and writes a spilled history's groups
+// (weighed by wt).
+func (a *analyzer) scanTallies(wt *weights) error {
 	// Two halves of the work read different columns, so they run side by
 	// side without sharing anything: latency per gateway and the run's
 	// span on one side, per-identity tallies on the other.
@@ -639,11 +675,11 @@ func (a *analyzer) scan() error {
 	a.start, a.end = math.MaxInt64, math.MinInt64
 	a.countDrops()
 	if a.spilled {
-		if err := a.newGroups(&wt); err != nil {
+		if err := a.newGroups(wt); err != nil {
 			return err
 		}
 	}
-	err = a.chunks(func(c *history.History, base int) {
+	err := a.chunks(func(c *history.History, base int) {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -662,7 +698,12 @@ func (a *analyzer) scan() error {
 	if a.start > a.end { // nothing seen
 		a.start, a.end = 0, 0
 	}
+	return nil
+}
 
+// sizeTimeline chooses the timeline's interval (Options.Interval, else a
+// round hundredth of the run) and allocates it.
+func (a *analyzer) sizeTimeline() {
 	a.interval = int64(a.opts.Interval)
 	if a.interval <= 0 {
 		a.interval = int64(niceInterval(time.Duration(a.end - a.start)))
@@ -673,12 +714,13 @@ func (a *analyzer) scan() error {
 		a.interval *= 2
 	}
 	a.timeline = make([]int64, (a.end-a.start)/a.interval+1)
+}
 
-	if a.spilled {
-		return a.groups.finish()
-	}
-	// Group the allowed records by identity (a counting sort), so the
-	// per-identity work below touches no map and sorts only short lists.
+// groupAllowed groups an in-memory history's allowed records by identity
+// (a counting sort), so the per-identity work touches no map and sorts
+// only short lists; dense identities are left out (see worker.each).
+func (a *analyzer) groupAllowed() {
+	h := a.h
 	a.offsets = make([]int, len(a.idState)+1)
 	a.dense = make([]bool, len(a.idState))
 	for k, st := range a.idState {
@@ -701,7 +743,6 @@ func (a *analyzer) scan() error {
 			fill[id]++
 		}
 	}
-	return nil
 }
 
 // scanLatency records every request's latency in its gateway's histogram
@@ -966,30 +1007,74 @@ func mid(s, r int64) int64 { return s + (r-s)/2 }
 func (w *worker) identity(k int, each func(visitFn)) {
 	a := w.a
 	st := &a.idState[k]
-	count := int(st.counts[decision.Allowed])
 	m := &st.fig
-	m.set(fRequests, float64(st.counts[decision.Allowed]+st.counts[decision.Denied]+st.counts[decision.Error]+st.counts[decision.Dropped]+st.counts[decision.Unknown]))
-	m.set(fAllowed, float64(st.counts[decision.Allowed]))
-	m.set(fDenied, float64(st.counts[decision.Denied]))
-	m.set(fErrors, float64(st.counts[decision.Error]))
-	m.set(fDropped, float64(st.counts[decision.Dropped]))
-	if st.failOpen > 0 || st.failClosed > 0 || len(a.faults) > 0 {
-		m.set(fFailOpen, float64(st.failOpen))
-		m.set(fFailClosed, float64(st.failClosed))
-	}
+	countFigures(m, st, len(a.faults) > 0)
 
-	// One gather over this identity's allowed records (in memory they are
-	// scattered through the history, so each visit is a cache miss: visit
-	// once) collects the interval ends and decision times, and counts
-	// boundaries and race rounds on the way.
-	//
 	// Scratch grows to the largest identity this worker meets, and no
 	// further (a spilled history's, to the budget: past it, sorted runs go
 	// to disk). A big identity (a fail-open run's millions of allowed)
 	// gets its decision times in a second gather into the sent sorter once
 	// the ceiling is done: a third less scratch where scratch is largest,
 	// for one more pass where a pass is cheapest relative to its sorts.
+	count := int(st.counts[decision.Allowed])
 	big := count >= a.bigIdentity
+	g := w.gather(count, big, each)
+	if w.perBoundary != nil {
+		m.set(fBoundaryAllowed, float64(g.bestBoundary))
+	}
+	if w.raceApplies {
+		m.set(fRaceExcess, float64(w.raceExcess()))
+	}
+	newBest := false
+	if a.w > 0 {
+		newBest = w.windowFigures(k, m, big, g.long)
+	}
+	times := w.decisionTimes(big, each)
+	if newBest {
+		// This identity is the worst so far: keep its sliding-window
+		// curve, while its sorted times are at hand.
+		w.sliding = slidingSeries(times.cursor(), times.cursor(), a.w, a.start, a.end, a.interval)
+	}
+	if a.w > 0 {
+		rate := sustainedRate(times.cursor(), times.n, a.start, a.end, a.w)
+		m.set(fSustainedRate, rate)
+		m.set(fBurst, burstFor(times.cursor(), rate))
+	}
+	if w.hasEnv {
+		m.set(fSlipped, float64(w.countSlipped(times, g.widest)))
+	}
+	w.addTimeline(times)
+}
+
+// countFigures sets the identity's outcome counts, and with faults (or any
+// fail-open or fail-closed decision) how many failed open and closed.
+func countFigures(m *figures, st *identityState, faults bool) {
+	m.set(fRequests, float64(st.counts[decision.Allowed]+st.counts[decision.Denied]+st.counts[decision.Error]+st.counts[decision.Dropped]+st.counts[decision.Unknown]))
+	m.set(fAllowed, float64(st.counts[decision.Allowed]))
+	m.set(fDenied, float64(st.counts[decision.Denied]))
+	m.set(fErrors, float64(st.counts[decision.Error]))
+	m.set(fDropped, float64(st.counts[decision.Dropped]))
+	if st.failOpen > 0 || st.failClosed > 0 || faults {
+		m.set(fFailOpen, float64(st.failOpen))
+		m.set(fFailClosed, float64(st.failClosed))
+	}
+}
+
+// gathered is what gather learns besides the sorters' contents.
+type gathered struct {
+	long         int   // intervals at least a window long
+	widest       int64 // longest [Sent, Received]: how far a decision time may be off
+	bestBoundary int   // most allowed around any one boundary
+}
+
+// gather visits the identity's allowed records once (in memory they are
+// scattered through the history, so each visit is a cache miss) into the
+// worker's sorters: the interval ends, the long intervals, the errors that
+// may have been admitted and, unless big, the decision times. On the way
+// it counts the allowed around each boundary and in each race round (see
+// raceExcess).
+func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
+	a := w.a
 	for _, s := range w.sorters() {
 		s.reset()
 	}
@@ -999,7 +1084,6 @@ func (w *worker) identity(k int, each func(visitFn)) {
 	if !big {
 		times.grow(count)
 	}
-	newBest := false
 	long := 0
 	if w.perBoundary != nil {
 		clear(w.perBoundary)
@@ -1007,7 +1091,7 @@ func (w *worker) identity(k int, each func(visitFn)) {
 	span := a.span
 	bestBoundary := 0
 	touched := w.touched[:0]
-	var widest int64 // longest [Sent, Received]: how far a decision time may be off
+	var widest int64
 	each(func(s, r int64, rd int32, maybe bool) {
 		if maybe {
 			w.maybeSent.add(s)
@@ -1040,59 +1124,80 @@ func (w *worker) identity(k int, each func(visitFn)) {
 		}
 	})
 	w.touched = touched
-	if w.perBoundary != nil {
-		m.set(fBoundaryAllowed, float64(bestBoundary))
-	}
-	if w.raceApplies {
-		excess := 0
-		for _, rd := range touched {
-			excess += int(w.perRound[rd]) - 1
-			w.perRound[rd] = 0
-		}
-		m.set(fRaceExcess, float64(excess))
-	}
+	return gathered{long: long, widest: widest, bestBoundary: bestBoundary}
+}
 
-	// Window figures: ceiling bounds over every window, and over the
-	// windows around each fault.
-	if a.w > 0 {
-		if big {
-			sortAll(sent, recv)
-		} else {
-			sortAll(sent, recv, times)
-		}
-		w.longSent.sort()
-		w.longRecv.sort()
-		iv := intervals{sent: sent.cursor, recv: recv.cursor, longSent: w.longSent.cursor, longRecv: w.longRecv.cursor, long: long}
-		lower, upper := ceilingBounds(iv, a.w, minTime, maxTime)
-		if w.maybeSent.n > 0 {
-			// Errors that may have been admitted can only raise the upper
-			// bound: each counts as possibly allowed within its interval.
-			w.maybeSent.sort()
-			w.maybeRecv.sort()
-			upper = maxOverlap(mergeCursors(sent.cursor(), w.maybeSent.cursor()), 1-a.w,
-				mergeCursors(recv.cursor(), w.maybeRecv.cursor()), minTime, maxTime)
-		}
-		m.set(fCeiling, float64(lower))
-		m.set(fCeilingUpper, float64(upper))
-		m.set(fCeilingRatio, float64(lower)/float64(a.l))
-		if lower > w.bestCeiling {
-			w.bestCeiling, w.worst = lower, k
-			newBest = true
-		}
-		if len(a.faults) > 0 {
-			worst := 0
-			for _, f := range a.faults {
-				lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
-				worst = max(worst, definite(iv, a.w, lo, hi))
-			}
-			m.set(fAfterFaultCeiling, float64(worst))
-		}
+// raceExcess is how many of the identity's allowed requests were beyond
+// the first in their race round, from gather's counts, which it clears.
+func (w *worker) raceExcess() int {
+	excess := 0
+	for _, rd := range w.touched {
+		excess += int(w.perRound[rd]) - 1
+		w.perRound[rd] = 0
 	}
+	return excess
+}
 
-	// Decision-time figures: the envelope, slipped and the timeline.
+// windowFigures sets the ceiling bounds over every window, and the
+// definite ceiling over the windows around each fault, from the gathered
+// intervals (long of them at least a window long), which it sorts (and
+// the decision times, unless big). It reports whether identity k's
+// ceiling is the highest this worker has seen.
+func (w *worker) windowFigures(k int, m *figures, big bool, long int) (newBest bool) {
+	a := w.a
+	sent, recv := &w.sent, &w.recv
+	if big {
+		sortAll(sent, recv)
+	} else {
+		sortAll(sent, recv, &w.times)
+	}
+	w.longSent.sort()
+	w.longRecv.sort()
+	iv := intervals{sent: sent.cursor, recv: recv.cursor, longSent: w.longSent.cursor, longRecv: w.longRecv.cursor, long: long}
+	lower, upper := ceilingBounds(iv, a.w, minTime, maxTime)
+	if w.maybeSent.n > 0 {
+		// Errors that may have been admitted can only raise the upper
+		// bound: each counts as possibly allowed within its interval.
+		w.maybeSent.sort()
+		w.maybeRecv.sort()
+		upper = maxOverlap(mergeCursors(sent.cursor(), w.maybeSent.cursor()), 1-a.w,
+			mergeCursors(recv.cursor(), w.maybeRecv.cursor()), minTime, maxTime)
+	}
+	m.set(fCeiling, float64(lower))
+	m.set(fCeilingUpper, float64(upper))
+	m.set(fCeilingRatio, float64(lower)/float64(a.l))
+	if lower > w.bestCeiling {
+		w.bestCeiling, w.worst = lower, k
+		newBest = true
+	}
+	if len(a.faults) > 0 {
+		m.set(fAfterFaultCeiling, float64(w.afterFaultCeiling(iv)))
+	}
+	return newBest
+}
+
+// afterFaultCeiling is the highest definite count over the windows that
+// overlap a fault (from a window before it starts to a window after it
+// ends), across the run's faults.
+func (w *worker) afterFaultCeiling(iv intervals) int {
+	a := w.a
+	worst := 0
+	for _, f := range a.faults {
+		lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
+		worst = max(worst, definite(iv, a.w, lo, hi))
+	}
+	return worst
+}
+
+// decisionTimes returns the identity's decision times sorted: gathered
+// already (and sorted by windowFigures when there is a window), or for a
+// big identity gathered now into the sent sorter, whose intervals are
+// done with.
+func (w *worker) decisionTimes(big bool, each func(visitFn)) *sorter {
+	times := &w.times
 	switch {
 	case big:
-		times = sent
+		times = &w.sent
 		times.reset()
 		each(func(s, r int64, _ int32, maybe bool) {
 			if !maybe {
@@ -1100,28 +1205,27 @@ func (w *worker) identity(k int, each func(visitFn)) {
 			}
 		})
 		times.sort()
-	case a.w <= 0:
+	case w.a.w <= 0:
 		times.sort()
 	}
-	if newBest {
-		// This identity is the worst so far: keep its sliding-window
-		// curve, while its sorted times are at hand.
-		w.sliding = slidingSeries(times.cursor(), times.cursor(), a.w, a.start, a.end, a.interval)
-	}
-	if a.w > 0 {
-		rate := sustainedRate(times.cursor(), times.n, a.start, a.end, a.w)
-		m.set(fSustainedRate, rate)
-		m.set(fBurst, burstFor(times.cursor(), rate))
-	}
-	if w.hasEnv {
-		// Decision times are estimates within half an interval each, so
-		// two of them can sit closer than the true ones by up to the
-		// widest interval: a bucket that much fuller still holds any
-		// history a correct limiter could have made, and what it refuses
-		// certainly slipped.
-		slack := w.rateEnv * float64(widest) / 1e9
-		m.set(fSlipped, float64(slipped(times.cursor(), w.burstEnv+slack, w.rateEnv)))
-	}
+	return times
+}
+
+// countSlipped counts the sorted decision times an envelope bucket refuses
+// (see slipped), with the slack widest (the longest interval) allows.
+func (w *worker) countSlipped(times *sorter, widest int64) int {
+	// Decision times are estimates within half an interval each, so two
+	// of them can sit closer than the true ones by up to the widest
+	// interval: a bucket that much fuller still holds any history a
+	// correct limiter could have made, and what it refuses certainly
+	// slipped.
+	slack := w.rateEnv * float64(widest) / 1e9
+	return slipped(times.cursor(), w.burstEnv+slack, w.rateEnv)
+}
+
+// addTimeline counts the sorted decision times into the worker's timeline.
+func (w *worker) addTimeline(times *sorter) {
+	a := w.a
 	ts := times.cursor()
 	for t, ok := ts.next(); ok; t, ok = ts.next() {
 		b := (t - a.start) / a.interval

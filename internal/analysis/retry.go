@@ -110,6 +110,16 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 	if len(rs) == 0 {
 		return
 	}
+	acc.herd(id, rs)
+	acc.retried(rs, newAdmissions(rs), newDenials(rs))
+	if id == acc.herdID {
+		acc.keepArrivals(rs)
+	}
+}
+
+// herd raises herd_peak to the arrivals of identity id in [R,
+// R+metric.HerdSpan) after each reset R its answers announced, when more.
+func (acc *retryAcc) herd(id int, rs []retryRec) {
 	var resets []int64
 	sends := make([]int64, 0, len(rs))
 	for j := range rs {
@@ -123,7 +133,6 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 		}
 	}
 	slices.Sort(sends)
-	// herd_peak: arrivals in [R, R+metric.HerdSpan) after each announced reset R.
 	for _, r := range resets {
 		lo := sort.Search(len(sends), func(j int) bool { return sends[j] >= r })
 		hi := sort.Search(len(sends), func(j int) bool { return sends[j] >= r+int64(metric.HerdSpan) })
@@ -131,11 +140,17 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 			acc.herdPeak, acc.herdID, acc.herdAt = n, id, r
 		}
 	}
+}
 
-	// The identity's admissions ordered by their decision interval's
-	// start, with the running maximum of its end (was anything admitted by
-	// then?) and the suffix minimum of its end (the earliest admission
-	// from then on).
+// admissions are an identity's admissions ordered by their decision
+// interval's start, with the running maximum of its end (was anything
+// admitted by then?) and the suffix minimum of its end (the earliest
+// admission from then on).
+type admissions struct {
+	starts, prefMaxEnd, sufMinEnd []int64
+}
+
+func newAdmissions(rs []retryRec) admissions {
 	var adm []retryRec
 	for _, r := range rs {
 		if r.allowed() {
@@ -143,43 +158,71 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 		}
 	}
 	slices.SortStableFunc(adm, func(x, y retryRec) int { return cmp.Compare(x.s, y.s) })
-	starts := make([]int64, len(adm))
-	prefMaxEnd := make([]int64, len(adm))
-	sufMinEnd := make([]int64, len(adm)+1)
-	sufMinEnd[len(adm)] = maxTime
+	ad := admissions{
+		starts:     make([]int64, len(adm)),
+		prefMaxEnd: make([]int64, len(adm)),
+		sufMinEnd:  make([]int64, len(adm)+1),
+	}
+	ad.sufMinEnd[len(adm)] = maxTime
 	for j, r := range adm {
-		starts[j] = r.s
-		prefMaxEnd[j] = r.e
+		ad.starts[j] = r.s
+		ad.prefMaxEnd[j] = r.e
 		if j > 0 {
-			prefMaxEnd[j] = max(prefMaxEnd[j], prefMaxEnd[j-1])
+			ad.prefMaxEnd[j] = max(ad.prefMaxEnd[j], ad.prefMaxEnd[j-1])
 		}
 	}
 	for j := len(adm) - 1; j >= 0; j-- {
-		sufMinEnd[j] = min(adm[j].e, sufMinEnd[j+1])
+		ad.sufMinEnd[j] = min(adm[j].e, ad.sufMinEnd[j+1])
 	}
-	// admittedWithin: did some admission's interval touch [from, to]?
-	admittedWithin := func(from, to int64) bool {
-		k := sort.Search(len(starts), func(j int) bool { return starts[j] > to }) // starts[:k] <= to
-		return k > 0 && prefMaxEnd[k-1] >= from
-	}
-	// The identity's denials by arrival, so a retry finds the denial it
-	// repeats (the one that arrived Waited before it was sent) and with it
-	// the earliest moment that denial can have been decided.
-	var denials []retryRec
+	return ad
+}
+
+// within tells whether some admission's interval touched [from, to].
+func (ad admissions) within(from, to int64) bool {
+	k := sort.Search(len(ad.starts), func(j int) bool { return ad.starts[j] > to }) // starts[:k] <= to
+	return k > 0 && ad.prefMaxEnd[k-1] >= from
+}
+
+// earliestFrom is the earliest end of an admission whose interval starts
+// at or after at (maxTime when none).
+func (ad admissions) earliestFrom(at int64) int64 {
+	k := sort.Search(len(ad.starts), func(j int) bool { return ad.starts[j] >= at })
+	return ad.sufMinEnd[k]
+}
+
+// denials are an identity's answered denials by arrival, so a retry finds
+// the denial it repeats (the one that arrived Waited before it was sent)
+// and with it the earliest moment that denial can have been decided.
+type denials []retryRec
+
+func newDenials(rs []retryRec) denials {
+	var d denials
 	for _, r := range rs {
 		if r.denied() && r.recv != int64(history.NoTime) {
-			denials = append(denials, r)
+			d = append(d, r)
 		}
 	}
-	slices.SortStableFunc(denials, func(x, y retryRec) int { return cmp.Compare(x.recv, y.recv) })
-	deniedAt := func(prev int64) int64 {
-		k := sort.Search(len(denials), func(j int) bool { return denials[j].recv >= prev-int64(time.Microsecond) })
-		if k < len(denials) && denials[k].recv <= prev+int64(time.Microsecond) {
-			return denials[k].s
-		}
-		return prev // not found (a merged or hand-made history): its arrival
-	}
+	slices.SortStableFunc(d, func(x, y retryRec) int { return cmp.Compare(x.recv, y.recv) })
+	return d
+}
 
+// decidedFrom is the start of the decision interval of the denial that
+// arrived at prev (within a microsecond), or prev when none did (a merged
+// or hand-made history): its arrival.
+func (d denials) decidedFrom(prev int64) int64 {
+	k := sort.Search(len(d), func(j int) bool { return d[j].recv >= prev-int64(time.Microsecond) })
+	if k < len(d) && d[k].recv <= prev+int64(time.Microsecond) {
+		return d[k].s
+	}
+	return prev
+}
+
+// retried counts the identity's answered retries: how many were denied
+// again, how much longer than needed the admitted ones waited (against
+// the identity's admissions adm), and of those that waited exactly what
+// they were told, which were denied with nothing admitted since the
+// denial they repeat (found in den).
+func (acc *retryAcc) retried(rs []retryRec, adm admissions, den denials) {
 	for j := range rs {
 		r := &rs[j]
 		if r.attempt == 0 || (!r.allowed() && !r.denied()) {
@@ -196,8 +239,7 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 		if r.allowed() {
 			// The earliest admission of this identity decided after the
 			// previous answer arrived: the retry could have been there.
-			k := sort.Search(len(starts), func(j int) bool { return starts[j] >= prev })
-			acc.excessSum += float64(max(0, clampTime(r.rawSent)-sufMinEnd[k]))
+			acc.excessSum += float64(max(0, clampTime(r.rawSent)-adm.earliestFrom(prev)))
 			acc.excessN++
 		}
 		if r.told == int64(history.NoTime) {
@@ -208,20 +250,23 @@ func (acc *retryAcc) identity(id int, rs []retryRec) {
 			continue // it did not wait exactly what it was told
 		}
 		acc.exact++
-		if r.denied() && !admittedWithin(deniedAt(prev), r.e) {
+		if r.denied() && !adm.within(den.decidedFrom(prev), r.e) {
 			// Early only when nothing of the identity was admitted from
 			// the previous denial on: quota that came back and went to
 			// another client is contention, not an early hint.
 			acc.lied++
 		}
 	}
-	if id == acc.herdID {
-		acc.arrivalsSent, acc.retrySet = acc.arrivalsSent[:0], acc.retrySet[:0]
-		for _, r := range rs {
-			acc.arrivalsSent = append(acc.arrivalsSent, clampTime(r.sent))
-			if r.attempt > 0 {
-				acc.retrySet = append(acc.retrySet, clampTime(r.sent))
-			}
+}
+
+// keepArrivals keeps the herd identity's sends, and its retries', for the
+// arrivals chart around the herd's reset.
+func (acc *retryAcc) keepArrivals(rs []retryRec) {
+	acc.arrivalsSent, acc.retrySet = acc.arrivalsSent[:0], acc.retrySet[:0]
+	for _, r := range rs {
+		acc.arrivalsSent = append(acc.arrivalsSent, clampTime(r.sent))
+		if r.attempt > 0 {
+			acc.retrySet = append(acc.retrySet, clampTime(r.sent))
 		}
 	}
 }

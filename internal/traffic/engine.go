@@ -107,24 +107,68 @@ type engine struct {
 // first. When ctx is cancelled it stops pacing, lets in-flight requests
 // finish for RunOptions.Grace, and returns the partial history with an
 // error wrapping ctx.Err(), so the caller can mark its report incomplete.
+//
+// Each stage of a run's life is its own function below, in the order Run
+// calls them: set-up, the collector, the start, the fault hooks and
+// progress, the producer, the drain and the history's finishing.
 func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History, error) {
 	gateways, endpoints := t.Gateways(), t.Endpoints()
-	p, err := p.normalize(o.Meta, len(gateways), len(endpoints))
+	e, err := newEngine(ctx, t, p, o, len(gateways), len(endpoints))
+	if err != nil {
+		return nil, err
+	}
+	h, err := e.newHistory(o.Meta, o.KeepInMemory, o.SpillDir, gateways, endpoints)
+	if err != nil {
+		return nil, err
+	}
+
+	// In-flight requests must outlive a cancelled ctx for the grace period,
+	// so they get their own context, cancelled only after the grace.
+	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReq()
+	e.reqCtx = reqCtx
+
+	consumed := make(chan struct{})
+	go e.collect(h, consumed)
+
+	if err := e.begin(h, o.StartAt, o.Now); err != nil {
+		// Nothing was sent: stop the collector and release the history.
+		close(e.results)
+		close(e.batches)
+		<-consumed
+		_ = h.Close()
+		return nil, err
+	}
+	hooks := e.startHooks(o.Hooks)
+	stopProgress := e.startProgress(o.Progress, o.ProgressEvery)
+	e.produce(h)
+	e.drain(o.Grace, cancelReq, consumed)
+	hooks.stop(e.elapsed())
+	stopProgress()
+	e.finish(h, o.Hooks, hooks.applied)
+	if err := ctx.Err(); err != nil {
+		return h, fmt.Errorf("traffic run stopped after %s of %s: %w",
+			time.Since(e.start).Round(time.Millisecond), e.p.Duration, err)
+	}
+	return h, nil
+}
+
+// newEngine checks the plan against the target's gateways and endpoints and
+// sets up what the run's stages share: the balancer, the identities' names
+// and what of the plan this process runs.
+func newEngine(ctx context.Context, t Target, p Plan, o RunOptions, gateways, endpoints int) (*engine, error) {
+	p, err := p.normalize(o.Meta, gateways, endpoints)
 	if err != nil {
 		return nil, err
 	}
 	bal := o.Balancer
 	if bal == nil {
-		if bal, err = workload.NewBalancer(p.Spread, len(gateways), p.Seed); err != nil {
+		if bal, err = workload.NewBalancer(p.Spread, gateways, p.Seed); err != nil {
 			return nil, fmt.Errorf("traffic: %w", err)
 		}
 	}
-	grace := o.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
 	e := &engine{
-		t: t, p: p, bal: bal, endpoints: len(endpoints), onError: o.OnError,
+		t: t, p: p, bal: bal, endpoints: endpoints, onError: o.OnError,
 		ctx: ctx, budget: p.MaxRequests,
 		results: make(chan history.Record, 4096),
 		batches: make(chan []history.Record, 256),
@@ -147,12 +191,14 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	if e.share, err = shareOf(p, names); err != nil {
 		return nil, err
 	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
-	}
+	return e, nil
+}
 
-	meta := o.Meta
+// newHistory makes the run's history with what is known before the first
+// request in its Meta, spilling to dir when the run may record more than
+// keep (0: history.InMemory) requests.
+func (e *engine) newHistory(meta history.Meta, keep int, dir string, gateways, endpoints []string) (*history.History, error) {
+	p := e.p
 	meta.Limit = p.Limit
 	meta.Identities = append([]string(nil), e.names...)
 	meta.Gateways = append([]string(nil), gateways...)
@@ -163,110 +209,126 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	if !e.share.whole {
 		meta.Segment = p.Segment.String()
 	}
-	keep := cmp.Or(o.KeepInMemory, history.InMemory)
+	keep = cmp.Or(keep, history.InMemory)
 	h := history.New(meta, min(e.capacity(), keep))
 	if p.MaxRequests > int64(keep) {
 		// Spilling happens on the consumer's side of the results channel
 		// and in the history's own writer goroutine: the workers never
 		// wait for the disk.
-		if err := h.Spill(history.SpillOptions{Dir: o.SpillDir, Keep: keep}); err != nil {
+		if err := h.Spill(history.SpillOptions{Dir: dir, Keep: keep}); err != nil {
 			return nil, fmt.Errorf("traffic: %w", err)
 		}
 	}
+	return h, nil
+}
 
-	// In-flight requests must outlive a cancelled ctx for the grace period,
-	// so they get their own context, cancelled only after the grace.
-	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelReq()
-	e.reqCtx = reqCtx
-
-	consumed := make(chan struct{})
-	go func() {
-		defer close(consumed)
-		// The counters progress reads are shared: a batch is tallied
-		// first and added once.
-		var tl [decision.Dropped + 1]uint64
-		tally := func() {
-			for o, c := range tl {
-				if c == 0 {
-					continue
-				}
-				switch decision.Outcome(o) {
-				case decision.Allowed:
-					e.allowed.Add(c)
-				case decision.Denied:
-					e.denied.Add(c)
-				case decision.Dropped:
-					e.dropped.Add(c)
-				default:
-					e.errors.Add(c)
-				}
-				tl[o] = 0
+// collect is the one consumer of the run's records: it appends each to h
+// and adds them to the progress counters, until the results and batches
+// channels are both closed; then it closes consumed.
+func (e *engine) collect(h *history.History, consumed chan<- struct{}) {
+	defer close(consumed)
+	// The counters progress reads are shared: a batch is tallied first
+	// and added once.
+	var tl [decision.Dropped + 1]uint64
+	tally := func() {
+		for o, c := range tl {
+			if c == 0 {
+				continue
 			}
+			switch decision.Outcome(o) {
+			case decision.Allowed:
+				e.allowed.Add(c)
+			case decision.Denied:
+				e.denied.Add(c)
+			case decision.Dropped:
+				e.dropped.Add(c)
+			default:
+				e.errors.Add(c)
+			}
+			tl[o] = 0
 		}
-		add := func(r history.Record) {
-			h.Append(r)
-			tl[min(r.Outcome, decision.Dropped)]++
-		}
-		results, batches := e.results, e.batches
-		for results != nil || batches != nil {
-			select {
-			case r, ok := <-results:
-				if !ok {
-					results = nil
-					continue
-				}
+	}
+	add := func(r history.Record) {
+		h.Append(r)
+		tl[min(r.Outcome, decision.Dropped)]++
+	}
+	results, batches := e.results, e.batches
+	for results != nil || batches != nil {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				results = nil
+				continue
+			}
+			add(r)
+			tally()
+		case b, ok := <-batches:
+			if !ok {
+				batches = nil
+				continue
+			}
+			for _, r := range b {
 				add(r)
-				tally()
-			case b, ok := <-batches:
-				if !ok {
-					batches = nil
-					continue
-				}
-				for _, r := range b {
-					add(r)
-				}
-				tally()
-				select {
-				case e.spare <- b[:0]:
-				default:
-				}
+			}
+			tally()
+			select {
+			case e.spare <- b[:0]:
+			default:
 			}
 		}
-	}()
+	}
+}
 
+// begin warms the target's connections, waits for the common start when
+// there is one (at, on the clock now, time.Now when nil) and starts the
+// run's clock, recording in h when it started and how late.
+func (e *engine) begin(h *history.History, at time.Time, now func() time.Time) error {
+	if now == nil {
+		now = time.Now
+	}
 	e.warm()
-	if !o.StartAt.IsZero() {
-		late, err := waitFor(ctx, o.StartAt, now, p.Duration)
+	if !at.IsZero() {
+		late, err := waitFor(e.ctx, at, now, e.p.Duration)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h.Meta.Late = late
 	}
 	e.start = time.Now()
 	e.wall = now()
 	h.Meta.Start = e.wall
+	return nil
+}
 
-	hookCtx, cancelHooks := context.WithCancel(ctx)
-	var hooks sync.WaitGroup
-	var endedAt atomic.Int64 // offset at which the run's traffic ended
+// hookRunner owns the fault hooks' goroutines, one per hook due within the
+// run, each waiting for its offset on the run's clock.
+type hookRunner struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	endedAt atomic.Int64 // offset at which the run's traffic ended
 	// applied[k] is when hook k's fault was actually applied, and for how
 	// long: set by the hook's goroutine, read once every hook is done.
-	applied := make([]history.Fault, len(o.Hooks))
-	for k, hk := range o.Hooks {
-		if hk.Fn == nil || hk.At >= p.Duration {
+	applied []history.Fault
+}
+
+// startHooks starts a goroutine for each hook due before the run's end.
+func (e *engine) startHooks(hooks []Hook) *hookRunner {
+	hookCtx, cancel := context.WithCancel(e.ctx)
+	hr := &hookRunner{cancel: cancel, applied: make([]history.Fault, len(hooks))}
+	for k, hk := range hooks {
+		if hk.Fn == nil || hk.At >= e.p.Duration {
 			continue
 		}
-		hooks.Add(1)
+		hr.wg.Add(1)
 		go func() {
-			defer hooks.Done()
+			defer hr.wg.Done()
 			tm := time.NewTimer(hk.At - time.Since(e.start))
 			defer tm.Stop()
 			run := func() {
 				at := e.elapsed()
 				mark := func() { at = e.elapsed() }
 				hk.Fn(context.WithValue(hookCtx, appliedKey{}, mark))
-				applied[k] = history.Fault{At: max(at, time.Nanosecond), For: e.elapsed() - at}
+				hr.applied[k] = history.Fault{At: max(at, time.Nanosecond), For: e.elapsed() - at}
 			}
 			select {
 			case <-tm.C:
@@ -275,36 +337,62 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 				// A starved goroutine may see both ready at once; a hook
 				// that was due before the run ended still runs (with the
 				// cancelled context, so it can do the least).
-				if ctx.Err() == nil && hk.At <= time.Duration(endedAt.Load()) {
+				if e.ctx.Err() == nil && hk.At <= time.Duration(hr.endedAt.Load()) {
 					run()
 				}
 			}
 		}()
 	}
+	return hr
+}
 
-	progressDone := make(chan struct{})
-	var progress sync.WaitGroup
-	if o.Progress != nil {
-		every := o.ProgressEvery
-		if every <= 0 {
-			every = 100 * time.Millisecond
-		}
-		progress.Add(1)
-		go func() {
-			defer progress.Done()
-			tk := time.NewTicker(every)
-			defer tk.Stop()
-			for {
-				select {
-				case <-tk.C:
-					o.Progress(e.stats(false))
-				case <-progressDone:
-					return
-				}
-			}
-		}()
+// stop tells the hooks the run's traffic ended at offset ended and waits
+// for them: those not yet due never run.
+func (hr *hookRunner) stop(ended time.Duration) {
+	hr.endedAt.Store(int64(ended))
+	hr.cancel()
+	hr.wg.Wait()
+}
+
+// startProgress starts the goroutine that calls progress with the run's
+// counters every every (100 ms when <= 0); the function it returns stops
+// it and makes the last call, with Done set. Without progress it does
+// nothing.
+func (e *engine) startProgress(progress func(Stats), every time.Duration) (stop func()) {
+	if progress == nil {
+		return func() {}
 	}
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-tk.C:
+				progress(e.stats(false))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		progress(e.stats(true))
+	}
+}
 
+// produce runs the plan's model and pattern on the calling goroutine until
+// the schedule is over (or ctx is cancelled); in the open model it starts
+// the worker pool and closes its jobs when done.
+func (e *engine) produce(h *history.History) {
+	p := e.p
 	switch {
 	case p.Model == ModelClosed && (p.Retry != nil || p.Think > 0):
 		e.retry = RetryPolicy{MaxAttempts: 1} // think time alone: no retries
@@ -338,9 +426,16 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 		e.showDrops()
 		close(e.jobs)
 	}
+}
 
-	// Drain: in-flight requests get the grace period, then are cancelled
-	// (and come back as errors, still recorded).
+// drain is the shutdown: in-flight requests get the grace period
+// (DefaultGrace when <= 0), then are cancelled with cancelReq (and come
+// back as errors, still recorded); then it closes the collector's channels
+// and waits until it has consumed everything.
+func (e *engine) drain(grace time.Duration, cancelReq context.CancelFunc, consumed <-chan struct{}) {
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
 	drained := make(chan struct{})
 	go func() {
 		e.workers.Wait()
@@ -356,30 +451,22 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	close(e.results)
 	close(e.batches)
 	<-consumed
-	endedAt.Store(int64(e.elapsed()))
-	cancelHooks()
-	hooks.Wait()
-	close(progressDone)
-	progress.Wait()
-	if o.Progress != nil {
-		o.Progress(e.stats(true))
-	}
+}
 
+// finish writes into h's Meta what the run learned: the drops tallied
+// without a record, when each hook's fault was applied (applied, see
+// recordApplied), what the patterns aimed at and what the answers carried.
+func (e *engine) finish(h *history.History, hooks []Hook, applied []history.Fault) {
 	for k := range e.pulledDrops {
 		e.drops.Merge(&e.pulledDrops[k])
 	}
 	h.Meta.Drops = e.drops
-	recordApplied(h.Meta.Faults, o.Hooks, applied)
+	recordApplied(h.Meta.Faults, hooks, applied)
 	h.Meta.Boundaries, h.Meta.Aims = e.boundaries, e.aims
 	h.Meta.BoundarySpan = e.span
 	h.Meta.Rounds = e.rounds
 	h.Meta.HeaderForms = Form(e.forms.Load()).Names()
 	h.Meta.Statuses = e.statusCounts()
-	if err := ctx.Err(); err != nil {
-		return h, fmt.Errorf("traffic run stopped after %s of %s: %w",
-			time.Since(e.start).Round(time.Millisecond), p.Duration, err)
-	}
-	return h, nil
 }
 
 // appliedKey carries, in a hook's context, the function Applied calls.

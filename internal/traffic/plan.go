@@ -185,7 +185,8 @@ func planErr(format string, a ...any) error {
 }
 
 // normalize fills defaults and checks p against the target's gateways and
-// endpoints.
+// endpoints. Its parts run in this order, so that of two mistakes the same
+// one is reported first.
 func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error) {
 	if p.Duration <= 0 {
 		return p, planErr("duration must be > 0")
@@ -202,15 +203,8 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 	if p.Spread == "" {
 		p.Spread = SpreadRoundRobin
 	}
-	switch p.SegmentBy {
-	case "":
-		p.SegmentBy = SegmentByIdentities
-	case SegmentByIdentities, SegmentByRequests:
-	default:
-		return p, planErr("unknown segment share %q (want identities or requests)", p.SegmentBy)
-	}
-	if p.SegmentBy == SegmentByRequests && !p.Segment.IsWhole() && (p.Pattern == PatternRace || p.Pattern == PatternBoundary) {
-		return p, planErr("pattern %s splits by identities only: its batches must leave one machine", p.Pattern)
+	if err := p.normalizeSegment(); err != nil {
+		return p, err
 	}
 	if p.Align == "" {
 		p.Align = AlignAuto
@@ -218,35 +212,11 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 	if p.Limit.IsZero() {
 		p.Limit = meta.Limit
 	}
-	if len(p.IdentityNames) > 0 {
-		if p.Identities != 0 && p.Identities != len(p.IdentityNames) {
-			return p, planErr("%d identities but %d identity names", p.Identities, len(p.IdentityNames))
-		}
-		p.Identities = len(p.IdentityNames)
+	if err := p.normalizeIdentities(); err != nil {
+		return p, err
 	}
-	if p.Identities <= 0 {
-		p.Identities = 1
-	}
-	if gateways <= 0 || gateways > 1<<16-1 {
-		return p, planErr("target has %d gateways (want 1..65535)", gateways)
-	}
-	if endpoints <= 0 || endpoints > 255 {
-		return p, planErr("target has %d endpoints (want 1..255)", endpoints)
-	}
-	if p.EndpointShares != nil {
-		if len(p.EndpointShares) != endpoints {
-			return p, planErr("%d endpoint shares for %d endpoints", len(p.EndpointShares), endpoints)
-		}
-		sum := 0.0
-		for _, s := range p.EndpointShares {
-			if s < 0 {
-				return p, planErr("negative endpoint share")
-			}
-			sum += s
-		}
-		if sum <= 0 {
-			return p, planErr("endpoint shares sum to zero")
-		}
+	if err := p.checkTarget(gateways, endpoints); err != nil {
+		return p, err
 	}
 	switch p.Spread {
 	case SpreadRoundRobin, SpreadRandom, SpreadSticky:
@@ -259,78 +229,14 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 			return p, planErr("retries and think time need the closed model: clients that wait for their answers")
 		}
 	case ModelClosed:
-		if p.Pattern != PatternConstant {
-			return p, planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
-		}
-		if p.Concurrency <= 0 {
-			p.Concurrency = workload.DefaultConcurrency(gateways, p.Identities)
-		}
-		if p.Think < 0 {
-			return p, planErr("negative think time")
-		}
-		if p.Retry != nil {
-			r, err := p.Retry.Normalize()
-			if err != nil {
-				return p, fmt.Errorf("%w: %w", ErrInvalidPlan, err)
-			}
-			p.Retry = &r
-		}
-		return p, nil
+		err := p.normalizeClosed(gateways)
+		return p, err
 	default:
 		return p, planErr("unknown model %q (want open or closed)", p.Model)
 	}
-	needLimit := func() error {
-		if p.Limit.Count <= 0 || p.Limit.Window <= 0 {
-			return planErr("pattern %s needs the published limit", p.Pattern)
-		}
-		return nil
-	}
-	batch := 1
-	switch p.Pattern {
-	case PatternConstant:
-		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
-			return p, planErr("pattern constant needs a rate")
-		}
-	case PatternRamp:
-		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
-			return p, planErr("pattern ramp needs a rate")
-		}
-		if p.RampFrom.Count < 0 || (p.RampFrom.Count > 0 && p.RampFrom.Window <= 0) {
-			return p, planErr("bad ramp start rate %s", p.RampFrom)
-		}
-	case PatternBurst:
-		if err := needLimit(); err != nil {
-			return p, err
-		}
-		if p.BurstSize < 0 {
-			return p, planErr("negative burst size")
-		}
-		if p.BurstSize == 0 {
-			p.BurstSize = int(p.Limit.Count)
-		}
-		batch = p.BurstSize * p.Identities
-	case PatternBoundary:
-		if err := needLimit(); err != nil {
-			return p, err
-		}
-		switch p.Align {
-		case AlignEpoch, AlignFirstRequest, AlignAuto:
-		default:
-			return p, planErr("unknown align %q (want epoch, first-request or auto)", p.Align)
-		}
-		batch = 2 * int(p.Limit.Count) * p.Identities
-	case PatternRace:
-		if err := needLimit(); err != nil {
-			return p, err
-		}
-		if p.Rounds < 0 {
-			return p, planErr("negative rounds")
-		}
-		if p.Rounds == 0 {
-			p.Rounds = DefaultRounds
-		}
-	default:
-		return p, planErr("unknown pattern %q (want constant, burst, ramp, boundary or race)", p.Pattern)
+	batch, err := p.normalizePattern()
+	if err != nil {
+		return p, err
 	}
 	if p.Workers < 0 {
 		return p, planErr("negative workers")
@@ -339,6 +245,146 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 		p.Workers = max(DefaultWorkers, batch)
 	}
 	return p, nil
+}
+
+// normalizeSegment checks what a segment shares out (identities by
+// default) against the pattern.
+func (p *Plan) normalizeSegment() error {
+	switch p.SegmentBy {
+	case "":
+		p.SegmentBy = SegmentByIdentities
+	case SegmentByIdentities, SegmentByRequests:
+	default:
+		return planErr("unknown segment share %q (want identities or requests)", p.SegmentBy)
+	}
+	if p.SegmentBy == SegmentByRequests && !p.Segment.IsWhole() && (p.Pattern == PatternRace || p.Pattern == PatternBoundary) {
+		return planErr("pattern %s splits by identities only: its batches must leave one machine", p.Pattern)
+	}
+	return nil
+}
+
+// normalizeIdentities takes the number of identities from their names when
+// given (they must agree), at least one.
+func (p *Plan) normalizeIdentities() error {
+	if len(p.IdentityNames) > 0 {
+		if p.Identities != 0 && p.Identities != len(p.IdentityNames) {
+			return planErr("%d identities but %d identity names", p.Identities, len(p.IdentityNames))
+		}
+		p.Identities = len(p.IdentityNames)
+	}
+	if p.Identities <= 0 {
+		p.Identities = 1
+	}
+	return nil
+}
+
+// checkTarget checks the target's numbers of gateways and endpoints, and
+// the endpoints' shares against them.
+func (p *Plan) checkTarget(gateways, endpoints int) error {
+	if gateways <= 0 || gateways > 1<<16-1 {
+		return planErr("target has %d gateways (want 1..65535)", gateways)
+	}
+	if endpoints <= 0 || endpoints > 255 {
+		return planErr("target has %d endpoints (want 1..255)", endpoints)
+	}
+	if p.EndpointShares == nil {
+		return nil
+	}
+	if len(p.EndpointShares) != endpoints {
+		return planErr("%d endpoint shares for %d endpoints", len(p.EndpointShares), endpoints)
+	}
+	sum := 0.0
+	for _, s := range p.EndpointShares {
+		if s < 0 {
+			return planErr("negative endpoint share")
+		}
+		sum += s
+	}
+	if sum <= 0 {
+		return planErr("endpoint shares sum to zero")
+	}
+	return nil
+}
+
+// normalizeClosed checks and fills the closed model's part: the constant
+// pattern only, its concurrency, think time and retry policy.
+func (p *Plan) normalizeClosed(gateways int) error {
+	if p.Pattern != PatternConstant {
+		return planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
+	}
+	if p.Concurrency <= 0 {
+		p.Concurrency = workload.DefaultConcurrency(gateways, p.Identities)
+	}
+	if p.Think < 0 {
+		return planErr("negative think time")
+	}
+	if p.Retry != nil {
+		r, err := p.Retry.Normalize()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidPlan, err)
+		}
+		p.Retry = &r
+	}
+	return nil
+}
+
+// normalizePattern checks and fills the open model's pattern and returns
+// the largest batch it fires at once, which the default Workers must hold.
+func (p *Plan) normalizePattern() (batch int, err error) {
+	needLimit := func() error {
+		if p.Limit.Count <= 0 || p.Limit.Window <= 0 {
+			return planErr("pattern %s needs the published limit", p.Pattern)
+		}
+		return nil
+	}
+	batch = 1
+	switch p.Pattern {
+	case PatternConstant:
+		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
+			return 0, planErr("pattern constant needs a rate")
+		}
+	case PatternRamp:
+		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
+			return 0, planErr("pattern ramp needs a rate")
+		}
+		if p.RampFrom.Count < 0 || (p.RampFrom.Count > 0 && p.RampFrom.Window <= 0) {
+			return 0, planErr("bad ramp start rate %s", p.RampFrom)
+		}
+	case PatternBurst:
+		if err := needLimit(); err != nil {
+			return 0, err
+		}
+		if p.BurstSize < 0 {
+			return 0, planErr("negative burst size")
+		}
+		if p.BurstSize == 0 {
+			p.BurstSize = int(p.Limit.Count)
+		}
+		batch = p.BurstSize * p.Identities
+	case PatternBoundary:
+		if err := needLimit(); err != nil {
+			return 0, err
+		}
+		switch p.Align {
+		case AlignEpoch, AlignFirstRequest, AlignAuto:
+		default:
+			return 0, planErr("unknown align %q (want epoch, first-request or auto)", p.Align)
+		}
+		batch = 2 * int(p.Limit.Count) * p.Identities
+	case PatternRace:
+		if err := needLimit(); err != nil {
+			return 0, err
+		}
+		if p.Rounds < 0 {
+			return 0, planErr("negative rounds")
+		}
+		if p.Rounds == 0 {
+			p.Rounds = DefaultRounds
+		}
+	default:
+		return 0, planErr("unknown pattern %q (want constant, burst, ramp, boundary or race)", p.Pattern)
+	}
+	return batch, nil
 }
 
 // identityNames returns the names of the plan's identities.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -199,6 +200,33 @@ func TestStartAt(t *testing.T) {
 			t.Fatalf("Run = %v, %v; want no history and ErrLate", h, err)
 		}
 	})
+}
+
+// TestLateRunLeavesNothing: a run that never starts (too late for the
+// common start) stops its collector and its history's spill writer before
+// it returns. Not parallel: it counts the package's goroutines.
+func TestLateRunLeavesNothing(t *testing.T) {
+	count := func(fn string) int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), fn)
+	}
+	const collector, writer = "traffic.(*engine).collect", "history.(*spill).write"
+	collectors, writers := count(collector), count(writer)
+	plan := Plan{Rate: perSecond(100), Duration: 100 * time.Millisecond, MaxRequests: 1000}
+	h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), plan, RunOptions{
+		StartAt: time.Now().Add(-time.Second), KeepInMemory: 10, SpillDir: t.TempDir(),
+	})
+	if !errors.Is(err, ErrLate) || h != nil {
+		t.Fatalf("Run = %v, %v; want no history and ErrLate", h, err)
+	}
+	// A goroutine told to stop may still be on its way out.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if count(collector) == collectors && count(writer) == writers {
+			return
+		}
+	}
+	t.Fatalf("after the late run: %d collectors and %d spill writers; want %d and %d as before",
+		count(collector), count(writer), collectors, writers)
 }
 
 // TestSegmentReservesItsShare: a segment reserves history for its share
