@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
-	"github.com/rlctl/rlctl/internal/measure"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/measure"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
