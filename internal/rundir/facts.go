@@ -32,11 +32,13 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	m := h.Meta
 	f := score.Facts{
 		Metrics: res.Metrics, FirstErrors: s.Errors, Statuses: m.Statuses, Unanswered: res.Conduct.Unanswered,
-		HeaderForms: m.HeaderForms, Retry: m.Retry, Ran: ran(h), Notes: s.Notes, Stuck: s.Stuck,
+		HeaderForms: m.HeaderForms, Retry: m.Retry, Notes: s.Notes, Stuck: s.Stuck,
 		Stamps: score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
 	}
-	if s.Embedded && f.Ran > 0 {
-		f.EmbeddedRate = float64(h.Len()) / f.Ran.Seconds()
+	var lastSent time.Duration
+	f.Ran, lastSent = spans(h)
+	if s.Embedded && lastSent > 0 {
+		f.EmbeddedRate = float64(h.Len()) / lastSent.Seconds()
 	}
 	var faults []score.Fault
 	for _, ft := range m.Faults {

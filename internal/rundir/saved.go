@@ -110,17 +110,17 @@ func scoreRun(h *history.History, s Saved, interrupted bool, merge *score.Merge)
 			id.Metrics[metric.CountsLost] = s.CountsLostByIdentity[id.Identity]
 		}
 	}
+	f := factsOf(h, s, &res)
 	r := report.Scenario{
 		Name: s.Name, Description: s.Description, Shows: s.Shows, Target: s.Target, Design: s.Design,
 		Limit: report.LimitOf(s.Limit), Metrics: map[string]float64(res.Metrics), Result: &res,
-		Started: h.Meta.Start, DurationMs: ran(h).Milliseconds(), Faults: reportFaults(h.Meta.Faults),
+		Started: h.Meta.Start, DurationMs: f.Ran.Milliseconds(), Faults: reportFaults(h.Meta.Faults),
 		HeaderForms: h.Meta.HeaderForms, Failover: report.FailoverOf(&res),
 	}
 	if r.Shows == "" {
 		// Saved before scenarios said what they show.
 		r.Shows = design.ShowsHolds
 	}
-	f := factsOf(h, s, &res)
 	f.Interrupted, f.Planned, f.Merge = interrupted, s.Planned, merge
 	if merge == nil {
 		f.Notes = append(f.Notes, s.RunNotes...)
@@ -140,11 +140,14 @@ func reportFaults(fs []history.Fault) []report.Fault {
 	return out
 }
 
-// ran is how long h's traffic ran: from its start to its last answer.
-func ran(h *history.History) time.Duration {
-	var last time.Duration
-	eachRecord(h, func(h *history.History, i int) { last = max(last, h.Intended(i), h.Sent(i), h.Received(i)) })
-	return last
+// spans are how long h's traffic ran, from its start to its last answer,
+// and when its last request was sent (the rate it sent at is over that).
+func spans(h *history.History) (ran, lastSent time.Duration) {
+	eachRecord(h, func(h *history.History, i int) {
+		ran = max(ran, h.Intended(i), h.Sent(i), h.Received(i))
+		lastSent = max(lastSent, h.Sent(i))
+	})
+	return ran, lastSent
 }
 
 // WriteFile saves s as JSON at path.

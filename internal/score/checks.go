@@ -73,7 +73,7 @@ var Checks = []Check{
 		Needs: "The race pattern raced: in at least half its releases (one identity's request through every gateway at once) two requests at least were in flight at one instant (the second sent before the first answered), so their checks could interleave.",
 		test:  concurrent},
 	{Name: "kept-time", Code: exitcode.Failed,
-		Needs: "rlctl kept the schedule: 99% of its requests left less late than the run's shortest measured span (the window W; the boundary shots' span; herd_peak's 100ms): sent later, a figure counts rlctl's own delay, not the target's behaviour.",
+		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's (the ceiling's bounds come from when requests really left, so lag does not void them).",
 		test:  keptTime},
 	{Name: "stamps", NoteOnly: true,
 		Needs: "The target's own decision times (Redis TIME, X-RateLimit-Decided-At) fit each request's send and receive once moved onto rlctl's clock; where they do not, they are ignored, with a note, and the ceiling's bounds come from send and receive.",
@@ -379,21 +379,27 @@ func concurrent(c Claim, f Facts) (string, bool) {
 	return "", true
 }
 
-// keptTime holds when rlctl's own send lag (p99) stays inside the
-// shortest span its figures count requests over.
+// keptTime holds when rlctl's own send lag (p99) stays inside the span a
+// pattern's figure counts requests over: the boundary shots', or
+// herd_peak's. Other figures rest on when requests really left, not on
+// when they were due.
 func keptTime(c Claim, f Facts) (string, bool) {
 	lag, ok := f.Metrics[metric.SendLagP99]
 	if !ok {
 		return "", false
 	}
-	span, what := c.Limit.Window, "the window "+c.Limit.Window.String()
-	if len(f.Boundaries) > 0 && f.Boundaries[0].Span > 0 && f.Boundaries[0].Span < span {
+	var span time.Duration
+	var what string
+	if len(f.Boundaries) > 0 && f.Boundaries[0].Span > 0 {
 		span, what = f.Boundaries[0].Span, "the boundary shots' span "+f.Boundaries[0].Span.String()
 	}
-	if _, herd := f.Metrics[metric.HerdPeak]; herd && metric.HerdSpan < span {
+	if _, herd := f.Metrics[metric.HerdPeak]; herd && (span == 0 || metric.HerdSpan < span) {
 		span, what = metric.HerdSpan, "herd_peak's "+metric.HerdSpan.String()
 	}
-	if span <= 0 || lag*float64(time.Millisecond) <= float64(span) {
+	if span == 0 {
+		return "", false
+	}
+	if lag*float64(time.Millisecond) <= float64(span) {
 		return "", true
 	}
 	return fmt.Sprintf("rlctl itself sent 1%% of requests %sms or more late (its own CPU or scheduling: the machine was too busy), more than %s its figures count over, so they measure rlctl's delay, not the target", textfmt.Num(lag), what), true

@@ -53,6 +53,11 @@ traffic: {pattern: boundary, align: auto, duration: 5s, identities: 2}
 thresholds: [boundary_allowed <= limit]
 `, url)
 	out, err := Run(context.Background(), parse(t, doc), Options{})
+	for try := 1; try < 3 && !kept(out); try++ {
+		// So busy a machine that rlctl sent its shots late measured
+		// nothing either way (score's kept-time): run it again.
+		out, err = Run(context.Background(), parse(t, doc), Options{})
+	}
 	if out.Report.Status != score.StatusFail || out.Report.Verdict != score.DoesNotHold {
 		t.Fatalf("status %s (%s): %s; err %v", out.Report.Status, out.Report.Verdict, out.Report.Error, err)
 	}
@@ -76,4 +81,15 @@ thresholds: [boundary_allowed <= limit]
 			t.Errorf("straddled check failed: %s", c.Reason)
 		}
 	}
+}
+
+// kept reports whether a run kept its schedule (score's kept-time check
+// held or did not apply).
+func kept(out *Outcome) bool {
+	for _, c := range out.Report.Validity {
+		if c.Name == "kept-time" {
+			return c.Held
+		}
+	}
+	return true
 }

@@ -309,10 +309,13 @@ traffic: {rate: 10/s, duration: 1s}
 // does not.
 func TestEmbeddedBusyNote(t *testing.T) {
 	t.Parallel()
+	// A loaded test machine may drop some of 1500/s: the note is the test,
+	// not the plan's execution.
 	const doc = `name: busy
 limit: 1000000/1m
 target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2%s}
 traffic: {rate: %s, duration: 1s}
+max_error_rate: 1
 `
 	hasNote := func(out *Outcome) bool {
 		for _, n := range out.Report.Notes {
