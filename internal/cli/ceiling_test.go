@@ -14,10 +14,20 @@ import (
 // measured under overload and a boundary burst admits more than L in some
 // window, and never more than the theory's 2L.
 func TestCeilingMeasureWithinTheory(t *testing.T) {
-	out := &syncBuffer{}
-	f, errOut := testFactory(out, nil)
-	code := Run(f, []string{"ceiling", "--limit", "10/1s", "--gateways", "3", "--algorithm", "redis-fixed-window",
-		"--measure", "--measure-duration", "2s", "-o", "json"}, nil, noExit(t))
+	var out, errOut *syncBuffer
+	code := 0
+	for try := 1; try <= 3; try++ {
+		out = &syncBuffer{}
+		var f *Factory
+		f, errOut = testFactory(out, nil)
+		code = Run(f, []string{"ceiling", "--limit", "10/1s", "--gateways", "3", "--algorithm", "redis-fixed-window",
+			"--measure", "--measure-duration", "2s", "-o", "json"}, nil, noExit(t))
+		if code == 0 || !strings.Contains(errOut.String(), "late (its own CPU or scheduling") {
+			break
+		}
+		// A machine so busy rlctl sent its boundary shots late measured
+		// nothing (score's kept-time): try again.
+	}
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -84,7 +84,7 @@ thresholds: [boundary_allowed <= limit]
 }
 
 // kept reports whether a run kept its schedule (score's kept-time check
-// held or did not apply).
+// held or did not apply), for tests that run again when it did not.
 func kept(out *Outcome) bool {
 	for _, c := range out.Report.Validity {
 		if c.Name == "kept-time" {

@@ -35,13 +35,22 @@ func parse(t *testing.T, doc string) *scenario.Scenario {
 	return scs[0]
 }
 
+// run runs sc and fails the test unless it was measured. A run that a
+// starved test machine sent too late to measure (score's kept-time) is
+// run again, up to three times: the instrument said it measured nothing.
 func run(t *testing.T, sc *scenario.Scenario) *Outcome {
 	t.Helper()
-	out, err := Run(context.Background(), sc, Options{})
-	if err != nil {
-		t.Fatalf("verify %s: %v", sc.Name, err)
+	for try := 1; ; try++ {
+		out, err := Run(context.Background(), sc, Options{})
+		if err != nil && try < 3 && !kept(out) {
+			t.Logf("verify %s, try %d: %v; again", sc.Name, try, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("verify %s: %v", sc.Name, err)
+		}
+		return out
 	}
-	return out
 }
 
 func measured(t *testing.T, out *Outcome, name string) float64 {
