@@ -18,6 +18,7 @@ import (
 	"github.com/rlctl/rlctl/internal/ceiling"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
@@ -542,8 +543,12 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
-			gw := f.Gateway
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) { set.Kill(gw) }})
+			gw, hold := f.Gateway, f.For
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) {
+				// A revive that fails leaves the gateway down, which its
+				// records then show; it cannot, having built once already.
+				fault.Hold(ctx, hold, func() { set.Kill(gw) }, func() { _ = set.Revive(gw) })
+			}})
 		}
 	}
 	ok = true
