@@ -236,6 +236,11 @@ func ping(ctx context.Context, c redis.UniversalClient, eps []Endpoint) error {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return exitcode.With(fmt.Errorf("gateways: ping Redis: %w", err), exitcode.Unreachable)
 	}
+	// A Redis out of memory answers PING but refuses every limiter call,
+	// which a run would only show as requests its policy decided.
+	if err := redisconn.OutOfMemory(ctx, c); err != nil {
+		return exitcode.With(fmt.Errorf("Redis cannot count: %w", err), exitcode.Unreachable)
+	}
 	return nil
 }
 

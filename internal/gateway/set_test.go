@@ -332,7 +332,11 @@ func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 			admin := srv.Client(t)
 			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: 1000, Window: time.Minute}},
 				NewClient: clientsOf(srv.Addr, true)})
+			// Only what runs from Warm on counts: New's write check is an EVAL.
 			if err := admin.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Warm(ctx, conns); err != nil {
@@ -361,5 +365,20 @@ func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 				t.Errorf("EVAL ran after Warm (the script was not loaded):\n%s", stats)
 			}
 		})
+	}
+}
+
+// TestNewRefusesRedisOutOfMemory: a Redis that answers PING but refuses
+// every write (maxmemory, noeviction) is found before any traffic, as
+// exit 3 naming OOM, instead of a run whose every request its failure
+// policy decided.
+func TestNewRefusesRedisOutOfMemory(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	redistest.FillPastMaxmemory(t, srv)
+	_, err := New(context.Background(), Options{N: 2, Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: rate.Limit{Count: 10, Window: time.Second}},
+		NewClient: clientsOf(srv.Addr, true)})
+	if exitcode.Of(err) != exitcode.Unreachable || !strings.Contains(fmt.Sprint(err), "out of memory (OOM)") {
+		t.Fatalf("New on a Redis out of memory: %v (exit %d), want exit 3 naming OOM", err, exitcode.Of(err))
 	}
 }

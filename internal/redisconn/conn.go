@@ -305,6 +305,10 @@ func (c *Config) connError(ctx context.Context, what string, err error, diagnose
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return fmt.Errorf("redis %s: %s: %w", c, what, err)
 	}
+	if strings.Contains(err.Error(), "DB index is out of range") {
+		// The URL names a database the server does not have: bad input.
+		return exitcode.With(fmt.Errorf("redis %s: %s: database %d does not exist on this server (see its databases setting): %w", c, what, c.target.DB, c.RedactError(err)), exitcode.Usage)
+	}
 	// With Sentinel, go-redis's message depends on timing: sometimes the
 	// bare "all sentinels ... unreachable", sometimes with one cause
 	// appended; asking each Sentinel says the same every time.
@@ -358,6 +362,9 @@ func (c *Config) diagnose(deadline time.Time) error {
 	return tc.Handshake()
 }
 
+// classOOM is Classify's name for Redis refusing a write for lack of memory.
+const classOOM = "out of memory (OOM: maxmemory reached, writes refused)"
+
 // Classify names the kind of a connection failure in a few words.
 func Classify(err error) string {
 	msg := err.Error()
@@ -366,8 +373,10 @@ func Classify(err error) string {
 		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"),
 		strings.Contains(msg, "AUTH <password> called without any password"):
 		return "authentication failed"
-	case strings.Contains(msg, "NOPERM"):
+	case strings.Contains(msg, "NOPERM"), strings.Contains(msg, "can't access at least one of the keys"):
 		return "permission denied"
+	case IsOOM(err):
+		return classOOM
 	case strings.Contains(msg, "connection refused"):
 		return "connection refused"
 	case strings.Contains(msg, "no such file or directory"):
@@ -404,11 +413,49 @@ func (c *Config) RedactError(err error) error {
 // RedactText removes this Config's secrets and any URL password from s.
 func (c *Config) RedactText(s string) string {
 	for _, secret := range []string{c.target.Password, c.target.SentinelPassword} {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, redactedPassword)
-		}
+		s = redactSecret(s, secret)
 	}
 	return s
+}
+
+// shortSecret is the length below which a secret is replaced only where it
+// stands alone: a password "p" replaced inside "tcp" would both garble the
+// message and show, by its holes, what the password is.
+const shortSecret = 8
+
+// redactSecret replaces secret in s: everywhere when it is long, else
+// only where no letter or digit touches it.
+func redactSecret(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	if len(secret) >= shortSecret {
+		return strings.ReplaceAll(s, secret, redactedPassword)
+	}
+	word := func(i int) bool {
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		b := s[i]
+		return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	var b strings.Builder
+	from := 0 // s[:from] is written
+	for at := 0; ; {
+		i := strings.Index(s[at:], secret)
+		if i < 0 {
+			b.WriteString(s[from:])
+			return b.String()
+		}
+		i += at
+		end := i + len(secret)
+		if !word(i-1) && !word(end) {
+			b.WriteString(s[from:i])
+			b.WriteString(redactedPassword)
+			from = end
+		}
+		at = end
+	}
 }
 
 type redactedError struct {
