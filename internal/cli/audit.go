@@ -46,6 +46,8 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
                    the fullest listed)
   big-keys         sliding logs with more than --big-key-entries entries
   eviction-policy  allkeys-*/volatile-* can evict limiter keys: silent fail-open
+  memory           used memory against maxmemory; out of memory (OOM), every
+                   limiter write is refused
   durability       persistence and replication: what a restart or failover does
   shards           limiter keys and load per primary (Cluster)
   crossslot        one identity's keys in different slots (Cluster)
@@ -55,6 +57,8 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
   protected-mode   protected mode off
   ceiling          with --published, --gateways and --algorithm: the true
                    ceiling beside the published one (simple theory)
+  access           limiter keys the Redis user may not read (NOPERM): left
+                   out of every check, and the audit exits 3
 
 Reads are pipelined per SCAN page and only counts and bounded samples are kept,
 so memory stays flat on any keyspace. A finding's count is every key it found;
@@ -132,6 +136,10 @@ func runAudit(ctx context.Context, opts *auditOptions) error {
 			return err
 		}
 	} else if err := printAudit(f, rep); err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		// Keys the ACL hid were left out: the audit is incomplete, exit 3.
 		return err
 	}
 	if rep.Failed {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -121,6 +122,9 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	}
 	defer client.Close()
 	ro := keyspace.RepairOptions{Schemas: schemas, Match: opts.Match, TTL: opts.TTL, MaxRate: opts.MaxRate}
+	// Keys the ACL user may not read or change are left alone and end the
+	// command with exit 3, once what it may do is done.
+	var denied *keyspace.PermissionError
 
 	// A dry pass comes first when someone must be asked, or when a --match
 	// pattern must be shown to reach only limiter keys before anything
@@ -129,7 +133,7 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	if !opts.DryRun && (!opts.Yes || guard) {
 		ro.DryRun = true
 		st, err := repairWithProgress(ctx, f, client, ro)
-		if err != nil {
+		if err != nil && !errors.As(err, &denied) {
 			printRepairSummary(f, st, f.IO.ErrOut)
 			return cfg.OpError(ctx, "find keys without TTL", err)
 		}
@@ -141,7 +145,10 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 		if !opts.Yes {
 			printRepairSummary(f, st, f.IO.ErrOut)
 			if st.MissingTTL-st.NoRule == 0 {
-				return writeRepair(f, st)
+				if err := writeRepair(f, st); err != nil || denied == nil {
+					return err
+				}
+				return denied
 			}
 			ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %s (only where still missing)?", textfmt.Count(st.MissingTTL-st.NoRule, "key")))
 			if err != nil {
@@ -155,6 +162,12 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	}
 	ro.DryRun = opts.DryRun
 	st, err := repairWithProgress(ctx, f, client, ro)
+	if errors.As(err, &denied) {
+		if err := writeRepair(f, st); err != nil {
+			return err
+		}
+		return denied
+	}
 	if err != nil {
 		// Whatever was repaired stays repaired; say how far it got.
 		printRepairSummary(f, st, f.IO.ErrOut)
