@@ -18,7 +18,6 @@ import (
 	"github.com/rlctl/rlctl/internal/ceiling"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
@@ -544,11 +543,7 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
 			gw, hold := f.Gateway, f.For
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) {
-				// A revive that fails leaves the gateway down, which its
-				// records then show; it cannot, having built once already.
-				fault.Hold(ctx, hold, func() { set.Kill(gw) }, func() { _ = set.Revive(gw) })
-			}})
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) { set.Down(ctx, gw, hold) }})
 		}
 	}
 	ok = true
