@@ -94,7 +94,7 @@ Redis ends the audit with exit 3. Nothing is written.
 	}
 	fs := cmd.Flags()
 	opts.Schemas.register(fs)
-	fs.StringVar(&opts.Published, "published", "", "the deployment's published limit N/DURATION, for the true ceiling")
+	fs.StringVar(&opts.Published, "published", "", "the deployment's published limit N/DURATION, for the true ceiling (and, without --limit, the limit the keys are checked against)")
 	fs.IntVar(&opts.Gateways, "gateways", 1, "number of gateways sharing the limit")
 	fs.StringVar(&opts.Algorithm, "algorithm", "", "the deployment's limiter design, for the true ceiling")
 	fs.Int64Var(&opts.Lease, "lease", 0, "lease size, for --algorithm leasing")
@@ -105,20 +105,26 @@ Redis ends the audit with exit 3. Nothing is written.
 
 func runAudit(ctx context.Context, opts *auditOptions) error {
 	f := opts.f
+	var published rate.Limit
+	if opts.Published != "" {
+		l, err := rate.Parse(opts.Published)
+		if err != nil {
+			return usageError("--published: %v", err)
+		}
+		published = l
+	}
+	if opts.Schemas.Limit == "" {
+		// The published limit is the one the keys count against: the hot
+		// identities and TTL checks need it as much as the ceiling does.
+		opts.Schemas.Limit = opts.Published
+	}
 	schemas, err := opts.Schemas.schemas()
 	if err != nil {
 		return err
 	}
 	ao := keyspace.AuditOptions{Schemas: schemas, RefreshInterval: opts.RefreshInterval,
 		BigKeyEntries: opts.BigKeyEntries, Gateways: opts.Gateways, Algorithm: opts.Algorithm, Lease: opts.Lease,
-		LocalNow: f.Now}
-	if opts.Published != "" {
-		l, err := rate.Parse(opts.Published)
-		if err != nil {
-			return usageError("--published: %v", err)
-		}
-		ao.Published = l
-	}
+		LocalNow: f.Now, Published: published}
 	cfg, client, err := connect(ctx, f)
 	if err != nil {
 		return err
