@@ -217,25 +217,51 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 	return keyspace.RepairTTL(ctx, client, ro)
 }
 
+// printRepairSummary says what a pass found and did. The keys without TTL
+// the first line counts are each in exactly one of the groups below it:
+// those that got (or would get) a TTL, per layout with that TTL, those
+// skipped, of unknown outcome, or left alone, and why.
 func printRepairSummary(f *Factory, st keyspace.RepairStats, w io.Writer) {
-	fmt.Fprintf(w, "scanned %s: %s, %d without TTL", textfmt.Count(st.Scanned, "key"), textfmt.Count(st.Matched, "limiter key"), st.MissingTTL)
+	fmt.Fprintf(w, "scanned %s: %d named like limiter keys, %d of them without TTL", textfmt.Count(st.Scanned, "key"), st.Matched, st.MissingTTL+st.NotFitting)
 	if st.DryRun {
 		fmt.Fprintf(w, " (dry run: nothing changed)")
-	} else {
-		fmt.Fprintf(w, ", %d repaired, %d skipped (a TTL was set meanwhile)", st.Repaired, st.Skipped)
 	}
 	fmt.Fprintln(w)
+	layouts := func(known bool) {
+		for _, l := range st.Layouts {
+			if (l.TTLMillis > 0) != known {
+				continue
+			}
+			ttl := "TTL unknown"
+			if known {
+				ttl = "TTL " + (time.Duration(l.TTLMillis) * time.Millisecond).String()
+			}
+			fmt.Fprintf(w, "  %s, %s: %s\n", l.Layout, ttl, textfmt.Count(l.Keys, "key"))
+			for _, k := range l.Sample {
+				fmt.Fprintf(w, "    %s\n", k)
+			}
+		}
+	}
+	switch {
+	case !st.DryRun:
+		fmt.Fprintf(w, "%d repaired (TTL set where still missing)\n", st.Repaired)
+		layouts(true)
+	case st.MissingTTL > st.NoRule:
+		fmt.Fprintf(w, "%d would be repaired (TTL set where still missing):\n", st.MissingTTL-st.NoRule)
+		layouts(true)
+	}
+	if st.Skipped > 0 {
+		fmt.Fprintf(w, "%s skipped: a TTL was set meanwhile (a gateway was faster)\n", textfmt.Count(st.Skipped, "key"))
+	}
 	if st.Unknown > 0 {
 		fmt.Fprintf(w, "%s: outcome unknown, the repair got no answer (Redis may or may not have set the TTL; run again to finish)\n", textfmt.Count(st.Unknown, "key"))
 	}
 	if st.NoRule > 0 {
-		fmt.Fprintf(w, "%s without TTL left alone: the TTL to set is unknown (pass --limit or --ttl)\n", textfmt.Count(st.NoRule, "key"))
-	}
-	for _, k := range st.Sample {
-		fmt.Fprintf(w, "  %s\n", k)
+		fmt.Fprintf(w, "%s left alone: the TTL to set is unknown (pass --limit or --ttl):\n", textfmt.Count(st.NoRule, "key"))
+		layouts(false)
 	}
 	if st.NotFitting > 0 {
-		fmt.Fprintf(w, "%s without TTL left alone: named like limiter keys, but the value is not what the layout writes (another application's)\n", textfmt.Count(st.NotFitting, "key"))
+		fmt.Fprintf(w, "%s left alone: named like limiter keys, but the value is not what the layout writes (another application's)\n", textfmt.Count(st.NotFitting, "key"))
 	}
 	if st.Unclaimed > 0 {
 		fmt.Fprintf(w, "%s matched --match but no limiter layout claims them: left alone\n", textfmt.Count(st.Unclaimed, "key"))

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -109,10 +110,28 @@ type RepairStats struct {
 	Denied int64 `json:"denied"`
 	// Sample holds some keys found without TTL.
 	Sample []string `json:"sample"`
+	// Layouts are the keys found without TTL (NotFitting ones aside) by
+	// the layout that claims them and the TTL they got, or in a dry run
+	// would get (0: unknown, left alone), in the order first met.
+	Layouts []LayoutTTL `json:"layouts"`
 	// LeftAlone holds some keys counted in NotFitting or Unclaimed.
 	LeftAlone []string `json:"left_alone_sample"`
 	// DryRun is true when nothing was changed.
 	DryRun bool `json:"dry_run"`
+}
+
+// LayoutTTL is how repair-ttl treats one layout's keys without TTL: the
+// TTL they get (its TTL rule's, or --ttl), how many there were and some
+// of their names. The JSON form is stable.
+type LayoutTTL struct {
+	// Layout is the schema name ("redis-fixed-window").
+	Layout string `json:"layout"`
+	// TTLMillis is the TTL set (or, in a dry run, that would be), in
+	// milliseconds; 0 when the TTL is unknown and the keys are left alone.
+	TTLMillis int64 `json:"ttl_ms"`
+	// Keys counts them; Sample names some.
+	Keys   int64    `json:"keys"`
+	Sample []string `json:"sample"`
 }
 
 type repairJob struct {
@@ -142,7 +161,7 @@ func RepairTTL(ctx context.Context, c redis.UniversalClient, opts RepairOptions)
 		opts.SampleSize = 20
 	}
 	j := &repairJob{opts: opts, start: time.Now()}
-	j.st.DryRun, j.st.Sample, j.st.LeftAlone = opts.DryRun, []string{}, []string{}
+	j.st.DryRun, j.st.Sample, j.st.LeftAlone, j.st.Layouts = opts.DryRun, []string{}, []string{}, []LayoutTTL{}
 	switch {
 	case opts.Match != "":
 		j.glob = opts.Match
@@ -235,9 +254,10 @@ func (j *repairJob) walk(ctx context.Context, n Node, cursor uint64) (repairPage
 // repairCand is a key found without a TTL that a layout claims by name and
 // type: the TTL it gets (0: unknown) and the value specs it must fit.
 type repairCand struct {
-	key   string
-	ttl   time.Duration
-	specs []string
+	key    string
+	layout string
+	ttl    time.Duration
+	specs  []string
 }
 
 func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
@@ -298,7 +318,11 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 		if ttl == 0 {
 			ttl = longestOfAny(j.opts.Schemas, k, typ, (*Schema).TTL)
 		}
-		todo = append(todo, repairCand{key: k, ttl: max(ttl, 0), specs: specs})
+		layout := ""
+		if s, _, ok := Match(j.opts.Schemas, k, typ); ok {
+			layout = s.Name
+		}
+		todo = append(todo, repairCand{key: k, layout: layout, ttl: max(ttl, 0), specs: specs})
 	}
 	j.mu.Lock()
 	j.st.Scanned += int64(len(names))
@@ -319,6 +343,26 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 		j.opts.Progress(snap)
 	}
 	return pace(ctx, j.start, snap.Scanned, j.opts.MaxRate)
+}
+
+// byLayout counts c, a key found without TTL that gets one (or would, or
+// is left alone for want of a rule), under its layout and TTL; j.mu is
+// held.
+func (j *repairJob) byLayout(c repairCand) {
+	ms := c.ttl.Milliseconds()
+	if c.ttl > 0 {
+		ms = max(ms, 1) // as repair sets it
+	}
+	i := slices.IndexFunc(j.st.Layouts, func(l LayoutTTL) bool { return l.Layout == c.layout && l.TTLMillis == ms })
+	if i < 0 {
+		i = len(j.st.Layouts)
+		j.st.Layouts = append(j.st.Layouts, LayoutTTL{Layout: c.layout, TTLMillis: ms, Sample: []string{}})
+	}
+	l := &j.st.Layouts[i]
+	l.Keys++
+	if len(l.Sample) < j.opts.SampleSize {
+		l.Sample = append(l.Sample, c.key)
+	}
 }
 
 // leftAlone adds keys to the sample of those left alone; j.mu is held.
@@ -410,6 +454,7 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 			if c.ttl > 0 && len(j.st.Sample) < j.opts.SampleSize {
 				j.st.Sample = append(j.st.Sample, c.key)
 			}
+			j.byLayout(c)
 		case repairHasTTL, repairGone:
 			if writes[i] {
 				j.st.MissingTTL++
