@@ -30,8 +30,16 @@ done
 
 tmp=$(mktemp -d)
 pid=
+probe_pid=
+# Everything that writes into $tmp is stopped and waited for before $tmp
+# goes: a redis-server writes its log there as it shuts down, and an
+# rm -rf racing it failed with "Directory not empty", which set -e made
+# the exit status of make bench.
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+	for p in $probe_pid $pid; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -79,11 +87,13 @@ p99s() {
 
 timed() { # timed NAME CMD... : runs CMD with the latency probe, prints seconds
 	local name=$1; shift
-	probe & local probe_pid=$!
+	probe &
+	probe_pid=$!
 	local t0; t0=$(now)
 	"$@" >"$tmp/$name.out" 2>&1 || true
 	local t1; t1=$(now)
 	touch "$tmp/stop"; wait "$probe_pid" || true
+	probe_pid=
 	echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}'
 }
 

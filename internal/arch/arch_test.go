@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"internal/gateway":      {"internal/decision", "internal/exitcode", "internal/limiter", "internal/redisconn"},
 	"internal/httpgw":       {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
 	"internal/limiter":      {"internal/decision", "internal/design", "internal/rate", "internal/redisconn", "internal/resp"},
-	"internal/keyspace":     {"internal/ceiling", "internal/limiter", "internal/rate", "internal/redisconn", "internal/textfmt"},
+	"internal/keyspace":     {"internal/ceiling", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn", "internal/textfmt"},
 	"internal/ceiling":      {"internal/limiter", "internal/rate"},
 	"internal/fault":        {},
 	"internal/fault/inject": {"internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},

@@ -56,7 +56,15 @@ type Theory struct {
 	// Aligned is the most admitted in one aligned window (what a dashboard
 	// that buckets by window would show).
 	Aligned float64 `json:"aligned_window"`
-	Why     string  `json:"why"`
+	// WorstSpan is the shortest span of time the Ceiling's admissions need:
+	// 0 when they can all come at one instant (around a window boundary:
+	// the end of one window and the start of the next), up to W when some
+	// must wait for a refill. WorstSpanMs is the same in milliseconds, and
+	// Worst says in words where they fall.
+	WorstSpan   time.Duration `json:"-"`
+	WorstSpanMs float64       `json:"worst_span_ms"`
+	Worst       string        `json:"worst_burst"`
+	Why         string        `json:"why"`
 	// The four questions.
 	Atomic  string `json:"atomic"`
 	Clock   string `json:"clock"`
@@ -124,12 +132,15 @@ func Of(design string, p Params) (Theory, error) {
 	case limiter.LocalFixedWindow:
 		t.Aligned, t.Ceiling = N*L, 2*N*L
 		t.Why = fmt.Sprintf("each of %d gateways counts alone: %d×L per aligned window, and each can admit L just before and L just after a boundary", int(N), int(N))
+		t.Worst = fmt.Sprintf("all at one window boundary: every one of %d gateways admits L just before it and L just after", int(N))
 		t.Atomic = "per gateway only: the count is not shared"
 		t.Clock = "each gateway's own clock"
 	case limiter.LocalTokenBucket:
 		t.Aligned = N * (C + L - 1)
 		t.Ceiling = t.Aligned
 		t.Why = fmt.Sprintf("%d independent buckets, each up to its capacity (%g) plus the L−1 whole tokens it refills within W", int(N), C)
+		t.WorstSpan = refillSpan(p)
+		t.Worst = fmt.Sprintf("each of %d buckets' capacity %g at once, then the L−1 tokens each refills over the next %s", int(N), C, t.WorstSpan)
 		t.Atomic = "per gateway only: the bucket is not shared"
 		t.Clock = "each gateway's own clock"
 	case limiter.RedisGetIncr:
@@ -137,32 +148,43 @@ func Of(design string, p Params) (Theory, error) {
 		t.Ceiling = 2 * t.Aligned
 		t.Bounded = false
 		t.Why = fmt.Sprintf("GET, compare and INCR are separate round trips: every request in flight between another's read and write passes at L−1; with one request in flight per gateway that is L+%d per window, and more in flight means more", int(N)-1)
+		t.Worst = "at one window boundary: L+N−1 just before it and as many just after, more with more requests in flight"
 		t.Atomic = "no: GET then INCR leaves a gap between the read and the write"
 		t.Clock = "Redis expiry (one clock)"
 	case limiter.RedisFixedWindow:
 		t.Aligned, t.Ceiling = L, 2*L
 		t.Why = "one atomic counter per window: L per aligned window, but L at the end of one window and L at the start of the next are 2L within W"
+		t.Worst = boundaryBurst(p)
 		t.Atomic = "yes: one Lua script"
 		t.Clock = "Redis expiry (one clock)"
 	case limiter.RedisFixedWindowRefresh:
 		t.Aligned, t.Ceiling = L, L
 		t.Why = "the expiry is refreshed on every request, so under continuous traffic the window never rolls: at most L — and a busy caller stays locked out until it is quiet for a whole window"
+		t.Worst = "L at once, then nothing while traffic continues"
 		t.Atomic = "yes: one Lua script (but the TTL is refreshed on every request)"
 		t.Clock = "Redis expiry, pushed forward by every request"
 	case limiter.RedisClockWindow:
 		t.Aligned, t.Ceiling = L, 2*L
 		t.Why = "a key per clock window: L per window, 2L across a boundary"
+		t.Worst = boundaryBurst(p)
 		t.Atomic = "yes: one Lua script"
 		t.Clock = "Redis TIME inside the script (clock: redis) or each gateway's clock (clock: gateway)"
 		if p.Skew > 0 {
 			t.Ceiling = 3 * L
 			t.Why = fmt.Sprintf("gateway clocks up to %s apart put the same instant in different windows: a span of W touches three windows' keys, up to 3L (with clock: redis, 2L)", p.Skew)
+			// L of one window just before the slowest clock leaves it,
+			// L of the next, and L of the one after from when the fastest
+			// clock enters it: 2×skew less than W apart.
+			t.WorstSpan = max(p.Limit.Window-2*p.Skew, 0)
+			t.Worst = fmt.Sprintf("L of three windows' keys each, from just before the slowest clock leaves the first to just after the fastest enters the third: %s apart", t.WorstSpan)
 			t.Clock = "each gateway's own clock (skewed)"
 		}
 	case limiter.RedisTokenBucket:
 		t.Aligned = C + L - 1
 		t.Ceiling = t.Aligned
 		t.Why = fmt.Sprintf("one shared bucket: capacity %g plus the L−1 whole tokens refilled within W; that is its envelope, not a leak", C)
+		t.WorstSpan = refillSpan(p)
+		t.Worst = fmt.Sprintf("the capacity %g at once, then the L−1 tokens refilled over the next %s", C, t.WorstSpan)
 		if skewRefill > 0 {
 			// The script stores each caller's stamp as the last refill,
 			// even one behind the stored stamp: a gateway behind sets it
@@ -178,17 +200,22 @@ func Of(design string, p Params) (Theory, error) {
 		t.Aligned = L
 		t.Ceiling = 2*L - 1
 		t.Why = "the weighted estimate assumes the previous window's requests were spread evenly; when they bunched at its end, a sliding span of W can hold up to 2L−1"
+		t.WorstSpan = slidingSpan(p)
+		t.Worst = fmt.Sprintf("L bunched at the end of one window, then L−1 as the blend lets them in over the next %s", t.WorstSpan)
 		t.Atomic = "yes: one Lua script"
 		t.Clock = "Redis TIME or the caller's clock"
 	case limiter.RedisSlidingLog:
 		t.Aligned, t.Ceiling = L, L
 		t.Why = "an exact log of every admitted request: never more than L in any span of W (memory grows with traffic)"
+		t.Worst = "L at once, then none until the first of them is W old"
 		t.Atomic = "yes: one Lua script"
 		t.Clock = "Redis TIME or the caller's clock"
 	case limiter.RedisGCRA:
 		t.Aligned = C + L - 1
 		t.Ceiling = t.Aligned
 		t.Why = fmt.Sprintf("GCRA is a token bucket measured in time: burst %g plus one emission per W/L", C)
+		t.WorstSpan = refillSpan(p)
+		t.Worst = fmt.Sprintf("the burst %g at once, then L−1 emissions over the next %s", C, t.WorstSpan)
 		t.Atomic = "yes: one Lua script"
 		t.Clock = "Redis TIME inside the script"
 	case limiter.Leasing:
@@ -196,15 +223,46 @@ func Of(design string, p Params) (Theory, error) {
 		t.Aligned = L + S*N
 		t.Ceiling = 2*L + S*N
 		t.Why = fmt.Sprintf("the budget L is handed out in slices of %g; every one of %d holders can still spend a slice it took before the window closed: L + %g×%d per window, and a fixed budget window doubles at its boundary", S, int(N), S, int(N))
+		t.Worst = fmt.Sprintf("at the budget window's end: L plus the %d holders' slices spent just before it, as much again just after", int(N))
 		t.Atomic = "yes for grants (one Lua script); spending a slice is local"
 		t.Clock = "Redis expiry for the budget window; local for spending"
 	default:
 		return Theory{}, fmt.Errorf("unknown algorithm %q", design)
 	}
+	if !t.Bounded && design == limiter.RedisTokenBucket {
+		// skewed clocks: the extra refills come as gateways alternate
+		t.WorstSpan = p.Limit.Window
+		t.Worst = "more each time a gateway that runs ahead follows one that runs behind, within W"
+	}
+	t.WorstSpanMs = float64(t.WorstSpan) / float64(time.Millisecond)
 	if L > 0 {
 		t.Ratio = t.Ceiling / L
 	}
 	return t, nil
+}
+
+// boundaryBurst says where a window counter's 2L falls: around one
+// boundary, in a span as short as the requests take to arrive, with an
+// example of a second on each side.
+func boundaryBurst(p Params) string {
+	L := p.Limit.Count
+	return fmt.Sprintf("all at one window boundary: L just before it and L just after, in a span as short as the requests take (%d in the last second of a window and %d in the first second of the next are %d in 2s)", L, L, 2*L)
+}
+
+// refillSpan is how long a full bucket of p takes to refill the L−1 whole
+// tokens its ceiling counts beyond its capacity: (L−1)/L of W.
+func refillSpan(p Params) time.Duration {
+	L := p.Limit.Count
+	return time.Duration(float64(p.Limit.Window) * float64(L-1) / float64(L)).Round(time.Millisecond)
+}
+
+// slidingSpan is how far into the next window the sliding-window counter
+// lets the L−1 in after L bunched at the end of the previous one: it
+// admits while the new count is below L×(elapsed/W), so the (L−1)th gets
+// in once (L−2)/L of W has passed.
+func slidingSpan(p Params) time.Duration {
+	L := p.Limit.Count
+	return time.Duration(float64(p.Limit.Window) * float64(max(L-2, 0)) / float64(L)).Round(time.Millisecond)
 }
 
 func onError(design, policy string) string {
@@ -258,6 +316,11 @@ func SpanCeiling(design string, p Params, span time.Duration) (float64, error) {
 		// L bunched at the end of the previous window, then the blend lets
 		// the new window admit in proportion to its elapsed part.
 		return min(t.Ceiling, L+refill+1), nil
+	case limiter.RedisClockWindow:
+		if span <= t.WorstSpan {
+			// skewed clocks' third window is out of reach: a boundary's 2L
+			return 2 * L, nil
+		}
 	}
 	return t.Ceiling, nil
 }

@@ -217,3 +217,45 @@ func TestSkewedTokenBucketIsUnbounded(t *testing.T) {
 		t.Errorf("without skew: %+v, want bounded at capacity 10 + 9", one)
 	}
 }
+
+// TestWorstSpan: the span a design's ceiling needs agrees with
+// SpanCeiling: the ceiling fits in a span a hair longer (SpanCeiling's
+// spans leave out their end), and (where it is not an instant) not in
+// half a token's interval less. A window counter's 2L comes at one
+// boundary; a bucket's needs its L−1 refills, (L−1)/L of W; skewed clock
+// windows need W less twice the skew.
+func TestWorstSpan(t *testing.T) {
+	t.Parallel()
+	l := rate.Limit{Count: 100, Window: time.Minute}
+	want := map[string]time.Duration{
+		limiter.RedisFixedWindow: 0, limiter.LocalFixedWindow: 0, limiter.Leasing: 0, limiter.RedisSlidingLog: 0,
+		limiter.RedisTokenBucket: 59400 * time.Millisecond, limiter.RedisGCRA: 59400 * time.Millisecond,
+		limiter.RedisSlidingWindow: 58800 * time.Millisecond,
+	}
+	for _, p := range []Params{{Limit: l, Gateways: 50}, {Limit: l, Gateways: 5, Skew: 5 * time.Second}} {
+		for _, th := range All(p) {
+			if th.Worst == "" {
+				t.Errorf("%s: no words for where its worst burst falls", th.Design)
+			}
+			if w, ok := want[th.Design]; ok && p.Skew == 0 && th.WorstSpan != w {
+				t.Errorf("%s: worst span %s, want %s", th.Design, th.WorstSpan, w)
+			}
+			if th.WorstSpanMs != float64(th.WorstSpan.Milliseconds()) {
+				t.Errorf("%s: worst_span_ms %g for %s", th.Design, th.WorstSpanMs, th.WorstSpan)
+			}
+			in, _ := SpanCeiling(th.Design, p, th.WorstSpan+time.Millisecond)
+			if in != th.Ceiling {
+				t.Errorf("%s %+v: %g fit in its worst span %s, want the ceiling %g", th.Design, p, in, th.WorstSpan, th.Ceiling)
+			}
+			if less := th.WorstSpan - l.Window/time.Duration(2*l.Count); th.Bounded && th.WorstSpan > 0 {
+				if got, _ := SpanCeiling(th.Design, p, less); got >= th.Ceiling {
+					t.Errorf("%s %+v: the ceiling %g fits in %s too, less than its worst span %s", th.Design, p, got, less, th.WorstSpan)
+				}
+			}
+		}
+	}
+	skewed, _ := Of(limiter.RedisClockWindow, Params{Limit: l, Gateways: 5, Skew: 5 * time.Second})
+	if skewed.WorstSpan != 50*time.Second {
+		t.Errorf("clock window with 5s skew: worst span %s, want 50s (W − 2×skew)", skewed.WorstSpan)
+	}
+}

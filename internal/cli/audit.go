@@ -46,6 +46,8 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
                    the fullest listed)
   big-keys         sliding logs with more than --big-key-entries entries
   eviction-policy  allkeys-*/volatile-* can evict limiter keys: silent fail-open
+  memory           used memory against maxmemory; out of memory (OOM), every
+                   limiter write is refused
   durability       persistence and replication: what a restart or failover does
   shards           limiter keys and load per primary (Cluster)
   crossslot        one identity's keys in different slots (Cluster)
@@ -55,6 +57,8 @@ what a rate limiter depends on. Findings are ok, warn or fail; any fail exits 1.
   protected-mode   protected mode off
   ceiling          with --published, --gateways and --algorithm: the true
                    ceiling beside the published one (simple theory)
+  access           limiter keys the Redis user may not read (NOPERM): left
+                   out of every check, and the audit exits 3
 
 Reads are pipelined per SCAN page and only counts and bounded samples are kept,
 so memory stays flat on any keyspace. A finding's count is every key it found;
@@ -90,7 +94,7 @@ Redis ends the audit with exit 3. Nothing is written.
 	}
 	fs := cmd.Flags()
 	opts.Schemas.register(fs)
-	fs.StringVar(&opts.Published, "published", "", "the deployment's published limit N/DURATION, for the true ceiling")
+	fs.StringVar(&opts.Published, "published", "", "the deployment's published limit N/DURATION, for the true ceiling (and, without --limit, the limit the keys are checked against)")
 	fs.IntVar(&opts.Gateways, "gateways", 1, "number of gateways sharing the limit")
 	fs.StringVar(&opts.Algorithm, "algorithm", "", "the deployment's limiter design, for the true ceiling")
 	fs.Int64Var(&opts.Lease, "lease", 0, "lease size, for --algorithm leasing")
@@ -101,20 +105,26 @@ Redis ends the audit with exit 3. Nothing is written.
 
 func runAudit(ctx context.Context, opts *auditOptions) error {
 	f := opts.f
+	var published rate.Limit
+	if opts.Published != "" {
+		l, err := rate.Parse(opts.Published)
+		if err != nil {
+			return usageError("--published: %v", err)
+		}
+		published = l
+	}
+	if opts.Schemas.Limit == "" {
+		// The published limit is the one the keys count against: the hot
+		// identities and TTL checks need it as much as the ceiling does.
+		opts.Schemas.Limit = opts.Published
+	}
 	schemas, err := opts.Schemas.schemas()
 	if err != nil {
 		return err
 	}
 	ao := keyspace.AuditOptions{Schemas: schemas, RefreshInterval: opts.RefreshInterval,
 		BigKeyEntries: opts.BigKeyEntries, Gateways: opts.Gateways, Algorithm: opts.Algorithm, Lease: opts.Lease,
-		LocalNow: f.Now}
-	if opts.Published != "" {
-		l, err := rate.Parse(opts.Published)
-		if err != nil {
-			return usageError("--published: %v", err)
-		}
-		ao.Published = l
-	}
+		LocalNow: f.Now, Published: published}
 	cfg, client, err := connect(ctx, f)
 	if err != nil {
 		return err
@@ -132,6 +142,10 @@ func runAudit(ctx context.Context, opts *auditOptions) error {
 			return err
 		}
 	} else if err := printAudit(f, rep); err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		// Keys the ACL hid were left out: the audit is incomplete, exit 3.
 		return err
 	}
 	if rep.Failed {

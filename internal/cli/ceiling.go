@@ -154,21 +154,27 @@ func runCeiling(ctx context.Context, opts *ceilingOptions) error {
 func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *measure.Result) {
 	fmt.Fprintf(w, "Published: %s per identity, %d gateway(s)\n\n", opts.Limit, opts.Gateways)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ALGORITHM\tALIGNED WINDOW\tANY WINDOW (CEILING)\tRATIO")
+	fmt.Fprintln(tw, "ALGORITHM\tALIGNED WINDOW\tANY WINDOW (CEILING)\tRATIO\tCEILING WITHIN")
 	for _, t := range ts {
 		c := fmt.Sprintf("%g", t.Ceiling)
 		if !t.Bounded {
 			c = "≥ " + c + " (unbounded)"
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f×\n", t.Design, t.Aligned, c, t.Ratio)
+		fmt.Fprintf(tw, "%s\t%g\t%s\t%.2f×\t%s\n", t.Design, t.Aligned, c, t.Ratio, worstSpan(t))
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\nALIGNED WINDOW counts one window from its start to its end, as a dashboard that\n"+
+		"buckets by window does; ANY WINDOW is the most in any span of %s, which can\n"+
+		"straddle a boundary: where it is higher, the extra comes around a boundary.\n"+
+		"CEILING WITHIN is the shortest span that ceiling needs: a burst at a boundary\n"+
+		"takes only as long as its requests take to arrive; a bucket's refill takes time.\n", opts.Limit.Window)
 	if len(ts) != 1 {
 		fmt.Fprintln(w, "\nPick one with --algorithm for the reviewer's four questions.")
 		return
 	}
 	t := ts[0]
-	fmt.Fprintf(w, "\nWhy: %s.\n\n", t.Why)
+	fmt.Fprintf(w, "\nWhy: %s.\n", t.Why)
+	fmt.Fprintf(w, "Worst burst (%g, within %s): %s.\n\n", t.Ceiling, worstSpan(t), t.Worst)
 	fmt.Fprintf(w, "1. Is every check-and-increment one atomic operation?  %s\n", t.Atomic)
 	fmt.Fprintf(w, "2. Whose clock decides the window?                    %s\n", t.Clock)
 	fmt.Fprintf(w, "3. What happens when Redis is unreachable?            %s\n", t.OnError)
@@ -181,6 +187,14 @@ func printCeiling(w io.Writer, opts *ceilingOptions, ts []ceiling.Theory, m *mea
 	if m != nil {
 		printMeasured(w, opts, t, m)
 	}
+}
+
+// worstSpan is a theory's CEILING WITHIN cell.
+func worstSpan(t ceiling.Theory) string {
+	if t.WorstSpan == 0 {
+		return "an instant"
+	}
+	return t.WorstSpan.String()
 }
 
 // printMeasured never gives a measured figure without the span it covers.

@@ -163,3 +163,37 @@ func TestCeilingMeasureShorterThanTheWindow(t *testing.T) {
 		t.Errorf("the text does not say the measurement is shorter than the window:\n%s", out)
 	}
 }
+
+// TestCeilingSaysWhereTheWorstBurstFalls: the table says why the aligned
+// and any-window figures differ and how short a span each ceiling needs
+// (a boundary's burst an instant, a bucket's refill most of the window),
+// and one design's answer says the fixed window's 2L comes around one
+// boundary: 100 in a window's last second and 100 in the next's first
+// are 200 in 2s.
+func TestCeilingSaysWhereTheWorstBurstFalls(t *testing.T) {
+	t.Parallel()
+	run := func(args ...string) string {
+		out := &syncBuffer{}
+		f, errOut := testFactory(out, nil)
+		if code := Run(f, append([]string{"ceiling", "--limit", "100/1m", "--gateways", "50"}, args...), nil, noExit(t)); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		return out.String()
+	}
+	all := run()
+	for _, want := range []string{"CEILING WITHIN", "straddle a boundary", "local-fixed-window          5000            10000                 100.00×  an instant", "redis-token-bucket          199             199                   1.99×    59.4s"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("ceiling table lacks %q:\n%s", want, all)
+		}
+	}
+	one := run("--algorithm", "redis-fixed-window")
+	if want := "Worst burst (200, within an instant): all at one window boundary"; !strings.Contains(one, want) || !strings.Contains(one, "100 in the last second of a window and 100 in the first second of the next are 200 in 2s") {
+		t.Errorf("redis-fixed-window lacks %q and its 200 in 2s:\n%s", want, one)
+	}
+	var doc struct {
+		Designs []ceiling.Theory `json:"designs"`
+	}
+	if err := json.Unmarshal([]byte(run("--algorithm", "redis-gcra", "-o", "json")), &doc); err != nil || len(doc.Designs) != 1 || doc.Designs[0].WorstSpanMs != 59400 {
+		t.Errorf("-o json worst_span_ms: %+v, %v; want 59400 for redis-gcra", doc.Designs, err)
+	}
+}

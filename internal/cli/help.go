@@ -79,7 +79,7 @@ const exampleFaults = `faults:
   - {at: 1s, for: 1s, action: redis-down}               # Redis answers nothing for 1s
   - {at: 2s, for: 500ms, action: redis-latency, latency: 90ms}
   - {at: 3s, action: redis-reset}                       # the limiter's keys vanish
-  - {at: 1s, for: 2s, action: gateway-down, gateway: 0} # the first gateway stops
+  - {at: 1s, for: 2s, action: gateway-down, gateway: 0} # the first gateway stops for 2s, then restarts
 `
 
 // exampleLocalFallback shows on_error: local (a test checks it loads).

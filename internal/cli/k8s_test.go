@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,8 +21,12 @@ import (
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
-// k8sJobFile is the Kubernetes example README documents.
-const k8sJobFile = "../../deploy/k8s/verify-job.yaml"
+// The Kubernetes examples README documents: one on a ReadWriteMany
+// volume, one with a ReadWriteOnce volume per segment.
+const (
+	k8sJobFile = "../../deploy/k8s/verify-job.yaml"
+	k8sRWOFile = "../../deploy/k8s/verify-jobs-rwo.yaml"
+)
 
 // k8sObject is what the test reads of a manifest: enough of Jobs,
 // ConfigMaps and PersistentVolumeClaims.
@@ -35,16 +38,22 @@ type k8sObject struct {
 	} `yaml:"metadata"`
 	Data map[string]string `yaml:"data"`
 	Spec struct {
-		CompletionMode string `yaml:"completionMode"`
-		Completions    int    `yaml:"completions"`
-		Parallelism    int    `yaml:"parallelism"`
+		AccessModes    []string `yaml:"accessModes"`
+		CompletionMode string   `yaml:"completionMode"`
+		Completions    int      `yaml:"completions"`
+		Parallelism    int      `yaml:"parallelism"`
 		Template       struct {
 			Spec struct {
 				Containers []struct {
 					Args []string `yaml:"args"`
 					Env  []struct {
-						Name  string `yaml:"name"`
-						Value string `yaml:"value"`
+						Name      string `yaml:"name"`
+						Value     string `yaml:"value"`
+						ValueFrom *struct {
+							FieldRef *struct {
+								FieldPath string `yaml:"fieldPath"`
+							} `yaml:"fieldRef"`
+						} `yaml:"valueFrom"`
 					} `yaml:"env"`
 					VolumeMounts []struct {
 						Name      string `yaml:"name"`
@@ -90,13 +99,20 @@ func (o *k8sObject) volumeAt(t *testing.T, p string) (string, string) {
 }
 
 // expand replaces $(NAME) as Kubernetes does in args: from the
-// container's env, and JOB_COMPLETION_INDEX, which the Job controller
-// sets.
-func (o *k8sObject) expand(t *testing.T, args []string, index int) []string {
+// container's env (pod stands for the pod's name, from the downward API),
+// and JOB_COMPLETION_INDEX, which the Job controller sets.
+func (o *k8sObject) expand(t *testing.T, args []string, index int, pod string) []string {
 	t.Helper()
 	env := map[string]string{"JOB_COMPLETION_INDEX": fmt.Sprint(index)}
 	for _, e := range o.Spec.Template.Spec.Containers[0].Env {
-		env[e.Name] = e.Value
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = pod
+		default:
+			t.Fatalf("%s: env %s comes from something the test does not know", o.Metadata.Name, e.Name)
+		}
 	}
 	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	out := make([]string, len(args))
@@ -149,75 +165,106 @@ func parseArgs(t *testing.T, args []string) (string, []string, func(string) stri
 	return cmd.CommandPath(), cmd.Flags().Args(), func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
 }
 
-// The Kubernetes example runs as its comments and README say: one pod per
-// segment of N, with N the Job's completions and parallelism, the same
-// common start and Redis, each writing its run to its own directory of
-// one volume; the merge Job reads exactly those directories from the same
-// volume. Every flag exists in rlctl, and the scenario loads.
-func TestKubernetesIndexedJobExample(t *testing.T) {
+// The Kubernetes examples run as their comments and README say: one pod
+// per segment of N (an Indexed Job's completions and parallelism, or a
+// Job per segment), the same common start and Redis, each writing its run
+// to its own directory, on a volume no other pod writes at the same time
+// unless it is ReadWriteMany; the merge Job reads exactly those
+// directories from the same volumes, into a fresh path (report merge
+// never writes into one that exists) on a volume of the file. Every flag
+// exists in rlctl, and the scenario loads.
+func TestKubernetesExamples(t *testing.T) {
 	t.Parallel()
-	objs := readManifests(t, k8sJobFile)
+	for _, file := range []string{k8sJobFile, k8sRWOFile} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			checkKubernetesRun(t, file)
+		})
+	}
+}
+
+// k8sPod is one pod of a verify Job: the Job and its completion index.
+type k8sPod struct {
+	job   *k8sObject
+	index int
+}
+
+func checkKubernetesRun(t *testing.T, file string) {
+	objs := readManifests(t, file)
 	byKind := map[string][]*k8sObject{}
 	for _, o := range objs {
 		byKind[o.Kind] = append(byKind[o.Kind], o)
 	}
-	var verifyJob, mergeJob *k8sObject
+	claims := map[string]*k8sObject{}
+	for _, c := range byKind["PersistentVolumeClaim"] {
+		claims["claim:"+c.Metadata.Name] = c
+	}
+	var pods []k8sPod
+	var mergeJob *k8sObject
 	for _, j := range byKind["Job"] {
-		if j.Spec.CompletionMode == "Indexed" {
-			verifyJob = j
-		} else {
+		switch j.Metadata.Labels["step"] {
+		case "verify":
+			n := 1
+			if j.Spec.CompletionMode == "Indexed" {
+				n = j.Spec.Completions
+				if n < 2 || j.Spec.Parallelism != n {
+					t.Fatalf("%s: completions %d, parallelism %d: every segment's pod must run at once", j.Metadata.Name, n, j.Spec.Parallelism)
+				}
+			}
+			for i := range n {
+				pods = append(pods, k8sPod{j, i})
+			}
+		case "merge":
+			if mergeJob != nil {
+				t.Fatal("two merge Jobs")
+			}
 			mergeJob = j
+		default:
+			t.Fatalf("%s: the README applies the jobs by their step labels: %v", j.Metadata.Name, j.Metadata.Labels)
 		}
 	}
-	if verifyJob == nil || mergeJob == nil {
-		t.Fatalf("want an Indexed Job and a merge Job in %s", k8sJobFile)
-	}
-	if verifyJob.Metadata.Labels["step"] != "verify" || mergeJob.Metadata.Labels["step"] != "merge" {
-		t.Fatalf("the README applies the jobs by their step labels: %v, %v", verifyJob.Metadata.Labels, mergeJob.Metadata.Labels)
-	}
-	n := verifyJob.Spec.Completions
-	if n < 2 || verifyJob.Spec.Parallelism != n {
-		t.Fatalf("completions %d, parallelism %d: every segment's pod must run at once", n, verifyJob.Spec.Parallelism)
+	if len(pods) < 2 || mergeJob == nil {
+		t.Fatalf("want verify pods (%d) and a merge Job in %s", len(pods), file)
 	}
 
-	var reportDirs []string
-	var claim, startAt string
-	covered := new(big.Rat)
-	for i := range n {
-		args := verifyJob.expand(t, verifyJob.Spec.Template.Spec.Containers[0].Args, i)
-		name, pos, flag := parseArgs(t, args)
+	type place struct{ vol, dir string }
+	var wrote []place
+	writers := map[string]int{}
+	var startAt string
+	var segs []workload.Segment
+	for _, p := range pods {
+		name, pos, flag := parseArgs(t, p.job.expand(t, p.job.Spec.Template.Spec.Containers[0].Args, p.index, p.job.Metadata.Name+"-pod"))
 		if name != "rlctl verify" || len(pos) != 1 {
-			t.Fatalf("pod %d runs %s %v; want rlctl verify SCENARIO", i, name, pos)
+			t.Fatalf("%s/%d runs %s %v; want rlctl verify SCENARIO", p.job.Metadata.Name, p.index, name, pos)
 		}
 		seg, err := workload.ParseSegment(flag("segment"))
 		if err != nil {
-			t.Fatalf("pod %d: --segment %q: %v", i, flag("segment"), err)
+			t.Fatalf("%s/%d: --segment %q: %v", p.job.Metadata.Name, p.index, flag("segment"), err)
 		}
-		want, _ := workload.ParseSegment(fmt.Sprintf("%d/%d", i, n))
-		if seg.String() != want.String() || seg.From.Cmp(covered) != 0 {
-			t.Fatalf("pod %d sends segment %s; want %s, the next of %d", i, seg, want, n)
+		if want, _ := workload.ParseSegment(fmt.Sprintf("%d/%d", len(segs), len(pods))); seg.String() != want.String() {
+			t.Fatalf("%s/%d sends segment %s; want %s, the next of %d", p.job.Metadata.Name, p.index, seg, want, len(pods))
 		}
-		covered = seg.To
+		segs = append(segs, seg)
 		at, err := time.Parse(time.RFC3339Nano, flag("start-at"))
 		if err != nil {
-			t.Fatalf("pod %d: --start-at %q: %v", i, flag("start-at"), err)
+			t.Fatalf("%s/%d: --start-at %q: %v", p.job.Metadata.Name, p.index, flag("start-at"), err)
 		}
 		if startAt != "" && at.String() != startAt {
-			t.Fatalf("pod %d starts at %v, pod 0 at %s: want one common start", i, at, startAt)
+			t.Fatalf("%s/%d starts at %v, the first pod at %s: want one common start", p.job.Metadata.Name, p.index, at, startAt)
 		}
 		startAt = at.String()
 		if flag("redis") == "" {
-			t.Fatalf("pod %d names no Redis to read the shared clock from", i)
+			t.Fatalf("%s/%d names no Redis to read the shared clock from", p.job.Metadata.Name, p.index)
 		}
-		vol, dir := verifyJob.volumeAt(t, flag("report-dir"))
-		if claim != "" && vol != claim || !strings.HasPrefix(vol, "claim:") || slices.Contains(reportDirs, dir) {
-			t.Fatalf("pod %d writes to %s on %s: want its own directory of one shared claim", i, dir, vol)
+		vol, dir := p.job.volumeAt(t, flag("report-dir"))
+		if claims[vol] == nil || slices.Contains(wrote, place{vol, dir}) {
+			t.Fatalf("%s/%d writes to %s on %s: want its own directory of a claim the file makes", p.job.Metadata.Name, p.index, dir, vol)
 		}
-		claim = vol
-		reportDirs = append(reportDirs, dir)
+		wrote = append(wrote, place{vol, dir})
+		writers[vol]++
 
 		// The scenario file is the ConfigMap's, and it loads.
-		cm, key := verifyJob.volumeAt(t, pos[0])
+		cm, key := p.job.volumeAt(t, pos[0])
 		var body string
 		for _, o := range byKind["ConfigMap"] {
 			if "configmap:"+o.Metadata.Name == cm {
@@ -229,31 +276,35 @@ func TestKubernetesIndexedJobExample(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := scenario.Load([]string{sc}, verify.Checks); err != nil {
-			t.Fatalf("pod %d's scenario %s (%s): %v", i, pos[0], cm, err)
+			t.Fatalf("%s/%d's scenario %s (%s): %v", p.job.Metadata.Name, p.index, pos[0], cm, err)
 		}
 	}
-	if covered.Cmp(big.NewRat(1, 1)) != 0 {
-		t.Fatalf("the segments cover up to %s of the plan, not all of it", covered.RatString())
+	// Pods of a run write at once, on nodes of their own.
+	for vol, n := range writers {
+		if n > 1 && !slices.Contains(claims[vol].Spec.AccessModes, "ReadWriteMany") {
+			t.Fatalf("%d pods write to %s at once, which is %v: want ReadWriteMany, or a claim per pod", n, vol, claims[vol].Spec.AccessModes)
+		}
 	}
 
-	name, pos, flag := parseArgs(t, mergeJob.expand(t, mergeJob.Spec.Template.Spec.Containers[0].Args, 0))
+	args := mergeJob.Spec.Template.Spec.Containers[0].Args
+	name, pos, flag := parseArgs(t, mergeJob.expand(t, args, 0, "rlctl-merge-a"))
 	if name != "rlctl report merge" || flag("out") == "" {
 		t.Fatalf("the merge Job runs %s --out %q; want rlctl report merge ... --out DIR", name, flag("out"))
 	}
-	var merged []string
+	var read []place
 	for _, p := range pos {
 		vol, dir := mergeJob.volumeAt(t, p)
-		if vol != claim {
-			t.Fatalf("the merge reads %s from %s; the pods wrote to %s", p, vol, claim)
-		}
-		merged = append(merged, path.Clean(dir))
+		read = append(read, place{vol, path.Clean(dir)})
 	}
-	slices.Sort(merged)
-	slices.Sort(reportDirs)
-	if !slices.Equal(merged, reportDirs) {
-		t.Fatalf("the merge reads %v; the pods wrote %v", merged, reportDirs)
+	cmp := func(a, b place) int { return strings.Compare(a.vol+"\x00"+a.dir, b.vol+"\x00"+b.dir) }
+	slices.SortFunc(read, cmp)
+	slices.SortFunc(wrote, cmp)
+	if !slices.Equal(read, wrote) {
+		t.Fatalf("the merge reads %v; the pods wrote %v", read, wrote)
 	}
-	if len(byKind["PersistentVolumeClaim"]) != 1 || "claim:"+byKind["PersistentVolumeClaim"][0].Metadata.Name != claim {
-		t.Fatalf("the file must create the claim %s the jobs share", claim)
+	outVol, outDir := mergeJob.volumeAt(t, flag("out"))
+	_, _, again := parseArgs(t, mergeJob.expand(t, args, 0, "rlctl-merge-b"))
+	if claims[outVol] == nil || slices.Contains(wrote, place{outVol, path.Clean(outDir)}) || again("out") == flag("out") {
+		t.Fatalf("the merge writes %s on %s, the same for every merge pod: want a fresh path (the pod's name in it) on a claim of the file", flag("out"), outVol)
 	}
 }

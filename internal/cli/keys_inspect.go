@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -70,7 +71,8 @@ func runKeysInspect(ctx context.Context, opts *keysInspectOptions) error {
 	}
 	defer client.Close()
 	in, err := keyspace.Inspect(ctx, client, schemas, opts.Arg)
-	if err != nil {
+	var denied *keyspace.PermissionError
+	if err != nil && !errors.As(err, &denied) {
 		return cfg.OpError(ctx, "inspect "+opts.Arg, err)
 	}
 	problems := 0
@@ -84,6 +86,10 @@ func runKeysInspect(ctx context.Context, opts *keysInspectOptions) error {
 	} else if err := printInspection(f, in); err != nil {
 		return err
 	}
+	if denied != nil {
+		// What the ACL allowed is shown; what it did not is exit 3.
+		return denied
+	}
 	if problems > 0 {
 		return failed()
 	}
@@ -93,6 +99,10 @@ func runKeysInspect(ctx context.Context, opts *keysInspectOptions) error {
 func printInspection(f *Factory, in *keyspace.Inspection) error {
 	out := f.IO.Out
 	if len(in.Keys) == 0 {
+		if len(in.Denied) > 0 {
+			_, err := fmt.Fprintf(out, "no limiter keys for %q that this Redis user may read\n", in.Query)
+			return err
+		}
 		_, err := fmt.Fprintf(out, "no limiter keys for %q: its quota is untouched (or its keys expired)\n", in.Query)
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -121,6 +122,9 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	}
 	defer client.Close()
 	ro := keyspace.RepairOptions{Schemas: schemas, Match: opts.Match, TTL: opts.TTL, MaxRate: opts.MaxRate}
+	// Keys the ACL user may not read or change are left alone and end the
+	// command with exit 3, once what it may do is done.
+	var denied *keyspace.PermissionError
 
 	// A dry pass comes first when someone must be asked, or when a --match
 	// pattern must be shown to reach only limiter keys before anything
@@ -129,7 +133,7 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	if !opts.DryRun && (!opts.Yes || guard) {
 		ro.DryRun = true
 		st, err := repairWithProgress(ctx, f, client, ro)
-		if err != nil {
+		if err != nil && !errors.As(err, &denied) {
 			printRepairSummary(f, st, f.IO.ErrOut)
 			return cfg.OpError(ctx, "find keys without TTL", err)
 		}
@@ -141,7 +145,10 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 		if !opts.Yes {
 			printRepairSummary(f, st, f.IO.ErrOut)
 			if st.MissingTTL-st.NoRule == 0 {
-				return writeRepair(f, st)
+				if err := writeRepair(f, st); err != nil || denied == nil {
+					return err
+				}
+				return denied
 			}
 			ok, err := confirm(f, false, "repair TTLs", fmt.Sprintf("Set a TTL on %s (only where still missing)?", textfmt.Count(st.MissingTTL-st.NoRule, "key")))
 			if err != nil {
@@ -155,6 +162,12 @@ func runKeysRepairTTL(ctx context.Context, opts *keysRepairTTLOptions) error {
 	}
 	ro.DryRun = opts.DryRun
 	st, err := repairWithProgress(ctx, f, client, ro)
+	if errors.As(err, &denied) {
+		if err := writeRepair(f, st); err != nil {
+			return err
+		}
+		return denied
+	}
 	if err != nil {
 		// Whatever was repaired stays repaired; say how far it got.
 		printRepairSummary(f, st, f.IO.ErrOut)
@@ -204,25 +217,51 @@ func repairWithProgress(ctx context.Context, f *Factory, client redis.UniversalC
 	return keyspace.RepairTTL(ctx, client, ro)
 }
 
+// printRepairSummary says what a pass found and did. The keys without TTL
+// the first line counts are each in exactly one of the groups below it:
+// those that got (or would get) a TTL, per layout with that TTL, those
+// skipped, of unknown outcome, or left alone, and why.
 func printRepairSummary(f *Factory, st keyspace.RepairStats, w io.Writer) {
-	fmt.Fprintf(w, "scanned %s: %s, %d without TTL", textfmt.Count(st.Scanned, "key"), textfmt.Count(st.Matched, "limiter key"), st.MissingTTL)
+	fmt.Fprintf(w, "scanned %s: %d named like limiter keys, %d of them without TTL", textfmt.Count(st.Scanned, "key"), st.Matched, st.MissingTTL+st.NotFitting)
 	if st.DryRun {
 		fmt.Fprintf(w, " (dry run: nothing changed)")
-	} else {
-		fmt.Fprintf(w, ", %d repaired, %d skipped (a TTL was set meanwhile)", st.Repaired, st.Skipped)
 	}
 	fmt.Fprintln(w)
+	layouts := func(known bool) {
+		for _, l := range st.Layouts {
+			if (l.TTLMillis > 0) != known {
+				continue
+			}
+			ttl := "TTL unknown"
+			if known {
+				ttl = "TTL " + (time.Duration(l.TTLMillis) * time.Millisecond).String()
+			}
+			fmt.Fprintf(w, "  %s, %s: %s\n", l.Layout, ttl, textfmt.Count(l.Keys, "key"))
+			for _, k := range l.Sample {
+				fmt.Fprintf(w, "    %s\n", k)
+			}
+		}
+	}
+	switch {
+	case !st.DryRun:
+		fmt.Fprintf(w, "%d repaired (TTL set where still missing)\n", st.Repaired)
+		layouts(true)
+	case st.MissingTTL > st.NoRule:
+		fmt.Fprintf(w, "%d would be repaired (TTL set where still missing):\n", st.MissingTTL-st.NoRule)
+		layouts(true)
+	}
+	if st.Skipped > 0 {
+		fmt.Fprintf(w, "%s skipped: a TTL was set meanwhile (a gateway was faster)\n", textfmt.Count(st.Skipped, "key"))
+	}
 	if st.Unknown > 0 {
 		fmt.Fprintf(w, "%s: outcome unknown, the repair got no answer (Redis may or may not have set the TTL; run again to finish)\n", textfmt.Count(st.Unknown, "key"))
 	}
 	if st.NoRule > 0 {
-		fmt.Fprintf(w, "%s without TTL left alone: the TTL to set is unknown (pass --limit or --ttl)\n", textfmt.Count(st.NoRule, "key"))
-	}
-	for _, k := range st.Sample {
-		fmt.Fprintf(w, "  %s\n", k)
+		fmt.Fprintf(w, "%s left alone: the TTL to set is unknown (pass --limit or --ttl):\n", textfmt.Count(st.NoRule, "key"))
+		layouts(false)
 	}
 	if st.NotFitting > 0 {
-		fmt.Fprintf(w, "%s without TTL left alone: named like limiter keys, but the value is not what the layout writes (another application's)\n", textfmt.Count(st.NotFitting, "key"))
+		fmt.Fprintf(w, "%s left alone: named like limiter keys, but the value is not what the layout writes (another application's)\n", textfmt.Count(st.NotFitting, "key"))
 	}
 	if st.Unclaimed > 0 {
 		fmt.Fprintf(w, "%s matched --match but no limiter layout claims them: left alone\n", textfmt.Count(st.Unclaimed, "key"))

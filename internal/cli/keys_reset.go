@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -69,7 +70,10 @@ type resetResult struct {
 	// LeftAlone are keys named like the identity's limiter keys whose
 	// type or value is not a limiter's: never deleted.
 	LeftAlone []string `json:"left_alone"`
-	DryRun    bool     `json:"dry_run"`
+	// Denied are the identity's keys this Redis user may not read: not
+	// reset (exit 3).
+	Denied []string `json:"denied_keys,omitempty"`
+	DryRun bool     `json:"dry_run"`
 }
 
 func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
@@ -87,10 +91,18 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 	// same check the delete repeats atomically): keys named like limiter
 	// keys that hold something else are listed as left alone.
 	plan, err := keyspace.PlanReset(ctx, client, schemas, opts.Arg)
-	if err != nil {
+	var denied *keyspace.PermissionError
+	if err != nil && !errors.As(err, &denied) {
 		return cfg.OpError(ctx, "find "+opts.Arg+"'s keys", err)
 	}
-	res := resetResult{Query: opts.Arg, Keys: plan.Keys, LeftAlone: plan.LeftAlone, DryRun: opts.DryRun}
+	res := resetResult{Query: opts.Arg, Keys: plan.Keys, LeftAlone: plan.LeftAlone, Denied: plan.Denied, DryRun: opts.DryRun}
+	// The keys the ACL lets it read are reset; the others are exit 3.
+	finish := func(f *Factory, res resetResult, msg string) error {
+		if err := writeReset(f, res, msg); err != nil || denied == nil {
+			return err
+		}
+		return denied
+	}
 	w := f.IO.ErrOut
 	if opts.DryRun && !f.JSON() {
 		w = f.IO.Out
@@ -99,7 +111,7 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		printLeftAlone(w, res.LeftAlone)
 	}
 	if len(res.Keys) == 0 {
-		return writeReset(f, res, fmt.Sprintf("no limiter keys for %q: nothing to reset", opts.Arg))
+		return finish(f, res, fmt.Sprintf("no limiter keys for %q: nothing to reset", opts.Arg))
 	}
 	if !f.JSON() || opts.DryRun {
 		fmt.Fprintf(w, "%s of %q:\n", textfmt.Count(len(res.Keys), "key"), opts.Arg)
@@ -108,14 +120,14 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		}
 	}
 	if opts.DryRun {
-		return writeReset(f, res, "dry run: nothing deleted")
+		return finish(f, res, "dry run: nothing deleted")
 	}
 	ok, err := confirm(f, opts.Yes, "delete keys", fmt.Sprintf("Delete %s?", textfmt.Count(len(res.Keys), "key")))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return writeReset(f, res, "not confirmed: nothing deleted")
+		return finish(f, res, "not confirmed: nothing deleted")
 	}
 	done, err := plan.Apply(ctx)
 	if err != nil {
@@ -129,7 +141,7 @@ func runKeysReset(ctx context.Context, opts *keysResetOptions) error {
 		}
 		res.LeftAlone = append(res.LeftAlone, done.LeftAlone...)
 	}
-	return writeReset(f, res, fmt.Sprintf("deleted %s of %q", textfmt.Count(res.Deleted, "key"), opts.Arg))
+	return finish(f, res, fmt.Sprintf("deleted %s of %q", textfmt.Count(res.Deleted, "key"), opts.Arg))
 }
 
 // printLeftAlone names the keys a reset will not delete, and why.

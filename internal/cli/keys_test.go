@@ -137,7 +137,7 @@ func TestKeysRepairTTLAsksAfterADryPass(t *testing.T) {
 		if code := Run(f, []string{"keys", "repair-ttl", "--limit", "10/1m", "-o", "json", "--redis", srv.URL()}, nil, noExit(t)); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if !strings.Contains(errOut.String(), "1 without TTL (dry run: nothing changed)") ||
+		if !strings.Contains(errOut.String(), "1 of them without TTL (dry run: nothing changed)") ||
 			!strings.Contains(errOut.String(), "Set a TTL on 1 key (") {
 			t.Fatalf("stderr %q", errOut)
 		}
@@ -217,7 +217,7 @@ func TestKeysRepairTTLProgress(t *testing.T) {
 		if code := Run(f, args, nil, noExit(t)); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if !strings.Contains(out.String(), "1 without TTL, 1 repaired") {
+		if !strings.Contains(out.String(), "1 of them without TTL\n1 repaired") {
 			t.Errorf("tty=%v: summary %q", tty, out)
 		}
 		if tty != strings.Contains(errOut.String(), "repair-ttl ") {

@@ -93,7 +93,7 @@ func TestRunPingJSON(t *testing.T) {
 }
 
 func TestPingUnreachableWithinTimeout(t *testing.T) {
-	addr, _ := silentRedis(t)
+	addr, _ := redistest.Silent(t)
 	tests := []struct{ name, url, want string }{
 		{"nothing listens", "redis://admin:hunter2-secret@127.0.0.1:1", "connection refused"},
 		{"never answers", "redis://admin:hunter2-secret@" + addr, "timed out"},

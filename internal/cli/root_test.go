@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/redistest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the signal goroutine and the
@@ -126,47 +126,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// silentRedis is a listener that accepts connections and never answers,
-// so a client blocks until its timeout or its context ends.
-func silentRedis(t *testing.T) (addr string, accepted <-chan struct{}) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan struct{}, 1)
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String(), ch
-}
-
 // TestFirstSignalCancels: the first SIGINT cancels the command's context;
 // a command blocked on Redis returns at once and rlctl exits 130.
 func TestFirstSignalCancels(t *testing.T) {
-	addr, accepted := silentRedis(t)
+	addr, accepted := redistest.Silent(t)
 	f, errOut := testFactory(io.Discard, nil)
 	sig := make(chan os.Signal, 2)
 	done := make(chan int, 1)

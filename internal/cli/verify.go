@@ -25,6 +25,10 @@ import (
 	"github.com/rlctl/rlctl/scenarios"
 )
 
+// maxStartAhead bounds --start-at and --start-after: a start further away
+// is a mistake (a wrong year, a typo), not a plan, and would wait forever.
+const maxStartAhead = 24 * time.Hour
+
 type verifyOptions struct {
 	f         *Factory
 	Paths     []string
@@ -103,12 +107,12 @@ stripe of the plan's requests, and a block of the clients), for a limit
 everyone shares. Every segment walks the whole plan's schedule, so the N
 segments together send exactly the plan, once; max_requests caps the whole
 plan's requests (closed model: each segment gets its block of it).
---start-at TIME (RFC 3339) or --start-after D starts the traffic at that
-instant on every machine (each later scenario of a suite its duration plus
-5s after the one before). A machine that gets there late starts at once and
-says how late, on stderr and in the report; one late by the whole duration
-sends nothing and fails the scenario. Each such run reads its clock against
-a shared reference at start and end (the target's Redis TIME, from
+--start-at TIME (RFC 3339) or --start-after D, at most 24h away, starts the
+traffic at that instant on every machine (each later scenario of a suite its
+duration plus 5s after the one before). A machine that gets there late starts
+at once and says how late, on stderr and in the report; one late by the
+whole duration sends nothing and fails the scenario. Each such run reads its
+clock against a shared reference at start and end (the target's Redis TIME, from
 --redis or target.redis for an http target, else the gateway's
 X-RateLimit-Decided-At, else its Date) and keeps the offset in its
 histories; "rlctl report merge" of the machines' run directories puts every
@@ -135,6 +139,13 @@ deploy/k8s/verify-job.yaml runs this as a Kubernetes Indexed Job.
 					return usageError("--start-after %s: want a positive duration", opts.StartAfter)
 				}
 				opts.StartAt = f.Now().Add(opts.StartAfter)
+			}
+			if !opts.StartAt.IsZero() && opts.StartAt.Sub(f.Now()) > maxStartAhead {
+				given := "--start-at " + opts.StartAt.UTC().Format(time.RFC3339)
+				if opts.StartAfter != 0 {
+					given = "--start-after " + opts.StartAfter.String()
+				}
+				return usageError("%s is further from now than the limit of %gh: a shared run starts within a day", given, maxStartAhead.Hours())
 			}
 			for _, fm := range opts.Formats {
 				if _, ok := report.Formats[fm]; !ok {

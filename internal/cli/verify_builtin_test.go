@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -92,20 +91,7 @@ func noPass(t *testing.T, rep map[string]any) {
 // by the validity check after it). Either way rlctl exits 3.
 func TestNoBuiltinScenarioPassesOnATargetThatNeverAnswers(t *testing.T) {
 	t.Parallel()
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			go func() { time.Sleep(5 * time.Second); c.Close() }()
-		}
-	}()
+	silent, _ := redistest.Silent(t)
 	var answered atomic.Bool
 	probeOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-API-Key") == "rlctl-probe" {
@@ -118,7 +104,7 @@ func TestNoBuiltinScenarioPassesOnATargetThatNeverAnswers(t *testing.T) {
 	defer probeOnly.Close()
 
 	for _, tt := range []struct{ name, url string }{
-		{"silent", "http://" + silent.Addr().String() + "/"},
+		{"silent", "http://" + silent + "/"},
 		{"answers only the probe", probeOnly.URL + "/"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

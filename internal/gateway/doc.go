@@ -6,5 +6,7 @@
 // identity's next request.
 //
 // Gateways can be killed (gateway-down): a dead gateway answers with an
-// error and its lease slices are stranded until their window ends.
+// error and its lease slices are stranded until their window ends. A
+// revived one comes back as a restarted process: fresh limiters, no memory
+// of its earlier life.
 package gateway

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,15 +77,27 @@ type Set struct {
 }
 
 type gw struct {
-	name   string
-	offset time.Duration
-	client redis.UniversalClient
-	lease  *limiter.Lease
-	// closer is the limiter itself when it holds connections of its own.
-	closer   io.Closer
+	name     string
+	offset   time.Duration
+	client   redis.UniversalClient
 	detector *limiter.FailoverDetector
-	eps      []limiter.Limiter
 	dead     atomic.Bool
+	// cur is the running process's limiters; Revive swaps in a new one.
+	cur atomic.Pointer[proc]
+	// build makes a fresh proc, as a restarted gateway starts.
+	build func() (*proc, error)
+	// mu guards retired: the procs of earlier lives, whose lease figures
+	// still count and which Close closes.
+	mu      sync.Mutex
+	retired []*proc
+}
+
+// proc is one life of a gateway process: its limiters and what they hold.
+type proc struct {
+	lease *limiter.Lease
+	// closer is the limiter itself when it holds connections of its own.
+	closer io.Closer
+	eps    []limiter.Limiter
 	// warm opens the gateway's connections (see Set.Warm); nil for the
 	// local designs.
 	warm func(ctx context.Context, conns int) error
@@ -135,21 +148,6 @@ func New(ctx context.Context, o Options) (*Set, error) {
 		if useRedis {
 			g.client = o.NewClient()
 		}
-		l, err := limiter.New(o.Limiter, g.client, clock)
-		if err != nil {
-			s.Close()
-			return nil, exitcode.With(fmt.Errorf("gateway %s: %w", g.name, err), exitcode.Usage)
-		}
-		g.lease, _ = l.(*limiter.Lease)
-		if c, ok := l.(io.Closer); ok && g.lease == nil {
-			g.closer = c
-		}
-		if w, ok := l.(limiter.Warmer); ok {
-			g.warm = w.Warm
-		} else if useRedis {
-			client := g.client
-			g.warm = func(ctx context.Context, n int) error { return redisconn.Warm(ctx, client, n) }
-		}
 		if useRedis && i == 0 {
 			if err := ping(ctx, g.client, eps); err != nil {
 				s.Close()
@@ -170,19 +168,60 @@ func New(ctx context.Context, o Options) (*Set, error) {
 				return nil, exitcode.With(fmt.Errorf("gateway %s: %w", g.name, err), exitcode.Unreachable)
 			}
 		}
-		for _, e := range eps {
-			if !useRedis {
-				g.eps = append(g.eps, l)
-				continue
-			}
-			opts := []limiter.PolicyOption{limiter.WithClock(clock), limiter.WithContextHonored(limiter.HonorsContext(g.client))}
-			if g.detector != nil {
-				opts = append(opts, limiter.WithDetector(g.detector))
-			}
-			g.eps = append(g.eps, limiter.WithPolicy(l, e.Policy, o.Limiter.Limit, opts...))
+		g.build = func() (*proc, error) { return newProc(o, eps, g, clock, useRedis) }
+		p, err := g.build()
+		if err != nil {
+			s.Close()
+			return nil, exitcode.With(fmt.Errorf("gateway %s: %w", g.name, err), exitcode.Usage)
 		}
+		g.cur.Store(p)
 	}
 	return s, nil
+}
+
+// newProc builds one life of gateway g: its limiter, wrapped in each
+// endpoint's policy.
+func newProc(o Options, eps []Endpoint, g *gw, clock func() time.Time, useRedis bool) (*proc, error) {
+	l, err := limiter.New(o.Limiter, g.client, clock)
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{}
+	p.lease, _ = l.(*limiter.Lease)
+	if c, ok := l.(io.Closer); ok && p.lease == nil {
+		p.closer = c
+	}
+	if w, ok := l.(limiter.Warmer); ok {
+		p.warm = w.Warm
+	} else if useRedis {
+		client := g.client
+		p.warm = func(ctx context.Context, n int) error { return redisconn.Warm(ctx, client, n) }
+	}
+	for _, e := range eps {
+		if !useRedis {
+			p.eps = append(p.eps, l)
+			continue
+		}
+		opts := []limiter.PolicyOption{limiter.WithClock(clock), limiter.WithContextHonored(limiter.HonorsContext(g.client))}
+		if g.detector != nil {
+			opts = append(opts, limiter.WithDetector(g.detector))
+		}
+		p.eps = append(p.eps, limiter.WithPolicy(l, e.Policy, o.Limiter.Limit, opts...))
+	}
+	return p, nil
+}
+
+// close stops the proc's background work and closes what it holds.
+func (p *proc) close(name string) error {
+	if p.lease != nil {
+		p.lease.Close()
+	}
+	if p.closer != nil {
+		if err := p.closer.Close(); err != nil {
+			return fmt.Errorf("close %s limiter: %w", name, err)
+		}
+	}
+	return nil
 }
 
 func ping(ctx context.Context, c redis.UniversalClient, eps []Endpoint) error {
@@ -197,6 +236,11 @@ func ping(ctx context.Context, c redis.UniversalClient, eps []Endpoint) error {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return exitcode.With(fmt.Errorf("gateways: ping Redis: %w", err), exitcode.Unreachable)
 	}
+	// A Redis out of memory answers PING but refuses every limiter call,
+	// which a run would only show as requests its policy decided.
+	if err := redisconn.OutOfMemory(ctx, c); err != nil {
+		return exitcode.With(fmt.Errorf("Redis cannot count: %w", err), exitcode.Unreachable)
+	}
 	return nil
 }
 
@@ -208,11 +252,12 @@ func (s *Set) Warm(ctx context.Context, conns int) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.gws))
 	for i, g := range s.gws {
-		if g.warm == nil {
+		warm := g.cur.Load().warm
+		if warm == nil {
 			continue
 		}
 		wg.Go(func() {
-			if err := g.warm(ctx, conns); err != nil {
+			if err := warm(ctx, conns); err != nil {
 				errs[i] = fmt.Errorf("gateway %s: warm: %w", g.name, err)
 			}
 		})
@@ -243,7 +288,7 @@ func (s *Set) Decide(ctx context.Context, gateway, endpoint int, id string) (lim
 		s.errors.Add(1)
 		return limiter.Decision{}, fmt.Errorf("%s: %w", g.name, ErrGatewayDown)
 	}
-	d, err := g.eps[endpoint].Allow(ctx, id, 1)
+	d, err := g.cur.Load().eps[endpoint].Allow(ctx, id, 1)
 	if err != nil {
 		s.errors.Add(1)
 		return d, fmt.Errorf("%s: %w", g.name, err)
@@ -280,9 +325,66 @@ func (s *Set) Kill(gateway int) {
 	}
 	g := s.gws[gateway]
 	g.dead.Store(true)
-	if g.lease != nil {
-		g.lease.Kill()
+	if l := g.cur.Load().lease; l != nil {
+		l.Kill()
 	}
+}
+
+// Revive brings a killed gateway back as a restarted process would come
+// back: with fresh limiters and no memory of its earlier life (local
+// counts, lease slices), on the same client and clock. The earlier life's
+// lease figures still count in Stats. A gateway that is not down is left
+// alone.
+func (s *Set) Revive(gateway int) error {
+	if gateway < 0 || gateway >= len(s.gws) {
+		return fmt.Errorf("gateway %d of %d", gateway, len(s.gws))
+	}
+	g := s.gws[gateway]
+	if !g.dead.Load() || s.closed.Load() {
+		return nil
+	}
+	p, err := g.build()
+	if err != nil {
+		return fmt.Errorf("revive %s: %w", g.name, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.closed.Load() {
+		// Close has run (or is running) and will not see p
+		return p.close(g.name)
+	}
+	g.retired = append(g.retired, g.cur.Swap(p))
+	g.dead.Store(false)
+	return nil
+}
+
+// Down kills gateway and, when d is positive, revives it after d (or when
+// ctx ends, whichever comes first), returning then; with d zero it stays
+// down and Down returns at once. It is the gateway-down fault. A revive
+// that fails leaves the gateway down, which its requests then show.
+func (s *Set) Down(ctx context.Context, gateway int, d time.Duration) {
+	s.Kill(gateway)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = s.Revive(gateway)
+}
+
+// procs are every life of g so far, the running one last.
+func (g *gw) procs() []*proc {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := slices.Clone(g.retired)
+	if p := g.cur.Load(); p != nil {
+		out = append(out, p)
+	}
+	return out
 }
 
 // Stats are counters over a Set's life.
@@ -310,8 +412,11 @@ func (s *Set) Stats() Stats {
 		}
 	}
 	for _, g := range s.gws {
-		if g.lease != nil {
-			ls := g.lease.Stats()
+		for _, p := range g.procs() {
+			if p.lease == nil {
+				continue
+			}
+			ls := p.lease.Stats()
 			st.LeaseGranted += ls.Granted
 			st.LeaseSpent += ls.Spent
 			st.LeaseUnspent += ls.Unspent()
@@ -336,12 +441,9 @@ func (s *Set) Close() error {
 		if g.detector != nil {
 			g.detector.Close()
 		}
-		if g.lease != nil {
-			g.lease.Close()
-		}
-		if g.closer != nil {
-			if err := g.closer.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close %s limiter: %w", g.name, err))
+		for _, p := range g.procs() {
+			if err := p.close(g.name); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if g.client != nil {

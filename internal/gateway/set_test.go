@@ -142,15 +142,23 @@ func TestClockSkewAcrossGateways(t *testing.T) {
 	}
 }
 
+// leasedSet is n leasing gateways (30/1m, slices of 5) on a real Redis,
+// each of which has leased a slice for id and spent 1 of it.
+func leasedSet(t *testing.T, n int, id string) *Set {
+	t.Helper()
+	srv := redistest.Start(t)
+	now := newFakeNow(epoch)
+	s := newSet(t, Options{N: n, Limiter: limiter.Config{Algorithm: limiter.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
+		NewClient: clientsOf(srv.Addr, false), Now: now.Now})
+	admittedThrough(t, s, id, 1)
+	return s
+}
+
 // TestKillStrandsLease: a killed gateway answers with an error and the
 // slice it held is reported stranded.
 func TestKillStrandsLease(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	now := newFakeNow(epoch)
-	s := newSet(t, Options{N: 3, Limiter: limiter.Config{Algorithm: limiter.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
-		NewClient: clientsOf(srv.Addr, false), Now: now.Now})
-	admittedThrough(t, s, "dora", 1) // each gateway leases 5 and spends 1
+	s := leasedSet(t, 3, "dora")
 	s.Kill(1)
 	if _, err := s.Decide(context.Background(), 1, 0, "dora"); !errors.Is(err, ErrGatewayDown) {
 		t.Fatalf("killed gateway answered %v, want ErrGatewayDown", err)
@@ -158,6 +166,30 @@ func TestKillStrandsLease(t *testing.T) {
 	st := s.Stats()
 	if st.LeaseStranded != 4 || st.LeaseUnspent != 12 || st.LeaseGranted != 15 || st.ByPath["lease"] != 3 || st.Errors != 1 {
 		t.Fatalf("stats %+v: want 4 stranded, 12 unspent of 15 granted, 3 by lease, 1 error", st)
+	}
+}
+
+// TestReviveRestartsGateway: a revived gateway answers again, as a
+// restarted process: with a fresh lease (a new grant from Redis), while
+// the slice its earlier life stranded still counts as stranded. Reviving
+// a gateway that is up changes nothing.
+func TestReviveRestartsGateway(t *testing.T) {
+	t.Parallel()
+	s := leasedSet(t, 2, "fay")
+	if err := s.Revive(0); err != nil {
+		t.Fatalf("revive a gateway that is up: %v", err)
+	}
+	s.Kill(1)
+	if err := s.Revive(1); err != nil {
+		t.Fatalf("revive: %v", err)
+	}
+	d, err := s.Decide(context.Background(), 1, 0, "fay")
+	if err != nil || !d.Allowed || d.By != decision.ByLease {
+		t.Fatalf("revived gateway answered %+v, %v; want allowed from a lease", d, err)
+	}
+	st := s.Stats()
+	if st.LeaseStranded != 4 || st.LeaseGranted != 15 || st.LeaseSpent != 3 {
+		t.Fatalf("stats %+v: want 4 stranded by the first life, 15 granted (5 + 5 + 5 for the new life), 3 spent", st)
 	}
 }
 
@@ -300,7 +332,11 @@ func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 			admin := srv.Client(t)
 			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: 1000, Window: time.Minute}},
 				NewClient: clientsOf(srv.Addr, true)})
+			// Only what runs from Warm on counts: New's write check is an EVAL.
 			if err := admin.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Warm(ctx, conns); err != nil {
@@ -329,5 +365,20 @@ func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 				t.Errorf("EVAL ran after Warm (the script was not loaded):\n%s", stats)
 			}
 		})
+	}
+}
+
+// TestNewRefusesRedisOutOfMemory: a Redis that answers PING but refuses
+// every write (maxmemory, noeviction) is found before any traffic, as
+// exit 3 naming OOM, instead of a run whose every request its failure
+// policy decided.
+func TestNewRefusesRedisOutOfMemory(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	redistest.FillPastMaxmemory(t, srv)
+	_, err := New(context.Background(), Options{N: 2, Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: rate.Limit{Count: 10, Window: time.Second}},
+		NewClient: clientsOf(srv.Addr, true)})
+	if exitcode.Of(err) != exitcode.Unreachable || !strings.Contains(fmt.Sprint(err), "out of memory (OOM)") {
+		t.Fatalf("New on a Redis out of memory: %v (exit %d), want exit 3 naming OOM", err, exitcode.Of(err))
 	}
 }

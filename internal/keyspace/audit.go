@@ -40,6 +40,7 @@ const (
 	CheckHot         = "hot-identities"
 	CheckBigKeys     = "big-keys"
 	CheckEviction    = "eviction-policy"
+	CheckMemory      = "memory"
 	CheckDurability  = "durability"
 	CheckShards      = "shards"
 	CheckCrossSlot   = "crossslot"
@@ -48,6 +49,7 @@ const (
 	CheckAuth        = "auth"
 	CheckProtected   = "protected-mode"
 	CheckCeiling     = "ceiling"
+	CheckAccess      = "access"
 )
 
 // Finding is one audit result. The JSON form is stable.
@@ -146,7 +148,16 @@ type AuditReport struct {
 	Shards   []ShardStats     `json:"shards"`
 	Latency  Latency          `json:"latency"`
 	Ceiling  *Ceiling         `json:"ceiling,omitempty"`
+	// Denied counts limiter keys the connected ACL user may not read: left
+	// out of every check (see Err).
+	Denied int64 `json:"denied_keys"`
+
+	denied denied
 }
+
+// Err is a *PermissionError when the audit had to leave keys out because
+// the connected ACL user may not read them, else nil.
+func (r *AuditReport) Err() error { return r.denied.err("audit", false) }
 
 // sampler keeps at most n names.
 type sampler struct {
@@ -203,6 +214,8 @@ type auditState struct {
 	// not a limiter's: another application's keys, left out.
 	lookalikes sampler
 	cluster    bool
+	// denied are limiter keys the ACL user may not read.
+	denied denied
 }
 
 const maxSlotsTracked = 100000
@@ -268,7 +281,12 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		}
 		rep.Findings = append(rep.Findings, f)
 	}
+	rep.denied, rep.Denied = st.denied, st.denied.count
 	add(st.keysFinding())
+	if d := st.denied; d.count > 0 {
+		add(Finding{Check: CheckAccess, Severity: Warn, Count: d.count, Sample: d.sample,
+			Message: textfmt.Count(d.count, "limiter key") + " the Redis user may not read (NOPERM) left out of every check"})
+	}
 	add(samplerFinding(CheckLookalikes, Warn, &st.lookalikes, func(n int64) string {
 		return textfmt.Count(n, "key") + " named like limiter keys, without a TTL or with too long a TTL, " + verb(n, "holds", "hold") + " what no limiter writes (a counter that is not an integer, a hash without a bucket's fields): another application shares the prefix; left out of the audit"
 	},
@@ -408,6 +426,20 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 		return nil
 	}
 	res, err := runChunked(ctx, n, auditPageScript, keys, runs, 4)
+	if IsNoPerm(err) {
+		// The user may not read some of them: audit those it may.
+		ok, no, err := splitReadable(ctx, n, keys)
+		if err != nil {
+			return err
+		}
+		if len(no) > 0 {
+			st.mu.Lock()
+			st.denied.add(no...)
+			st.scanned += int64(len(names) - len(ok))
+			st.mu.Unlock()
+			return st.page(ctx, n, clusterNode, ok)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("read keys on %s: %w", n.Addr, err)
 	}
@@ -753,19 +785,23 @@ func (st *auditState) shardFinding(shards []ShardStats) Finding {
 
 // nodeConfig is what one primary says about itself.
 type nodeConfig struct {
-	addr        string
-	policy      string
-	aof         bool
-	save        string
-	replicas    int
-	role        string
-	nopass      bool
-	allPerms    bool
-	aclKnown    bool
-	protected   string
-	keys        int64
-	ops         int64
-	configKnown bool
+	addr      string
+	policy    string
+	aof       bool
+	save      string
+	replicas  int
+	role      string
+	nopass    bool
+	allPerms  bool
+	aclKnown  bool
+	protected string
+	// used and maxmemory are bytes (maxmemory 0: no limit); oom is set
+	// when the node refused a write for lack of memory.
+	used, maxmemory int64
+	oom             bool
+	keys            int64
+	ops             int64
+	configKnown     bool
 	// cluster is a Cluster node, even when reached without a Cluster
 	// client: a script there may not read keys of several slots at once.
 	cluster bool
@@ -782,6 +818,14 @@ func readNodeConfig(ctx context.Context, n Node) (nodeConfig, error) {
 	nc.role = redisconn.InfoField(info, "role")
 	nc.cluster = redisconn.InfoField(info, "cluster_enabled") == "1"
 	nc.replicas, _ = strconv.Atoi(redisconn.InfoField(info, "connected_slaves"))
+	nc.used, _ = strconv.ParseInt(redisconn.InfoField(info, "used_memory"), 10, 64)
+	nc.maxmemory, _ = strconv.ParseInt(redisconn.InfoField(info, "maxmemory"), 10, 64)
+	switch err := redisconn.OutOfMemory(ctx, n.Client); {
+	case errors.Is(err, redisconn.ErrOutOfMemory):
+		nc.oom = true
+	case err != nil:
+		return nc, fmt.Errorf("write check on %s: %w", n.Addr, err)
+	}
 	nc.ops, _ = strconv.ParseInt(redisconn.InfoField(info, "instantaneous_ops_per_sec"), 10, 64)
 	for _, line := range strings.Split(info, "\n") {
 		if strings.HasPrefix(line, "db") {
@@ -882,6 +926,7 @@ func configFindings(cfgs []nodeConfig) []Finding {
 	} else {
 		out = append(out, Finding{Check: CheckEviction, Severity: OK, Message: "maxmemory-policy " + policy + ": limiter keys are not evicted"})
 	}
+	out = append(out, memoryFinding(cfgs, group))
 	if nodes := group(CheckDurability, func(c nodeConfig) bool { return c.configKnown && !c.aof && c.save == "" && c.replicas == 0 }); len(nodes) > 0 {
 		out = append(out, Finding{Check: CheckDurability, Severity: Warn, Count: int64(len(nodes)), Sample: nodes,
 			Message: "no persistence and no replica: a restart empties every counter, so every identity gets a fresh quota at once"})
@@ -915,6 +960,43 @@ func configFindings(cfgs []nodeConfig) []Finding {
 		out = append(out, Finding{Check: CheckProtected, Severity: OK, Message: "protected-mode on (or not readable)"})
 	}
 	return out
+}
+
+// memoryFinding grades how close each primary is to maxmemory: one that
+// refuses writes (OOM) fails every limiter call, so its gateways' failure
+// policy decides every request instead of the limiter.
+func memoryFinding(cfgs []nodeConfig, group func(string, func(nodeConfig) bool) []string) Finding {
+	if nodes := group(CheckMemory, func(c nodeConfig) bool { return c.oom }); len(nodes) > 0 {
+		c := cfgs[slices.IndexFunc(cfgs, func(c nodeConfig) bool { return c.oom })]
+		return Finding{Check: CheckMemory, Severity: Fail, Count: int64(len(nodes)), Sample: nodes,
+			Message: fmt.Sprintf("out of memory (OOM): %s used of maxmemory %s under maxmemory-policy %s, so Redis refuses every write: each limiter call fails and the gateways' failure policy decides instead", bytesHuman(c.used), bytesHuman(c.maxmemory), c.policy)}
+	}
+	near := func(c nodeConfig) bool {
+		return c.maxmemory > 0 && c.used*10 >= c.maxmemory*9 && !strings.HasPrefix(c.policy, "allkeys-")
+	}
+	if nodes := group(CheckMemory, near); len(nodes) > 0 {
+		c := cfgs[slices.IndexFunc(cfgs, near)]
+		return Finding{Check: CheckMemory, Severity: Warn, Count: int64(len(nodes)), Sample: nodes,
+			Message: fmt.Sprintf("%s used of maxmemory %s (90%% or more) under maxmemory-policy %s: once full, writes fail with OOM or limiter keys are evicted", bytesHuman(c.used), bytesHuman(c.maxmemory), c.policy)}
+	}
+	if len(group("", func(c nodeConfig) bool { return c.maxmemory > 0 })) == 0 {
+		return Finding{Check: CheckMemory, Severity: OK, Message: "no maxmemory set: writes are refused only when the machine runs out"}
+	}
+	return Finding{Check: CheckMemory, Severity: OK, Message: "every primary is below 90% of its maxmemory and takes writes"}
+}
+
+// bytesHuman writes n bytes in binary units: 1.5MiB.
+func bytesHuman(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	v, u := float64(n)/unit, 0
+	for v >= unit && u < 3 {
+		v /= unit
+		u++
+	}
+	return fmt.Sprintf("%.1f%ciB", v, "KMGT"[u])
 }
 
 func clockFinding(redisNow, local time.Time, warn time.Duration) Finding {

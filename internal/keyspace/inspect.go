@@ -22,10 +22,15 @@ type Inspection struct {
 	ServerTime time.Time `json:"server_time"`
 	// Keys are the identity's limiter keys, sorted by name.
 	Keys []*Key `json:"keys"`
+	// Denied are keys of the identity (or Query itself, when it is a key)
+	// that exist but the connected ACL user may not read: left out.
+	Denied []string `json:"denied_keys,omitempty"`
 }
 
 // Inspect reads every limiter key of an identity under schemas — or, when
-// arg names an existing key, that key alone — and interprets each.
+// arg names an existing key, that key alone — and interprets each. Keys
+// the connected ACL user may not read are left out and listed in Denied;
+// the error is then a *PermissionError, beside the Inspection of the rest.
 func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, arg string) (*Inspection, error) {
 	now, err := ServerTime(ctx, c)
 	if err != nil {
@@ -36,28 +41,33 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 	// is some other existing key only means it when no identity of that
 	// name has limiter keys: "alice" may be both a key and a user.
 	typ, err := c.Type(ctx, arg).Result()
-	if err != nil {
+	argDenied := IsNoPerm(err)
+	if err != nil && !argDenied {
 		return nil, fmt.Errorf("look up key %q: %w", arg, err)
 	}
 	exact := func() (*Inspection, error) {
 		in.ExactKey = true
-		keys, err := ReadKeys(ctx, c, schemas, []string{arg}, now)
+		keys, _, err := readKeys(ctx, c, schemas, []string{arg}, now)
 		if err != nil {
 			return nil, err
 		}
 		in.Keys = append(in.Keys, keys...)
 		return in, nil
 	}
-	if typ != "none" {
+	if typ != "none" && !argDenied {
 		if _, _, ok := Match(schemas, arg, typ); ok {
 			return exact()
 		}
 	}
-	names, err := IdentityKeys(ctx, c, schemas, arg)
+	var probe []string
+	if argDenied {
+		probe = []string{arg}
+	}
+	names, deniedNames, err := identityKeys(ctx, c, schemas, arg, probe)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := ReadKeys(ctx, c, schemas, names, now)
+	keys, deniedKeys, err := readKeys(ctx, c, schemas, names, now)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +79,20 @@ func Inspect(ctx context.Context, c redis.UniversalClient, schemas []*Schema, ar
 			in.Keys = append(in.Keys, k)
 		}
 	}
-	if len(in.Keys) == 0 && typ != "none" {
+	if len(in.Keys) == 0 && typ != "none" && !argDenied {
 		return exact()
 	}
 	blendSlidingWindows(in.Keys, now)
 	joinSpringBucket(in.Keys, now)
-	return in, nil
+	var d denied
+	for _, k := range append(deniedNames, deniedKeys...) {
+		if k != arg || len(in.Keys) == 0 {
+			// arg as a key only matters when it is no identity's
+			in.Denied = append(in.Denied, k)
+			d.add(k)
+		}
+	}
+	return in, d.err("inspect "+arg, false)
 }
 
 // joinSpringBucket reads Spring Cloud Gateway's two-key bucket as one: the
@@ -133,8 +151,24 @@ func blendSlidingWindows(keys []*Key, now time.Time) {
 // IdentityKeys finds the existing keys of identity id under schemas: the
 // exact names each schema would use, checked with EXISTS, and the names
 // that carry more (window indexes, Kong routes, envoy domains) found by one
-// SCAN pass per primary whose MATCH holds the identity literally.
+// SCAN pass per primary whose MATCH holds the identity literally. Names
+// the connected ACL user may not check are looked for in that SCAN pass
+// too (SCAN shows every key); those that exist make the error a
+// *PermissionError, beside the names found.
 func IdentityKeys(ctx context.Context, c redis.UniversalClient, schemas []*Schema, id string) ([]string, error) {
+	found, no, err := identityKeys(ctx, c, schemas, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	var d denied
+	d.add(no...)
+	return found, d.err("find "+id+"'s keys", false)
+}
+
+// identityKeys is IdentityKeys that also tells whether each of probe (names
+// holding id) exists, and returns apart the existing names the user may
+// not access.
+func identityKeys(ctx context.Context, c redis.UniversalClient, schemas []*Schema, id string, probe []string) (found, no []string, err error) {
 	seen := map[string]bool{}
 	var exact, globs []string
 	for _, s := range schemas {
@@ -147,32 +181,44 @@ func IdentityKeys(ctx context.Context, c redis.UniversalClient, schemas []*Schem
 		}
 		globs = append(globs, g...)
 	}
-	found := map[string]bool{}
+	has := map[string]bool{}
+	// unsure are names EXISTS may not be asked about: SCAN tells.
+	unsure := map[string]bool{}
+	for _, k := range probe {
+		unsure[k] = true
+	}
 	if len(exact) > 0 {
 		pipe := c.Pipeline()
 		cmds := make([]*redis.IntCmd, len(exact))
 		for i, k := range exact {
 			cmds[i] = pipe.Exists(ctx, k)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("look up %s's keys: %w", id, err)
-		}
+		_, _ = pipe.Exec(ctx)
 		for i, k := range exact {
-			if cmds[i].Val() == 1 {
-				found[k] = true
+			switch err := cmds[i].Err(); {
+			case IsNoPerm(err):
+				unsure[k] = true
+			case err != nil:
+				return nil, nil, fmt.Errorf("look up %s's keys: %w", id, err)
+			case cmds[i].Val() == 1:
+				has[k] = true
 			}
 		}
 	}
-	if len(globs) > 0 {
+	if len(globs) > 0 || len(unsure) > 0 {
 		var mu sync.Mutex
 		err := ForEachPrimary(ctx, c, func(ctx context.Context, n Node) error {
 			return ScanNode(ctx, n, "*"+EscapeGlob(id)+"*", func(keys []string) error {
+				mu.Lock()
+				defer mu.Unlock()
 				for _, k := range keys {
+					if unsure[k] {
+						no = append(no, k)
+						continue
+					}
 					for _, g := range globs {
 						if globMatch(g, k) {
-							mu.Lock()
-							found[k] = true
-							mu.Unlock()
+							has[k] = true
 							break
 						}
 					}
@@ -181,15 +227,16 @@ func IdentityKeys(ctx context.Context, c redis.UniversalClient, schemas []*Schem
 			})
 		})
 		if err != nil {
-			return nil, fmt.Errorf("find %s's keys: %w", id, err)
+			return nil, nil, fmt.Errorf("find %s's keys: %w", id, err)
 		}
 	}
-	out := make([]string, 0, len(found))
-	for k := range found {
-		out = append(out, k)
+	found = make([]string, 0, len(has))
+	for k := range has {
+		found = append(found, k)
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(found)
+	sort.Strings(no)
+	return found, no, nil
 }
 
 // Delete removes keys atomically: one DEL on a single node, one DEL per

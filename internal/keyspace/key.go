@@ -89,10 +89,24 @@ func ServerTime(ctx context.Context, c redis.UniversalClient) (time.Time, error)
 // ReadKeys reads and interprets keys with pipelined commands: TYPE and
 // PTTL first, then the value in the way its type needs. Keys that no
 // longer exist are left out. schemas decide how keys are read; a key no
-// schema claims is still shown, uninterpreted.
+// schema claims is still shown, uninterpreted. Keys the connected ACL
+// user may not read are left out too, and make the error a
+// *PermissionError beside the keys read.
 func ReadKeys(ctx context.Context, c redis.Cmdable, schemas []*Schema, keys []string, now time.Time) ([]*Key, error) {
+	out, no, err := readKeys(ctx, c, schemas, keys, now)
+	if err != nil {
+		return nil, err
+	}
+	var d denied
+	d.add(no...)
+	return out, d.err("read keys", false)
+}
+
+// readKeys is ReadKeys that returns apart the keys the connected ACL user
+// may not read, instead of failing on them.
+func readKeys(ctx context.Context, c redis.Cmdable, schemas []*Schema, keys []string, now time.Time) (out []*Key, no []string, err error) {
 	if len(keys) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	pipe := c.Pipeline()
 	types := make([]*redis.StatusCmd, len(keys))
@@ -101,11 +115,14 @@ func ReadKeys(ctx context.Context, c redis.Cmdable, schemas []*Schema, keys []st
 		types[i] = pipe.Type(ctx, k)
 		ttls[i] = pipe.PTTL(ctx, k)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read key types and TTLs: %w", err)
-	}
-	var out []*Key
+	_, _ = pipe.Exec(ctx)
 	for i, name := range keys {
+		if err := errors.Join(types[i].Err(), ttls[i].Err()); IsNoPerm(err) {
+			no = append(no, name)
+			continue
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("read key types and TTLs: %w", err)
+		}
 		typ := types[i].Val()
 		if typ == "none" {
 			continue
@@ -118,13 +135,13 @@ func ReadKeys(ctx context.Context, c redis.Cmdable, schemas []*Schema, keys []st
 		out = append(out, k)
 	}
 	if err := readValues(ctx, c, out, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, k := range out {
 		rematch(schemas, k)
 		Interpret(k, now)
 	}
-	return out, nil
+	return out, no, nil
 }
 
 // pttlMillis turns go-redis's PTTL duration into Redis's own numbers:

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -103,12 +104,34 @@ type RepairStats struct {
 	// TTL. The run stops with an error when it is not zero; running again
 	// finishes the job.
 	Unknown int64 `json:"unknown_outcome"`
+	// Denied counts limiter keys the connected ACL user may not read, or
+	// (repairing) may not change: left alone, and the run ends with a
+	// *PermissionError naming some of them.
+	Denied int64 `json:"denied"`
 	// Sample holds some keys found without TTL.
 	Sample []string `json:"sample"`
+	// Layouts are the keys found without TTL (NotFitting ones aside) by
+	// the layout that claims them and the TTL they got, or in a dry run
+	// would get (0: unknown, left alone), in the order first met.
+	Layouts []LayoutTTL `json:"layouts"`
 	// LeftAlone holds some keys counted in NotFitting or Unclaimed.
 	LeftAlone []string `json:"left_alone_sample"`
 	// DryRun is true when nothing was changed.
 	DryRun bool `json:"dry_run"`
+}
+
+// LayoutTTL is how repair-ttl treats one layout's keys without TTL: the
+// TTL they get (its TTL rule's, or --ttl), how many there were and some
+// of their names. The JSON form is stable.
+type LayoutTTL struct {
+	// Layout is the schema name ("redis-fixed-window").
+	Layout string `json:"layout"`
+	// TTLMillis is the TTL set (or, in a dry run, that would be), in
+	// milliseconds; 0 when the TTL is unknown and the keys are left alone.
+	TTLMillis int64 `json:"ttl_ms"`
+	// Keys counts them; Sample names some.
+	Keys   int64    `json:"keys"`
+	Sample []string `json:"sample"`
 }
 
 type repairJob struct {
@@ -117,6 +140,14 @@ type repairJob struct {
 	start time.Time
 	mu    sync.Mutex
 	st    RepairStats
+	// scanOnly is set once the server refused to check a page while it
+	// scanned (an ACL user that may not read some of its keys): from then
+	// on pages are scanned, and only their limiter keys checked.
+	scanOnly bool
+	// denied are the keys the ACL user may not read or change; denyWrite
+	// is set when some could be read but not changed.
+	denied    denied
+	denyWrite bool
 }
 
 // RepairTTL walks the limiter keys with SCAN (every primary on a Cluster),
@@ -130,7 +161,7 @@ func RepairTTL(ctx context.Context, c redis.UniversalClient, opts RepairOptions)
 		opts.SampleSize = 20
 	}
 	j := &repairJob{opts: opts, start: time.Now()}
-	j.st.DryRun, j.st.Sample, j.st.LeftAlone = opts.DryRun, []string{}, []string{}
+	j.st.DryRun, j.st.Sample, j.st.LeftAlone, j.st.Layouts = opts.DryRun, []string{}, []string{}, []LayoutTTL{}
 	switch {
 	case opts.Match != "":
 		j.glob = opts.Match
@@ -150,6 +181,9 @@ func RepairTTL(ctx context.Context, c redis.UniversalClient, opts RepairOptions)
 	})
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err == nil {
+		err = j.denied.err("repair-ttl", j.denyWrite)
+	}
 	return j.st, err
 }
 
@@ -167,46 +201,63 @@ type repairPage struct {
 // and the network a copy of every name. Otherwise it scans only, and the
 // limiter keys among them are checked by repair_scan.lua, so other keys
 // cost no PTTL (nor a TYPE). Both walk the same SCAN cursor, so a pass can
-// switch between them from page to page.
+// switch between them from page to page. A server that refuses the first
+// way (an ACL user that may not read every key) is scanned the second way
+// from then on.
 func (j *repairJob) fetch(n Node) func(ctx context.Context, cursor uint64) (repairPage, bool, uint64, error) {
 	return func(ctx context.Context, cursor uint64) (repairPage, bool, uint64, error) {
 		j.mu.Lock()
-		walk := 10*j.st.Matched >= 9*j.st.Scanned
+		walk := 10*j.st.Matched >= 9*j.st.Scanned && !j.scanOnly
 		j.mu.Unlock()
-		if !walk {
-			keys, next, err := n.Client.Scan(ctx, cursor, j.glob, ScanCount).Result()
-			if err != nil {
-				return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: %w", j.glob, n.Addr, err)
+		if walk {
+			p, ok, next, err := j.walk(ctx, n, cursor)
+			if !IsNoPerm(err) {
+				return p, ok, next, err
 			}
-			return repairPage{names: keys}, len(keys) > 0, next, nil
+			// The user may not read some key of the page: scan only, and
+			// check the limiter keys among them one by one if need be.
+			j.mu.Lock()
+			j.scanOnly = true
+			j.mu.Unlock()
 		}
-		res, err := repairScanScript.Run(ctx, n.Client, nil, "scan", cursor, j.glob, WalkCount).Slice()
+		keys, next, err := n.Client.Scan(ctx, cursor, j.glob, ScanCount).Result()
 		if err != nil {
 			return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: %w", j.glob, n.Addr, err)
 		}
-		if len(res) < 2 {
-			return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: bad reply", j.glob, n.Addr)
-		}
-		cur, _ := res[0].(string)
-		next, err := strconv.ParseUint(cur, 10, 64)
-		if err != nil {
-			return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: bad cursor %q", j.glob, n.Addr, cur)
-		}
-		raw, _ := res[1].([]any)
-		p := repairPage{names: make([]string, len(raw)), checked: true, found: res[2:]}
-		for i, k := range raw {
-			p.names[i], _ = k.(string)
-		}
-		return p, len(p.names) > 0, next, nil
+		return repairPage{names: keys}, len(keys) > 0, next, nil
 	}
+}
+
+// walk reads the page at cursor with repair_scan.lua, which checks the
+// TTLs of the keys as it scans them.
+func (j *repairJob) walk(ctx context.Context, n Node, cursor uint64) (repairPage, bool, uint64, error) {
+	res, err := repairScanScript.Run(ctx, n.Client, nil, "scan", cursor, j.glob, WalkCount).Slice()
+	if err != nil {
+		return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: %w", j.glob, n.Addr, err)
+	}
+	if len(res) < 2 {
+		return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: bad reply", j.glob, n.Addr)
+	}
+	cur, _ := res[0].(string)
+	next, err := strconv.ParseUint(cur, 10, 64)
+	if err != nil {
+		return repairPage{}, false, 0, fmt.Errorf("scan %s on %s: bad cursor %q", j.glob, n.Addr, cur)
+	}
+	raw, _ := res[1].([]any)
+	p := repairPage{names: make([]string, len(raw)), checked: true, found: res[2:]}
+	for i, k := range raw {
+		p.names[i], _ = k.(string)
+	}
+	return p, len(p.names) > 0, next, nil
 }
 
 // repairCand is a key found without a TTL that a layout claims by name and
 // type: the TTL it gets (0: unknown) and the value specs it must fit.
 type repairCand struct {
-	key   string
-	ttl   time.Duration
-	specs []string
+	key    string
+	layout string
+	ttl    time.Duration
+	specs  []string
 }
 
 func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
@@ -227,14 +278,18 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 	// among keys: the page's names when the server checked them while
 	// scanning, else the candidates, checked now.
 	found, keys := pg.found, names
+	matched := int64(len(cand))
+	var no []string
 	if !pg.checked && len(cand) > 0 {
 		// The server checks the page's PTTLs and answers only with the
 		// keys that lack one (and their types): a small reply per page.
-		all := make([]int, len(cand))
-		for i := range all {
-			all[i] = i
+		res, err := runChunked(ctx, n, repairScanScript, cand, []keyRun{{head: []any{"keys"}, idx: upTo(len(cand))}}, 2)
+		if IsNoPerm(err) {
+			// The user may not read some of them: check those it may.
+			if cand, no, err = splitReadable(ctx, n, cand); err == nil {
+				res, err = runChunked(ctx, n, repairScanScript, cand, []keyRun{{head: []any{"keys"}, idx: upTo(len(cand))}}, 2)
+			}
 		}
-		res, err := runChunked(ctx, n, repairScanScript, cand, []keyRun{{head: []any{"keys"}, idx: all}}, 2)
 		if err != nil {
 			return fmt.Errorf("read TTLs on %s: %w", n.Addr, err)
 		}
@@ -263,11 +318,17 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 		if ttl == 0 {
 			ttl = longestOfAny(j.opts.Schemas, k, typ, (*Schema).TTL)
 		}
-		todo = append(todo, repairCand{key: k, ttl: max(ttl, 0), specs: specs})
+		layout := ""
+		if s, _, ok := Match(j.opts.Schemas, k, typ); ok {
+			layout = s.Name
+		}
+		todo = append(todo, repairCand{key: k, layout: layout, ttl: max(ttl, 0), specs: specs})
 	}
 	j.mu.Lock()
 	j.st.Scanned += int64(len(names))
-	j.st.Matched += int64(len(cand))
+	j.st.Matched += matched
+	j.st.Denied += int64(len(no))
+	j.denied.add(no...)
 	j.st.Unclaimed += int64(len(unclaimed))
 	j.leftAlone(unclaimed)
 	j.mu.Unlock()
@@ -282,6 +343,26 @@ func (j *repairJob) page(ctx context.Context, n Node, pg repairPage) error {
 		j.opts.Progress(snap)
 	}
 	return pace(ctx, j.start, snap.Scanned, j.opts.MaxRate)
+}
+
+// byLayout counts c, a key found without TTL that gets one (or would, or
+// is left alone for want of a rule), under its layout and TTL; j.mu is
+// held.
+func (j *repairJob) byLayout(c repairCand) {
+	ms := c.ttl.Milliseconds()
+	if c.ttl > 0 {
+		ms = max(ms, 1) // as repair sets it
+	}
+	i := slices.IndexFunc(j.st.Layouts, func(l LayoutTTL) bool { return l.Layout == c.layout && l.TTLMillis == ms })
+	if i < 0 {
+		i = len(j.st.Layouts)
+		j.st.Layouts = append(j.st.Layouts, LayoutTTL{Layout: c.layout, TTLMillis: ms, Sample: []string{}})
+	}
+	l := &j.st.Layouts[i]
+	l.Keys++
+	if len(l.Sample) < j.opts.SampleSize {
+		l.Sample = append(l.Sample, c.key)
+	}
 }
 
 // leftAlone adds keys to the sample of those left alone; j.mu is held.
@@ -340,6 +421,14 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 	for i, cmd := range cmds {
 		c := todo[i]
 		v, err := cmd.Int64()
+		if IsNoPerm(err) {
+			// The user may read the key but not change it (or, checking,
+			// not read it): left alone, and said at the end.
+			j.st.Denied++
+			j.denied.add(c.key)
+			j.denyWrite = j.denyWrite || writes[i]
+			continue
+		}
 		if err != nil {
 			// An error reply (NOSCRIPT, OOM ...) means the script did not
 			// run; no reply means it may have.
@@ -365,6 +454,7 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 			if c.ttl > 0 && len(j.st.Sample) < j.opts.SampleSize {
 				j.st.Sample = append(j.st.Sample, c.key)
 			}
+			j.byLayout(c)
 		case repairHasTTL, repairGone:
 			if writes[i] {
 				j.st.MissingTTL++
@@ -380,7 +470,7 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 		}
 	}
 	j.st.Unknown += unknown
-	if firstErr == nil {
+	if firstErr == nil && !IsNoPerm(execErr) {
 		firstErr = execErr
 	}
 	if firstErr == nil {
@@ -390,6 +480,15 @@ func (j *repairJob) repair(ctx context.Context, n Node, todo []repairCand) error
 		return fmt.Errorf("set TTLs on %s: no answer for %d keys, which may or may not have their TTL now: %w", n.Addr, unknown, firstErr)
 	}
 	return fmt.Errorf("repair keys on %s: %w", n.Addr, firstErr)
+}
+
+// upTo is 0, 1, ..., n-1.
+func upTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // pace sleeps until done items at rate per second are due since start:

@@ -119,6 +119,9 @@ type ResetPlan struct {
 	// LeftAlone are keys named like the identity's limiter keys whose type
 	// or value is not a limiter's: never deleted.
 	LeftAlone []string
+	// Denied are the identity's keys the connected ACL user may not read:
+	// not part of the plan (see Inspect).
+	Denied []string
 
 	client  redis.UniversalClient
 	fitting []*Key
@@ -126,13 +129,20 @@ type ResetPlan struct {
 
 // PlanReset finds arg's limiter keys (see Inspect) and checks each against
 // its layout. Keys no layout claims are not part of the plan at all: an
-// argument naming some other key deletes nothing, whatever it holds.
+// argument naming some other key deletes nothing, whatever it holds. Keys
+// the connected ACL user may not read are left out and listed in Denied;
+// the error is then Inspect's *PermissionError, beside the plan of the
+// rest.
 func PlanReset(ctx context.Context, c redis.UniversalClient, schemas []*Schema, arg string) (*ResetPlan, error) {
-	in, err := Inspect(ctx, c, schemas, arg)
-	if err != nil {
-		return nil, err
+	in, denied := Inspect(ctx, c, schemas, arg)
+	var pe *PermissionError
+	if denied != nil && !errors.As(denied, &pe) {
+		return nil, denied
 	}
-	p := &ResetPlan{Keys: []string{}, LeftAlone: []string{}, client: c}
+	if pe != nil {
+		pe.What = "reset " + arg
+	}
+	p := &ResetPlan{Keys: []string{}, LeftAlone: []string{}, Denied: in.Denied, client: c}
 	var claimed []*Key
 	for _, k := range in.Keys {
 		if k.schema != nil {
@@ -140,7 +150,7 @@ func PlanReset(ctx context.Context, c redis.UniversalClient, schemas []*Schema, 
 		}
 	}
 	if len(claimed) == 0 {
-		return p, nil
+		return p, denied
 	}
 	check, err := Reset(ctx, c, claimed, true)
 	if err != nil {
@@ -152,7 +162,7 @@ func PlanReset(ctx context.Context, c redis.UniversalClient, schemas []*Schema, 
 			p.fitting = append(p.fitting, k)
 		}
 	}
-	return p, nil
+	return p, denied
 }
 
 // Apply deletes the plan's keys, each only if it still fits its layout

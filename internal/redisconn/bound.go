@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
 )
 
 // ConnectBounded is Connect for tools that make many calls (keys, audit):
@@ -65,18 +67,28 @@ func (b callBound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 // OpError describes an error from an operation of several calls (what):
-// interruption stays itself, a reply from Redis is a plain failure with
-// passwords removed, anything else means Redis could not be reached
-// (ConnError, exitcode.Unreachable).
+// interruption and an error that already carries its exit code stay
+// themselves; a reply from Redis is a plain failure with passwords
+// removed, except a refusal for want of an ACL permission (NOPERM) or of
+// memory (OOM), which means Redis could not be used (exitcode.Unreachable)
+// and says so; anything else means Redis could not be reached (ConnError,
+// exitcode.Unreachable).
 func (c *Config) OpError(ctx context.Context, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+	var coded exitcode.Coder
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil || errors.As(err, &coded) {
 		return err
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
+		switch k := Classify(err); k {
+		case "permission denied":
+			return exitcode.With(fmt.Errorf("%s: %s: the Redis user lacks an ACL permission this needs: %w", what, k, c.RedactError(err)), exitcode.Unreachable)
+		case classOOM:
+			return exitcode.With(fmt.Errorf("%s: %s: %w", what, k, c.RedactError(err)), exitcode.Unreachable)
+		}
 		return fmt.Errorf("%s: %w", what, c.RedactError(err))
 	}
 	return c.ConnError(ctx, what, err)

@@ -260,14 +260,19 @@ func (c *Config) Check(ctx context.Context, client redis.UniversalClient) error 
 // returns as soon as ctx is cancelled, even while fn is still blocked in
 // a socket read (go-redis only honours deadlines, not cancellation, once a
 // command is on the wire); fn keeps running until its own deadline then.
-// An error is described by ConnError with what.
+// An error is described by ConnError with what, all within the timeout: a
+// call still running halfway through it is diagnosed (see diagnose) beside
+// it, by the same deadline, so a silent server costs the timeout once.
 func (c *Config) Within(ctx context.Context, what string, fn func(context.Context) error) error {
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	deadline := time.Now().Add(c.timeout)
+	cctx, cancel := context.WithDeadline(ctx, deadline)
 	errc := make(chan error, 1)
 	go func() {
 		defer cancel()
 		errc <- fn(cctx)
 	}()
+	diag := make(chan error, 1)
+	early := time.AfterFunc(c.timeout/2, func() { diag <- c.diagnose(deadline) })
 	var err error
 	select {
 	case err = <-errc:
@@ -275,9 +280,15 @@ func (c *Config) Within(ctx context.Context, what string, fn func(context.Contex
 		err = ctx.Err()
 	}
 	if err == nil {
+		early.Stop()
 		return nil
 	}
-	return c.ConnError(ctx, what, err)
+	if early.Stop() {
+		// fn failed before halfway: a direct attempt has the rest of the
+		// timeout, if the error needs one.
+		return c.connError(ctx, what, err, func() error { return c.diagnose(deadline) })
+	}
+	return c.connError(ctx, what, err, func() error { return <-diag })
 }
 
 // ConnError describes a failed Redis call as one line, "redis URL: what
@@ -285,35 +296,54 @@ func (c *Config) Within(ctx context.Context, what string, fn func(context.Contex
 // exitcode.Unreachable. Interruption (a cancelled parent context) is kept
 // as such so the caller can report it.
 func (c *Config) ConnError(ctx context.Context, what string, err error) error {
+	return c.connError(ctx, what, err, func() error { return c.diagnose(time.Now().Add(min(c.timeout, time.Second))) })
+}
+
+// connError is ConnError with the direct attempt to make when go-redis's
+// error may hide the cause.
+func (c *Config) connError(ctx context.Context, what string, err error, diagnose func() error) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return fmt.Errorf("redis %s: %s: %w", c, what, err)
+	}
+	if strings.Contains(err.Error(), "DB index is out of range") {
+		// The URL names a database the server does not have: bad input.
+		return exitcode.With(fmt.Errorf("redis %s: %s: database %d does not exist on this server (see its databases setting): %w", c, what, c.target.DB, c.RedactError(err)), exitcode.Usage)
 	}
 	// With Sentinel, go-redis's message depends on timing: sometimes the
 	// bare "all sentinels ... unreachable", sometimes with one cause
 	// appended; asking each Sentinel says the same every time.
 	sentinel := c.target.Mode == ModeSentinel && strings.Contains(err.Error(), "sentinel")
-	if k := Classify(err); k == "timed out" || k == "sentinel lookup failed" || sentinel {
+	if k := Classify(err); (k == "timed out" || k == "sentinel lookup failed" || sentinel) && !socketTimeout(err) {
 		// go-redis retries may use up the deadline and hide the cause
 		// (refused, untrusted certificate); one direct attempt finds it.
-		if cause := c.diagnose(); cause != nil {
+		if cause := diagnose(); cause != nil {
 			err = cause
 		}
 	}
 	return exitcode.With(fmt.Errorf("redis %s: %s: %s: %w", c, what, Classify(err), c.RedactError(err)), exitcode.Unreachable)
 }
 
+// socketTimeout reports whether err is a dial, read or write that timed
+// out: the cause is then known (nothing answered in time), and a direct
+// attempt would only wait as long again.
+func socketTimeout(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Timeout()
+}
+
 // diagnose dials the first address once (with the TLS handshake when
-// configured) and returns what went wrong, or nil if that much works.
-func (c *Config) diagnose() error {
+// configured), giving up at deadline, and returns what went wrong, or nil
+// if that much works or no time is left to try.
+func (c *Config) diagnose(deadline time.Time) error {
 	t := c.target
-	if len(t.Addrs) == 0 {
+	if len(t.Addrs) == 0 || time.Until(deadline) <= 0 {
 		return nil
 	}
-	timeout := min(c.timeout, time.Second)
 	if t.Mode == ModeSentinel {
-		return c.diagnoseSentinels(timeout)
+		return c.diagnoseSentinels(deadline)
 	}
-	conn, err := net.DialTimeout(t.Network, t.Addrs[0], timeout)
+	d := net.Dialer{Deadline: deadline}
+	conn, err := d.Dial(t.Network, t.Addrs[0])
 	if err != nil {
 		return err
 	}
@@ -328,9 +358,12 @@ func (c *Config) diagnose() error {
 		}
 	}
 	tc := tls.Client(conn, cfg)
-	_ = tc.SetDeadline(time.Now().Add(timeout))
+	_ = tc.SetDeadline(deadline)
 	return tc.Handshake()
 }
+
+// classOOM is Classify's name for Redis refusing a write for lack of memory.
+const classOOM = "out of memory (OOM: maxmemory reached, writes refused)"
 
 // Classify names the kind of a connection failure in a few words.
 func Classify(err error) string {
@@ -340,8 +373,10 @@ func Classify(err error) string {
 		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"),
 		strings.Contains(msg, "AUTH <password> called without any password"):
 		return "authentication failed"
-	case strings.Contains(msg, "NOPERM"):
+	case strings.Contains(msg, "NOPERM"), strings.Contains(msg, "can't access at least one of the keys"):
 		return "permission denied"
+	case IsOOM(err):
+		return classOOM
 	case strings.Contains(msg, "connection refused"):
 		return "connection refused"
 	case strings.Contains(msg, "no such file or directory"):
@@ -378,11 +413,49 @@ func (c *Config) RedactError(err error) error {
 // RedactText removes this Config's secrets and any URL password from s.
 func (c *Config) RedactText(s string) string {
 	for _, secret := range []string{c.target.Password, c.target.SentinelPassword} {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, redactedPassword)
-		}
+		s = redactSecret(s, secret)
 	}
 	return s
+}
+
+// shortSecret is the length below which a secret is replaced only where it
+// stands alone: a password "p" replaced inside "tcp" would both garble the
+// message and show, by its holes, what the password is.
+const shortSecret = 8
+
+// redactSecret replaces secret in s: everywhere when it is long, else
+// only where no letter or digit touches it.
+func redactSecret(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	if len(secret) >= shortSecret {
+		return strings.ReplaceAll(s, secret, redactedPassword)
+	}
+	word := func(i int) bool {
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		b := s[i]
+		return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	var b strings.Builder
+	from := 0 // s[:from] is written
+	for at := 0; ; {
+		i := strings.Index(s[at:], secret)
+		if i < 0 {
+			b.WriteString(s[from:])
+			return b.String()
+		}
+		i += at
+		end := i + len(secret)
+		if !word(i-1) && !word(end) {
+			b.WriteString(s[from:i])
+			b.WriteString(redactedPassword)
+			from = end
+		}
+		at = end
+	}
 }
 
 type redactedError struct {
@@ -393,18 +466,22 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// diagnoseSentinels asks each Sentinel for the master and explains why
-// none gave an address: go-redis reports every failure, even an unknown
-// master name, as "all sentinels are unreachable".
-func (c *Config) diagnoseSentinels(timeout time.Duration) error {
+// diagnoseSentinels asks each Sentinel for the master, giving up at
+// deadline, and explains why none gave an address: go-redis reports every
+// failure, even an unknown master name, as "all sentinels are unreachable".
+func (c *Config) diagnoseSentinels(deadline time.Time) error {
 	t := c.target
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	var errs []string
 	for _, a := range t.Addrs {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
 		s := redis.NewSentinelClient(&redis.Options{Addr: a, Username: t.SentinelUsername, Password: t.SentinelPassword,
-			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: -1, DisableIdentity: true, Protocol: 2})
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			DialTimeout: left, ReadTimeout: left, WriteTimeout: left, MaxRetries: -1, DialerRetries: dialRetries, DisableIdentity: true, Protocol: 2})
 		addr, err := s.GetMasterAddrByName(ctx, t.MasterName).Result()
-		cancel()
 		s.Close()
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -414,6 +491,9 @@ func (c *Config) diagnoseSentinels(timeout time.Duration) error {
 		case len(addr) == 2:
 			return nil // a Sentinel answers; the failure was elsewhere
 		}
+	}
+	if len(errs) == 0 {
+		return nil
 	}
 	return errors.New(strings.Join(errs, "; "))
 }

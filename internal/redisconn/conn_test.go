@@ -107,13 +107,7 @@ func TestConnectEveryMode(t *testing.T) {
 func TestCheckFailures(t *testing.T) {
 	acl := redistest.StartACL(t)
 	tlsSrv := redistest.StartTLS(t)
-	// A listener that accepts nothing: the TCP handshake completes in the
-	// kernel, then the server never answers.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
+	silent, _ := redistest.Silent(t)
 
 	tests := []struct {
 		name, url, tlsCA, kind string
@@ -121,7 +115,7 @@ func TestCheckFailures(t *testing.T) {
 		{"refused", "redis://u:refused-secret@127.0.0.1:1", "", "connection refused"},
 		{"wrong password", "redis://" + redistest.ACLUser + ":wrong-secret@" + acl.Addr, "", "authentication failed"},
 		{"no password", "redis://" + acl.Addr, "", "authentication failed"},
-		{"silent server", "redis://:silent-secret@" + silent.Addr().String(), "", "timed out"},
+		{"silent server", "redis://:silent-secret@" + silent, "", "timed out"},
 		{"untrusted certificate", tlsSrv.URL(), "", "TLS handshake failed"},
 		{"plain to tls port", "redis://" + tlsSrv.Addr, "", ""},
 		{"no sentinel listens", "redis+sentinel://127.0.0.1:1/m?sentinel_password=sent-secret", "", "sentinel 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused"},

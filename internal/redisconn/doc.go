@@ -31,6 +31,9 @@
 // replicas, a Sentinel set, a Cluster) on free loopback ports; each lives
 // in its own process group with a parent-death signal, so it is stopped by
 // Close, by cancelling the context given to Spawn, and by rlctl's death.
+// Its directory (logs, and its credentials until it has read them) goes
+// with Close, or, when rlctl is killed outright, with a reaper process
+// that waits on the directory's owner lock.
 // Open starts the named topologies ("spawn-sentinel", "spawn-cluster") the
 // same way, and a Deployment carries what faults need: KillAddr,
 // HoldReplication; a Config finds a deployment's shards (SentinelShard,

@@ -11,3 +11,7 @@ func lockOwner(string) (*os.File, error) { return nil, nil }
 // sweepStale removes nothing here: without an owner lock a directory whose
 // rlctl is gone cannot be told from one whose rlctl runs.
 func sweepStale(string) {}
+
+// startReaper starts nothing here: without an owner lock nothing can tell
+// a reaper that rlctl is gone.
+func startReaper(string) {}

@@ -9,5 +9,9 @@ func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
+// parentDeathSignal is set where spawned servers die with rlctl on their
+// own (procAttr's Pdeathsig).
+const parentDeathSignal = true
+
 // killGroup kills the process group that pid leads.
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }

@@ -191,8 +191,9 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 		}
 		opts.Binary = bin
 	}
-	// What an rlctl killed outright left behind: its servers died with it
-	// (on Linux), their directories did not.
+	// What an rlctl killed outright left behind when its reaper could not
+	// start (see startReaper): its servers died with it (on Linux), their
+	// directories did not.
 	sweepStale(opts.Dir)
 	dir, err := os.MkdirTemp(opts.Dir, spawnDirPrefix)
 	if err != nil {
@@ -202,6 +203,9 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	if owner != nil {
+		startReaper(dir)
 	}
 	d := &Deployment{Dir: dir, opts: opts, replPass: opts.ReplPassword, owner: owner}
 	if d.replPass == "" {
@@ -446,7 +450,10 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 		if err := d.run(p, d.opts.Binary, args...); err != nil {
 			return nil, err
 		}
-		if lastErr = d.waitReady(ctx, p, false); lastErr == nil {
+		lastErr = d.waitReady(ctx, p, false)
+		// Read once at start, the credentials need not stay on disk.
+		os.Remove(conf)
+		if lastErr == nil {
 			return p, nil
 		}
 		p.kill()

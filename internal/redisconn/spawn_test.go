@@ -180,10 +180,14 @@ func TestSpawnChildProcess(t *testing.T) {
 		defer stopRedis()
 		d = cfg.Deployment()
 	}
-	var ps []string
+	var ps, as []string
 	for _, p := range d.Pids() {
 		ps = append(ps, strconv.Itoa(p))
 	}
+	for _, p := range append(append([]*redisconn.Process(nil), d.Servers...), d.Sentinels...) {
+		as = append(as, p.Addr)
+	}
+	fmt.Println("ADDRS", strings.Join(as, " "))
 	fmt.Println("PIDS", strings.Join(ps, " "))
 	select {
 	case <-ctx.Done():

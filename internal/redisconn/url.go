@@ -177,11 +177,20 @@ func (t *Target) setHosts(hosts string) error {
 		}
 		host, port, err := net.SplitHostPort(h)
 		if err != nil {
-			// No port: the whole thing is a host (maybe a bracketed IPv6).
-			host, port = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), defPort
+			// No port: the whole thing is a host, maybe a bracketed IPv6
+			// literal, whose brackets must then be closed.
+			host, port = h, defPort
+			if v6, ok := strings.CutPrefix(h, "["); ok {
+				if host, ok = strings.CutSuffix(v6, "]"); !ok {
+					return fmt.Errorf("invalid address %q: unclosed [", h)
+				}
+			}
 			if strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && !strings.HasPrefix(h, "[")) {
 				return fmt.Errorf("invalid address %q", h)
 			}
+		}
+		if strings.HasPrefix(h, "[") && net.ParseIP(host) == nil {
+			return fmt.Errorf("invalid address %q: not an IPv6 address in brackets", h)
 		}
 		if host == "" {
 			return fmt.Errorf("address %q: missing host", h)

@@ -90,6 +90,9 @@ func TestParseURLRejects(t *testing.T) {
 		{"fragment", "redis://h:1#frag", "fragment"},
 		{"bad escape in password", "redis://u:%zz@h:1", "percent-encoding"},
 		{"space in host", "redis://a b:1", "invalid host"},
+		{"unclosed bracket", "redis://u:p@[::1", "unclosed ["},
+		{"unclosed bracket with port", "redis://[::1:6379", "unclosed ["},
+		{"bracketed name", "redis://[redis.local]", "not an IPv6 address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +117,7 @@ func TestParseURLErrorsHidePassword(t *testing.T) {
 		"redis://u:hunter2%zz@h:1",
 		"ftp://u:hunter2@h",
 		"redis://u:hunter2?@h:99999",
+		"redis://u:hunter2@[::1",
 	} {
 		_, err := ParseURL(raw)
 		if err == nil {
@@ -212,6 +216,20 @@ func TestRedactError(t *testing.T) {
 	}
 	if !errorsIs(got, inner) {
 		t.Error("RedactError lost the wrapped error")
+	}
+}
+
+// TestRedactShortPassword: a short password is replaced where it stands
+// alone, not inside words, which would garble the message and show the
+// password by the letters it took out ("dial tcxxxxx" for "p").
+func TestRedactShortPassword(t *testing.T) {
+	c, err := Parse(Options{URL: "redis://u:p@h:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.RedactText("dial tcp h:1: auth u p failed (p)")
+	if want := "dial tcp h:1: auth u xxxxx failed (xxxxx)"; got != want {
+		t.Errorf("RedactText = %q, want %q", got, want)
 	}
 }
 

@@ -222,9 +222,9 @@ func TestEmbeddedRedis(t *testing.T) {
 // A server that accepts and never answers: the call ends at the context's
 // deadline, and a call without one at the pool's timeout.
 func TestSilentServerTimesOut(t *testing.T) {
-	ln := silentServer(t)
+	addr, _ := redistest.Silent(t)
 	p := resp.New(resp.Options{Timeout: 200 * time.Millisecond, Dial: func(ctx context.Context) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}})
 	defer p.Close()
 	var a resp.Args
@@ -247,9 +247,9 @@ func TestSilentServerTimesOut(t *testing.T) {
 // A call waiting for a free connection gives up at its deadline, not only
 // at the pool timeout: a policy's timeout bounds the whole decision.
 func TestPoolWaitEndsAtDeadline(t *testing.T) {
-	ln := silentServer(t)
+	addr, _ := redistest.Silent(t)
 	p := resp.New(resp.Options{Size: 1, PoolTimeout: time.Minute, Dial: func(ctx context.Context) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}})
 	defer p.Close()
 	var a resp.Args
@@ -271,31 +271,6 @@ func TestPoolWaitEndsAtDeadline(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("waiting call returned after %v", d)
 	}
-}
-
-func silentServer(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				// The listener closed at the test's end: so do the
-				// connections it never answered.
-				for _, c := range conns {
-					c.Close()
-				}
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	return ln
 }
 
 func clients(t *testing.T, c *redis.Client) int { return redistest.Connections(t, c) }

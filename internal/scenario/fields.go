@@ -148,7 +148,7 @@ var fieldDocs = []struct{ path, doc string }{
 	{"traffic", "The load fired at the target. Every run is bounded by duration and max_requests."},
 	{"traffic.pattern", "The shape of the load. Default constant."},
 	{"traffic.rate", "The offered load of all identities together, N/DURATION like 400/s (constant, ramp and burst patterns; required there in the open model)."},
-	{"traffic.duration", "How long the traffic runs. Default 5s."},
+	{"traffic.duration", "How long the traffic runs. Default 5s, at most 24h."},
 	{"traffic.max_requests", "A hard cap on requests: every run is bounded. Default 100000, at most 2^40. A run allowed more than 2,097,152 requests spills its history to disk as it records, 37 bytes a request (46 with retries) in the system's temporary directory, so memory stays flat however long it runs: the disk bounds a soak run."},
 	{"traffic.identities", "How many identities (users, API keys) share the traffic; limits are per identity. Default 1."},
 	{"traffic.spread", "How the load balancer spreads one identity's requests over the gateways. Default round-robin."},

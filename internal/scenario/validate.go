@@ -22,6 +22,9 @@ const (
 	DefaultPrefix      = design.DefaultPrefix
 	DefaultRefillBelow = design.DefaultRefillBelow
 	DefaultDuration    = 5 * time.Second
+	// MaxDuration bounds traffic.duration: a day is longer than any soak
+	// run needs, and a typo like 1000h must not hold a Redis for weeks.
+	MaxDuration        = 24 * time.Hour
 	DefaultMaxRequests = 100000
 	// MaxRequests bounds traffic.max_requests: 2^40 records, 37 TiB of a
 	// history spilled to disk at 37 bytes each. Past 2 million records a
@@ -366,6 +369,8 @@ func (d *decoder) validate(sc *Scenario) {
 	tr := &sc.Traffic
 	if tr.Duration <= 0 {
 		bad("traffic.duration", "must be positive: every run is bounded in time")
+	} else if tr.Duration > MaxDuration {
+		bad("traffic.duration", "%s is longer than the cap of %gh: every run is bounded in time", tr.Duration, MaxDuration.Hours())
 	}
 	if tr.MaxRequests < 1 {
 		bad("traffic.max_requests", "must be at least 1: every run is bounded in requests")

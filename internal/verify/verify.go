@@ -453,8 +453,8 @@ func build(ctx context.Context, sc *scenario.Scenario, o Options) (*env, error) 
 	e.keyBySource(sc)
 	for _, f := range sc.Faults {
 		if f.Action == scenario.FaultGatewayDown {
-			gw := f.Gateway
-			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(context.Context) { set.Kill(gw) }})
+			gw, hold := f.Gateway, f.For
+			e.hooks = append(e.hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) { set.Down(ctx, gw, hold) }})
 		}
 	}
 	ok = true

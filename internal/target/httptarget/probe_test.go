@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -64,33 +65,9 @@ func TestProbeAllowsASlowFirstHandshake(t *testing.T) {
 // on top.
 func TestProbeFindsASilentGatewayWithinItsTimeout(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // read nothing, answer nothing
-			mu.Unlock()
-		}
-	}()
+	addr, _ := redistest.Silent(t)
 	start := time.Now()
-	err = probe(t, Options{URLs: []string{"http://" + ln.Addr().String() + "/"}, Timeout: 100 * time.Millisecond})
+	err := probe(t, Options{URLs: []string{"http://" + addr + "/"}, Timeout: 100 * time.Millisecond})
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("a silent gateway answered the probe")

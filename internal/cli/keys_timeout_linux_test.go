@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// TestCommandsGiveUpWithinTheirTimeout: against a Redis whose TCP
+// handshake never completes, every command that talks to Redis exits 3
+// within its --timeout, not a second after it. The margin allows for a
+// loaded machine; it bounds, and claims no speed.
+func TestCommandsGiveUpWithinTheirTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout, margin = 600 * time.Millisecond, 500 * time.Millisecond
+	url := "redis://" + redistest.NoHandshake(t)
+	for _, args := range [][]string{
+		{"ping"},
+		{"keys", "inspect", "ann"},
+		{"keys", "reset", "ann", "--yes"},
+		{"keys", "repair-ttl", "--dry-run"},
+		{"audit"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			f, errOut := testFactory(io.Discard, nil)
+			start := time.Now()
+			code := Run(f, append(args, "--redis", url, "--timeout", timeout.String()), nil, noExit(t))
+			took := time.Since(start)
+			if code != int(exitcode.Unreachable) {
+				t.Fatalf("exit %d, want 3; stderr: %s", code, errOut)
+			}
+			if took > timeout+margin {
+				t.Fatalf("gave up after %v with --timeout %v; stderr: %s", took, timeout, errOut)
+			}
+		})
+	}
+}
