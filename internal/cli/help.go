@@ -88,14 +88,17 @@ const exampleLocalFallback = `target:
     - {name: login, share: 1, on_error: local, local: 5/1s}
 `
 
+// writePara writes s wrapped at helpWidth, then a blank line.
+func writePara(b *strings.Builder, s string) {
+	for _, l := range textfmt.Wrap(s, helpWidth) {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\n")
+}
+
 func scenariosHelp() string {
 	var b strings.Builder
-	para := func(s string) {
-		for _, l := range textfmt.Wrap(s, helpWidth) {
-			b.WriteString(l + "\n")
-		}
-		b.WriteString("\n")
-	}
+	para := func(s string) { writePara(&b, s) }
 	block := func(s string) {
 		for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
 			b.WriteString("  " + l + "\n")

@@ -13,12 +13,7 @@ import (
 // generated from score.Checks so it cannot drift from what is checked.
 func verdictsHelp() string {
 	var b strings.Builder
-	para := func(s string) {
-		for _, l := range textfmt.Wrap(s, helpWidth) {
-			b.WriteString(l + "\n")
-		}
-		b.WriteString("\n")
-	}
+	para := func(s string) { writePara(&b, s) }
 	para("One judge decides every verdict, the same in the terminal, report.md, report.html, junit.xml and report.json (its status, verdict and validity fields). A scenario's thresholds count only once the run has measured what the scenario claims; a scenario that names no threshold claims its published cap, " + score.DefaultThreshold + ", and every report says that claim was the default.")
 	b.WriteString("Verdicts:\n\n")
 	for _, v := range []struct{ status, words, means string }{
