@@ -40,6 +40,9 @@ func findings(c Claim, f Facts, v Verdict, checked []string) []string {
 			out = append(out, n)
 		}
 	}
+	if r := f.Race; r != nil && r.Concurrent < r.Releases && r.Concurrent > 0 {
+		out = append(out, fmt.Sprintf("%d of %d race releases had two requests in flight at once (on a busy machine the others ran one after another): race_excess rests on those", r.Concurrent, r.Releases))
+	}
 	if v := m[metric.RaceExcess]; v > 0 {
 		out = append(out, fmt.Sprintf("%s passed the check at L−1 beside the one that should: the read and the write are not one atomic step", textfmt.Count(v, "request")))
 	}

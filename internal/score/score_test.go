@@ -111,8 +111,8 @@ func TestValidityTable(t *testing.T) {
 		{"a starved instrument", "kept-time", nil, func(f *Facts) {
 			f.Metrics[metric.SendLagP99], f.Metrics[metric.HerdPeak] = 271, 42
 		}, exitcode.Failed, "sent 1% of requests 271ms or more late"},
-		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 10} },
-			exitcode.Failed, "only 10 of 100 releases (one identity's request through every gateway at once) had two requests in flight"},
+		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 9} },
+			exitcode.Failed, "only 9 of 100 releases (one identity's request through every gateway at once) had two requests in flight"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,11 +141,14 @@ func TestValidityTable(t *testing.T) {
 	t.Run("a measured run passes every check", func(t *testing.T) {
 		f := measured()
 		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond}}
-		f.Race = &Race{Releases: 100, Concurrent: 60}
+		f.Race = &Race{Releases: 100, Concurrent: 15}
 		f.Statuses = map[int]int64{200: 300, 429: 700}
 		v := Judge(claim(t, "ceiling <= limit"), f)
 		if v.Status != StatusPass || v.Words != Holds || v.Code != exitcode.OK {
 			t.Fatalf("got %s (%s), exit %d, reason %q", v.Status, v.Words, v.Code, v.Reason)
+		}
+		if !strings.Contains(strings.Join(v.Notes, "\n"), "15 of 100 race releases had two requests in flight at once") {
+			t.Errorf("no note says how many releases raced: %q", v.Notes)
 		}
 		for _, c := range v.Checks {
 			if !c.Held {
