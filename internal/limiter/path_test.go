@@ -143,10 +143,12 @@ func askBoth(t *testing.T, paths map[string]Limiter, i int) Decision {
 }
 
 // sameDecision compares two paths' decisions. Times that come from a
-// key's TTL run in real time between the two calls, so they may differ a
-// little; everything else must be equal.
+// key's TTL run in real time between the calls that set and read the two
+// paths' keys, which a loaded test machine can stall for a few hundred
+// milliseconds (seen: 150ms), so they may differ by up to a second of a
+// minute's window; everything else must be equal.
 func sameDecision(a, b Decision) bool {
-	near := func(x, y time.Duration) bool { return (x - y).Abs() < 100*time.Millisecond }
+	near := func(x, y time.Duration) bool { return (x - y).Abs() < time.Second }
 	return a.Allowed == b.Allowed && a.Remaining == b.Remaining && a.By == b.By && near(a.Reset, b.Reset) && near(a.RetryAfter, b.RetryAfter)
 }
 
