@@ -63,10 +63,11 @@ for model in closed open paced; do
 	yaml=scripts/bench/redis-fixed-window.yaml
 	[ "$model" = closed ] || yaml=scripts/bench/redis-fixed-window-$model.yaml
 	rm -rf "$work/rc"
-	/usr/bin/time -f '%U %S' -o "$work/rl.cpu" "$RLCTL" verify "$yaml" --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/rc" --format json >/dev/null 2>"$work/vc.err" || { cat "$work/vc.err"; exit 1; }
+	/usr/bin/time -f '%U %S %M' -o "$work/rl.cpu" "$RLCTL" verify "$yaml" --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/rc" --format json >/dev/null 2>"$work/vc.err" || { cat "$work/vc.err"; exit 1; }
 	read -r req bad < <(go run ./scripts/benchtool rate "$work"/rc/*/report.json)
 	rl_us=$(cpu_us "$work/rl.cpu" $((req - bad)))
-	echo "   $model model: rlctl $rl_us µs/decision ($((req - bad)) decisions, $bad dropped or errors)   redis-benchmark: $rb_us µs/request   ratio: $(ratio "$rl_us" "$rb_us")×"
+	rss=$(awk '{ printf "%.0f", $3 / 1024 }' "$work/rl.cpu")
+	echo "   $model model: rlctl $rl_us µs/decision ($((req - bad)) decisions, $bad dropped or errors, peak RSS ${rss} MB)   redis-benchmark: $rb_us µs/request   ratio: $(ratio "$rl_us" "$rb_us")×"
 done
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 

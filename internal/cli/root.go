@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ var Version = "dev"
 // signals, and returns the exit code. It is the only place that maps errors
 // to exit codes.
 func Main() int {
+	softMemoryLimit(os.Getenv)
 	f := &Factory{
 		IO: &IOStreams{
 			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
@@ -41,6 +43,22 @@ func Main() int {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	return Run(f, os.Args[1:], sig, func(code int) { os.Exit(code) })
+}
+
+// MemoryLimit is the heap size rlctl asks Go's collector to stay under
+// (runtime/debug.SetMemoryLimit) unless GOMEMLIMIT says otherwise. A
+// soak or overload run's work is bounded by design, but the collector
+// left to itself lets the heap grow to twice what is live: a 60s open run
+// at 1,000,000/s peaked at 459MB RSS, 274MB with this limit, for the same
+// CPU. Past it the collector works harder (at most half the CPU), never
+// failing a run.
+const MemoryLimit = 200 << 20
+
+// softMemoryLimit sets MemoryLimit, unless the environment names one.
+func softMemoryLimit(getenv func(string) string) {
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(MemoryLimit)
+	}
 }
 
 // Run executes one command line. The first signal on sig cancels the
