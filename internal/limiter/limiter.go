@@ -27,6 +27,9 @@ type Decision struct {
 	By decision.By
 	// ServerTime is Redis TIME when the script read it, else zero.
 	ServerTime time.Time
+	// Cause is the error a failure policy decided in place of Redis (By
+	// fail-open, fail-closed or fallback), nil when Redis decided.
+	Cause error
 }
 
 // Limiter decides whether one identity may spend cost now.

@@ -165,12 +165,14 @@ func (w *policied) Allow(ctx context.Context, id string, cost int64) (Decision, 
 	}
 	switch w.p.OnError {
 	case OnErrorOpen:
-		return Decision{Allowed: true, Remaining: -1, By: decision.ByFailOpen}, nil
+		return Decision{Allowed: true, Remaining: -1, By: decision.ByFailOpen, Cause: err}, nil
 	case OnErrorClosed:
 		// RetryAfter stays 0: nobody knows when Redis is back
-		return Decision{Remaining: -1, By: decision.ByFailClosed}, nil
+		return Decision{Remaining: -1, By: decision.ByFailClosed, Cause: err}, nil
 	case OnErrorLocal:
-		return w.local.Allow(ctx, id, cost)
+		d, lerr := w.local.Allow(ctx, id, cost)
+		d.Cause = err
+		return d, lerr
 	}
 	return Decision{}, err
 }

@@ -272,7 +272,7 @@ func decided(c Claim, f Facts) (string, bool) {
 		// The gateways answered, but their failure policy did, not the
 		// limiter: Redis could not be reached (or not in time).
 		return fmt.Sprintf("%s, outside any planned fault: %s of requests went undecided, above max_error_rate %s; the run measured the outage, not the design%s",
-			describeOutages(f.Outages, who(c)), textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate), firstErrors(f)), true
+			describeOutages(f.Outages, c, f), textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate), firstErrors(f)), true
 	}
 	return fmt.Sprintf("%d of %d requests (%s) got no deciding answer, above max_error_rate %s: the figures do not measure the limiter%s%s",
 		errs, sent, textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate), deniedHint(f, errs), firstErrors(f)), true
@@ -288,18 +288,26 @@ func decidedCode(c Claim, f Facts) exitcode.Code {
 	return exitcode.Unreachable
 }
 
-// who is what did not decide when requests went undecided.
-func who(c Claim) string {
+// undecider is what did not decide when requests went undecided, and why:
+// a Redis at maxmemory under noeviction refuses every write with OOM,
+// which reads like any outage unless the errors name it.
+func undecider(c Claim, f Facts) (what, why string) {
 	if c.Kind == KindHTTP {
-		return "the target"
+		return "the target", "unreachable, failing or slower than the timeout"
 	}
-	return "Redis"
+	for _, e := range f.FirstErrors {
+		if strings.Contains(e, "OOM ") {
+			return "Redis", "out of memory (maxmemory reached under noeviction: it refused every write)"
+		}
+	}
+	return "Redis", "unreachable, failing or slower than the timeout"
 }
 
-// describeOutages says in one sentence when the limiter did not decide and
-// what answered instead: "Redis did not decide: … at t=1.20s–3.40s (812
-// failed open, 3 errors)".
-func describeOutages(os []Outage, who string) string {
+// describeOutages says in one sentence when the limiter did not decide,
+// why, and what answered instead: "Redis did not decide: … at
+// t=1.20s–3.40s (812 failed open, 3 errors)".
+func describeOutages(os []Outage, c Claim, f Facts) string {
+	who, why := undecider(c, f)
 	const show = 3
 	var spans []string
 	for i, o := range os {
@@ -318,7 +326,7 @@ func describeOutages(os []Outage, who string) string {
 		}
 		spans = append(spans, fmt.Sprintf("t=%s–%s (%s)", secs(o.From), secs(o.To), strings.Join(what, ", ")))
 	}
-	return fmt.Sprintf("%s did not decide: unreachable, failing or slower than the timeout at %s", who, strings.Join(spans, ", "))
+	return fmt.Sprintf("%s did not decide: %s at %s", who, why, strings.Join(spans, ", "))
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -119,7 +119,7 @@ func undecidedNote(c Claim, f Facts) string {
 	if share > c.MaxErrorRate {
 		return ""
 	}
-	return fmt.Sprintf("%s (%s of requests, within max_error_rate %s)", describeOutages(f.Outages, who(c)), textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate))
+	return fmt.Sprintf("%s (%s of requests, within max_error_rate %s)", describeOutages(f.Outages, c, f), textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate))
 }
 
 // failOpenByChoice says, when a run admitted past the limit while an

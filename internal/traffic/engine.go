@@ -772,6 +772,9 @@ func (e *engine) exec(j job) (history.Record, Response) {
 		if resp.Err != nil && e.onError != nil {
 			e.onError(resp.Err)
 		}
+	} else if resp.Cause != nil && e.onError != nil {
+		// A policy answered for Redis: why is what the run's errors say.
+		e.onError(resp.Cause)
 	}
 	return r, resp
 }

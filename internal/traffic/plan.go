@@ -150,8 +150,9 @@ type RunOptions struct {
 	// ends or the context is cancelled (default 1 s); then they are
 	// cancelled and come back as errors.
 	Grace time.Duration
-	// OnError, when set, hears every request's error, from many
-	// goroutines at once, so the caller can say what went wrong.
+	// OnError, when set, hears every request's error, and the error a
+	// failure policy answered for (Response.Cause), from many goroutines
+	// at once, so the caller can say what went wrong.
 	OnError func(error)
 	// StartAt, when set, is the wall-clock instant the run's clock starts
 	// (the same for every process running a segment of one plan): Run

@@ -37,7 +37,10 @@ type Response struct {
 	// Status is the HTTP status of an http target's answer, 0 for other
 	// targets and for requests that got no answer.
 	Status int
-	Err    error
+	// Cause, for an answer a failure policy gave in place of Redis
+	// (fail-open, fail-closed, fallback), is the error it answered for.
+	Cause error
+	Err   error
 }
 
 // ErrResponse is the Response of a request that got no answer: err says

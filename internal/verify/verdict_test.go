@@ -14,6 +14,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/score"
 )
 
@@ -195,5 +196,30 @@ traffic: {rate: 20/s, duration: 500ms}
 `, srv.URL+"/")))
 	if r := out.Report; r.Metrics[metric.Errors] != 0 || r.Metrics[metric.Allowed] != r.Metrics[metric.Requests] {
 		t.Fatalf("%g of %g answered, %g errors", r.Metrics[metric.Allowed], r.Metrics[metric.Requests], r.Metrics[metric.Errors])
+	}
+}
+
+// A Redis that reaches maxmemory under noeviction mid-run refuses every
+// write with OOM; the gateways fail open, and the run is not measured
+// with the cause named, not as any outage.
+func TestRedisOutOfMemoryMidRunIsNamed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		ctx := context.Background()
+		admin.Set(ctx, "ballast", strings.Repeat("x", 2<<20), 0)
+		admin.ConfigSet(ctx, "maxmemory-policy", "noeviction")
+		admin.ConfigSet(ctx, "maxmemory", "1mb")
+	}()
+	out, err := Run(context.Background(), parse(t, `name: oom
+limit: 20/1s
+target: {algorithm: redis-fixed-window, gateways: 2, timeout: 1s, endpoints: [{name: api, share: 1, on_error: open}]}
+traffic: {rate: 100/s, duration: 2s}
+thresholds: [ceiling <= 2*limit]
+`), Options{Redis: srv.URL()})
+	if exitcode.Of(err) != exitcode.Unreachable || !strings.Contains(out.Report.Error, "Redis did not decide: out of memory (maxmemory reached under noeviction") {
+		t.Fatalf("exit %d, error %q", exitcode.Of(err), out.Report.Error)
 	}
 }

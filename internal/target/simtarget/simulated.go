@@ -27,7 +27,7 @@ func (s simulated) Do(ctx context.Context, r traffic.Request) traffic.Response {
 // FromDecision maps a limiter decision onto a target response.
 func FromDecision(d limiter.Decision) traffic.Response {
 	resp := traffic.Response{Outcome: decision.Denied, By: d.By, RetryAfter: -1, Remaining: d.Remaining,
-		Reset: -1, Decided: d.ServerTime}
+		Reset: -1, Decided: d.ServerTime, Cause: d.Cause}
 	if d.Allowed {
 		resp.Outcome = decision.Allowed
 	} else if d.RetryAfter > 0 {
