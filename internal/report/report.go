@@ -81,9 +81,10 @@ type Scenario struct {
 	// Failover splits a failover's figures by endpoint and, on a Redis
 	// Cluster, by shard; nil when the run had no failover.
 	Failover *Failover `json:"failover,omitempty"`
-	// ExitCode is the exit code the scenario calls for when its status is
-	// error: 3 when Redis or the target could not be reached, else 1 (or 2
-	// for invalid input). It is not part of report.json.
+	// ExitCode is the exit code the scenario calls for, as score decided
+	// it: 0 for a pass or a skip, 1 for a failed threshold, and for an
+	// error its validity check's (3 when Redis or the target could not be
+	// reached, 2 for invalid input, …). It is not part of report.json.
 	ExitCode int `json:"-"`
 	// Result carries the series the HTML charts draw; it is not part of
 	// report.json.

@@ -239,8 +239,10 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		return nil, exitcode.Usage, exitcode.With(errors.New("no runs to score"), exitcode.Usage)
 	}
 	names := scenarioOrder(runs)
+	var merges map[string]*score.Merge // nil: one run, re-rendered
 	if len(runs) > 1 {
-		if err := checkMergeable(runs, names); err != nil {
+		var err error
+		if merges, err = planMerges(runs, names); err != nil {
 			return nil, exitcode.Usage, err
 		}
 	}
@@ -265,7 +267,7 @@ func Rescore(runs []*SavedRun, out *RunDir, warn func(string)) (*report.Report, 
 		if len(runs) > 1 && len(in) != len(runs) && warn != nil {
 			warn(fmt.Sprintf("%s is in %d of %d runs; merging what there is", name, len(in), len(runs)))
 		}
-		sr, err := scoreMerged(in, len(runs) > 1, out)
+		sr, err := scoreMerged(in, merges[name], out)
 		if err != nil {
 			return nil, exitcode.Of(err), fmt.Errorf("%s: %w", name, err)
 		}
@@ -301,9 +303,10 @@ func scenarioOrder(runs []*SavedRun) []string {
 	return names
 }
 
-// checkMergeable refuses runs that cannot be merged as the segments of one
-// plan: see Rescore.
-func checkMergeable(runs []*SavedRun, names []string) error {
+// planMerges refuses runs that cannot be merged as the segments of one
+// plan (see Rescore) and returns, for each scenario, what its merge joins:
+// each run's segment and clock, and the share of the plan none sent.
+func planMerges(runs []*SavedRun, names []string) (map[string]*score.Merge, error) {
 	refuse := func(format string, args ...any) error {
 		return exitcode.With(fmt.Errorf("report merge: "+format, args...), exitcode.Usage)
 	}
@@ -314,11 +317,13 @@ func checkMergeable(runs []*SavedRun, names []string) error {
 			shared = shared || ok
 		}
 		if !shared {
-			return refuse("%s shares no scenario with %s: they are not runs of one plan", rd.Path, runs[0].Path)
+			return nil, refuse("%s shares no scenario with %s: they are not runs of one plan", rd.Path, runs[0].Path)
 		}
 	}
+	merges := map[string]*score.Merge{}
 	for _, name := range names {
-		var segs []score.Segment
+		m := &score.Merge{}
+		var labelled []score.Segment // named by their runs' paths, for the refusal
 		plan, planFrom := "", ""
 		for _, rd := range runs {
 			h, ok := rd.History[name]
@@ -327,22 +332,26 @@ func checkMergeable(runs []*SavedRun, names []string) error {
 			}
 			if p := rd.Saved[name].Plan; p != "" {
 				if plan != "" && p != plan {
-					return refuse("%s: %s ran another plan than %s (its limit, target, traffic or faults differ): they are not segments of one run", name, rd.Path, planFrom)
+					return nil, refuse("%s: %s ran another plan than %s (its limit, target, traffic or faults differ): they are not segments of one run", name, rd.Path, planFrom)
 				}
 				plan, planFrom = p, rd.Path
 			}
 			seg, err := segmentOf(h.Meta)
 			if err != nil {
-				return refuse("%s: %s: %v", name, rd.Path, err)
+				return nil, refuse("%s: %s: %v", name, rd.Path, err)
 			}
+			m.Runs = append(m.Runs, seg)
 			seg.Label = rd.Path + " (" + seg.String() + ")"
-			segs = append(segs, seg)
+			labelled = append(labelled, seg)
 		}
-		if t := score.Tile(segs); len(t.Twice) > 0 {
-			return refuse("%s: %s sent the same share of the plan: a run given twice, or a copy of one, would count its requests twice", name, t.Twice[0])
+		t := score.Tile(labelled)
+		if len(t.Twice) > 0 {
+			return nil, refuse("%s: %s sent the same share of the plan: a run given twice, or a copy of one, would count its requests twice", name, t.Twice[0])
 		}
+		m.Missing = t.String()
+		merges[name] = m
 	}
-	return nil
+	return merges, nil
 }
 
 // segmentOf is the share of the plan a history's run sent, with its clock
@@ -365,18 +374,17 @@ type mergeInput struct {
 	saved Saved
 }
 
-// scoreMerged scores one scenario's histories merged (one is scored as it
-// is, unless merging, when even one run's share is judged against the
-// whole plan), with the runs' Extra figures and counts lost added up and
-// their setup notes joined, and saves the merge in out when set.
-func scoreMerged(in []mergeInput, merging bool, out *RunDir) (report.Scenario, error) {
+// scoreMerged scores one scenario's histories merged as merge says (a
+// single run is scored as it is when merge is nil; merging, even one
+// run's share is judged against the whole plan), with the runs' Extra
+// figures and counts lost added up and their setup notes joined, and
+// saves the merge in out when set.
+func scoreMerged(in []mergeInput, merge *score.Merge, out *RunDir) (report.Scenario, error) {
 	saved := in[0].saved
 	h := in[0].h
-	var merge *score.Merge
-	if merging {
+	if merge != nil {
 		hs := make([]*history.History, len(in))
 		extra, lostByID := map[string]float64{}, map[string]float64{}
-		merge = &score.Merge{}
 		var notes []string
 		for k, m := range in {
 			hs[k] = m.h
@@ -391,14 +399,8 @@ func scoreMerged(in []mergeInput, merging bool, out *RunDir) (report.Scenario, e
 					notes = append(notes, n)
 				}
 			}
-			seg, err := segmentOf(m.h.Meta)
-			if err != nil {
-				return report.Scenario{}, exitcode.With(err, exitcode.Usage)
-			}
-			merge.Runs = append(merge.Runs, seg)
 			saved.Interrupted = saved.Interrupted || m.saved.Interrupted
 		}
-		merge.Missing = score.Tile(merge.Runs).String()
 		if len(extra) > 0 {
 			saved.Extra = extra
 		}
