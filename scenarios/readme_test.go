@@ -11,7 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
@@ -31,7 +31,7 @@ func readme(t *testing.T) string {
 // that no longer holds.
 func TestREADMEStatesTheSuiteAsItIs(t *testing.T) {
 	text := strings.Join(strings.Fields(readme(t)), " ") // lines wrap anywhere
-	scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
+	scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/cli"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
 // The suite embedded in the binary loads cleanly and covers every point of
 // the design write-ups it is meant to show.
 func TestSuiteLoads(t *testing.T) {
-	scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
+	scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestSuiteLoads(t *testing.T) {
 		"retry-after-token-bucket", "retry-after-gcra", "retry-after-sliding-log", "office-behind-one-address",
 		"failover-async-replication", "cluster-shard-failover"}
 	for _, s := range scs {
-		if want := slices.Contains(flaws, s.Name); (s.Shows == scenario.ShowsFlaw) != want {
+		if want := slices.Contains(flaws, s.Name); (s.Shows == design.ShowsFlaw) != want {
 			t.Errorf("%s: shows %s, want flaw=%v", s.Name, s.Shows, want)
 		}
 	}
@@ -108,7 +109,7 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	}
 	// A pass must rest on figures: requests were answered, mostly by the
 	// limiter, whatever the thresholds (several would hold on nothing).
-	scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
+	scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
 	if err != nil {
 		t.Fatal(err)
 	}

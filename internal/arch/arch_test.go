@@ -16,22 +16,23 @@ import (
 const module = "github.com/rlctl/rlctl/"
 
 // allowed lists, for every package of the module, the module packages it
-// may import. Data flows one way: scenario → verify → (gateway → limiter)
-// via traffic → history → analysis → report; leaf packages (decision,
+// may import. Data flows one way: scenario → verify → target (gateway →
+// limiter) → traffic → history → analysis → score → report; leaf packages (decision,
 // design, metric, workload, fault, rate, exitcode, atomicfile, redact,
 // netcheck, textfmt, suggest) import none of ours, and threshold only leaves.
 // scenario, the file format, imports only leaves: what it needs of the
 // targets is passed in (scenario.Checks).
 // fault/inject turns a scenario's faults into hooks on the run's
-// deployment: below verify, beside the engine (traffic.Hook), above fault.
+// deployment: below the target kinds, beside the engine (traffic.Hook),
+// above fault.
 // traffic knows targets by its own interfaces (Target, Warmer, Prober)
 // and neither the gateways nor the limiters.
 var allowed = map[string][]string{
 	"cmd/rlctl":             {"internal/cli"},
 	"internal/cli":          {"*"}, // the top: it wires everything
-	"internal/verify":       {"internal/analysis", "internal/ceiling", "internal/decision", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/report", "internal/rundir", "internal/scenario", "internal/score", "internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget", "internal/traffic", "internal/workload"},
-	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
-	"internal/measure":      {"internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/verify"},
+	"internal/verify":       {"internal/exitcode", "internal/history", "internal/redisconn", "internal/report", "internal/rundir", "internal/scenario", "internal/score", "internal/target", "internal/traffic", "internal/workload"},
+	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
+	"internal/measure":      {"internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/verify", "internal/workload"},
 	"internal/report":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/metric", "internal/rate", "internal/score", "internal/textfmt"},
 	"internal/score":        {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
 	"internal/analysis":     {"internal/decision", "internal/history", "internal/metric"},
@@ -44,7 +45,7 @@ var allowed = map[string][]string{
 	"internal/keyspace":     {"internal/ceiling", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn", "internal/textfmt"},
 	"internal/ceiling":      {"internal/limiter", "internal/rate"},
 	"internal/fault":        {},
-	"internal/fault/inject": {"internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
+	"internal/fault/inject": {"internal/design", "internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
 	"internal/redisconn":    {"internal/exitcode", "internal/redact"},
 	"internal/resp":         {"internal/netcheck"},
 	"internal/redistest":    {"internal/redisconn"},
@@ -64,11 +65,14 @@ var allowed = map[string][]string{
 	"scenarios":             {},
 	"scripts/benchtool":     {"internal/limiter"},
 
-	// The targets know the engine only through its Target interface; the
-	// engine knows none of them, and the HTTP target touches no Redis.
-	"internal/target/httptarget":   {"internal/decision", "internal/netcheck", "internal/redact", "internal/traffic"},
-	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/rate", "internal/redisconn", "internal/resp", "internal/traffic"},
-	"internal/target/simtarget":    {"internal/decision", "internal/gateway", "internal/limiter", "internal/traffic"},
+	// Each target kind registers itself with internal/target, which verify
+	// builds through; the engine knows them only through its Target
+	// interface, and none of them knows another.
+	"internal/target/httptarget":   {"internal/decision", "internal/exitcode", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
+	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/resp", "internal/scenario", "internal/target", "internal/traffic"},
+	"internal/target/simtarget":    {"internal/decision", "internal/design", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
+	"internal/target":              {"internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/traffic"},
+	"internal/target/all":          {"internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget"},
 	"internal/traffic/traffictest": {"internal/decision", "internal/history"},
 }
 

@@ -16,7 +16,8 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/target"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 )
 
 type gatewayServeOptions struct {
@@ -196,9 +197,9 @@ func runGatewayServe(ctx context.Context, opts *gatewayServeOptions) error {
 	}
 	// ...but Redis and the limiters outlive it, so the requests in flight
 	// can still be decided while the gateways drain.
-	set, stopGateways, err := verify.OpenGateways(ctx, gatewayScenario(opts), verify.Options{
-		Redis: f.redisURL(redisconn.SpecEmbedded), RedisOptions: f.RedisOptions(""),
-	})
+	spec := target.SpecOf(gatewayScenario(opts), f.redisURL(redisconn.SpecEmbedded))
+	spec.RedisOptions = f.RedisOptions("")
+	set, stopGateways, err := simtarget.OpenGateways(ctx, spec)
 	if err != nil {
 		return err
 	}

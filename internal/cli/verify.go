@@ -13,11 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
+	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
@@ -179,14 +181,14 @@ func loadSuite(paths []string) ([]*scenario.Scenario, string, error) {
 		if st, err := os.Stat("scenarios"); err == nil && st.IsDir() {
 			paths = []string{"scenarios"}
 		} else {
-			scs, err := scenario.LoadFS(scenarios.FS, ".", verify.Checks)
+			scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
 			if err != nil {
 				return nil, "", exitcode.With(err, exitcode.Usage)
 			}
 			return scs, "builtin", nil
 		}
 	}
-	scs, err := scenario.Load(paths, verify.Checks)
+	scs, err := scenario.Load(paths, target.Checks())
 	if err != nil {
 		return nil, "", exitcode.With(err, exitcode.Usage)
 	}
@@ -285,7 +287,7 @@ const descriptionWidth = 96
 func startLine(i, n int, sc *scenario.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%d/%d] %s", i+1, n, sc.Name)
-	if sc.Shows == scenario.ShowsFlaw {
+	if sc.Shows == design.ShowsFlaw {
 		b.WriteString(" (shows a flaw: it passes when the flaw appears)")
 	}
 	b.WriteByte('\n')

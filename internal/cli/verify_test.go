@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
@@ -130,7 +131,7 @@ func TestVerifyFamilyArgvToOptions(t *testing.T) {
 func TestVerifyStartLine(t *testing.T) {
 	t.Parallel()
 	long := "Ten gateways each keep their own fixed-window counter. Behind a round-robin balancer every gateway sees a tenth of one user's traffic and none refuses, so the published 20 per second becomes about 200."
-	got := startLine(0, 15, &scenario.Scenario{Name: "local-counters-leak", Shows: scenario.ShowsFlaw, Description: long})
+	got := startLine(0, 15, &scenario.Scenario{Name: "local-counters-leak", Shows: design.ShowsFlaw, Description: long})
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if lines[0] != "[1/15] local-counters-leak (shows a flaw: it passes when the flaw appears)" {
 		t.Errorf("first line %q", lines[0])
@@ -145,7 +146,7 @@ func TestVerifyStartLine(t *testing.T) {
 	if strings.Join(desc, " ") != long {
 		t.Errorf("the description was cut or changed:\n%s", got)
 	}
-	if got := startLine(1, 2, &scenario.Scenario{Name: "bare", Shows: scenario.ShowsHolds}); got != "[2/2] bare\n" {
+	if got := startLine(1, 2, &scenario.Scenario{Name: "bare", Shows: design.ShowsHolds}); got != "[2/2] bare\n" {
 		t.Errorf("no description: %q, want the name alone", got)
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
+	targets "github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/verify"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Options are what the caller adds around a plan.
@@ -74,9 +76,9 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 	W := pl.Params.Limit.Window
 	res := &Result{Algorithm: pl.Design, Skipped: pl.Skipped, Duration: pl.Duration.String(), Window: W.String(),
 		OfferedRate: pl.Rate, Ceiling: -1}
-	patterns := []string{scenario.PatternConstant}
+	patterns := []string{workload.PatternConstant}
 	if pl.Boundary {
-		patterns = append(patterns, scenario.PatternBoundary)
+		patterns = append(patterns, workload.PatternBoundary)
 	}
 	for _, pattern := range patterns {
 		sc, err := pl.scenario(pattern)
@@ -174,7 +176,7 @@ func (pl Plan) scenario(pattern string) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	scs, err := scenario.Parse(b, "ceiling --measure", verify.Checks)
+	scs, err := scenario.Parse(b, "ceiling --measure", targets.Checks())
 	if err != nil {
 		return nil, exitcode.With(err, exitcode.Usage)
 	}

@@ -5,7 +5,7 @@ import "strings"
 // Checks are the rules of fields whose syntax belongs to the targets that
 // read them at run time: an http target's URLs and identity source, a
 // redis-script target's key templates and reply rules. The file format
-// does not know them; the caller passes them in (verify.Checks has them
+// does not know them; the caller passes them in (target.Checks() has them
 // all) and validation applies each to its field, so a mistake is still
 // reported at load with file, line and field. A nil check is skipped.
 type Checks struct {

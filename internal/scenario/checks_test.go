@@ -8,7 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 )
 
-// checks stand in for the targets' parsers (verify.Checks, tested there):
+// checks stand in for the targets' parsers (target.Checks(), tested there):
 // each refuses a value containing "bad".
 var checks = Checks{
 	URL:        refuseBad,

@@ -4,7 +4,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // Field types, as Fields reports them.
@@ -184,25 +186,25 @@ var valueDocs = map[string]map[string]string{
 		KeySource:   "the limit is per client address, as nginx limit_req keys it by default",
 	},
 	"traffic.retry.honor": {
-		HonorRetryAfter: "wait at least the Retry-After (or RateLimit t) the denial carried",
-		HonorReset:      "wait at least until the reset the answer announced",
-		HonorFixed:      "ignore the answer and wait the backoff alone",
+		workload.HonorRetryAfter: "wait at least the Retry-After (or RateLimit t) the denial carried",
+		workload.HonorReset:      "wait at least until the reset the answer announced",
+		workload.HonorFixed:      "ignore the answer and wait the backoff alone",
 	},
 	"traffic.retry.backoff": {
-		BackoffExponential: "delay·2^(k−1) for the k-th retry, at most max_delay",
-		BackoffConstant:    "delay every time",
+		workload.BackoffExponential: "delay·2^(k−1) for the k-th retry, at most max_delay",
+		workload.BackoffConstant:    "delay every time",
 	},
 	"traffic.retry.jitter": {
-		JitterNone:  "the backoff exactly",
-		JitterFull:  "uniform in [0, B)",
-		JitterEqual: "B/2 plus uniform in [0, B/2)",
+		workload.JitterNone:  "the backoff exactly",
+		workload.JitterFull:  "uniform in [0, B)",
+		workload.JitterEqual: "B/2 plus uniform in [0, B/2)",
 	},
 	"requires": {
 		RequireCluster: "a Redis Cluster: the scenario measures something only a Cluster has, such as one shard failing over while the others serve on",
 	},
 	"shows": {
-		ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",
-		ShowsFlaw:  "a pass means the flaw was demonstrated: the design is not safe as configured",
+		design.ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",
+		design.ShowsFlaw:  "a pass means the flaw was demonstrated: the design is not safe as configured",
 	},
 	"target.kind": {
 		KindSimulated:   "gateways run in-process, each with its own Redis connection and clock, running target.algorithm",
@@ -223,49 +225,49 @@ var valueDocs = map[string]map[string]string{
 		"leasing":                    "each gateway spends a leased slice of the Redis budget locally and tops up in the background; a dead gateway strands its slice",
 	},
 	"target.clock": {
-		ClockGateway: "each gateway's own clock, offset by clock_skew, is passed to the script",
-		ClockRedis:   "the script reads Redis TIME: one clock decides for every gateway",
+		design.ClockGateway: "each gateway's own clock, offset by clock_skew, is passed to the script",
+		design.ClockRedis:   "the script reads Redis TIME: one clock decides for every gateway",
 	},
 	"target.endpoints[].on_error": {
-		OnErrorOpen:   "admit the request with no limit (fail open): right for a read-only feed, where blocking people over a Redis blip is worse",
-		OnErrorClosed: "refuse the request (fail closed): right for login and payments, where a slow Redis must not hold the door open",
-		OnErrorLocal:  "fall back to a smaller per-gateway allowance (local, like 5/1s) counted in the gateway's memory",
+		design.OnErrorOpen:   "admit the request with no limit (fail open): right for a read-only feed, where blocking people over a Redis blip is worse",
+		design.OnErrorClosed: "refuse the request (fail closed): right for login and payments, where a slow Redis must not hold the door open",
+		design.OnErrorLocal:  "fall back to a smaller per-gateway allowance (local, like 5/1s) counted in the gateway's memory",
 	},
 	"target.endpoints[].on_failover": {
-		OnFailoverTrust: "keep counting on the promoted replica, whose counters may have started from zero",
-		OnFailoverDeny:  "refuse for one window once a failover is noticed (the marker key vanished), so lost counts cannot let a second quota through",
+		design.OnFailoverTrust: "keep counting on the promoted replica, whose counters may have started from zero",
+		design.OnFailoverDeny:  "refuse for one window once a failover is noticed (the marker key vanished), so lost counts cannot let a second quota through",
 	},
 	"traffic.pattern": {
-		PatternConstant: "requests evenly spaced at traffic.rate",
-		PatternBurst:    "every window of the limit, each identity fires burst_size requests at once",
-		PatternRamp:     "the rate climbs from zero to traffic.rate over the run",
-		PatternBoundary: "each identity's quota fired just before a window boundary and again just after it (boundary_allowed)",
-		PatternRace:     "identities held one below the limit, then one request through every gateway at the same instant, for rounds rounds (race_excess)",
+		workload.PatternConstant: "requests evenly spaced at traffic.rate",
+		workload.PatternBurst:    "every window of the limit, each identity fires burst_size requests at once",
+		workload.PatternRamp:     "the rate climbs from zero to traffic.rate over the run",
+		workload.PatternBoundary: "each identity's quota fired just before a window boundary and again just after it (boundary_allowed)",
+		workload.PatternRace:     "identities held one below the limit, then one request through every gateway at the same instant, for rounds rounds (race_excess)",
 	},
 	"traffic.spread": {
-		SpreadRoundRobin: "one identity's requests go to each gateway in turn",
-		SpreadRandom:     "each request goes to a gateway at random",
-		SpreadSticky:     "each identity always reaches the same gateway",
+		workload.SpreadRoundRobin: "one identity's requests go to each gateway in turn",
+		workload.SpreadRandom:     "each request goes to a gateway at random",
+		workload.SpreadSticky:     "each identity always reaches the same gateway",
 	},
 	"traffic.segment": {
-		SegmentByIdentities: "each segment sends every request of its block of whole identities (race: of each round's fresh identities; closed model: the clients that speak for them), so no identity's limit is loaded from two machines",
-		SegmentByRequests:   "each segment sends its stripe of every identity's requests (closed model: its block of the clients), so one identity (a limit shared by everyone) is loaded from every machine at once; needs an http target, and not race or boundary",
+		workload.SegmentByIdentities: "each segment sends every request of its block of whole identities (race: of each round's fresh identities; closed model: the clients that speak for them), so no identity's limit is loaded from two machines",
+		workload.SegmentByRequests:   "each segment sends its stripe of every identity's requests (closed model: its block of the clients), so one identity (a limit shared by everyone) is loaded from every machine at once; needs an http target, and not race or boundary",
 	},
 	"traffic.align": {
-		AlignEpoch:        "windows start at multiples of W since the Unix epoch",
-		AlignFirstRequest: "an identity's first admitted request opens its window",
-		AlignAuto:         "learn the boundary from RateLimit-Reset or Retry-After, else from the first denial after a run of admitted requests, else epoch",
+		workload.AlignEpoch:        "windows start at multiples of W since the Unix epoch",
+		workload.AlignFirstRequest: "an identity's first admitted request opens its window",
+		workload.AlignAuto:         "learn the boundary from RateLimit-Reset or Retry-After, else from the first denial after a run of admitted requests, else epoch",
 	},
 	"traffic.model": {
-		ModelOpen:   "scheduled sends; a request with no free worker is dropped, never delayed",
-		ModelClosed: "concurrency users, each waiting for its answer before the next request",
+		workload.ModelOpen:   "scheduled sends; a request with no free worker is dropped, never delayed",
+		workload.ModelClosed: "concurrency users, each waiting for its answer before the next request",
 	},
 	"faults[].action": {
-		FaultFailover:     "a real failover on spawn (REPLICAOF NO ONE on the replica, gateways redirected), spawn-sentinel (SENTINEL FAILOVER) and spawn-cluster (CLUSTER FAILOVER on the replica of the shard holding the first identity's keys), and on your own Sentinel or Cluster with --allow-failover; on the embedded Redis an emulation: the gateways' Redis is replaced by an empty one, no failover marker (on_failover decides what happens next)",
-		FaultKillPrimary:  "the primary is killed (SIGKILL) and the topology elects a new one by itself: spawn-sentinel and spawn-cluster (on spawn the replica is promoted and the gateways redirected, as an operator would); never on a Redis rlctl did not start",
-		FaultRedisDown:    "the gateways are cut off from Redis for for: their connections (to Sentinels and every Cluster node too) are cut and new ones fail, so every call fails and each endpoint's on_error decides. It acts on rlctl's own connections only, so it runs on every Redis, your own Sentinel or Cluster included, and changes nothing on a server",
-		FaultRedisLatency: "what the gateways send to Redis arrives latency later for for (on their own connections, on every Redis): calls beyond the timeout go to on_error, and the server still runs them when they arrive",
-		FaultRedisReset:   "at one instant, the run's limiter keys are deleted, as a flush or an eviction would",
-		FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
+		design.FaultFailover:     "a real failover on spawn (REPLICAOF NO ONE on the replica, gateways redirected), spawn-sentinel (SENTINEL FAILOVER) and spawn-cluster (CLUSTER FAILOVER on the replica of the shard holding the first identity's keys), and on your own Sentinel or Cluster with --allow-failover; on the embedded Redis an emulation: the gateways' Redis is replaced by an empty one, no failover marker (on_failover decides what happens next)",
+		design.FaultKillPrimary:  "the primary is killed (SIGKILL) and the topology elects a new one by itself: spawn-sentinel and spawn-cluster (on spawn the replica is promoted and the gateways redirected, as an operator would); never on a Redis rlctl did not start",
+		design.FaultRedisDown:    "the gateways are cut off from Redis for for: their connections (to Sentinels and every Cluster node too) are cut and new ones fail, so every call fails and each endpoint's on_error decides. It acts on rlctl's own connections only, so it runs on every Redis, your own Sentinel or Cluster included, and changes nothing on a server",
+		design.FaultRedisLatency: "what the gateways send to Redis arrives latency later for for (on their own connections, on every Redis): calls beyond the timeout go to on_error, and the server still runs them when they arrive",
+		design.FaultRedisReset:   "at one instant, the run's limiter keys are deleted, as a flush or an eviction would",
+		design.FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
 	},
 }

@@ -88,15 +88,6 @@ func fsSource(fsys fs.FS) source {
 	}
 }
 
-// LoadFile reads every scenario in one file (one per YAML document),
-// checking the targets' fields with checks. The error lists every mistake
-// found, each naming file:line and field, and carries exitcode.Usage.
-func LoadFile(name string, checks Checks) ([]*Scenario, error) {
-	scs, errs := loadFile(osSource, name, checks)
-	errs = append(errs, checkUnique(scs)...)
-	return scs, asError(errs)
-}
-
 // LoadFS reads a file or every *.yaml and *.yml in a directory of fsys,
 // for the suite embedded in the binary. Names must be unique.
 func LoadFS(fsys fs.FS, name string, checks Checks) ([]*Scenario, error) {
@@ -207,7 +198,7 @@ func loadFile(src source, name string, checks Checks) ([]*Scenario, Errors) {
 
 // Parse decodes scenarios from data as if read from file name. Scripts a
 // redis-script target names are read from the file system relative to
-// name. It is LoadFile without the file.
+// name. It is Load without the file.
 func Parse(data []byte, name string, checks Checks) ([]*Scenario, error) {
 	scs, errs := parse(data, name, osSource, checks)
 	errs = append(errs, checkUnique(scs)...)

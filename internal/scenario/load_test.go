@@ -10,9 +10,11 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/threshold"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 func mustThreshold(t *testing.T, expr string, line int) threshold.Threshold {
@@ -25,7 +27,7 @@ func mustThreshold(t *testing.T, expr string, line int) threshold.Threshold {
 	return th
 }
 
-func TestLoadFileRoundTrip(t *testing.T) {
+func TestLoadRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		file string
@@ -38,23 +40,23 @@ func TestLoadFileRoundTrip(t *testing.T) {
 					Name:        "lua-fixed-window-holds",
 					Description: "One Lua script decides atomically, so the published cap holds under overload.",
 					File:        "testdata/full.yaml", Line: 1,
-					Limit: rate.Limit{Count: 20, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: 0.05,
+					Limit: rate.Limit{Count: 20, Window: time.Second}, Shows: design.ShowsHolds, MaxErrorRate: 0.05,
 					Target: Target{
 						Kind: KindSimulated, Algorithm: "redis-fixed-window", Gateways: 50,
 						Redis: RedisEmbedded, Timeout: 50 * time.Millisecond, Prefix: "rl:", Key: KeyIdentity,
 						Endpoints: []Endpoint{
-							{Name: "login", Share: 0.2, OnError: OnErrorClosed, OnFailover: OnFailoverDeny, Timeout: 50 * time.Millisecond},
-							{Name: "feed", Share: 0.8, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: 50 * time.Millisecond},
+							{Name: "login", Share: 0.2, OnError: design.OnErrorClosed, OnFailover: design.OnFailoverDeny, Timeout: 50 * time.Millisecond},
+							{Name: "feed", Share: 0.8, OnError: design.OnErrorOpen, OnFailover: design.OnFailoverTrust, Timeout: 50 * time.Millisecond},
 						},
 					},
 					Traffic: Traffic{
-						Pattern: PatternConstant, Rate: rate.Limit{Count: 400, Window: time.Second},
+						Pattern: workload.PatternConstant, Rate: rate.Limit{Count: 400, Window: time.Second},
 						Duration: 5 * time.Second, MaxRequests: 100000, Identities: 4,
-						Spread: SpreadRoundRobin, Model: ModelOpen,
+						Spread: workload.SpreadRoundRobin, Model: workload.ModelOpen,
 					},
 					Faults: []Fault{
-						{At: 2 * time.Second, Action: FaultFailover, Gateway: -1, Line: 22},
-						{At: 3 * time.Second, For: time.Second, Action: FaultRedisLatency, Latency: 90 * time.Millisecond, Gateway: -1, Line: 23},
+						{At: 2 * time.Second, Action: design.FaultFailover, Gateway: -1, Line: 22},
+						{At: 3 * time.Second, For: time.Second, Action: design.FaultRedisLatency, Latency: 90 * time.Millisecond, Gateway: -1, Line: 23},
 					},
 					Thresholds: []threshold.Threshold{
 						mustThreshold(t, "ceiling <= limit", 25),
@@ -69,7 +71,7 @@ func TestLoadFileRoundTrip(t *testing.T) {
 			want: func(t *testing.T) []*Scenario {
 				defaults := Target{
 					Kind: KindSimulated, Gateways: 1, Redis: RedisEmbedded, Timeout: DefaultTimeout, Prefix: "rl:",
-					Key: KeyIdentity, Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+					Key: KeyIdentity, Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: design.OnErrorOpen, OnFailover: design.OnFailoverTrust, Timeout: DefaultTimeout}},
 				}
 				first, second := defaults, defaults
 				first.Algorithm = "local-fixed-window"
@@ -77,22 +79,22 @@ func TestLoadFileRoundTrip(t *testing.T) {
 				return []*Scenario{
 					{
 						Name: "minimal", File: "testdata/minimal.yaml", Line: 1,
-						Limit: rate.Limit{Count: 100, Window: time.Minute}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
+						Limit: rate.Limit{Count: 100, Window: time.Minute}, Shows: design.ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 						Target: first,
 						Traffic: Traffic{
-							Pattern: PatternConstant, Rate: rate.Limit{Count: 10, Window: time.Second},
+							Pattern: workload.PatternConstant, Rate: rate.Limit{Count: 10, Window: time.Second},
 							Duration: DefaultDuration, MaxRequests: DefaultMaxRequests, Identities: 1,
-							Spread: SpreadRoundRobin, Model: ModelOpen,
+							Spread: workload.SpreadRoundRobin, Model: workload.ModelOpen,
 						},
 						Thresholds: []threshold.Threshold{mustThreshold(t, "ceiling <= limit", 8)},
 					},
 					{
 						Name: "race", File: "testdata/minimal.yaml", Line: 10,
-						Limit: rate.Limit{Count: 5, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
+						Limit: rate.Limit{Count: 5, Window: time.Second}, Shows: design.ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 						Target: second,
 						Traffic: Traffic{
-							Pattern: PatternRace, Duration: DefaultDuration, MaxRequests: DefaultMaxRequests,
-							Identities: 1, Spread: SpreadRoundRobin, Rounds: DefaultRounds, Model: ModelOpen,
+							Pattern: workload.PatternRace, Duration: DefaultDuration, MaxRequests: DefaultMaxRequests,
+							Identities: 1, Spread: workload.SpreadRoundRobin, Rounds: DefaultRounds, Model: workload.ModelOpen,
 						},
 					},
 				}
@@ -107,17 +109,17 @@ func TestLoadFileRoundTrip(t *testing.T) {
 				}
 				return []*Scenario{{
 					Name: "my-script", File: "testdata/script.yaml", Line: 1,
-					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
+					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: design.ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 					Target: Target{
 						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout, Key: KeyIdentity,
-						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: design.OnErrorOpen, OnFailover: design.OnFailoverTrust, Timeout: DefaultTimeout}},
 						Script:    filepath.Join("testdata", "scripts", "limit.lua"), ScriptSource: string(src),
 						Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_s}", "{now_ms}"}, Allowed: "== 1",
 					},
 					Traffic: Traffic{
-						Pattern: PatternConstant, Rate: rate.Limit{Count: 50, Window: time.Second},
+						Pattern: workload.PatternConstant, Rate: rate.Limit{Count: 50, Window: time.Second},
 						Duration: 2 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
-						Spread: SpreadRoundRobin, Model: ModelOpen,
+						Spread: workload.SpreadRoundRobin, Model: workload.ModelOpen,
 					},
 				}}
 			},
@@ -127,19 +129,19 @@ func TestLoadFileRoundTrip(t *testing.T) {
 			want: func(t *testing.T) []*Scenario {
 				return []*Scenario{{
 					Name: "http-gateways", File: "testdata/http.yaml", Line: 1,
-					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
+					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: design.ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
 					Target: Target{
 						Kind: KindHTTP, Gateways: 2, Timeout: DefaultTimeout, RequestTimeout: DefaultRequestTimeout,
-						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: OnErrorOpen, OnFailover: OnFailoverTrust, Timeout: DefaultTimeout}},
+						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: design.OnErrorOpen, OnFailover: design.OnFailoverTrust, Timeout: DefaultTimeout}},
 						URLs:      []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"},
 						Method:    "POST", Identity: Identity{Query: "api_key"},
 						Headers: map[string]string{"Content-Type": "application/json"},
 						Body:    `{"user":"{id}"}`, DeniedStatus: []int{429, 503},
 					},
 					Traffic: Traffic{
-						Pattern: PatternBoundary, Rate: rate.Limit{Count: 100, Window: time.Second},
+						Pattern: workload.PatternBoundary, Rate: rate.Limit{Count: 100, Window: time.Second},
 						Duration: 3 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
-						Spread: SpreadRoundRobin, Align: AlignAuto, Model: ModelOpen,
+						Spread: workload.SpreadRoundRobin, Align: workload.AlignAuto, Model: workload.ModelOpen,
 					},
 					Thresholds: []threshold.Threshold{
 						mustThreshold(t, "boundary_allowed <= 2 * limit", 16),
@@ -152,9 +154,9 @@ func TestLoadFileRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
 			t.Parallel()
-			got, err := LoadFile(tt.file, checks)
+			got, err := Load([]string{tt.file}, checks)
 			if err != nil {
-				t.Fatalf("LoadFile: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			want := tt.want(t)
 			if len(got) != len(want) {
@@ -273,7 +275,7 @@ func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
 // design holds; a scenario that says nothing proves a design holds.
 func TestShows(t *testing.T) {
 	t.Parallel()
-	for doc, want := range map[string]string{"": ShowsHolds, "shows: holds\n": ShowsHolds, "shows: flaw\nthresholds: [ceiling > limit]\n": ShowsFlaw} {
+	for doc, want := range map[string]string{"": design.ShowsHolds, "shows: holds\n": design.ShowsHolds, "shows: flaw\nthresholds: [ceiling > limit]\n": design.ShowsFlaw} {
 		scs, err := Parse([]byte(base+doc), "s.yaml", checks)
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)

@@ -24,63 +24,9 @@ const (
 	RedisSpawnCluster  = "spawn-cluster"
 )
 
-// The names scenario files use are those of packages workload, design and
-// fault, which the traffic engine and the limiter use too, so a name means
-// one thing everywhere.
-
-// Traffic patterns.
-const (
-	PatternConstant = workload.PatternConstant
-	PatternBurst    = workload.PatternBurst
-	PatternRamp     = workload.PatternRamp
-	PatternBoundary = workload.PatternBoundary
-	PatternRace     = workload.PatternRace
-)
-
-// Load-balancer spreads of one identity over gateways.
-const (
-	SpreadRoundRobin = workload.SpreadRoundRobin
-	SpreadRandom     = workload.SpreadRandom
-	SpreadSticky     = workload.SpreadSticky
-)
-
-// What a segment of a scenario takes its share of (traffic.segment).
-const (
-	SegmentByIdentities = workload.SegmentByIdentities
-	SegmentByRequests   = workload.SegmentByRequests
-)
-
-// Boundary alignments: where window boundaries are assumed to fall.
-const (
-	AlignEpoch        = workload.AlignEpoch
-	AlignFirstRequest = workload.AlignFirstRequest
-	AlignAuto         = workload.AlignAuto
-)
-
-// Traffic models.
-const (
-	ModelOpen   = workload.ModelOpen
-	ModelClosed = workload.ModelClosed
-)
-
-// Endpoint failure policies.
-const (
-	OnErrorOpen     = design.OnErrorOpen
-	OnErrorClosed   = design.OnErrorClosed
-	OnErrorLocal    = design.OnErrorLocal
-	OnFailoverTrust = design.OnFailoverTrust
-	OnFailoverDeny  = design.OnFailoverDeny
-)
-
-// Fault actions: package fault's names.
-const (
-	FaultFailover     = design.FaultFailover
-	FaultRedisDown    = design.FaultRedisDown
-	FaultRedisLatency = design.FaultRedisLatency
-	FaultRedisReset   = design.FaultRedisReset
-	FaultGatewayDown  = design.FaultGatewayDown
-	FaultKillPrimary  = design.FaultKillPrimary
-)
+// The names scenario files use for patterns, spreads, failure policies and
+// fault actions are packages workload's and design's, which the traffic
+// engine and the limiter use too: a name means one thing everywhere.
 
 // MaxReplicaLag bounds faults[].replica_lag well below what makes a replica
 // unfit for promotion: Sentinel skips a replica whose link has been down
@@ -93,12 +39,6 @@ const MaxReplicaLag = 2 * time.Second
 // front, never run.
 const RequireCluster = "cluster"
 
-// What a scenario shows (its shows field; see package design).
-const (
-	ShowsFlaw  = design.ShowsFlaw
-	ShowsHolds = design.ShowsHolds
-)
-
 // What a simulated gateway keys its limit on (target.key).
 const (
 	// KeyIdentity keys the limit on the identity: an API key, a user id.
@@ -108,49 +48,34 @@ const (
 	KeySource = "source"
 )
 
-// Retry policies of traffic.retry.
-const (
-	HonorRetryAfter    = workload.HonorRetryAfter
-	HonorReset         = workload.HonorReset
-	HonorFixed         = workload.HonorFixed
-	BackoffExponential = workload.BackoffExponential
-	BackoffConstant    = workload.BackoffConstant
-	JitterNone         = workload.JitterNone
-	JitterFull         = workload.JitterFull
-	JitterEqual        = workload.JitterEqual
-)
-
-// Clocks a limiter can read.
-const (
-	ClockGateway = design.ClockGateway
-	ClockRedis   = design.ClockRedis
-)
+// Kinds lists every target kind a scenario may name; each is built by a
+// package under internal/target that registers it.
+var Kinds = []string{KindSimulated, KindHTTP, KindRedisScript}
 
 var (
-	kinds       = []string{KindSimulated, KindHTTP, KindRedisScript}
-	patterns    = []string{PatternConstant, PatternBurst, PatternRamp, PatternBoundary, PatternRace}
-	spreads     = []string{SpreadRoundRobin, SpreadRandom, SpreadSticky}
-	segmentBys  = []string{SegmentByIdentities, SegmentByRequests}
-	aligns      = []string{AlignEpoch, AlignFirstRequest, AlignAuto}
-	models      = []string{ModelOpen, ModelClosed}
-	onErrors    = []string{OnErrorOpen, OnErrorClosed, OnErrorLocal}
-	onFailovers = []string{OnFailoverTrust, OnFailoverDeny}
-	actions     = []string{FaultFailover, FaultKillPrimary, FaultRedisDown, FaultRedisLatency, FaultRedisReset, FaultGatewayDown}
-	clocks      = []string{ClockGateway, ClockRedis}
-	showsValues = []string{ShowsFlaw, ShowsHolds}
+	patterns    = []string{workload.PatternConstant, workload.PatternBurst, workload.PatternRamp, workload.PatternBoundary, workload.PatternRace}
+	spreads     = []string{workload.SpreadRoundRobin, workload.SpreadRandom, workload.SpreadSticky}
+	segmentBys  = []string{workload.SegmentByIdentities, workload.SegmentByRequests}
+	aligns      = []string{workload.AlignEpoch, workload.AlignFirstRequest, workload.AlignAuto}
+	models      = []string{workload.ModelOpen, workload.ModelClosed}
+	onErrors    = []string{design.OnErrorOpen, design.OnErrorClosed, design.OnErrorLocal}
+	onFailovers = []string{design.OnFailoverTrust, design.OnFailoverDeny}
+	actions     = []string{design.FaultFailover, design.FaultKillPrimary, design.FaultRedisDown, design.FaultRedisLatency, design.FaultRedisReset, design.FaultGatewayDown}
+	clocks      = []string{design.ClockGateway, design.ClockRedis}
+	showsValues = []string{design.ShowsFlaw, design.ShowsHolds}
 	requirement = []string{RequireCluster}
 	keys        = []string{KeyIdentity, KeySource}
-	honors      = []string{HonorRetryAfter, HonorReset, HonorFixed}
-	backoffs    = []string{BackoffExponential, BackoffConstant}
-	jitters     = []string{JitterNone, JitterFull, JitterEqual}
+	honors      = []string{workload.HonorRetryAfter, workload.HonorReset, workload.HonorFixed}
+	backoffs    = []string{workload.BackoffExponential, workload.BackoffConstant}
+	jitters     = []string{workload.JitterNone, workload.JitterFull, workload.JitterEqual}
 )
 
 // Scenario is one decoded, defaulted and validated scenario.
 type Scenario struct {
 	Name        string
 	Description string
-	// Shows is ShowsFlaw when the scenario demonstrates a flaw (its
-	// thresholds hold when the flaw appears) or ShowsHolds (the default)
+	// Shows is design.ShowsFlaw when the scenario demonstrates a flaw (its
+	// thresholds hold when the flaw appears) or design.ShowsHolds (the default)
 	// when it proves the design holds.
 	Shows string
 	// Requires is RequireCluster when the scenario needs a Redis Cluster

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // A target's description goes into every report: it names what was driven
@@ -14,7 +16,7 @@ func TestTargetStringDescribesWithoutSecrets(t *testing.T) {
 		t    Target
 		want string
 	}{
-		{Target{Kind: KindSimulated, Algorithm: "redis-token-bucket", Gateways: 4, Clock: ClockGateway, ClockSkew: 300 * time.Millisecond},
+		{Target{Kind: KindSimulated, Algorithm: "redis-token-bucket", Gateways: 4, Clock: design.ClockGateway, ClockSkew: 300 * time.Millisecond},
 			"simulated redis-token-bucket ×4, clock gateway, skew ±300ms"},
 		{Target{Kind: KindHTTP, URLs: []string{"http://u:hunter2@127.0.0.1:8080/", "http://127.0.0.1:8081/"}},
 			"http ×2 (http://u:xxxxx@127.0.0.1:8080/, http://127.0.0.1:8081/)"},

@@ -85,10 +85,10 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	for i := range t.Endpoints {
 		e := &t.Endpoints[i]
 		if e.OnError == "" {
-			e.OnError = OnErrorOpen
+			e.OnError = design.OnErrorOpen
 		}
 		if e.OnFailover == "" {
-			e.OnFailover = OnFailoverTrust
+			e.OnFailover = design.OnFailoverTrust
 		}
 		if e.Timeout == 0 {
 			e.Timeout = t.Timeout
@@ -118,7 +118,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	}
 
 	if sc.Shows == "" {
-		sc.Shows = ShowsHolds
+		sc.Shows = design.ShowsHolds
 	}
 	if lines["max_error_rate"] == 0 {
 		sc.MaxErrorRate = DefaultMaxErrorRate
@@ -126,10 +126,10 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 
 	tr := &sc.Traffic
 	if tr.Pattern == "" {
-		tr.Pattern = PatternConstant
+		tr.Pattern = workload.PatternConstant
 	}
 	if tr.Model == "" {
-		tr.Model = ModelOpen
+		tr.Model = workload.ModelOpen
 	}
 	if tr.Duration == 0 && lines["traffic.duration"] == 0 {
 		tr.Duration = DefaultDuration
@@ -141,18 +141,18 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 		tr.Identities = DefaultIdentities
 	}
 	if tr.Spread == "" {
-		tr.Spread = SpreadRoundRobin
+		tr.Spread = workload.SpreadRoundRobin
 	}
-	if tr.Pattern == PatternRace && tr.Rounds == 0 && lines["traffic.rounds"] == 0 {
+	if tr.Pattern == workload.PatternRace && tr.Rounds == 0 && lines["traffic.rounds"] == 0 {
 		tr.Rounds = DefaultRounds
 	}
-	if tr.Pattern == PatternBoundary && tr.Align == "" {
-		tr.Align = AlignAuto
+	if tr.Pattern == workload.PatternBoundary && tr.Align == "" {
+		tr.Align = workload.AlignAuto
 	}
-	if tr.Pattern == PatternBurst && tr.BurstSize == 0 && lines["traffic.burst_size"] == 0 {
+	if tr.Pattern == workload.PatternBurst && tr.BurstSize == 0 && lines["traffic.burst_size"] == 0 {
 		tr.BurstSize = int(min(sc.Limit.Count, math.MaxInt32))
 	}
-	if tr.Model == ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
+	if tr.Model == workload.ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
 		tr.Concurrency = workload.DefaultConcurrency(t.Gateways, tr.Identities)
 	}
 	if t.Kind != KindHTTP && t.Key == "" {
@@ -196,7 +196,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if !set("limit") {
 		bad("limit", "missing: the published limit, like 100/1m")
 	}
-	if sc.Shows == ShowsFlaw && len(sc.Thresholds) == 0 {
+	if sc.Shows == design.ShowsFlaw && len(sc.Thresholds) == 0 {
 		// Without thresholds a scenario claims its published cap, which a
 		// flaw scenario exists to break.
 		bad("shows", "flaw: name the thresholds that demonstrate the flaw (like boundary_allowed > limit); a scenario without thresholds claims its published cap, ceiling <= limit")
@@ -352,10 +352,10 @@ func (d *decoder) validate(sc *Scenario) {
 			bad(p+".share", "want a share above 0 and at most 1, got %v", e.Share)
 		}
 		sum += e.Share
-		if e.OnError == OnErrorLocal && e.Local.IsZero() {
+		if e.OnError == design.OnErrorLocal && e.Local.IsZero() {
 			bad(p+".local", "on_error: local needs local, the smaller per-gateway allowance, like 5/1s")
 		}
-		if !e.Local.IsZero() && e.OnError != OnErrorLocal {
+		if !e.Local.IsZero() && e.OnError != design.OnErrorLocal {
 			bad(p+".local", "applies with on_error: local only")
 		}
 		if e.Timeout <= 0 {
@@ -383,32 +383,32 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	checkIdentities(sc, bad)
 	switch tr.Pattern {
-	case PatternConstant, PatternBurst, PatternRamp:
-		if !set("traffic.rate") && tr.Model == ModelOpen {
+	case workload.PatternConstant, workload.PatternBurst, workload.PatternRamp:
+		if !set("traffic.rate") && tr.Model == workload.ModelOpen {
 			bad("traffic.rate", "missing: the %s pattern needs a rate, like 400/s", tr.Pattern)
 		}
-	case PatternRace:
+	case workload.PatternRace:
 		if tr.Rounds < 1 {
 			bad("traffic.rounds", "need at least one round")
 		}
 	}
-	if set("traffic.rounds") && tr.Pattern != PatternRace {
+	if set("traffic.rounds") && tr.Pattern != workload.PatternRace {
 		bad("traffic.rounds", "applies to the race pattern only")
 	}
-	if set("traffic.align") && tr.Pattern != PatternBoundary {
+	if set("traffic.align") && tr.Pattern != workload.PatternBoundary {
 		bad("traffic.align", "applies to the boundary pattern only")
 	}
-	if set("traffic.burst_size") && tr.Pattern != PatternBurst {
+	if set("traffic.burst_size") && tr.Pattern != workload.PatternBurst {
 		bad("traffic.burst_size", "applies to the burst pattern only")
 	}
-	if tr.Pattern == PatternBurst && tr.BurstSize < 1 {
+	if tr.Pattern == workload.PatternBurst && tr.BurstSize < 1 {
 		bad("traffic.burst_size", "must be at least 1")
 	}
-	if set("traffic.concurrency") && tr.Model != ModelClosed {
+	if set("traffic.concurrency") && tr.Model != workload.ModelClosed {
 		bad("traffic.concurrency", "applies to the closed model only")
 	}
 	for _, f := range []string{"traffic.retry", "traffic.think"} {
-		if set(f) && tr.Model != ModelClosed {
+		if set(f) && tr.Model != workload.ModelClosed {
 			bad(f, "applies to the closed model only: clients that wait for their answers (model: closed)")
 		}
 	}
@@ -417,7 +417,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("traffic.retry", "%v", err)
 		}
 	}
-	if (tr.Retry != nil || tr.Think > 0) && tr.Model == ModelClosed && tr.Concurrency < tr.Identities {
+	if (tr.Retry != nil || tr.Think > 0) && tr.Model == workload.ModelClosed && tr.Concurrency < tr.Identities {
 		bad("traffic.concurrency", "%d clients for %d identities: client c speaks for identity c mod identities, so each identity needs one", tr.Concurrency, tr.Identities)
 	}
 	if set("target.key") && t.Kind == KindHTTP {
@@ -431,7 +431,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("target.sources", "want 1 to %d (the identities), got %d", tr.Identities, t.Sources)
 		}
 	}
-	if tr.Model == ModelClosed && tr.Concurrency < 1 {
+	if tr.Model == workload.ModelClosed && tr.Concurrency < 1 {
 		bad("traffic.concurrency", "must be at least 1")
 	}
 
@@ -449,18 +449,18 @@ func (d *decoder) validate(sc *Scenario) {
 		if tr.Duration > 0 && f.At >= tr.Duration {
 			bad(p+".at", "%s is not before the end of the run (%s)", f.At, tr.Duration)
 		}
-		if t.Kind == KindHTTP && f.Action != FaultGatewayDown {
+		if t.Kind == KindHTTP && f.Action != design.FaultGatewayDown {
 			bad(p+".action", "%s needs a Redis rlctl controls; an http target's Redis is its own", f.Action)
 		}
-		if f.Action == FaultRedisLatency && f.Latency <= 0 {
+		if f.Action == design.FaultRedisLatency && f.Latency <= 0 {
 			bad(p+".latency", "redis-latency needs latency, like 90ms")
 		}
-		if f.Action != FaultRedisLatency && set(p+".latency") {
+		if f.Action != design.FaultRedisLatency && set(p+".latency") {
 			bad(p+".latency", "applies to redis-latency only")
 		}
 		if set(p + ".replica_lag") {
 			switch {
-			case f.Action != FaultFailover && f.Action != FaultKillPrimary:
+			case f.Action != design.FaultFailover && f.Action != design.FaultKillPrimary:
 				bad(p+".replica_lag", "applies to failover and kill-primary only")
 			case f.ReplicaLag <= 0 || f.ReplicaLag > MaxReplicaLag:
 				bad(p+".replica_lag", "want a duration above 0s and at most %s, got %s", MaxReplicaLag, f.ReplicaLag)
@@ -468,7 +468,7 @@ func (d *decoder) validate(sc *Scenario) {
 				bad(p+".replica_lag", "%s starts before the run: at most at (%s)", f.ReplicaLag, f.At)
 			}
 		}
-		if f.Action == FaultGatewayDown {
+		if f.Action == design.FaultGatewayDown {
 			if f.Gateway < 0 {
 				bad(p+".gateway", "gateway-down needs gateway, the index of the gateway to stop")
 			} else if f.Gateway >= t.Gateways {
@@ -493,16 +493,16 @@ func checkIdentities(sc *Scenario, bad func(path, format string, args ...any)) {
 	}
 	planned := int64(tr.MaxRequests)
 	why := "max_requests"
-	if tr.Model == ModelOpen && (tr.Pattern == PatternConstant || tr.Pattern == PatternRamp) && tr.Rate.Window > 0 {
+	if tr.Model == workload.ModelOpen && (tr.Pattern == workload.PatternConstant || tr.Pattern == workload.PatternRamp) && tr.Rate.Window > 0 {
 		paced := tr.Rate.PerSecond() * tr.Duration.Seconds()
-		if tr.Pattern == PatternRamp {
+		if tr.Pattern == workload.PatternRamp {
 			paced /= 2
 		}
 		if p := int64(math.Ceil(paced)); p < planned {
 			planned, why = p, "rate × duration"
 		}
 	}
-	if tr.Pattern == PatternRace {
+	if tr.Pattern == workload.PatternRace {
 		if r := int64(tr.Rounds); r > 0 && n*r > planned {
 			bad("traffic.identities", "%d identities × %d race rounds need %d requests at the least, but the run sends at most %d (%s)", n, r, n*r, planned, why)
 		}
@@ -514,9 +514,9 @@ func checkIdentities(sc *Scenario, bad func(path, format string, args ...any)) {
 	}
 	var batch int64
 	switch tr.Pattern {
-	case PatternBurst:
+	case workload.PatternBurst:
 		batch = int64(tr.BurstSize) * n
-	case PatternBoundary:
+	case workload.PatternBoundary:
 		batch = 2 * sc.Limit.Count * n
 	}
 	if batch > MaxBatch {

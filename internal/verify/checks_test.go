@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target"
 )
 
 // TestTargetSyntaxAtLoad: the targets' own parsers (Checks) check their
@@ -33,7 +34,7 @@ func TestTargetSyntaxAtLoad(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := scenario.Parse([]byte(tt.yaml), "bad.yaml", Checks)
+			_, err := scenario.Parse([]byte(tt.yaml), "bad.yaml", target.Checks())
 			if err == nil {
 				t.Fatal("loaded")
 			}

@@ -2,96 +2,12 @@ package verify
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/redisconn"
-	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/target"
 )
-
-// clockRef is a clock every machine of a shared run can read: the target's
-// Redis (TIME), else an HTTP gateway's (its decision time, else its Date).
-// Merge puts each machine's history on this clock's time line.
-type clockRef struct {
-	name string
-	// read returns the reference's time, and its resolution: a reading r
-	// means a time in [r, r+resolution).
-	read func(ctx context.Context) (t time.Time, resolution time.Duration, err error)
-}
-
-// redisClock reads Redis TIME (to the microsecond). Reading it writes
-// nothing.
-func redisClock(cfg *redisconn.Config) *clockRef {
-	return &clockRef{name: "redis TIME", read: func(ctx context.Context) (time.Time, time.Duration, error) {
-		c := cfg.NewClient()
-		defer c.Close()
-		t, err := c.Time(ctx).Result()
-		return t, time.Microsecond, err
-	}}
-}
-
-// httpClock sends one request as identity httptarget.ProbeID (as the probe
-// before the run does) to the target's first URL, and reads the gateway's
-// decision time (X-RateLimit-Decided-At, to the microsecond), else its
-// Date header (to the second).
-func httpClock(t scenario.Target, tlsConf *tls.Config) *clockRef {
-	c := &http.Client{Timeout: max(t.RequestTimeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
-	ref := &clockRef{name: "http Decided-At"}
-	ref.read = func(ctx context.Context) (time.Time, time.Duration, error) {
-		fill := func(s string) string { return strings.ReplaceAll(s, "{id}", httptarget.ProbeID) }
-		u, err := url.Parse(fill(t.URLs[0]))
-		if err != nil {
-			return time.Time{}, 0, t.RedactError(err)
-		}
-		if t.Identity.Query != "" {
-			q := u.Query()
-			q.Set(t.Identity.Query, httptarget.ProbeID)
-			u.RawQuery = q.Encode()
-		}
-		method := t.Method
-		if method == "" {
-			method = http.MethodGet
-		}
-		var body io.Reader
-		if t.Body != "" {
-			body = strings.NewReader(fill(t.Body))
-		}
-		req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-		if err != nil {
-			return time.Time{}, 0, t.RedactError(err)
-		}
-		for k, v := range t.Headers {
-			req.Header.Set(k, fill(v))
-		}
-		if t.Identity.Header != "" {
-			req.Header.Set(t.Identity.Header, httptarget.ProbeID)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return time.Time{}, 0, t.RedactError(err)
-		}
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		if at, ok := decision.ParseDecidedAt(resp.Header.Get(decision.DecidedAtHeader)); ok {
-			return at, time.Microsecond, nil
-		}
-		at, err := http.ParseTime(resp.Header.Get("Date"))
-		if err != nil {
-			return time.Time{}, 0, fmt.Errorf("%s answered with neither %s nor a Date", t.ShownURL(t.URLs[0]), decision.DecidedAtHeader)
-		}
-		ref.name = "http Date"
-		return at, time.Second, nil
-	}
-	return ref
-}
 
 // clockReading is one reading of a reference: this machine's clock minus
 // the reference's, within ±uncertainty.
@@ -103,12 +19,12 @@ type clockReading struct {
 // two local readings around the request, so the offset is taken at their
 // middle and is uncertain by half the round trip, plus half the
 // reference's resolution.
-func readClock(ctx context.Context, ref *clockRef, now func() time.Time) (clockReading, error) {
+func readClock(ctx context.Context, ref *target.Clock, now func() time.Time) (clockReading, error) {
 	t0 := now()
-	at, res, err := ref.read(ctx)
+	at, res, err := ref.Read(ctx)
 	t1 := now()
 	if err != nil {
-		return clockReading{}, fmt.Errorf("read the reference clock (%s): %w", ref.name, err)
+		return clockReading{}, fmt.Errorf("read the reference clock (%s): %w", ref.Name, err)
 	}
 	half := t1.Sub(t0) / 2
 	return clockReading{

@@ -66,7 +66,7 @@ func RunSuite(ctx context.Context, scs []*scenario.Scenario, o SuiteOptions) (*r
 	for i, sc := range scs {
 		if ctx.Err() != nil {
 			interrupted = true
-			r := reportOf(sc)
+			r := rundir.ReportOf(sc)
 			r.Decide(score.Skip("not run: the run was interrupted before it started"))
 			rep.Scenarios = append(rep.Scenarios, r)
 			continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/keyspace"
@@ -102,7 +103,7 @@ func (f *Faults) CountsLostByIdentity() map[string]float64 {
 const probeCleanupTimeout = 10 * time.Second
 
 // New puts a fault proxy between the gateways and a standalone Redis (for
-// failovers) and turns sc's Redis faults into hooks on the run's clock;
+// failovers) and turns p's Redis faults into hooks on the run's clock;
 // redis-down and redis-latency act on the gateways' own connections
 // (networkFaults), on every topology. On error, what it started is
 // stopped.
@@ -110,20 +111,20 @@ const probeCleanupTimeout = 10 * time.Second
 // On a Sentinel or Cluster (spawned, or the user's) there is no proxy: the
 // gateways find the primary as their clients do, and failover and
 // kill-primary are real (see realFailovers).
-func New(ctx context.Context, sc *scenario.Scenario, s Setup) (_ *Faults, err error) {
-	f := &Faults{lc: s.Limiter, skew: sc.Target.ClockSkew}
+func New(ctx context.Context, p *Plan, s Setup) (_ *Faults, err error) {
+	f := &Faults{lc: s.Limiter, skew: p.ClockSkew}
 	defer func() {
 		if err != nil {
 			f.Close()
 		}
 	}()
-	if err := f.build(ctx, sc, s); err != nil {
+	if err := f.build(ctx, p, s); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) error {
+func (e *Faults) build(ctx context.Context, p *Plan, s Setup) error {
 	cfg, spec, keys := s.Redis, s.Spec, s.Keys
 	t := cfg.Target()
 	tp := &topology{cfg: cfg, d: cfg.Deployment(), shardKey: ShardKey, probeKey: probeKeyOf(s.Prefix)}
@@ -137,7 +138,7 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 		})
 	}
 	if t.Mode == redisconn.ModeSentinel || t.Mode == redisconn.ModeCluster {
-		return e.topologyFaults(ctx, sc, cfg, keys, tp)
+		return e.topologyFaults(ctx, p, cfg, keys, tp)
 	}
 	// Only a failover needs the proxy, to re-point the gateways; the other
 	// faults act on their own connections (networkFaults) or on keys, so
@@ -146,9 +147,9 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 	gw := cfg
 	var proxy *fault.Proxy
 	real := false
-	if NeedsReplica(sc) {
+	if NeedsReplica(p) {
 		if t.Mode != redisconn.ModeStandalone || t.Network != "tcp" || t.TLS || len(t.Addrs) != 1 {
-			return exitcode.With(fmt.Errorf("%s: a failover needs a plain standalone Redis (embedded, spawn or redis://host:port), not %s", sc.Name, cfg), exitcode.Usage)
+			return exitcode.With(fmt.Errorf("%s: a failover needs a plain standalone Redis (embedded, spawn or redis://host:port), not %s", p.Name, cfg), exitcode.Usage)
 		}
 		var err error
 		if proxy, err = fault.NewProxy(t.Addrs[0]); err != nil {
@@ -159,7 +160,7 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 		// A spawned primary with a replica fails over for real; the
 		// embedded Redis and a given one stage it.
 		if real = tp.d != nil && len(tp.d.Servers) > 1; real {
-			if err := e.realFailovers(ctx, sc, tp); err != nil {
+			if err := e.realFailovers(ctx, p, tp); err != nil {
 				return err
 			}
 		}
@@ -174,25 +175,25 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 	}
 	admin := cfg.NewClient()
 	e.closers = append(e.closers, admin.Close)
-	for _, f := range sc.Faults {
+	for _, f := range p.Faults {
 		f := f
 		switch f.Action {
-		case scenario.FaultGatewayDown:
-			if sc.Target.Kind != scenario.KindSimulated {
-				return exitcode.With(fmt.Errorf("%s: gateway-down needs simulated gateways", sc.Name), exitcode.Usage)
+		case design.FaultGatewayDown:
+			if p.Kind != scenario.KindSimulated {
+				return exitcode.With(fmt.Errorf("%s: gateway-down needs simulated gateways", p.Name), exitcode.Usage)
 			}
-		case scenario.FaultRedisReset:
+		case design.FaultRedisReset:
 			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
 				// Best effort: a fault that cannot be applied shows in the
 				// figures.
 				_, _ = keys.Delete(ctx, admin)
 			}})
-		case scenario.FaultFailover:
+		case design.FaultFailover:
 			if real {
 				continue
 			}
-			if sc.Target.Replicate > 0 {
-				if err := e.replicatedFailover(ctx, sc, s, proxy, admin, f); err != nil {
+			if p.Replicate > 0 {
+				if err := e.replicatedFailover(ctx, p, s, proxy, admin, f); err != nil {
 					return err
 				}
 				continue
@@ -212,7 +213,7 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 				e.Notes = append(e.Notes, "failover: staged on the given Redis by cutting every connection and deleting the run's own limiter keys and marker, as on a promoted replica that had not caught up")
 				continue
 			}
-			after, addr, err := e.standIn(ctx, sc, s)
+			after, addr, err := e.standIn(ctx, p, s)
 			if err != nil {
 				return err
 			}
@@ -222,26 +223,26 @@ func (e *Faults) build(ctx context.Context, sc *scenario.Scenario, s Setup) erro
 			e.Notes = append(e.Notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")
 		}
 	}
-	e.NewClient = e.networkFaults(sc, gw).NewClient
+	e.NewClient = e.networkFaults(p, gw).NewClient
 	return nil
 }
 
-// networkFaults turns sc's redis-down and redis-latency faults into hooks
+// networkFaults turns p's redis-down and redis-latency faults into hooks
 // on a fault switch under every connection of the gateways' clients, and
-// returns cfg with the switch as their dialer (cfg itself when sc has
+// returns cfg with the switch as their dialer (cfg itself when p has
 // neither fault). The switch acts on rlctl's own connections only, so the
 // faults mean the same on every topology, a user's own included.
-func (e *Faults) networkFaults(sc *scenario.Scenario, cfg *redisconn.Config) *redisconn.Config {
+func (e *Faults) networkFaults(p *Plan, cfg *redisconn.Config) *redisconn.Config {
 	var sw *fault.Switch
-	for _, f := range sc.Faults {
-		if f.Action != scenario.FaultRedisDown && f.Action != scenario.FaultRedisLatency {
+	for _, f := range p.Faults {
+		if f.Action != design.FaultRedisDown && f.Action != design.FaultRedisLatency {
 			continue
 		}
 		if sw == nil {
 			sw = fault.NewSwitch()
 		}
 		apply, undo := func() { sw.SetDown(true) }, func() { sw.SetDown(false) }
-		if f.Action == scenario.FaultRedisLatency {
+		if f.Action == design.FaultRedisLatency {
 			apply, undo = func() { sw.SetLatency(f.Latency) }, func() { sw.SetLatency(0) }
 		}
 		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: f.For > 0, Fn: func(ctx context.Context) {
@@ -257,10 +258,10 @@ func (e *Faults) networkFaults(sc *scenario.Scenario, cfg *redisconn.Config) *re
 
 // standIn opens a server of the run's spec to stand in for a promoted
 // replica, and returns a client of it and its address.
-func (e *Faults) standIn(ctx context.Context, sc *scenario.Scenario, s Setup) (redis.UniversalClient, string, error) {
+func (e *Faults) standIn(ctx context.Context, p *Plan, s Setup) (redis.UniversalClient, string, error) {
 	rcfg, stop, err := redisconn.OpenChecked(ctx, s.Spec, s.Options, 0)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: failover replica: %w", sc.Name, err)
+		return nil, "", fmt.Errorf("%s: failover replica: %w", p.Name, err)
 	}
 	e.closers = append(e.closers, stop)
 	after := rcfg.NewClient()
@@ -268,10 +269,10 @@ func (e *Faults) standIn(ctx context.Context, sc *scenario.Scenario, s Setup) (r
 	return after, rcfg.Target().Addrs[0], nil
 }
 
-// NeedsReplica reports whether sc has a fault a replica must exist for:
+// NeedsReplica reports whether p has a fault a replica must exist for:
 // on spawn, such a scenario starts a primary with one replica.
-func NeedsReplica(sc *scenario.Scenario) bool {
-	for _, f := range sc.Faults {
+func NeedsReplica(p *Plan) bool {
+	for _, f := range p.Faults {
 		if isFailover(f.Action) {
 			return true
 		}
@@ -281,14 +282,14 @@ func NeedsReplica(sc *scenario.Scenario) bool {
 
 // isFailover reports whether a fault changes which node is primary.
 func isFailover(action string) bool {
-	return action == scenario.FaultFailover || action == scenario.FaultKillPrimary
+	return action == design.FaultFailover || action == design.FaultKillPrimary
 }
 
-// Refuse says, before anything is started, why sc's faults cannot run on
+// Refuse says, before anything is started, why p's faults cannot run on
 // the Redis spec names; nil when they can. allowFailover is
 // --allow-failover. Each refusal is one line and carries exitcode.Usage.
-func Refuse(sc *scenario.Scenario, spec string, allowFailover bool) error {
-	if len(sc.Faults) == 0 || sc.Target.Kind == scenario.KindHTTP {
+func Refuse(p *Plan, spec string, allowFailover bool) error {
+	if len(p.Faults) == 0 || p.Kind == scenario.KindHTTP {
 		return nil
 	}
 	spec = strings.TrimSpace(spec)
@@ -308,11 +309,11 @@ func Refuse(sc *scenario.Scenario, spec string, allowFailover bool) error {
 	}
 	replicated := own && spec != redisconn.SpecEmbedded && spec != ""
 	refuse := func(format string, args ...any) error {
-		return exitcode.With(fmt.Errorf("%s: "+format, append([]any{sc.Name}, args...)...), exitcode.Usage)
+		return exitcode.With(fmt.Errorf("%s: "+format, append([]any{p.Name}, args...)...), exitcode.Usage)
 	}
-	for _, f := range sc.Faults {
+	for _, f := range p.Faults {
 		switch {
-		case f.Action == scenario.FaultKillPrimary && !replicated:
+		case f.Action == design.FaultKillPrimary && !replicated:
 			return refuse("kill-primary needs a primary with a replica that rlctl started and may kill (--redis spawn, spawn-sentinel or spawn-cluster), not %s", redisconn.Redact(spec))
 		case f.ReplicaLag > 0 && !own && mode != redisconn.ModeStandalone:
 			// On a given standalone Redis the failover is staged (every
@@ -323,4 +324,15 @@ func Refuse(sc *scenario.Scenario, spec string, allowFailover bool) error {
 		}
 	}
 	return nil
+}
+
+// Plan is what of a scenario its faults need: its name (for messages),
+// its target's kind, the faults, the replicas its design waits for and
+// the gateways' largest clock offset.
+type Plan struct {
+	Name      string
+	Kind      string
+	Faults    []scenario.Fault
+	Replicate int
+	ClockSkew time.Duration
 }

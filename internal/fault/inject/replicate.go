@@ -129,7 +129,7 @@ func Replicate(ctx context.Context, cfg *redisconn.Config, lc *limiter.Config) (
 // promoted server holds the counts. rlctl's own replicas are promoted for
 // real; otherwise a stand-in gets a copy of the run's keys (or, on a given
 // Redis, keeps them, only the connections are cut).
-func (e *Faults) replicatedFailover(ctx context.Context, sc *scenario.Scenario, s Setup, proxy *fault.Proxy, admin redis.UniversalClient, f scenario.Fault) error {
+func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy *fault.Proxy, admin redis.UniversalClient, f scenario.Fault) error {
 	switch {
 	case s.Replicas != nil:
 		d := s.Replicas
@@ -154,7 +154,7 @@ func (e *Faults) replicatedFailover(ctx context.Context, sc *scenario.Scenario, 
 		})})
 		e.Notes = append(e.Notes, "failover: staged on the given Redis by cutting every connection; the run's keys stayed, as on a promoted replica that acknowledged every admission")
 	default:
-		after, addr, err := e.standIn(ctx, sc, s)
+		after, addr, err := e.standIn(ctx, p, s)
 		if err != nil {
 			return err
 		}

@@ -9,12 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/redisconn"
-	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -168,7 +168,7 @@ func (tp *topology) watch(ctx context.Context, sh redisconn.Shard) fault.Electio
 // shard's replica (FORCE when its replication is held back: it cannot
 // catch up), or SIGKILL of the primary (rlctl's own only).
 func (tp *topology) failover(ctx context.Context, action string, sh redisconn.Shard, held bool) error {
-	if action == scenario.FaultKillPrimary {
+	if action == design.FaultKillPrimary {
 		return tp.d.KillAddr(sh.Primary)
 	}
 	switch tp.cfg.Mode() {
@@ -193,10 +193,10 @@ func (tp *topology) failover(ctx context.Context, action string, sh redisconn.Sh
 	return errors.New("no failover for this deployment")
 }
 
-// realFailovers turns sc's failover and kill-primary faults into hooks that
+// realFailovers turns p's failover and kill-primary faults into hooks that
 // carry them out on the deployment, and refuses up front what cannot be
 // carried out there.
-func (e *Faults) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *topology) error {
+func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error {
 	own := tp.d != nil
 	kind := map[redisconn.Mode]string{redisconn.ModeSentinel: "Sentinel", redisconn.ModeCluster: "Cluster"}[tp.cfg.Mode()]
 	if kind == "" {
@@ -204,13 +204,13 @@ func (e *Faults) realFailovers(ctx context.Context, sc *scenario.Scenario, tp *t
 	}
 	sh, err := tp.shard(ctx)
 	if err != nil {
-		return exitcode.With(fmt.Errorf("%s: failover: %w", sc.Name, err), exitcode.Unreachable)
+		return exitcode.With(fmt.Errorf("%s: failover: %w", p.Name, err), exitcode.Unreachable)
 	}
 	if len(sh.Replicas) == 0 {
-		return exitcode.With(fmt.Errorf("%s: failover: the primary %s has no replica to promote", sc.Name, sh.Primary), exitcode.Usage)
+		return exitcode.With(fmt.Errorf("%s: failover: the primary %s has no replica to promote", p.Name, sh.Primary), exitcode.Usage)
 	}
-	e.elections = make([]*election, len(sc.Faults))
-	for i, f := range sc.Faults {
+	e.elections = make([]*election, len(p.Faults))
+	for i, f := range p.Faults {
 		if !isFailover(f.Action) {
 			continue
 		}
@@ -276,7 +276,7 @@ func (e *Faults) promoteSpawned(ctx context.Context, tp *topology, action string
 	d := tp.d
 	old := d.Primary()
 	next := 1 - old
-	if action == scenario.FaultKillPrimary {
+	if action == design.FaultKillPrimary {
 		if err := d.Kill(old); err != nil {
 			el.set(time.Time{}, time.Time{}, err)
 			return
@@ -313,15 +313,15 @@ func probeKeyOf(prefix string) string {
 	return prefix + "election-probe:" + ShardKey
 }
 
-// topologyFaults sets up sc's faults on a Sentinel or Cluster, which the
+// topologyFaults sets up p's faults on a Sentinel or Cluster, which the
 // gateways reach through their own discovery rather than through the fault
 // proxy: failover and kill-primary are real, redis-reset deletes the run's
 // keys on every primary, and redis-down and redis-latency act on the
 // gateways' own connections (networkFaults).
-func (e *Faults) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg *redisconn.Config, keys keyspace.Patterns, tp *topology) error {
-	for _, f := range sc.Faults {
+func (e *Faults) topologyFaults(ctx context.Context, p *Plan, cfg *redisconn.Config, keys keyspace.Patterns, tp *topology) error {
+	for _, f := range p.Faults {
 		switch f.Action {
-		case scenario.FaultRedisReset:
+		case design.FaultRedisReset:
 			admin := cfg.NewClient()
 			e.closers = append(e.closers, admin.Close)
 			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
@@ -331,11 +331,11 @@ func (e *Faults) topologyFaults(ctx context.Context, sc *scenario.Scenario, cfg 
 			}})
 		}
 	}
-	if NeedsReplica(sc) {
-		if err := e.realFailovers(ctx, sc, tp); err != nil {
+	if NeedsReplica(p) {
+		if err := e.realFailovers(ctx, p, tp); err != nil {
 			return err
 		}
 	}
-	e.NewClient = e.networkFaults(sc, cfg).NewClient
+	e.NewClient = e.networkFaults(p, cfg).NewClient
 	return nil
 }

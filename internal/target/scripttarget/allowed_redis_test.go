@@ -1,4 +1,4 @@
-package scenario
+package scripttarget
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/target/scripttarget"
+	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 // TestAllowedRuleOnRealReplies runs small Lua limiters in a real
-// redis-server and checks the scenario's allowed rules (scripttarget.ParseRule) against the reply shapes
+// redis-server and checks the scenario's allowed rules (ParseRule) against the reply shapes
 // go-redis really hands back: integers, status strings, tables, and the
 // nil a Lua false becomes.
 func TestAllowedRuleOnRealReplies(t *testing.T) {
@@ -19,11 +19,11 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	scs, err := LoadFile("testdata/script.yaml", checks)
+	scs, err := scenario.Load([]string{"../../scenario/testdata/script.yaml"}, scenario.Checks{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := scripttarget.ParseRule(scs[0].Target.Allowed)
+	rule, err := ParseRule(scs[0].Target.Allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 		{"negative means denied", ">= 0", "return -1", false},
 	}
 	for _, tt := range tests {
-		r, err := scripttarget.ParseRule(tt.rule)
+		r, err := ParseRule(tt.rule)
 		if err != nil {
 			t.Fatal(err)
 		}

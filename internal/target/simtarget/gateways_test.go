@@ -1,4 +1,4 @@
-package verify
+package simtarget
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target"
 )
 
 // OpenGateways builds the gateways a target describes on the Redis it
@@ -26,7 +27,9 @@ func TestOpenGatewaysSharesOneLimitAndOutlivesCtx(t *testing.T) {
 		},
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
-	set, stop, err := OpenGateways(ctx, sc, Options{Redis: redisconn.SpecEmbedded, RedisOptions: redisconn.Options{Timeout: time.Second}})
+	spec := target.SpecOf(sc, redisconn.SpecEmbedded)
+	spec.RedisOptions = redisconn.Options{Timeout: time.Second}
+	set, stop, err := OpenGateways(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,7 @@ func TestOpenGatewaysLocalDesignOpensNoRedis(t *testing.T) {
 		Kind: scenario.KindSimulated, Algorithm: limiter.LocalFixedWindow, Gateways: 1,
 		Endpoints: []scenario.Endpoint{{Name: "default", Share: 1, OnError: limiter.OnErrorClosed}},
 	}}
-	set, stop, err := OpenGateways(context.Background(), sc, Options{Redis: "redis://127.0.0.1:1"})
+	set, stop, err := OpenGateways(context.Background(), target.SpecOf(sc, "redis://127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
 	}

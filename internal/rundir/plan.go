@@ -1,4 +1,4 @@
-package verify
+package rundir
 
 import (
 	"crypto/sha256"
@@ -6,16 +6,18 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
-	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 )
 
 // SavedOf describes sc for scoring, now and when re-rendered.
-func SavedOf(sc *scenario.Scenario) rundir.Saved {
-	s := rundir.Saved{Name: sc.Name, Description: sc.Description, Shows: sc.Shows, Target: sc.Target.String(),
+func SavedOf(sc *scenario.Scenario) Saved {
+	s := Saved{Name: sc.Name, Description: sc.Description, Shows: sc.Shows, Target: sc.Target.String(),
 		Design: designOf(sc), Limit: sc.Limit, Analysis: analysisOptions(sc)}
 	rate := sc.MaxErrorRate
 	s.MaxErrorRate = &rate
@@ -46,9 +48,9 @@ func planName(sc *scenario.Scenario) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// reportOf is a scenario's report before it has run: what it is, with no
+// ReportOf is a scenario's report before it has run: what it is, with no
 // figures yet.
-func reportOf(sc *scenario.Scenario) report.Scenario {
+func ReportOf(sc *scenario.Scenario) report.Scenario {
 	return report.Scenario{
 		Name: sc.Name, Description: sc.Description, Shows: sc.Shows, Limit: report.LimitOf(sc.Limit),
 		Target: sc.Target.String(), Design: designOf(sc),
@@ -64,10 +66,10 @@ func designOf(sc *scenario.Scenario) *report.Design {
 		d.Algorithm = t.Algorithm
 		switch t.Algorithm {
 		case limiter.LocalFixedWindow, limiter.LocalTokenBucket:
-			d.Clock = scenario.ClockGateway
+			d.Clock = design.ClockGateway
 		case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh:
 			// The window is a key's expiry: Redis's clock alone.
-			d.Clock = scenario.ClockRedis
+			d.Clock = design.ClockRedis
 		default:
 			d.Clock = limiter.Config{Algorithm: t.Algorithm, Clock: t.Clock}.EffectiveClock()
 		}
@@ -76,4 +78,18 @@ func designOf(sc *scenario.Scenario) *report.Design {
 		d.Endpoints = append(d.Endpoints, report.Endpoint{Name: e.Name, OnError: e.OnError, OnFailover: e.OnFailover})
 	}
 	return d
+}
+
+// analysisOptions sets the envelope a correct limiter of the scenario's own
+// design obeys (ceiling.Envelope), so `slipped` counts what the design
+// should never allow and not what it allows by design.
+func analysisOptions(sc *scenario.Scenario) analysis.Options {
+	design := ""
+	if sc.Target.Kind == scenario.KindSimulated {
+		design = sc.Target.Algorithm
+	}
+	burst, perSecond := ceiling.Envelope(design, ceiling.Params{
+		Limit: sc.Limit, Gateways: sc.Target.Gateways, Lease: sc.Target.Lease.Size, Capacity: sc.Target.Capacity,
+	})
+	return analysis.Options{EnvelopeBurst: burst, EnvelopeRate: perSecond}
 }

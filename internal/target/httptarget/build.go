@@ -1,0 +1,183 @@
+package httptarget
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/scenario"
+	"github.com/rlctl/rlctl/internal/target"
+	"github.com/rlctl/rlctl/internal/traffic"
+)
+
+func init() {
+	target.Register(target.Kind{
+		Name: scenario.KindHTTP,
+		Checks: func(c *scenario.Checks) {
+			c.URL = CheckURL
+			c.Source = func(prefix string, n int) error {
+				_, err := SourceAddrs(prefix, n)
+				return err
+			}
+		},
+		Build:  build,
+		Remote: true,
+	})
+}
+
+// build opens the http target s describes and checks, before the run,
+// that every URL answers.
+func build(ctx context.Context, s target.Spec) (*target.Built, error) {
+	b := &target.Built{}
+	ok := false
+	defer b.Closing(&ok)()
+	if len(s.Faults) > 0 {
+		// rlctl cannot reach into real gateways or their Redis; a fault
+		// it did not inject must not look like one that was survived.
+		return nil, s.Errorf("faults need a target whose Redis rlctl controls (simulated or redis-script), not http")
+	}
+	usage := func(format string, err error) error {
+		return exitcode.With(fmt.Errorf("%s: http target: "+format, s.Name, err), exitcode.Usage)
+	}
+	tlsConf, err := httpTLS(s.Target.TLS)
+	if err != nil {
+		return nil, usage("%w", err)
+	}
+	var sources []netip.Addr
+	var probeSrc netip.Addr
+	if src := s.Target.Identity.Source; src != "" {
+		if sources, err = SourceAddrs(src, s.Identities); err != nil {
+			return nil, usage("identity source: %w", err)
+		}
+		for _, a := range sources {
+			b.IdentityNames = append(b.IdentityNames, a.String())
+		}
+		// The probe leaves from the prefix's next address when there is
+		// one: the machine's default could be an identity's.
+		if more, err := SourceAddrs(src, s.Identities+1); err == nil {
+			probeSrc = more[len(more)-1]
+		}
+	}
+	t, err := New(Options{
+		URLs: s.Target.URLs, Method: s.Target.Method,
+		IdentityHeader: s.Target.Identity.Header, IdentityQuery: s.Target.Identity.Query,
+		Headers: s.Target.Headers, Body: s.Target.Body,
+		DeniedStatus: s.Target.DeniedStatus, Timeout: s.Target.RequestTimeout, TLS: tlsConf,
+		Sources: sources, ProbeSource: probeSrc, ShowQuery: s.Target.ShowQuery,
+	})
+	if err != nil {
+		return nil, usage("%w", err)
+	}
+	b.Target = t
+	b.Defer(t.Close)
+	b.Clock = httpClock(s.Target, tlsConf)
+	if s.Shared && s.Redis != "" && redisconn.IsShared(s.Redis) {
+		// The gateways' Redis, when named, is the better reference: TIME
+		// to the microsecond, read without writing anything.
+		cfg, stop, err := target.OpenRedis(ctx, s, false)
+		if err != nil {
+			return nil, err
+		}
+		b.Defer(stop)
+		b.Clock = target.RedisClock(cfg)
+	}
+	if p, isProber := t.(traffic.Prober); isProber {
+		if err := p.Probe(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, exitcode.With(fmt.Errorf("%s: http target unreachable before the run: %w", s.Name, err), exitcode.Unreachable)
+		}
+		b.Notes = append(b.Notes, fmt.Sprintf("before the run, one request per URL (identity %s) checked that every gateway answers", ProbeID))
+	}
+	ok = true
+	return b, nil
+}
+
+// httpTLS builds an http target's TLS settings from the PEM the scenario
+// loaded; nil when none was given (the system's roots).
+func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
+	if !f.Set() {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.InsecureSkipVerify} //nolint:gosec // only on explicit request, for a test gateway
+	if len(f.CAPEM) > 0 {
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(f.CAPEM) {
+			return nil, fmt.Errorf("tls.ca %s: no PEM certificate", f.CA)
+		}
+	}
+	if len(f.CertPEM) > 0 {
+		cert, err := tls.X509KeyPair(f.CertPEM, f.KeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("tls.cert: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// httpClock sends one request as identity ProbeID (as the probe
+// before the run does) to the target's first URL, and reads the gateway's
+// decision time (X-RateLimit-Decided-At, to the microsecond), else its
+// Date header (to the second).
+func httpClock(t scenario.Target, tlsConf *tls.Config) *target.Clock {
+	c := &http.Client{Timeout: max(t.RequestTimeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
+	ref := &target.Clock{Name: "http Decided-At"}
+	ref.Read = func(ctx context.Context) (time.Time, time.Duration, error) {
+		fill := func(s string) string { return strings.ReplaceAll(s, "{id}", ProbeID) }
+		u, err := url.Parse(fill(t.URLs[0]))
+		if err != nil {
+			return time.Time{}, 0, t.RedactError(err)
+		}
+		if t.Identity.Query != "" {
+			q := u.Query()
+			q.Set(t.Identity.Query, ProbeID)
+			u.RawQuery = q.Encode()
+		}
+		method := t.Method
+		if method == "" {
+			method = http.MethodGet
+		}
+		var body io.Reader
+		if t.Body != "" {
+			body = strings.NewReader(fill(t.Body))
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+		if err != nil {
+			return time.Time{}, 0, t.RedactError(err)
+		}
+		for k, v := range t.Headers {
+			req.Header.Set(k, fill(v))
+		}
+		if t.Identity.Header != "" {
+			req.Header.Set(t.Identity.Header, ProbeID)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return time.Time{}, 0, t.RedactError(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		if at, ok := decision.ParseDecidedAt(resp.Header.Get(decision.DecidedAtHeader)); ok {
+			return at, time.Microsecond, nil
+		}
+		at, err := http.ParseTime(resp.Header.Get("Date"))
+		if err != nil {
+			return time.Time{}, 0, fmt.Errorf("%s answered with neither %s nor a Date", t.ShownURL(t.URLs[0]), decision.DecidedAtHeader)
+		}
+		ref.Name = "http Date"
+		return at, time.Second, nil
+	}
+	return ref
+}
