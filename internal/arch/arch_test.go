@@ -70,6 +70,10 @@ var allowed = map[string][]string{
 	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/rate", "internal/redisconn", "internal/resp", "internal/traffic"},
 	"internal/target/simtarget":    {"internal/decision", "internal/gateway", "internal/limiter", "internal/traffic"},
 	"internal/traffic/traffictest": {"internal/decision", "internal/history"},
+
+	// Faults on a deployment rlctl did not start, each applied only with
+	// the user's consent: Toxiproxy's API, and the deployment's own Redis.
+	"internal/fault/toxiproxy": {"internal/exitcode"},
 }
 
 // debts are arrows that exist and should not: each names what removing
