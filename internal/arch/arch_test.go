@@ -74,6 +74,7 @@ var allowed = map[string][]string{
 	// Faults on a deployment rlctl did not start, each applied only with
 	// the user's consent: Toxiproxy's API, and the deployment's own Redis.
 	"internal/fault/toxiproxy": {"internal/exitcode"},
+	"internal/fault/deploy":    {"internal/exitcode", "internal/fault", "internal/keyspace", "internal/redisconn"},
 }
 
 // debts are arrows that exist and should not: each names what removing
