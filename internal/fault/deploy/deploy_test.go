@@ -120,15 +120,60 @@ func assertAll(t *testing.T, snaps []*redistest.Snapshot, c redis.UniversalClien
 	}
 }
 
-func TestSentinelFailoverObservedAndForeignKeysKept(t *testing.T) {
+// stallAndReset applies the faults that keep the primary — a WRITE stall
+// on every primary, then a reset of alice's ulule keys — and requires the
+// other application's keys (foreign, seeded through c) unchanged after
+// each, and bob's counter kept.
+func stallAndReset(t *testing.T, ctx context.Context, c redis.UniversalClient, foreign *redistest.Snapshot) {
+	t.Helper()
+	store, err := ulredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: "limiter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.New(store, limiter.Rate{Period: time.Hour, Limit: 10})
+	for _, id := range []string{"alice", "bob"} {
+		if _, err := l.Get(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob := redistest.TakeSnapshot(t, c, "limiter:bob")
+	undo, err := deploy.Stall(ctx, c, time.Hour, deploy.StallWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := undo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	foreign.AssertUnchanged(t, c)
+	s, err := keyspace.NewRegistry(keyspace.Params{Limit: rate.Limit{Count: 10, Window: time.Hour}}).Lookup(keyspace.SchemaUlule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := deploy.ResetIdentities(ctx, c, s, []string{"alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Deleted, []string{"limiter:alice"}) {
+		t.Errorf("reset of alice: %+v", res)
+	}
+	bob.AssertUnchanged(t, c)
+	foreign.AssertUnchanged(t, c)
+}
+
+// On a Sentinel deployment holding another application's keys: a stall,
+// a reset and a failover, each leaving those keys byte-identical, and the
+// failover's election observed whole.
+func TestFaultsOnASentinelDeployment(t *testing.T) {
 	cfg := userDeployment(t, redisconn.SpawnOptions{Replicas: 1, Sentinels: 3})
 	c := client(t, cfg)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, 40*time.Second)
+	seeded := redistest.SeedForeign(t, c)
+	stallAndReset(t, ctx, c, seeded)
 	sh, err := cfg.SentinelShard(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := servedAfter(t, cfg, sh, redistest.SeedForeign(t, c).Keys())
+	foreign := servedAfter(t, cfg, sh, seeded.Keys())
 
 	o, err := deploy.Observe(ctx, cfg, deploy.ObserveOptions{Probe: "rlctl:probe:election"})
 	if err != nil {
@@ -146,8 +191,12 @@ func TestSentinelFailoverObservedAndForeignKeysKept(t *testing.T) {
 	// reported the wrong role for a while: Stopped comes seconds after
 	// Answered, and the test waits for it.
 	e := o.Wait()
-	t.Logf("failover at %s: stopped +%s, switched +%s, answered +%s, %d errors", began.Format("15:04:05.000"), e.Stopped.Sub(began), e.Switched.Sub(began), e.Answered.Sub(began), len(e.Errors))
+	t.Logf("failover at %s: stopped +%s, switched +%s, notified +%s, answered +%s, %d errors", began.Format("15:04:05.000"),
+		e.Stopped.Sub(began), e.Switched.Sub(began), e.Notified.Sub(began), e.Answered.Sub(began), len(e.Errors))
 	checkElection(t, e, shards[0])
+	if e.Notified.IsZero() {
+		t.Error("no +switch-master arrived")
+	}
 	// The probe is the run's own key and is gone; the other application's
 	// keys are on the new primary byte for byte.
 	if n, err := c.Exists(ctx, "rlctl:probe:election").Result(); err != nil || n != 0 {
@@ -156,17 +205,31 @@ func TestSentinelFailoverObservedAndForeignKeysKept(t *testing.T) {
 	assertAll(t, foreign, c)
 }
 
-func TestClusterFailoverOfTheKeysShard(t *testing.T) {
+// The same on a Cluster, where the failover is the shard's of a key's,
+// and the watch writes nothing.
+func TestFaultsOnAClusterDeployment(t *testing.T) {
 	cfg := userDeployment(t, redisconn.SpawnOptions{Cluster: true, ClusterReplicas: 1})
 	c := client(t, cfg)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, 40*time.Second)
+	seeded := redistest.SeedForeign(t, c)
+	stallAndReset(t, ctx, c, seeded)
+	cc := c.(*redis.ClusterClient)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		stats, err := m.Info(ctx, "commandstats").Result()
+		if err == nil && !strings.Contains(stats, "cmdstat_client|pause:calls=1") {
+			t.Errorf("%s was not paused", m.Options().Addr)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := "limiter:{alice}"
 	before, err := cfg.ClusterShard(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := servedAfter(t, cfg, before, redistest.SeedForeign(t, c).Keys())
-	// Read-only watch: no probe, nothing written.
+	foreign := servedAfter(t, cfg, before, seeded.Keys())
 	o, err := deploy.Observe(ctx, cfg, deploy.ObserveOptions{Key: key})
 	if err != nil {
 		t.Fatal(err)
@@ -281,29 +344,6 @@ func TestStallAllHoldsReads(t *testing.T) {
 	}
 	if err := undo(ctx); err == nil || !strings.Contains(err.Error(), "cannot be ended early") {
 		t.Fatalf("undo of a pause of ALL: %v", err)
-	}
-}
-
-func TestStallOnEveryClusterPrimary(t *testing.T) {
-	cl := redistest.StartCluster(t)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
-	t.Cleanup(func() { c.Close() })
-	ctx := ctxFor(t, 20*time.Second)
-	undo, err := deploy.Stall(ctx, c, time.Hour, deploy.StallWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer undo(ctx)
-	for _, addr := range cl.Addrs {
-		n := redis.NewClient(&redis.Options{Addr: addr})
-		stats, err := n.Info(ctx, "commandstats").Result()
-		n.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(stats, "cmdstat_client|pause:calls=1") {
-			t.Errorf("%s was not paused: %s", addr, stats)
-		}
 	}
 }
 

@@ -68,6 +68,10 @@ type Election struct {
 	// Sentinel's +switch-master (or get-master-addr-by-name), the owner of
 	// the Cluster slot of ObserveOptions.Key.
 	Switched time.Time
+	// Notified is when a Sentinel's +switch-master for the master arrived
+	// (zero on a Cluster, or when none did): Switched is the earlier of it
+	// and the polls' first sight of the new primary.
+	Notified time.Time
 	// Old and New are the primaries' addresses before and after ("" when
 	// none took over).
 	Old, New string
@@ -232,7 +236,13 @@ func (o *Observer) subscribe(ctx context.Context, ready chan struct{}) {
 					// "<master> <old ip> <old port> <new ip> <new port>"
 					f := strings.Fields(m.Payload)
 					if len(f) == 5 && f[0] == master {
-						o.switched(time.Now(), net.JoinHostPort(f[3], f[4]))
+						now := time.Now()
+						o.mu.Lock()
+						if o.e.Notified.IsZero() {
+							o.e.Notified = now
+						}
+						o.mu.Unlock()
+						o.switched(now, net.JoinHostPort(f[3], f[4]))
 					}
 				}
 			}
