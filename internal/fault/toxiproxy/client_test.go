@@ -277,6 +277,8 @@ func TestSIGINTRemovesTheToxics(t *testing.T) {
 	s := newSetup(t)
 	theirs := map[string]any{"name": "ops-latency", "type": "latency", "attributes": map[string]any{"latency": 5}}
 	apiCall(t, s.api, http.MethodPost, "/proxies/"+s.proxy+"/toxics", theirs, nil)
+	direct := s.redis.Client(t)
+	foreign := redistest.SeedForeign(t, direct)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+s.api+" "+s.proxy)
 	out, err := cmd.StdoutPipe()
@@ -311,4 +313,6 @@ func TestSIGINTRemovesTheToxics(t *testing.T) {
 	if names := toxicNames(p); !slices.Equal(names, []string{"ops-latency"}) || !p.Enabled {
 		t.Fatalf("after SIGINT: toxics %v, enabled %v; want only the other user's toxic, enabled", names, p.Enabled)
 	}
+	// The faults act on the network only: Redis holds what it held.
+	foreign.AssertUnchanged(t, direct)
 }
