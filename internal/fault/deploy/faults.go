@@ -134,7 +134,7 @@ func Stall(ctx context.Context, c redis.UniversalClient, d time.Duration, mode S
 		}
 		v := redisconn.InfoField(info, "redis_version")
 		if !atLeast(v, 6, 2) {
-			return exitcode.Errorf(exitcode.Usage, "redis-stall: %s runs Redis %s; CLIENT PAUSE WRITE needs 6.2 or newer", nodeName(n), orUnknown(v))
+			return exitcode.Errorf(exitcode.Usage, "redis-stall: %s runs Redis %s; the stall needs 6.2 or newer (CLIENT PAUSE WRITE, CLIENT UNPAUSE)", nodeName(n), orUnknown(v))
 		}
 		mu.Lock()
 		nodes = append(nodes, n)
