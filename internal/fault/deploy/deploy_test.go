@@ -230,6 +230,9 @@ func TestFaultsOnAClusterDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := servedAfter(t, cfg, before, seeded.Keys())
+	if _, err := deploy.Observe(ctx, cfg, deploy.ObserveOptions{Key: key, Probe: "rlctl:probe:{bob}"}); exitcode.Of(err) != exitcode.Usage {
+		t.Errorf("a probe outside the watched slot: %v", err)
+	}
 	o, err := deploy.Observe(ctx, cfg, deploy.ObserveOptions{Key: key})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/redisconn"
 )
 
@@ -117,6 +118,9 @@ func Observe(ctx context.Context, cfg *redisconn.Config, opts ObserveOptions) (*
 	case redisconn.ModeCluster:
 		if opts.Key == "" {
 			return nil, exitcode.Errorf(exitcode.Usage, "observe an election on a Cluster: name a key of the shard to watch")
+		}
+		if opts.Probe != "" && keyspace.Slot(opts.Probe) != keyspace.Slot(opts.Key) {
+			return nil, exitcode.Errorf(exitcode.Usage, "observe an election: probe key %q is not in the slot of %q; give it the same hash tag", opts.Probe, opts.Key)
 		}
 		o.old, err = cfg.ClusterShard(ctx, opts.Key)
 	default:
