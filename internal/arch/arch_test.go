@@ -74,6 +74,13 @@ var allowed = map[string][]string{
 	"internal/target":              {"internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/traffic"},
 	"internal/target/all":          {"internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget"},
 	"internal/traffic/traffictest": {"internal/decision", "internal/history"},
+
+	// Faults on a deployment rlctl did not start, each applied only with
+	// the user's consent: Toxiproxy's API, and the deployment's own Redis.
+	"internal/fault/toxiproxy": {"internal/exitcode"},
+	"internal/fault/deploy":    {"internal/exitcode", "internal/fault", "internal/keyspace", "internal/redisconn"},
+	// An independent gateway around third-party limiters, for tests only.
+	"internal/redistest/thirdgw": {},
 }
 
 // debts are arrows that exist and should not: each names what removing

@@ -3,7 +3,8 @@
 // go-redis/redis_rate, Spring Cloud Gateway, Kong, ulule/limiter,
 // rate-limit-redis, Upstash ratelimit) plus user-defined ones — and
 // operates on them: inspect one identity's state in the schema's own terms,
-// reset it, repair keys that lost their TTL, and audit a whole deployment.
+// reset it, repair keys that lost their TTL, audit a whole deployment, and
+// read what each of a run's identities has used (ReadCounts, read-only).
 //
 // A key is changed (repair-ttl's TTL, reset's delete) only when a layout
 // claims its name and type and its value is what that layout writes,

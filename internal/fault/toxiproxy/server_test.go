@@ -1,0 +1,144 @@
+package toxiproxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	toxiserver "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/rlctl/rlctl/internal/fault/toxiproxy"
+	"github.com/rlctl/rlctl/internal/redistest"
+)
+
+// A real Toxiproxy server, from its own Go module, runs in the test
+// binary: one for all tests (its API server cannot be stopped), each test
+// with proxies of its own.
+var (
+	serverOnce sync.Once
+	serverAPI  string
+	serverErr  error
+)
+
+func toxiAPI(t *testing.T) string {
+	t.Helper()
+	serverOnce.Do(func() {
+		port := redistest.FreePort(t)
+		srv := toxiserver.NewServer(toxiserver.NewMetricsContainer(nil), zerolog.Nop())
+		go srv.Listen("127.0.0.1", strconv.Itoa(port))
+		serverAPI = fmt.Sprintf("http://127.0.0.1:%d", port)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := http.Get(serverAPI + "/version")
+			if err == nil {
+				resp.Body.Close()
+				return
+			}
+			if time.Now().After(deadline) {
+				serverErr = fmt.Errorf("toxiproxy never answered on %s: %w", serverAPI, err)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	return serverAPI
+}
+
+// setup is a real redis-server behind a Toxiproxy proxy of the test's own.
+type setup struct {
+	api, proxy string
+	// listen is the proxy's address: where the gateways would connect.
+	listen string
+	redis  *redistest.Server
+}
+
+var proxySeq struct {
+	sync.Mutex
+	n int
+}
+
+func newSetup(t *testing.T) *setup {
+	t.Helper()
+	api := toxiAPI(t)
+	r := redistest.Start(t)
+	proxySeq.Lock()
+	proxySeq.n++
+	name := fmt.Sprintf("redis-%d", proxySeq.n)
+	proxySeq.Unlock()
+	var p toxiproxy.Proxy
+	apiCall(t, api, http.MethodPost, "/proxies", map[string]any{"name": name, "listen": "127.0.0.1:0", "upstream": r.Addr, "enabled": true}, &p)
+	t.Cleanup(func() { apiCall(t, api, http.MethodDelete, "/proxies/"+name, nil, nil) })
+	return &setup{api: api, proxy: name, listen: p.Listen, redis: r}
+}
+
+// apiCall talks to the Toxiproxy API directly, as another user of it
+// would, failing t on an error status.
+func apiCall(t *testing.T, api, method, path string, in, out any) {
+	t.Helper()
+	var body bytes.Buffer
+	if in != nil {
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, api+path, &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// proxyState reads the proxy as the API shows it now.
+func (s *setup) proxyState(t *testing.T) toxiproxy.Proxy {
+	t.Helper()
+	var p toxiproxy.Proxy
+	apiCall(t, s.api, http.MethodGet, "/proxies/"+s.proxy, nil, &p)
+	return p
+}
+
+func toxicNames(p toxiproxy.Proxy) []string {
+	var out []string
+	for _, tx := range p.Toxics {
+		out = append(out, tx.Name)
+	}
+	return out
+}
+
+// viaProxy is a client that reaches Redis through the proxy the way a
+// gateway's would, with no retries so each failure shows.
+func (s *setup) viaProxy(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.listen, MaxRetries: -1, DialTimeout: time.Second,
+		ReadTimeout: 2 * time.Second, DisableIdentity: true, Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ping(c *redis.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
