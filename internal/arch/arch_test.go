@@ -68,7 +68,7 @@ var allowed = map[string][]string{
 	// Each target kind registers itself with internal/target, which verify
 	// builds through; the engine knows them only through its Target
 	// interface, and none of them knows another.
-	"internal/target/httptarget":   {"internal/decision", "internal/exitcode", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
+	"internal/target/httptarget":   {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/deploy", "internal/fault/toxiproxy", "internal/history", "internal/keyspace", "internal/metric", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/resp", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target/simtarget":    {"internal/decision", "internal/design", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target":              {"internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/traffic"},

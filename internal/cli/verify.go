@@ -40,6 +40,9 @@ type verifyOptions struct {
 	// AllowFailover lets failover faults act on the user's own Sentinel
 	// or Cluster.
 	AllowFailover bool
+	// AllowFaults lets redis-stall, redis-reset, redis-down and
+	// redis-latency act on an http target's own deployment.
+	AllowFaults bool
 	// AllowScriptWrites runs a redis-script target's script on a Redis
 	// rlctl did not start even when, watched first, it touched more than
 	// its KEYS.
@@ -164,6 +167,7 @@ deploy/k8s/verify-job.yaml runs this as a Kubernetes Indexed Job.
 	fl.StringVar(&opts.Run, "run", "", "run only scenarios whose name matches this regular expression")
 	fl.StringVar(&opts.ReportDir, "report-dir", "reports", "where run reports are written")
 	fl.StringSliceVar(&opts.Formats, "format", report.AllFormats, "report formats: json, md, junit, html")
+	fl.BoolVar(&opts.AllowFaults, "allow-faults", false, "let an http target's redis-stall, redis-reset, redis-down and redis-latency faults act on your own deployment (its target.redis, its target.toxiproxy); without it such scenarios are refused")
 	fl.BoolVar(&opts.AllowFailover, "allow-failover", false, "let failover faults promote a replica of your own Sentinel or Cluster (--redis redis+sentinel:// or redis+cluster://); without it such scenarios are refused")
 	fl.BoolVar(&opts.AllowScriptWrites, "allow-script-writes", false, "run a redis-script target's script on your own Redis even when, watched first on a server rlctl starts, it wrote or deleted keys outside its KEYS or acted on the whole server; the report then says rlctl cannot vouch for keys outside the run's namespace")
 	fl.Var(segmentFlag{&opts.Segment}, "segment", "send only this share of every scenario: i/N (the i-th of N, from 0) or from:to like 1/4:2/4")
@@ -225,7 +229,7 @@ func runVerify(ctx context.Context, opts *verifyOptions) error {
 	if err != nil {
 		return usageError("--report-dir: %v", err)
 	}
-	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt, AllowFailover: opts.AllowFailover,
+	vo := verify.Options{RedisOptions: f.RedisOptions(""), Redis: f.RedisURL, Segment: opts.Segment, StartAt: opts.StartAt, AllowFailover: opts.AllowFailover, AllowFaults: opts.AllowFaults,
 		AllowScriptWrites: opts.AllowScriptWrites}
 	if opts.ClockSkew != 0 {
 		skew := opts.ClockSkew

@@ -11,11 +11,20 @@ const (
 	FaultRedisLatency = "redis-latency"
 	// FaultRedisReset deletes the run's limiter keys, at one instant.
 	FaultRedisReset = "redis-reset"
+	// FaultRedisStall pauses the deployment's Redis (CLIENT PAUSE) for a
+	// while: every gateway feels one server-side stall.
+	FaultRedisStall = "redis-stall"
 	// FaultGatewayDown stops one simulated gateway.
 	FaultGatewayDown = "gateway-down"
 	// FaultKillPrimary kills the primary (SIGKILL) and lets the topology
 	// elect a new one, at one instant.
 	FaultKillPrimary = "kill-primary"
+)
+
+// Stall modes of redis-stall: what CLIENT PAUSE holds back.
+const (
+	StallWrite = "write"
+	StallAll   = "all"
 )
 
 // InstantFault reports whether action happens at one moment (a failover,

@@ -53,6 +53,7 @@ const (
 	FailoverDetectMs   = "failover_detect_ms"
 	FailoverDenyMs     = "failover_deny_ms"
 	CountsLost         = "counts_lost"
+	CounterDrift       = "counter_drift"
 )
 
 // The failover figures split by Redis Cluster shard (see
@@ -73,7 +74,7 @@ var Names = []string{
 	RetryAfterMissing, P50, P90, P99, P999, Max, SendLagP99,
 	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
 	ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs,
-	FailoverDenied, FailoverDetectMs, FailoverDenyMs, CountsLost,
+	FailoverDenied, FailoverDetectMs, FailoverDenyMs, CountsLost, CounterDrift,
 	FailedShardElectionUndecided, FailedShardAfterFaultCeiling,
 	OtherShardsElectionUndecided, OtherShardsAfterFaultCeiling,
 }
@@ -137,7 +138,10 @@ var Descriptions = map[string]Description{
 	CountsLost: {"requests", "Runs with a failover rlctl staged: the design's counters just before it minus what the new primary held right after, " +
 		"summed over the run's keys (counter designs: fixed windows, get-incr, clock and sliding windows, the sliding log), read from Redis. " +
 		"A lower bound: writes after the first reading (on Sentinel, until the gateways' clients hear of the new primary) and counts that aged out of their window before the second are not in it. " +
-		"With replicate, a count lost this way belongs to a request refused when its WAIT failed."},
+		"With replicate, a count lost this way belongs to a request refused when its WAIT failed. " +
+		"On an http target with target.schema (or pattern), the same reading through the gateways' own layout, for the run's identities' window counters and logs."},
+	CounterDrift: {"requests", "http targets with target.schema (or pattern): what the gateways' own counters held at the end beyond every admission rlctl saw answered in the last W, summed over the run's identities: " +
+		"above 0, the limiter counts denied requests or counts twice. A lower bound, and one-sided: a lost increment shows in counts_lost, not here. Identities whose counter was not empty at the start are left out."},
 	FailedShardElectionUndecided: {"requests", "Runs with a failover on a Redis Cluster: requests of the identities whose keys the shard that failed over held " +
 		"that got no decision from Redis while its primary changed (errors, fail-open, fail-closed, local fallback; sent from the failover's start, each within 1s of the one before)."},
 	FailedShardAfterFaultCeiling: {"requests per W", "Runs with a failover on a Redis Cluster: after_fault_ceiling of the worst identity whose keys the shard that failed over held."},

@@ -20,6 +20,8 @@ type Checks struct {
 	Allowed func(rule string) error
 	// RetryAfter checks target.retry_after.
 	RetryAfter func(rule string) error
+	// Schema checks target.schema: a key layout rlctl can read.
+	Schema func(name string) error
 	// Replicates says whether a simulated design can wait for replicas
 	// (target.replicate).
 	Replicates func(algorithm string) bool

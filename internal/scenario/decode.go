@@ -489,6 +489,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 					"latency":     d.duration(&f.Latency),
 					"gateway":     d.count(&f.Gateway, math.MaxUint16),
 					"replica_lag": d.duration(&f.ReplicaLag),
+					"mode":        d.enum(&f.Mode, "stall mode", stallModes),
 				})
 				sc.Faults = append(sc.Faults, f)
 			})
@@ -518,10 +519,18 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 	d.fields(n, path, map[string]func(*yaml.Node, string){
-		"kind":              d.enum(&t.Kind, "target kind", Kinds),
-		"algorithm":         d.enum(&t.Algorithm, "algorithm", design.Algorithms),
-		"gateways":          d.count(&t.Gateways, math.MaxUint16),
-		"redis":             d.str(&t.Redis),
+		"kind":      d.enum(&t.Kind, "target kind", Kinds),
+		"algorithm": d.enum(&t.Algorithm, "algorithm", design.Algorithms),
+		"gateways":  d.count(&t.Gateways, math.MaxUint16),
+		"redis":     d.str(&t.Redis),
+		"schema":    d.str(&t.Schema),
+		"pattern":   d.str(&t.Pattern),
+		"toxiproxy": func(n *yaml.Node, p string) {
+			d.fields(n, p, map[string]func(*yaml.Node, string){
+				"api":   d.str(&t.Toxiproxy.API),
+				"proxy": d.str(&t.Toxiproxy.Proxy),
+			})
+		},
 		"timeout":           d.duration(&t.Timeout),
 		"clock_skew":        d.duration(&t.ClockSkew),
 		"pause":             d.duration(&t.Pause),

@@ -60,8 +60,9 @@ var (
 	models      = []string{workload.ModelOpen, workload.ModelClosed}
 	onErrors    = []string{design.OnErrorOpen, design.OnErrorClosed, design.OnErrorLocal}
 	onFailovers = []string{design.OnFailoverTrust, design.OnFailoverDeny}
-	actions     = []string{design.FaultFailover, design.FaultKillPrimary, design.FaultRedisDown, design.FaultRedisLatency, design.FaultRedisReset, design.FaultGatewayDown}
+	actions     = []string{design.FaultFailover, design.FaultKillPrimary, design.FaultRedisDown, design.FaultRedisLatency, design.FaultRedisReset, design.FaultRedisStall, design.FaultGatewayDown}
 	clocks      = []string{design.ClockGateway, design.ClockRedis}
+	stallModes  = []string{design.StallWrite, design.StallAll}
 	showsValues = []string{design.ShowsFlaw, design.ShowsHolds}
 	requirement = []string{RequireCluster}
 	keys        = []string{KeyIdentity, KeySource}
@@ -108,8 +109,17 @@ type Target struct {
 	// number of URLs.
 	Gateways int
 	// Redis is embedded, spawn, spawn-sentinel, spawn-cluster or a redis://
-	// URL (simulated, redis-script).
+	// URL (simulated, redis-script). On an http target it is the URL of the
+	// deployment's own limiter Redis, which rlctl only reads unless a fault
+	// the command line allowed acts on it.
 	Redis string
+	// Schema names the key layout an http target's gateways keep their
+	// counters in (a keys --schema name); Pattern, with {id}, is a custom
+	// one. Either lets rlctl read the run identities' counters.
+	Schema, Pattern string
+	// Toxiproxy names the Toxiproxy API and proxy through which an http
+	// target's gateways reach their Redis, for network faults.
+	Toxiproxy Toxiproxy
 	// Timeout bounds each Redis call; an endpoint may override it
 	// (simulated, redis-script).
 	Timeout time.Duration
@@ -249,7 +259,7 @@ type Fault struct {
 	At  time.Duration // offset from the run start
 	For time.Duration // 0 means until the end (or instantaneous actions)
 	// Action is failover, kill-primary, redis-down, redis-latency,
-	// redis-reset or gateway-down.
+	// redis-reset, redis-stall or gateway-down.
 	Action  string
 	Latency time.Duration // redis-latency only
 	Gateway int           // gateway-down only: index of the gateway
@@ -257,8 +267,19 @@ type Fault struct {
 	// for that long before the fault, so the promoted replica misses the
 	// last ReplicaLag of counts.
 	ReplicaLag time.Duration
-	Line       int
+	// Mode is what a redis-stall pauses: write (the default) or all.
+	Mode string
+	Line int
 }
+
+// Toxiproxy is a Toxiproxy API (http://host:port) and the name of the
+// proxy on it that stands between the gateways and their Redis.
+type Toxiproxy struct {
+	API, Proxy string
+}
+
+// Set reports whether a Toxiproxy was named.
+func (t Toxiproxy) Set() bool { return t.API != "" || t.Proxy != "" }
 
 // TLSFiles are an http target's TLS settings. CA, Cert and Key are paths,
 // resolved relative to the scenario file; their PEM contents are read at

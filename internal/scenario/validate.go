@@ -278,7 +278,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Kind == KindHTTP {
 		checkShowQuery(t, bad)
 	}
-	for _, f := range []string{"target.urls", "target.request_timeout", "target.redact", "target.show_query", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
+	for _, f := range []string{"target.schema", "target.pattern", "target.toxiproxy", "target.urls", "target.request_timeout", "target.redact", "target.show_query", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
 		onlyFor(f, KindHTTP)
 	}
 	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
@@ -295,9 +295,7 @@ func (d *decoder) validate(sc *Scenario) {
 			bad("requires", "cluster needs a design that keeps its state in Redis; %s keeps it in each gateway's memory", t.Algorithm)
 		}
 	}
-	if t.Kind == KindHTTP && set("target.redis") {
-		bad("target.redis", "an http target reaches its own Redis; redis does not apply")
-	}
+	validateDeployment(t, set, bad, d.checks)
 	if t.Redis != "" && !slices.Contains([]string{RedisEmbedded, RedisSpawn, RedisSpawnSentinel, RedisSpawnCluster}, t.Redis) {
 		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster", "unix"}, u.Scheme) {
 			bad("target.redis", "want embedded, spawn, spawn-sentinel, spawn-cluster or a redis:// URL, got %q", redact.URL(t.Redis))
@@ -449,8 +447,16 @@ func (d *decoder) validate(sc *Scenario) {
 		if tr.Duration > 0 && f.At >= tr.Duration {
 			bad(p+".at", "%s is not before the end of the run (%s)", f.At, tr.Duration)
 		}
-		if t.Kind == KindHTTP && f.Action != design.FaultGatewayDown {
-			bad(p+".action", "%s needs a Redis rlctl controls; an http target's Redis is its own", f.Action)
+		if t.Kind == KindHTTP {
+			validateDeploymentFault(t, f, p, set, bad)
+		} else if f.Action == design.FaultRedisStall {
+			bad(p+".action", "redis-stall pauses a deployment's own Redis (an http target's target.redis); simulated gateways feel redis-latency or redis-down instead")
+		}
+		if f.Action == design.FaultRedisStall && f.For <= 0 {
+			bad(p+".for", "redis-stall needs for, how long Redis is paused, like 500ms")
+		}
+		if f.Action != design.FaultRedisStall && set(p+".mode") {
+			bad(p+".mode", "applies to redis-stall only")
 		}
 		if f.Action == design.FaultRedisLatency && f.Latency <= 0 {
 			bad(p+".latency", "redis-latency needs latency, like 90ms")

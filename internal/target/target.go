@@ -38,6 +38,10 @@ type Spec struct {
 	// AllowFailover is --allow-failover: failover faults may promote a
 	// replica of a Sentinel or Cluster rlctl did not start.
 	AllowFailover bool
+	// AllowFaults is --allow-faults: redis-stall, redis-reset, redis-down
+	// and redis-latency may act on a deployment rlctl did not start (an
+	// http target's own Redis, its Toxiproxy).
+	AllowFaults bool
 	// AllowScriptWrites is --allow-script-writes: a user's script that
 	// touched more than its KEYS when watched runs anyway.
 	AllowScriptWrites bool

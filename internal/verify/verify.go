@@ -33,6 +33,11 @@ type Options struct {
 	// Cluster rlctl did not start (--allow-failover); without it such a
 	// scenario is refused before it runs.
 	AllowFailover bool
+	// AllowFaults lets an http target's redis-stall, redis-reset,
+	// redis-down and redis-latency act on the user's own deployment
+	// (--allow-faults); without it such a scenario is refused before it
+	// runs.
+	AllowFaults bool
 	// AllowScriptWrites runs a redis-script target on a Redis rlctl did not
 	// start even when its script, watched first, touched more than its
 	// KEYS (--allow-script-writes); the report then says rlctl cannot
@@ -92,7 +97,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	}
 	spec := target.SpecOf(sc, o.Redis)
 	spec.RedisOptions, spec.Shared = o.RedisOptions, o.shared()
-	spec.AllowFailover, spec.AllowScriptWrites = o.AllowFailover, o.AllowScriptWrites
+	spec.AllowFailover, spec.AllowFaults, spec.AllowScriptWrites = o.AllowFailover, o.AllowFaults, o.AllowScriptWrites
 	built, err := target.Build(ctx, spec)
 	if err != nil {
 		return fail(err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/traffic"
@@ -41,10 +40,10 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 	b := &target.Built{}
 	ok := false
 	defer b.Closing(&ok)()
-	if len(s.Faults) > 0 {
-		// rlctl cannot reach into real gateways or their Redis; a fault
-		// it did not inject must not look like one that was survived.
-		return nil, s.Errorf("faults need a target whose Redis rlctl controls (simulated or redis-script), not http")
+	// Every fault on the deployment needs its flag, checked before anything
+	// is opened.
+	if err := consent(s); err != nil {
+		return nil, err
 	}
 	usage := func(format string, err error) error {
 		return exitcode.With(fmt.Errorf("%s: http target: "+format, s.Name, err), exitcode.Usage)
@@ -81,15 +80,20 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 	b.Target = t
 	b.Defer(t.Close)
 	b.Clock = httpClock(s.Target, tlsConf)
-	if s.Shared && s.Redis != "" && redisconn.IsShared(s.Redis) {
+	ids := b.IdentityNames
+	if len(ids) == 0 {
+		for i := range s.Identities {
+			ids = append(ids, fmt.Sprintf("user-%d", i))
+		}
+	}
+	dep, err := openDeployment(ctx, b, s, ids)
+	if err != nil {
+		return nil, err
+	}
+	if s.Shared && dep != nil {
 		// The gateways' Redis, when named, is the better reference: TIME
 		// to the microsecond, read without writing anything.
-		cfg, stop, err := target.OpenRedis(ctx, s, false)
-		if err != nil {
-			return nil, err
-		}
-		b.Defer(stop)
-		b.Clock = target.RedisClock(cfg)
+		b.Clock = target.RedisClock(dep.cfg)
 	}
 	if p, isProber := t.(traffic.Prober); isProber {
 		if err := p.Probe(ctx); err != nil {
