@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // DefaultPrefix starts rlctl's own keys.
-const DefaultPrefix = limiter.DefaultPrefix
+const DefaultPrefix = design.DefaultPrefix
 
 // Schema names of other libraries' layouts.
 const (
@@ -37,15 +37,15 @@ type ownLayout struct {
 }
 
 var ownLayouts = []ownLayout{
-	{limiter.RedisGetIncr, "gi", TypeString, false, 1, "rl:gi:{id} string counter; EXPIRE W on the first INCR", interpretCounter},
-	{limiter.RedisFixedWindow, "fw", TypeString, false, 1, "rl:fw:{id} string counter; TTL W set once when the window opens", interpretCounter},
-	{limiter.RedisFixedWindowRefresh, "fwr", TypeString, false, 1, "rl:fwr:{id} string counter; TTL W pushed out on every request (the bug)", interpretCounter},
-	{limiter.RedisClockWindow, "cw", TypeString, true, 1, "rl:cw:{id}:<floor(now_ms/W_ms)> string counter; TTL W", interpretCounter},
-	{limiter.RedisTokenBucket, "tb", TypeHash, false, 1, "rl:tb:{id} hash {tokens (float), ts (ms)}", interpretOwnBucket},
-	{limiter.RedisSlidingWindow, "sw", TypeString, true, 2, "rl:sw:{id}:<window index> string counters (current and previous); TTL 2W", interpretCounter},
-	{limiter.RedisSlidingLog, "sl", TypeZSet, false, 1, "rl:sl:{id} sorted set, one member per request, score = ms; TTL W", interpretLog},
-	{limiter.RedisGCRA, "gcra", TypeString, false, 1, "rl:gcra:{id} string TAT (theoretical arrival time, ms)", interpretOwnGCRA},
-	{limiter.Leasing, "lease", TypeString, true, 1, "rl:lease:{id}:<window index> string budget granted so far; TTL W", interpretCounter},
+	{design.RedisGetIncr, "gi", TypeString, false, 1, "rl:gi:{id} string counter; EXPIRE W on the first INCR", interpretCounter},
+	{design.RedisFixedWindow, "fw", TypeString, false, 1, "rl:fw:{id} string counter; TTL W set once when the window opens", interpretCounter},
+	{design.RedisFixedWindowRefresh, "fwr", TypeString, false, 1, "rl:fwr:{id} string counter; TTL W pushed out on every request (the bug)", interpretCounter},
+	{design.RedisClockWindow, "cw", TypeString, true, 1, "rl:cw:{id}:<floor(now_ms/W_ms)> string counter; TTL W", interpretCounter},
+	{design.RedisTokenBucket, "tb", TypeHash, false, 1, "rl:tb:{id} hash {tokens (float), ts (ms)}", interpretOwnBucket},
+	{design.RedisSlidingWindow, "sw", TypeString, true, 2, "rl:sw:{id}:<window index> string counters (current and previous); TTL 2W", interpretCounter},
+	{design.RedisSlidingLog, "sl", TypeZSet, false, 1, "rl:sl:{id} sorted set, one member per request, score = ms; TTL W", interpretLog},
+	{design.RedisGCRA, "gcra", TypeString, false, 1, "rl:gcra:{id} string TAT (theoretical arrival time, ms)", interpretOwnGCRA},
+	{design.Leasing, "lease", TypeString, true, 1, "rl:lease:{id}:<window index> string budget granted so far; TTL W", interpretCounter},
 }
 
 // builtin returns the built-in schemas with p applied: rlctl's own first,
@@ -88,7 +88,7 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		Layout:      l.layout,
 		Clock:       "redis or gateway",
 		WindowInKey: l.indexed,
-		MultiKey:    l.alg == limiter.RedisSlidingWindow,
+		MultiKey:    l.alg == design.RedisSlidingWindow,
 		Prefix:      prefixOr(p, DefaultPrefix),
 		params:      p,
 		ttl:         windowTTL(l.ttlWindows),
@@ -130,15 +130,15 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		}
 		return []string{base}, nil
 	}
-	if l.alg == limiter.RedisGCRA || l.alg == limiter.RedisTokenBucket {
+	if l.alg == design.RedisGCRA || l.alg == design.RedisTokenBucket {
 		// A bucket or TAT never needs to live longer than a full refill.
 		s.maxTTL = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
 		s.ttl = s.maxTTL
 	}
 	switch l.alg {
-	case limiter.RedisGCRA:
+	case design.RedisGCRA:
 		s.values = func(Parsed, string) string { return "string num" }
-	case limiter.RedisTokenBucket:
+	case design.RedisTokenBucket:
 		s.values = func(Parsed, string) string { return "hash num tokens ts" }
 	}
 	return s

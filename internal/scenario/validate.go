@@ -214,7 +214,7 @@ func (d *decoder) validate(sc *Scenario) {
 	switch known {
 	case KindSimulated:
 		if !set("target.algorithm") {
-			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Algorithms, ", "))
+			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Names(), ", "))
 		}
 	case KindHTTP:
 		if len(t.URLs) == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
@@ -63,9 +64,9 @@ func designOf(sc *scenario.Scenario) *report.Design {
 	if t.Kind == scenario.KindSimulated {
 		d.Algorithm = t.Algorithm
 		switch t.Algorithm {
-		case limiter.LocalFixedWindow, limiter.LocalTokenBucket:
+		case design.LocalFixedWindow, design.LocalTokenBucket:
 			d.Clock = scenario.ClockGateway
-		case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh:
+		case design.RedisGetIncr, design.RedisFixedWindow, design.RedisFixedWindowRefresh:
 			// The window is a key's expiry: Redis's clock alone.
 			d.Clock = scenario.ClockRedis
 		default:

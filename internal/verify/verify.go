@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/gateway"
@@ -169,10 +170,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Interrupted, out.Saved.Interrupted = true, true
 	}
 	out.Saved.Errors = errs.list()
-	if sc.Target.Algorithm == limiter.RedisSlidingLog && env.redis != nil {
+	if sc.Target.Algorithm == design.RedisSlidingLog && env.redis != nil {
 		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, env.lc, sc, h.Meta.Identities)...)
 	}
-	if env.set != nil && sc.Target.Algorithm == limiter.Leasing {
+	if env.set != nil && sc.Target.Algorithm == design.Leasing {
 		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
 	out.Saved.Extra = env.faults.Extra(out.Saved.Extra)

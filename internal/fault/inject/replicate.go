@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/keyspace"
@@ -268,10 +269,10 @@ func lost(had, has counts, window time.Duration) map[string]int64 {
 // admission); ok is false for a design whose state is not a count.
 func counterOf(lc limiter.Config) (pattern string, zset, ok bool) {
 	switch lc.Algorithm {
-	case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh,
-		limiter.RedisClockWindow, limiter.RedisSlidingWindow:
+	case design.RedisGetIncr, design.RedisFixedWindow, design.RedisFixedWindowRefresh,
+		design.RedisClockWindow, design.RedisSlidingWindow:
 		return limiter.KeyPattern(lc), false, true
-	case limiter.RedisSlidingLog:
+	case design.RedisSlidingLog:
 		return limiter.KeyPattern(lc), true, true
 	}
 	return "", false, false
