@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
 
@@ -209,19 +210,7 @@ var valueDocs = map[string]map[string]string{
 		KindHTTP:        "your real gateways, reached at target.urls; denials are the statuses in denied_status",
 		KindRedisScript: "your own Lua limiter (target.script), run by simulated gateways with EVALSHA",
 	},
-	"target.algorithm": {
-		"local-fixed-window":         "a counter per identity in each gateway's memory, reset each aligned window: N gateways admit up to N×L",
-		"local-token-bucket":         "a token bucket in each gateway's memory: N gateways, N buckets",
-		"redis-get-incr":             "GET, compare, then INCR (EXPIRE on the first) in separate round trips: the check-then-increment race",
-		"redis-fixed-window":         "one Lua script checks and increments atomically; the TTL is set once when the window opens, and re-asserted if missing",
-		"redis-fixed-window-refresh": "the TTL bug: the expiry is refreshed on every request, so the window never rolls while traffic continues",
-		"redis-clock-window":         "a key per window id built from a clock ({prefix}{id}:{floor(now/W)}); target.clock says whose",
-		"redis-token-bucket":         "a shared token bucket (a hash of tokens and timestamp) in one Lua script",
-		"redis-sliding-window":       "a sliding-window counter: the current and previous windows' counts, blended by weight",
-		"redis-sliding-log":          "an exact sliding log in a sorted set: never more than L in any window; memory grows with traffic",
-		"redis-gcra":                 "GCRA, the leaky bucket as a meter: one value (the theoretical arrival time) per identity",
-		"leasing":                    "each gateway spends a leased slice of the Redis budget locally and tops up in the background; a dead gateway strands its slice",
-	},
+	"target.algorithm": designSummaries(),
 	"target.clock": {
 		ClockGateway: "each gateway's own clock, offset by clock_skew, is passed to the script",
 		ClockRedis:   "the script reads Redis TIME: one clock decides for every gateway",
@@ -268,4 +257,13 @@ var valueDocs = map[string]map[string]string{
 		FaultRedisReset:   "at one instant, the run's limiter keys are deleted, as a flush or an eviction would",
 		FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
 	},
+}
+
+// designSummaries is each design's line, as package design registers it.
+func designSummaries() map[string]string {
+	m := map[string]string{}
+	for _, d := range design.All() {
+		m[d.Name] = d.Summary
+	}
+	return m
 }
