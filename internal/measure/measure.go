@@ -150,7 +150,7 @@ func (pl Plan) scenario(pattern string) (*scenario.Scenario, error) {
 		"redis": scenario.RedisEmbedded, "timeout": "1s", "clock_skew": p.Skew.String(),
 		"endpoints": []map[string]any{{"name": "default", "share": 1, "on_error": "closed"}},
 	}
-	if pl.Design == design.Leasing && p.Lease > 0 {
+	if d, ok := design.Lookup(pl.Design); ok && d.Accepts.Lease && p.Lease > 0 {
 		target["lease"] = map[string]any{"size": p.Lease}
 	}
 	if p.Capacity > 0 {

@@ -170,10 +170,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		out.Interrupted, out.Saved.Interrupted = true, true
 	}
 	out.Saved.Errors = errs.list()
-	if sc.Target.Algorithm == design.RedisSlidingLog && env.redis != nil {
+	if d, ok := design.Lookup(sc.Target.Algorithm); ok && d.Keys.Value == design.ValueLog && env.redis != nil {
 		out.Saved.Notes = append(out.Saved.Notes, logMemoryNote(ctx, env.redis, env.lc, sc, h.Meta.Identities)...)
 	}
-	if env.set != nil && sc.Target.Algorithm == design.Leasing {
+	if d, ok := design.Lookup(sc.Target.Algorithm); ok && env.set != nil && d.State == design.StateLease {
 		out.Saved.Extra = map[string]float64{metric.StrandedLease: float64(env.set.Stats().LeaseStranded)}
 	}
 	out.Saved.Extra = env.faults.Extra(out.Saved.Extra)
