@@ -64,7 +64,8 @@ type Clock struct {
 	// window that is a key's expiry. Empty for a design that reads the
 	// clock target.clock names (passed to its script, or Redis TIME).
 	Fixed string
-	// Default is the clock read when target.clock names none.
+	// Default is the clock read when target.clock names none, for a
+	// design that reads the one it names.
 	Default string
 }
 

@@ -9,7 +9,7 @@ var redisFixedWindow = Design{
 	Summary: "one Lua script checks and increments atomically; the TTL is set once when the window opens, and re-asserted if missing",
 	State:   StateRedis,
 	// The window is a key's expiry: Redis's clock alone.
-	Clock: Clock{Fixed: ClockRedis, Default: ClockGateway},
+	Clock: Clock{Fixed: ClockRedis},
 	Keys: Keys{
 		Tag: "fw", Value: ValueCounter, TTL: TTL{Windows: 1},
 		Layout: "rl:fw:{id} string counter; TTL W set once when the window opens",

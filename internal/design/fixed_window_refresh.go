@@ -9,7 +9,7 @@ var redisFixedWindowRefresh = Design{
 	Summary: "the TTL bug: the expiry is refreshed on every request, so the window never rolls while traffic continues",
 	State:   StateRedis,
 	// The window is a key's expiry: Redis's clock alone.
-	Clock: Clock{Fixed: ClockRedis, Default: ClockGateway},
+	Clock: Clock{Fixed: ClockRedis},
 	Keys: Keys{
 		Tag: "fwr", Value: ValueCounter, TTL: TTL{Windows: 1},
 		Layout: "rl:fwr:{id} string counter; TTL W pushed out on every request (the bug)",

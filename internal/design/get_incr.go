@@ -11,7 +11,7 @@ var redisGetIncr = Design{
 	Summary: "GET, compare, then INCR (EXPIRE on the first) in separate round trips: the check-then-increment race",
 	State:   StateRedis,
 	// The window is a key's expiry: Redis's clock alone.
-	Clock: Clock{Fixed: ClockRedis, Default: ClockGateway},
+	Clock: Clock{Fixed: ClockRedis},
 	Keys: Keys{
 		Tag: "gi", Value: ValueCounter, TTL: TTL{Windows: 1},
 		Layout: "rl:gi:{id} string counter; EXPIRE W on the first INCR",

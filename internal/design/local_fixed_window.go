@@ -9,7 +9,7 @@ var localFixedWindow = Design{
 	Name:    LocalFixedWindow,
 	Summary: "a counter per identity in each gateway's memory, reset each aligned window: N gateways admit up to N×L",
 	State:   StateLocal,
-	Clock:   Clock{Fixed: ClockGateway, Default: ClockGateway},
+	Clock:   Clock{Fixed: ClockGateway},
 	Theory: func(p Params) Theory {
 		L, N := p.count(), p.gateways()
 		return Theory{

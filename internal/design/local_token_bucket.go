@@ -13,7 +13,7 @@ var localTokenBucket = Design{
 	Name:    LocalTokenBucket,
 	Summary: "a token bucket in each gateway's memory: N gateways, N buckets",
 	State:   StateLocal,
-	Clock:   Clock{Fixed: ClockGateway, Default: ClockGateway},
+	Clock:   Clock{Fixed: ClockGateway},
 	Theory: func(p Params) Theory {
 		L, N, C := p.count(), p.gateways(), p.capacity()
 		t := Theory{Bounded: true, Aligned: N * (C + L - 1)}

@@ -26,8 +26,8 @@ func TestEveryDesignIsComplete(t *testing.T) {
 			if d.State == 0 {
 				t.Error("no state")
 			}
-			if d.Clock.Default == "" {
-				t.Error("no default clock")
+			if d.Clock.Of("") == "" {
+				t.Error("no clock decides its window: neither a fixed clock nor a default")
 			}
 			if d.Theory == nil || d.Envelope == nil {
 				t.Fatal("no theory or no envelope")

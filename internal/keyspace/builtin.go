@@ -92,7 +92,7 @@ func ownSchema(l ownLayout, p Params) *Schema {
 	s := &Schema{
 		Name:        l.alg,
 		Description: "rlctl " + l.alg,
-		Source:      "rlctl internal/limiter (the layout in DESIGN.md)",
+		Source:      "rlctl internal/design (the design's key schema, written by internal/limiter)",
 		Type:        l.keys.Value.Type(),
 		Layout:      l.keys.Layout,
 		Clock:       "redis or gateway",
