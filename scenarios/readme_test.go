@@ -85,8 +85,8 @@ func TestREADMEStatesTheSuiteAsItIs(t *testing.T) {
 	for _, d := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(m[1], -1) {
 		listed = append(listed, d[1])
 	}
-	if !slices.Equal(listed, design.Algorithms) {
-		t.Errorf("README lists the designs %v; rlctl has %v", listed, design.Algorithms)
+	if !slices.Equal(listed, design.Names()) {
+		t.Errorf("README lists the designs %v; rlctl has %v", listed, design.Names())
 	}
 
 	// The demo runs ./scenarios of this repository: its reports are named

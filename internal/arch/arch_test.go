@@ -17,9 +17,11 @@ const module = "github.com/rlctl/rlctl/"
 
 // allowed lists, for every package of the module, the module packages it
 // may import. Data flows one way: scenario → verify → target (gateway →
-// limiter) → traffic → history → analysis → score → report; leaf packages (decision,
-// design, metric, workload, fault, rate, exitcode, atomicfile, redact,
-// netcheck, textfmt, suggest) import none of ours, and threshold only leaves.
+// limiter) → traffic → history → analysis → score → report; leaf packages
+// (decision, metric, workload, fault, rate, exitcode, atomicfile, redact,
+// netcheck, textfmt, suggest) import none of ours, threshold only leaves,
+// and design (the registry of limiter designs every package reads) only
+// rate.
 // scenario, the file format, imports only leaves: what it needs of the
 // targets is passed in (scenario.Checks).
 // fault/inject turns a scenario's faults into hooks on the run's
@@ -31,8 +33,8 @@ var allowed = map[string][]string{
 	"cmd/rlctl":             {"internal/cli"},
 	"internal/cli":          {"*"}, // the top: it wires everything
 	"internal/verify":       {"internal/exitcode", "internal/history", "internal/redisconn", "internal/report", "internal/rundir", "internal/scenario", "internal/score", "internal/target", "internal/traffic", "internal/workload"},
-	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
-	"internal/measure":      {"internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/verify", "internal/workload"},
+	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
+	"internal/measure":      {"internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/verify", "internal/workload"},
 	"internal/report":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/metric", "internal/rate", "internal/score", "internal/textfmt"},
 	"internal/score":        {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
 	"internal/analysis":     {"internal/decision", "internal/history", "internal/metric"},
@@ -42,15 +44,15 @@ var allowed = map[string][]string{
 	"internal/gateway":      {"internal/decision", "internal/exitcode", "internal/limiter", "internal/redisconn"},
 	"internal/httpgw":       {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},
 	"internal/limiter":      {"internal/decision", "internal/design", "internal/rate", "internal/redisconn", "internal/resp"},
-	"internal/keyspace":     {"internal/ceiling", "internal/exitcode", "internal/limiter", "internal/rate", "internal/redisconn", "internal/textfmt"},
-	"internal/ceiling":      {"internal/limiter", "internal/rate"},
+	"internal/keyspace":     {"internal/ceiling", "internal/design", "internal/exitcode", "internal/rate", "internal/redisconn", "internal/textfmt"},
+	"internal/ceiling":      {"internal/design", "internal/rate"},
 	"internal/fault":        {},
 	"internal/fault/inject": {"internal/design", "internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
 	"internal/redisconn":    {"internal/exitcode", "internal/redact"},
 	"internal/resp":         {"internal/netcheck"},
 	"internal/redistest":    {"internal/redisconn"},
 	"internal/decision":     {},
-	"internal/design":       {},
+	"internal/design":       {"internal/rate"},
 	"internal/metric":       {},
 	"internal/threshold":    {"internal/metric", "internal/rate", "internal/suggest"},
 	"internal/workload":     {},

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -19,13 +20,13 @@ func TestTheoryKnownCeilings(t *testing.T) {
 		aligned float64
 		ceiling float64
 	}{
-		{limiter.LocalFixedWindow, 5000, 10000},
-		{limiter.RedisFixedWindow, 100, 200},
-		{limiter.RedisFixedWindowRefresh, 100, 100},
-		{limiter.RedisSlidingLog, 100, 100},
-		{limiter.RedisTokenBucket, 199, 199},
-		{limiter.Leasing, 100 + 20*50, 200 + 20*50},
-		{limiter.RedisGetIncr, 149, 298},
+		{design.LocalFixedWindow, 5000, 10000},
+		{design.RedisFixedWindow, 100, 200},
+		{design.RedisFixedWindowRefresh, 100, 100},
+		{design.RedisSlidingLog, 100, 100},
+		{design.RedisTokenBucket, 199, 199},
+		{design.Leasing, 100 + 20*50, 200 + 20*50},
+		{design.RedisGetIncr, 149, 298},
 	}
 	for _, tt := range tests {
 		t.Run(tt.design, func(t *testing.T) {
@@ -64,8 +65,8 @@ func TestEveryDesignHasAnswers(t *testing.T) {
 func TestSkewRaisesClockWindowCeiling(t *testing.T) {
 	t.Parallel()
 	l := rate.Limit{Count: 20, Window: time.Second}
-	one, _ := Of(limiter.RedisClockWindow, Params{Limit: l, Gateways: 4})
-	skew, _ := Of(limiter.RedisClockWindow, Params{Limit: l, Gateways: 4, Skew: 200 * time.Millisecond})
+	one, _ := Of(design.RedisClockWindow, Params{Limit: l, Gateways: 4})
+	skew, _ := Of(design.RedisClockWindow, Params{Limit: l, Gateways: 4, Skew: 200 * time.Millisecond})
 	if !(skew.Ceiling > one.Ceiling) {
 		t.Errorf("skewed ceiling %g not above single-clock %g", skew.Ceiling, one.Ceiling)
 	}
@@ -89,13 +90,13 @@ func TestParamsRefuseNonsense(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := ok
 			tt.edit(&p)
-			_, err := Of(limiter.RedisFixedWindow, p)
+			_, err := Of(design.RedisFixedWindow, p)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Of: %v; want an error naming %q", err, tt.want)
 			}
 		})
 	}
-	if _, err := Of(limiter.Leasing, ok); err != nil {
+	if _, err := Of(design.Leasing, ok); err != nil {
 		t.Errorf("valid params refused: %v", err)
 	}
 }
@@ -111,16 +112,16 @@ func TestSpanCeiling(t *testing.T) {
 		span   time.Duration
 		want   float64
 	}{
-		{limiter.RedisTokenBucket, time.Second, 10 + 5 - 1},
-		{limiter.RedisTokenBucket, 2 * time.Second, 19},
-		{limiter.RedisTokenBucket, time.Minute, 19},
-		{limiter.RedisGCRA, 100 * time.Millisecond, 10},
-		{limiter.LocalTokenBucket, time.Second, 3 * 14},
-		{limiter.RedisSlidingWindow, time.Second, 15},
-		{limiter.RedisSlidingWindow, 1999 * time.Millisecond, 19},
-		{limiter.RedisSlidingLog, time.Second, 10},
-		{limiter.RedisFixedWindow, 100 * time.Millisecond, 20},
-		{limiter.LocalFixedWindow, time.Second, 60},
+		{design.RedisTokenBucket, time.Second, 10 + 5 - 1},
+		{design.RedisTokenBucket, 2 * time.Second, 19},
+		{design.RedisTokenBucket, time.Minute, 19},
+		{design.RedisGCRA, 100 * time.Millisecond, 10},
+		{design.LocalTokenBucket, time.Second, 3 * 14},
+		{design.RedisSlidingWindow, time.Second, 15},
+		{design.RedisSlidingWindow, 1999 * time.Millisecond, 19},
+		{design.RedisSlidingLog, time.Second, 10},
+		{design.RedisFixedWindow, 100 * time.Millisecond, 20},
+		{design.LocalFixedWindow, time.Second, 60},
 	}
 	for _, tt := range tests {
 		got, err := SpanCeiling(tt.design, p, tt.span)
@@ -132,7 +133,7 @@ func TestSpanCeiling(t *testing.T) {
 			t.Errorf("%s over %s: %g; want %g, at most the window's %g", tt.design, tt.span, got, tt.want, full.Ceiling)
 		}
 	}
-	if _, err := SpanCeiling(limiter.RedisGCRA, p, 0); err == nil {
+	if _, err := SpanCeiling(design.RedisGCRA, p, 0); err == nil {
 		t.Error("a zero span accepted")
 	}
 }
@@ -150,14 +151,14 @@ func TestEnvelope(t *testing.T) {
 		burst  float64
 	}{
 		{"", Params{Limit: lim, Gateways: 5}, 200},
-		{limiter.LocalFixedWindow, Params{Limit: lim, Gateways: 5}, 200},
-		{limiter.RedisFixedWindow, Params{Limit: lim, Gateways: 5}, 200},
-		{limiter.RedisSlidingLog, Params{Limit: lim, Gateways: 5}, 100},
-		{limiter.RedisTokenBucket, Params{Limit: lim, Gateways: 5}, 100},
-		{limiter.LocalTokenBucket, Params{Limit: lim, Gateways: 5, Capacity: 30}, 30},
-		{limiter.RedisGCRA, Params{Limit: lim, Gateways: 5, Capacity: 40}, 40},
-		{limiter.Leasing, Params{Limit: lim, Gateways: 5, Lease: 20}, 200 + 20*5},
-		{limiter.Leasing, Params{Limit: lim, Gateways: 5}, 200 + float64(DefaultLease(lim))*5},
+		{design.LocalFixedWindow, Params{Limit: lim, Gateways: 5}, 200},
+		{design.RedisFixedWindow, Params{Limit: lim, Gateways: 5}, 200},
+		{design.RedisSlidingLog, Params{Limit: lim, Gateways: 5}, 100},
+		{design.RedisTokenBucket, Params{Limit: lim, Gateways: 5}, 100},
+		{design.LocalTokenBucket, Params{Limit: lim, Gateways: 5, Capacity: 30}, 30},
+		{design.RedisGCRA, Params{Limit: lim, Gateways: 5, Capacity: 40}, 40},
+		{design.Leasing, Params{Limit: lim, Gateways: 5, Lease: 20}, 200 + 20*5},
+		{design.Leasing, Params{Limit: lim, Gateways: 5}, 200 + float64(DefaultLease(lim))*5},
 	} {
 		burst, perSecond := Envelope(tt.design, tt.p)
 		if burst != tt.burst || perSecond != 10 {
@@ -179,7 +180,7 @@ func TestSkewedTokenBucketIsUnbounded(t *testing.T) {
 	l := rate.Limit{Count: 10, Window: 100 * time.Second}
 	base := time.Now()
 	const skew = 50 * time.Second
-	cfg := limiter.Config{Algorithm: limiter.RedisTokenBucket, Limit: l, Clock: limiter.ClockGateway, Prefix: "skew:"}
+	cfg := limiter.Config{Algorithm: design.RedisTokenBucket, Limit: l, Clock: limiter.ClockGateway, Prefix: "skew:"}
 	behind, err := limiter.New(cfg, client, func() time.Time { return base })
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ func TestSkewedTokenBucketIsUnbounded(t *testing.T) {
 			admitted++
 		}
 	}
-	th, err := Of(limiter.RedisTokenBucket, Params{Limit: l, Gateways: 2, Skew: skew})
+	th, err := Of(design.RedisTokenBucket, Params{Limit: l, Gateways: 2, Skew: skew})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestSkewedTokenBucketIsUnbounded(t *testing.T) {
 	if th.Bounded {
 		t.Errorf("%d admitted in no time with clocks %s apart, beyond the theory's bound %g: it must say unbounded", admitted, skew, th.Ceiling)
 	}
-	if one, _ := Of(limiter.RedisTokenBucket, Params{Limit: l, Gateways: 2}); !one.Bounded || one.Ceiling != 19 {
+	if one, _ := Of(design.RedisTokenBucket, Params{Limit: l, Gateways: 2}); !one.Bounded || one.Ceiling != 19 {
 		t.Errorf("without skew: %+v, want bounded at capacity 10 + 9", one)
 	}
 }
@@ -228,9 +229,9 @@ func TestWorstSpan(t *testing.T) {
 	t.Parallel()
 	l := rate.Limit{Count: 100, Window: time.Minute}
 	want := map[string]time.Duration{
-		limiter.RedisFixedWindow: 0, limiter.LocalFixedWindow: 0, limiter.Leasing: 0, limiter.RedisSlidingLog: 0,
-		limiter.RedisTokenBucket: 59400 * time.Millisecond, limiter.RedisGCRA: 59400 * time.Millisecond,
-		limiter.RedisSlidingWindow: 58800 * time.Millisecond,
+		design.RedisFixedWindow: 0, design.LocalFixedWindow: 0, design.Leasing: 0, design.RedisSlidingLog: 0,
+		design.RedisTokenBucket: 59400 * time.Millisecond, design.RedisGCRA: 59400 * time.Millisecond,
+		design.RedisSlidingWindow: 58800 * time.Millisecond,
 	}
 	for _, p := range []Params{{Limit: l, Gateways: 50}, {Limit: l, Gateways: 5, Skew: 5 * time.Second}} {
 		for _, th := range All(p) {
@@ -254,7 +255,7 @@ func TestWorstSpan(t *testing.T) {
 			}
 		}
 	}
-	skewed, _ := Of(limiter.RedisClockWindow, Params{Limit: l, Gateways: 5, Skew: 5 * time.Second})
+	skewed, _ := Of(design.RedisClockWindow, Params{Limit: l, Gateways: 5, Skew: 5 * time.Second})
 	if skewed.WorstSpan != 50*time.Second {
 		t.Errorf("clock window with 5s skew: worst span %s, want 50s (W − 2×skew)", skewed.WorstSpan)
 	}

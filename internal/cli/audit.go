@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/keyspace"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/textfmt"
 )
@@ -78,7 +78,7 @@ Redis ends the audit with exit 3. Nothing is written.
 				return err
 			}
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
-				return usageError("--algorithm %q: unknown (known: %s)", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
+				return usageError("--algorithm %q: unknown (known: %s)", opts.Algorithm, strings.Join(design.Names(), ", "))
 			}
 			if (opts.Published != "") != (opts.Algorithm != "") {
 				return usageError("--published and --algorithm go together")

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/measure"
 	"github.com/rlctl/rlctl/internal/rate"
 )
@@ -78,7 +78,7 @@ to wait for) is refused up front with the reason.
 				return usageError("--measure-duration must not be negative (0: one window and a tenth), got %s", opts.Duration)
 			}
 			if opts.Algorithm != "" && !validAlgorithm(opts.Algorithm) {
-				return usageError("--algorithm %q: want one of %s", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
+				return usageError("--algorithm %q: want one of %s", opts.Algorithm, strings.Join(design.Names(), ", "))
 			}
 			switch opts.OnError {
 			case "", "open", "closed", "local":

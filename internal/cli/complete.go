@@ -9,7 +9,6 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/keyspace"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/report"
 )
 
@@ -18,7 +17,7 @@ import (
 // the one the command validates with, so completion cannot offer a value
 // the command refuses.
 var flagValues = map[string]func() []string{
-	"algorithm":        func() []string { return limiter.Algorithms },
+	"algorithm":        func() []string { return design.Names() },
 	"format":           func() []string { return report.AllFormats },
 	"schema":           func() []string { return keyspace.NewRegistry(keyspace.Params{}).Names() },
 	"output":           func() []string { return []string{"table", "json"} },

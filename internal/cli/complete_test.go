@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/keyspace"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/report"
 )
 
@@ -38,8 +38,8 @@ func TestFlagValuesComplete(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"ceiling", "--algorithm", ""}, limiter.Algorithms},
-		{[]string{"gateway", "serve", "--algorithm", ""}, limiter.Algorithms},
+		{[]string{"ceiling", "--algorithm", ""}, design.Names()},
+		{[]string{"gateway", "serve", "--algorithm", ""}, design.Names()},
 		{[]string{"audit", "--algorithm", "redis-s"}, []string{"redis-sliding-window", "redis-sliding-log"}},
 		{[]string{"verify", "--format", ""}, report.AllFormats},
 		{[]string{"report", "render", "--format", ""}, report.AllFormats},

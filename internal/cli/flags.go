@@ -5,12 +5,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // validAlgorithm reports whether a is a limiter design's name.
-func validAlgorithm(a string) bool { return slices.Contains(limiter.Algorithms, a) }
+func validAlgorithm(a string) bool { return slices.Contains(design.Names(), a) }
 
 // segmentFlag is --segment: a workload.Segment read by its one parser.
 type segmentFlag struct{ seg *workload.Segment }

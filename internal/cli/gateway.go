@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -86,7 +87,7 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 			}
 			opts.Limit = l
 			if !validAlgorithm(opts.Algorithm) {
-				return usageError("--algorithm %q: want one of %s", opts.Algorithm, strings.Join(limiter.Algorithms, ", "))
+				return usageError("--algorithm %q: want one of %s", opts.Algorithm, strings.Join(design.Names(), ", "))
 			}
 			if opts.Gateways < 1 || opts.Gateways > 256 {
 				return usageError("--gateways must be between 1 and 256")
@@ -137,7 +138,7 @@ Point 'rlctl verify' at the printed URLs with an http target to measure it.
 		},
 	}
 	fl := serve.Flags()
-	fl.StringVar(&opts.Algorithm, "algorithm", limiter.RedisFixedWindow, "limiter design")
+	fl.StringVar(&opts.Algorithm, "algorithm", design.RedisFixedWindow, "limiter design")
 	fl.StringVar(&limit, "limit", "", "the limit per identity, N/DURATION")
 	fl.IntVar(&opts.Gateways, "gateways", 1, "gateways to serve, one port each")
 	fl.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address of the first gateway (port 0: any free ports)")

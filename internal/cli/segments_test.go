@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/httpgw"
@@ -221,7 +222,7 @@ func bracket(t *testing.T, what string, m analysis.Metrics, truth int) {
 func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	t.Parallel()
 	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
-	urls, log, srv := startGateways(t, limiter.RedisClockWindow, lim, true)
+	urls, log, srv := startGateways(t, design.RedisClockWindow, lim, true)
 	sc := writeScenario(t, "segments", urls, "{rate: 600/s, duration: 1s, identities: 6}")
 
 	one, err := rlctl(context.Background(), t, t.TempDir(), "verify", sc)
@@ -297,7 +298,7 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	// admissions leave the window.
 	const skew = -3 * time.Second
 	lim := rate.Limit{Count: 10, Window: 3 * time.Second}
-	urls, log, srv := startGateways(t, limiter.RedisSlidingLog, lim, false)
+	urls, log, srv := startGateways(t, design.RedisSlidingLog, lim, false)
 	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
 	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}

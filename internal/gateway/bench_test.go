@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -25,10 +26,10 @@ func BenchmarkDecide(b *testing.B) {
 		algo     string
 		honoured bool
 	}{
-		{limiter.RedisFixedWindow, false},
-		{limiter.RedisFixedWindow, true},
-		{limiter.Leasing, false},
-		{limiter.LocalFixedWindow, false},
+		{design.RedisFixedWindow, false},
+		{design.RedisFixedWindow, true},
+		{design.Leasing, false},
+		{design.LocalFixedWindow, false},
 	} {
 		b.Run(tt.algo+"/context-"+strconv.FormatBool(tt.honoured), func(b *testing.B) {
 			s, err := New(context.Background(), Options{

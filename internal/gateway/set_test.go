@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -80,7 +81,7 @@ func sum(xs []int) int {
 func TestLocalDesignsAdmitNTimesL(t *testing.T) {
 	t.Parallel()
 	const N, L = 4, 5
-	for _, algo := range []string{limiter.LocalFixedWindow, limiter.LocalTokenBucket} {
+	for _, algo := range []string{design.LocalFixedWindow, design.LocalTokenBucket} {
 		t.Run(algo, func(t *testing.T) {
 			now := newFakeNow(epoch)
 			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: L, Window: time.Second}}, Now: now.Now})
@@ -107,7 +108,7 @@ func TestSharedDesignsAdmitL(t *testing.T) {
 	const N, L = 4, 5
 	srv := redistest.Start(t)
 	now := newFakeNow(epoch)
-	s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: limiter.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Second}},
+	s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Second}},
 		NewClient: clientsOf(srv.Addr, false), Now: now.Now})
 	if got := sum(admittedThrough(t, s, "ben", 2*L)); got != L {
 		t.Fatalf("admitted %d through %d gateways, want %d", got, N, L)
@@ -130,7 +131,7 @@ func TestClockSkewAcrossGateways(t *testing.T) {
 			// window, gw-02 (+100ms) already in the next one. An hour-long
 			// window keeps Redis's real clock away from its boundaries.
 			now := newFakeNow(epoch.Add(time.Hour - 50*time.Millisecond))
-			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: limiter.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: tt.clock + ":"},
+			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: tt.clock + ":"},
 				NewClient: clientsOf(srv.Addr, false), ClockSkew: 100 * time.Millisecond, Now: now.Now})
 			if s.Offset(0) != -100*time.Millisecond || s.Offset(1) != 0 || s.Offset(2) != 100*time.Millisecond {
 				t.Fatalf("offsets %v %v %v, want -100ms 0 +100ms", s.Offset(0), s.Offset(1), s.Offset(2))
@@ -148,7 +149,7 @@ func leasedSet(t *testing.T, n int, id string) *Set {
 	t.Helper()
 	srv := redistest.Start(t)
 	now := newFakeNow(epoch)
-	s := newSet(t, Options{N: n, Limiter: limiter.Config{Algorithm: limiter.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
+	s := newSet(t, Options{N: n, Limiter: limiter.Config{Algorithm: design.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
 		NewClient: clientsOf(srv.Addr, false), Now: now.Now})
 	admittedThrough(t, s, id, 1)
 	return s
@@ -208,7 +209,7 @@ func TestFailoverDetected(t *testing.T) {
 	fwd := newForwarder(t, primary.Addr)
 	s := newSet(t, Options{
 		N:       N,
-		Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: rate.Limit{Count: 1000, Window: window}},
+		Limiter: limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 1000, Window: window}},
 		Endpoints: []Endpoint{
 			{Name: "login", Share: 0.5, Policy: limiter.Policy{OnError: limiter.OnErrorClosed, OnFailover: limiter.OnFailoverDeny, CheckEvery: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}},
 			{Name: "feed", Share: 0.5, Policy: limiter.Policy{OnError: limiter.OnErrorOpen, Timeout: 300 * time.Millisecond}},
@@ -279,11 +280,11 @@ func TestNewErrors(t *testing.T) {
 		o    Options
 		code exitcode.Code
 	}{
-		{"no gateways", Options{N: 0, Limiter: limiter.Config{Algorithm: limiter.LocalFixedWindow, Limit: l}}, exitcode.Usage},
+		{"no gateways", Options{N: 0, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: l}}, exitcode.Usage},
 		{"unknown algorithm", Options{N: 1, Limiter: limiter.Config{Algorithm: "magic", Limit: l}}, exitcode.Usage},
-		{"no client for a Redis design", Options{N: 1, Limiter: limiter.Config{Algorithm: limiter.RedisGCRA, Limit: l}}, exitcode.Usage},
-		{"bad policy", Options{N: 1, Limiter: limiter.Config{Algorithm: limiter.LocalFixedWindow, Limit: l}, Endpoints: []Endpoint{{Name: "x", Policy: limiter.Policy{OnError: "shrug"}}}}, exitcode.Usage},
-		{"unreachable Redis", Options{N: 2, Limiter: limiter.Config{Algorithm: limiter.RedisGCRA, Limit: l},
+		{"no client for a Redis design", Options{N: 1, Limiter: limiter.Config{Algorithm: design.RedisGCRA, Limit: l}}, exitcode.Usage},
+		{"bad policy", Options{N: 1, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: l}, Endpoints: []Endpoint{{Name: "x", Policy: limiter.Policy{OnError: "shrug"}}}}, exitcode.Usage},
+		{"unreachable Redis", Options{N: 2, Limiter: limiter.Config{Algorithm: design.RedisGCRA, Limit: l},
 			NewClient: clientsOf(fmt.Sprintf("127.0.0.1:%d", closed), true), Endpoints: []Endpoint{{Name: "x", Policy: limiter.Policy{Timeout: 100 * time.Millisecond}}}}, exitcode.Unreachable},
 	}
 	for _, tt := range tests {
@@ -302,7 +303,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestDecideBounds(t *testing.T) {
 	t.Parallel()
-	s := newSet(t, Options{N: 2, Limiter: limiter.Config{Algorithm: limiter.LocalFixedWindow, Limit: rate.Limit{Count: 1, Window: time.Second}}})
+	s := newSet(t, Options{N: 2, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: rate.Limit{Count: 1, Window: time.Second}}})
 	if got := s.Names(); len(got) != 2 || got[0] != "gw-00" || got[1] != "gw-01" {
 		t.Fatalf("Names() = %v", got)
 	}
@@ -323,7 +324,7 @@ func TestDecideBounds(t *testing.T) {
 // leasing's grants do.
 func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 	t.Parallel()
-	for _, algo := range []string{limiter.RedisFixedWindow, limiter.RedisSlidingLog, limiter.RedisGetIncr, limiter.Leasing} {
+	for _, algo := range []string{design.RedisFixedWindow, design.RedisSlidingLog, design.RedisGetIncr, design.Leasing} {
 		t.Run(algo, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -376,7 +377,7 @@ func TestNewRefusesRedisOutOfMemory(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	redistest.FillPastMaxmemory(t, srv)
-	_, err := New(context.Background(), Options{N: 2, Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: rate.Limit{Count: 10, Window: time.Second}},
+	_, err := New(context.Background(), Options{N: 2, Limiter: limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 10, Window: time.Second}},
 		NewClient: clientsOf(srv.Addr, true)})
 	if exitcode.Of(err) != exitcode.Unreachable || !strings.Contains(fmt.Sprint(err), "out of memory (OOM)") {
 		t.Fatalf("New on a Redis out of memory: %v (exit %d), want exit 3 naming OOM", err, exitcode.Of(err))

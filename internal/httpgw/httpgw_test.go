@@ -13,6 +13,7 @@ import (
 	"github.com/dunglas/httpsfv"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -23,7 +24,7 @@ func newSet(t *testing.T, addr string, onError string) *gateway.Set {
 	t.Helper()
 	set, err := gateway.New(context.Background(), gateway.Options{
 		N: 2,
-		Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow,
+		Limiter: limiter.Config{Algorithm: design.RedisFixedWindow,
 			Limit: rate.Limit{Count: 5, Window: time.Minute}, Prefix: "rl:"},
 		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1,
 			Policy: limiter.Policy{OnError: onError, Timeout: 200 * time.Millisecond, OnFailover: "trust"}}},
@@ -249,7 +250,7 @@ func TestGatewayFieldsMatchDraft11Examples(t *testing.T) {
 	srv := redistest.Start(t)
 	set, err := gateway.New(context.Background(), gateway.Options{
 		N: 1,
-		Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow,
+		Limiter: limiter.Config{Algorithm: design.RedisFixedWindow,
 			Limit: rate.Limit{Count: 2, Window: 10 * time.Second}, Prefix: "rl:"},
 		Endpoints: []gateway.Endpoint{
 			{Name: "login", Share: 0.5, Policy: limiter.Policy{OnError: "closed", Timeout: time.Second, OnFailover: "trust"}},

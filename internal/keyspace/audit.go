@@ -560,8 +560,11 @@ func (st *auditState) tooLongTTL(key string, r report) bool {
 // limitFor is the limit a counter key is held to, when known.
 func limitFor(s *Schema, p Parsed) int64 {
 	switch s.Name {
-	case "redis-token-bucket", "redis-gcra", SchemaRedisRate, SchemaSpring, SchemaUpstashBucket:
+	case SchemaRedisRate, SchemaSpring, SchemaUpstashBucket:
 		return 0 // not counters
+	}
+	if !s.own.None() && !s.own.Value.Counts() {
+		return 0 // rlctl's buckets and TATs: not counters either
 	}
 	if p.Count > 0 {
 		return p.Count // the key names its own limit

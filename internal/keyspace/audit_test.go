@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -232,7 +232,7 @@ func TestAuditCeiling(t *testing.T) {
 	c := startClean(t)
 	plantHealthy(t, c)
 	o := auditOpts()
-	o.Published, o.Gateways, o.Algorithm = auditLimit, 50, limiter.LocalFixedWindow
+	o.Published, o.Gateways, o.Algorithm = auditLimit, 50, design.LocalFixedWindow
 	rep, err := Audit(context.Background(), c, o)
 	if err != nil {
 		t.Fatal(err)
@@ -299,13 +299,13 @@ func TestTrueCeiling(t *testing.T) {
 		lease    int64
 		want     int64
 	}{
-		{limiter.LocalFixedWindow, 50, 0, 10000},
-		{limiter.LocalTokenBucket, 2, 0, 398},
-		{limiter.RedisFixedWindow, 50, 0, 200},
-		{limiter.RedisTokenBucket, 50, 0, 199},
-		{limiter.RedisSlidingLog, 50, 0, 100},
-		{limiter.RedisGetIncr, 10, 0, 218},
-		{limiter.Leasing, 10, 20, 400},
+		{design.LocalFixedWindow, 50, 0, 10000},
+		{design.LocalTokenBucket, 2, 0, 398},
+		{design.RedisFixedWindow, 50, 0, 200},
+		{design.RedisTokenBucket, 50, 0, 199},
+		{design.RedisSlidingLog, 50, 0, 100},
+		{design.RedisGetIncr, 10, 0, 218},
+		{design.Leasing, 10, 20, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.alg, func(t *testing.T) {

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // DefaultPrefix starts rlctl's own keys.
-const DefaultPrefix = limiter.DefaultPrefix
+const DefaultPrefix = design.DefaultPrefix
 
 // Schema names of other libraries' layouts.
 const (
@@ -26,26 +26,35 @@ const (
 	SchemaUpstashBucket  = "upstash-token-bucket"
 )
 
-// ownLayout is one of rlctl's algorithms' key layouts:
-// <prefix><short>:{<id>}[:<window index>].
+// ownLayout is one of rlctl's designs' key layouts, as its key schema in
+// package design says: <prefix><tag>:{<id>}[:<window index>].
 type ownLayout struct {
-	alg, short, typ string
-	indexed         bool
-	ttlWindows      int64 // TTL in windows (W or 2W)
-	layout          string
-	interpret       func(s *Schema, k *Key, now time.Time)
+	alg  string
+	keys design.Keys
 }
 
-var ownLayouts = []ownLayout{
-	{limiter.RedisGetIncr, "gi", TypeString, false, 1, "rl:gi:{id} string counter; EXPIRE W on the first INCR", interpretCounter},
-	{limiter.RedisFixedWindow, "fw", TypeString, false, 1, "rl:fw:{id} string counter; TTL W set once when the window opens", interpretCounter},
-	{limiter.RedisFixedWindowRefresh, "fwr", TypeString, false, 1, "rl:fwr:{id} string counter; TTL W pushed out on every request (the bug)", interpretCounter},
-	{limiter.RedisClockWindow, "cw", TypeString, true, 1, "rl:cw:{id}:<floor(now_ms/W_ms)> string counter; TTL W", interpretCounter},
-	{limiter.RedisTokenBucket, "tb", TypeHash, false, 1, "rl:tb:{id} hash {tokens (float), ts (ms)}", interpretOwnBucket},
-	{limiter.RedisSlidingWindow, "sw", TypeString, true, 2, "rl:sw:{id}:<window index> string counters (current and previous); TTL 2W", interpretCounter},
-	{limiter.RedisSlidingLog, "sl", TypeZSet, false, 1, "rl:sl:{id} sorted set, one member per request, score = ms; TTL W", interpretLog},
-	{limiter.RedisGCRA, "gcra", TypeString, false, 1, "rl:gcra:{id} string TAT (theoretical arrival time, ms)", interpretOwnGCRA},
-	{limiter.Leasing, "lease", TypeString, true, 1, "rl:lease:{id}:<window index> string budget granted so far; TTL W", interpretCounter},
+// ownLayouts are rlctl's own designs that write keys, in DESIGN.md order.
+var ownLayouts = func() []ownLayout {
+	var out []ownLayout
+	for _, d := range design.All() {
+		if !d.Keys.None() {
+			out = append(out, ownLayout{d.Name, d.Keys})
+		}
+	}
+	return out
+}()
+
+// interpretValue reads what a key of rlctl's own holds.
+func interpretValue(v design.Value) func(s *Schema, k *Key, now time.Time) {
+	switch v {
+	case design.ValueBucket:
+		return interpretOwnBucket
+	case design.ValueTAT:
+		return interpretOwnGCRA
+	case design.ValueLog:
+		return interpretLog
+	}
+	return interpretCounter
 }
 
 // builtin returns the built-in schemas with p applied: rlctl's own first,
@@ -83,20 +92,21 @@ func ownSchema(l ownLayout, p Params) *Schema {
 	s := &Schema{
 		Name:        l.alg,
 		Description: "rlctl " + l.alg,
-		Source:      "rlctl internal/limiter (the layout in DESIGN.md)",
-		Type:        l.typ,
-		Layout:      l.layout,
+		Source:      "rlctl internal/design (the design's key schema, written by internal/limiter)",
+		Type:        l.keys.Value.Type(),
+		Layout:      l.keys.Layout,
 		Clock:       "redis or gateway",
-		WindowInKey: l.indexed,
-		MultiKey:    l.alg == limiter.RedisSlidingWindow,
+		WindowInKey: l.keys.Windowed,
+		MultiKey:    l.keys.Previous,
 		Prefix:      prefixOr(p, DefaultPrefix),
 		params:      p,
-		ttl:         windowTTL(l.ttlWindows),
-		interpret:   l.interpret,
+		own:         l.keys,
+		ttl:         windowTTL(l.keys.TTL.Windows),
+		interpret:   interpretValue(l.keys.Value),
 	}
-	head := l.short + ":{"
+	head := l.keys.Tag + ":{"
 	s.glob = EscapeGlob(s.Prefix+head) + "*}"
-	if l.indexed {
+	if l.keys.Windowed {
 		s.glob += ":*"
 	}
 	s.parse = func(s *Schema, key, _ string) (Parsed, bool) {
@@ -106,7 +116,7 @@ func ownSchema(l ownLayout, p Params) *Schema {
 		if !ok {
 			return Parsed{}, false
 		}
-		if !l.indexed {
+		if !l.keys.Windowed {
 			id, ok := strings.CutSuffix(rest, "}")
 			if !ok || id == "" {
 				return Parsed{}, false
@@ -125,20 +135,20 @@ func ownSchema(l ownLayout, p Params) *Schema {
 	}
 	s.idKeys = func(s *Schema, id string) ([]string, []string) {
 		base := s.Prefix + head + id + "}"
-		if l.indexed {
+		if l.keys.Windowed {
 			return nil, []string{EscapeGlob(base) + ":*"}
 		}
 		return []string{base}, nil
 	}
-	if l.alg == limiter.RedisGCRA || l.alg == limiter.RedisTokenBucket {
+	if l.keys.TTL.UntilFull {
 		// A bucket or TAT never needs to live longer than a full refill.
 		s.maxTTL = func(s *Schema, k Parsed) time.Duration { return bucketSpan(s.params) }
 		s.ttl = s.maxTTL
 	}
-	switch l.alg {
-	case limiter.RedisGCRA:
+	switch l.keys.Value {
+	case design.ValueTAT:
 		s.values = func(Parsed, string) string { return "string num" }
-	case limiter.RedisTokenBucket:
+	case design.ValueBucket:
 		s.values = func(Parsed, string) string { return "hash num tokens ts" }
 	}
 	return s
@@ -431,7 +441,7 @@ func rateLimitRedisSchema(p Params) *Schema {
 	s.parse = func(s *Schema, key, typ string) (Parsed, bool) {
 		if rest, ok := strings.CutPrefix(key, s.Prefix); ok {
 			for _, l := range ownLayouts {
-				if _, own := cutPrefixes(rest, l.short, ":{"); own {
+				if _, own := cutPrefixes(rest, l.keys.Tag, ":{"); own {
 					return Parsed{}, false
 				}
 			}

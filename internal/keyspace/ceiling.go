@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -37,7 +37,7 @@ func TrueCeiling(alg string, published rate.Limit, gateways int, lease int64) (C
 	gateways = max(gateways, 1)
 	th, err := ceiling.Of(alg, ceiling.Params{Limit: published, Gateways: gateways, Lease: lease})
 	if err != nil {
-		return Ceiling{}, fmt.Errorf("true ceiling: %w (known: %v)", err, limiter.Algorithms)
+		return Ceiling{}, fmt.Errorf("true ceiling: %w (known: %v)", err, design.Names())
 	}
 	c := Ceiling{Algorithm: alg, Published: published.Count, WindowMs: published.Window.Milliseconds(),
 		Gateways: gateways, True: int64(math.Ceil(th.Ceiling)), Why: th.Why}

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // Kinds of counter a Count was read from.
@@ -236,7 +235,7 @@ func usedOf(s *Schema, k *Key) (used int64, kind string, known bool) {
 	case k.Tokens != nil && k.Limit != nil:
 		spent := float64(*k.Limit) - *k.Tokens
 		return max(int64(math.Ceil(spent-1e-9)), 0), CountBucket, true
-	case (s.Name == limiter.RedisGCRA || s.Name == SchemaRedisRate) && k.ResetMillis != nil:
+	case (isTAT(s.Name) || s.Name == SchemaRedisRate) && k.ResetMillis != nil:
 		t := s.params.Limit.Interval()
 		if t <= 0 {
 			return 0, CountGCRA, false
@@ -247,4 +246,11 @@ func usedOf(s *Schema, k *Key) (used int64, kind string, known bool) {
 		return 0, CountBucket, false
 	}
 	return 0, "", false
+}
+
+// isTAT reports whether name is one of rlctl's designs that keeps a
+// theoretical arrival time (GCRA).
+func isTAT(name string) bool {
+	d, ok := design.Lookup(name)
+	return ok && d.Keys.Value == design.ValueTAT
 }

@@ -126,7 +126,7 @@ func blendSlidingWindows(keys []*Key, now time.Time) {
 	byWindow := map[int64]*Key{}
 	var s *Schema
 	for _, k := range keys {
-		if k.schema != nil && k.schema.Name == "redis-sliding-window" && k.Used != nil {
+		if k.schema != nil && k.schema.own.Previous && k.Used != nil {
 			byWindow[k.parsed.Window], s = k, k.schema
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // Key is one limiter key's state, read and interpreted. Its JSON form is
@@ -333,7 +334,7 @@ func describeCount(s *Schema, k *Key, n int64, now time.Time) {
 	} else {
 		msg = fmt.Sprintf("%d counted (limit unknown: pass --limit)", n)
 	}
-	if s.Name == "leasing" {
+	if s.own.Value == design.ValueBudget {
 		msg = "budget granted: " + msg
 	}
 	if k.parsed.Window >= 0 && s.Name != SchemaEnvoy && s.Name != SchemaKong {

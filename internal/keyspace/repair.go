@@ -124,7 +124,7 @@ type RepairStats struct {
 // TTL they get (its TTL rule's, or --ttl), how many there were and some
 // of their names. The JSON form is stable.
 type LayoutTTL struct {
-	// Layout is the schema name ("redis-fixed-window").
+	// Layout is the schema name (an rlctl design's or a library's).
 	Layout string `json:"layout"`
 	// TTLMillis is the TTL set (or, in a dry run, that would be), in
 	// milliseconds; 0 when the TTL is unknown and the keys are left alone.

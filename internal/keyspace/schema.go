@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -82,6 +83,9 @@ type Schema struct {
 	Prefix string
 
 	params Params
+	// own is the key schema of one of rlctl's designs (package design);
+	// zero for another library's layout.
+	own design.Keys
 	// parse reads a key name; typ is the Redis type when known, else "".
 	parse func(s *Schema, key, typ string) (Parsed, bool)
 	// idKeys lists an identity's exact keys and SCAN globs for the keys

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -26,14 +27,14 @@ var benchIDs = func() []string {
 func BenchmarkDecision(b *testing.B) {
 	s := redistest.Start(b)
 	limit := rate.Limit{Count: 1_000_000_000, Window: time.Second}
-	for _, algo := range Algorithms {
+	for _, algo := range design.Names() {
 		b.Run(algo, func(b *testing.B) {
 			var client redis.UniversalClient
 			if !IsLocal(algo) {
 				client = s.Client(b)
 			}
 			cfg := Config{Algorithm: algo, Limit: limit}
-			if algo == RedisSlidingLog {
+			if algo == design.RedisSlidingLog {
 				// the log keeps every admission for W: keep W short
 				cfg.Limit = rate.Limit{Count: 1_000_000_000, Window: 100 * time.Millisecond}
 			}
@@ -48,18 +49,18 @@ func BenchmarkDecision(b *testing.B) {
 		})
 	}
 	b.Run("policy/goroutine", func(b *testing.B) {
-		l, _ := New(Config{Algorithm: RedisFixedWindow, Limit: limit}, s.Client(b), nil)
+		l, _ := New(Config{Algorithm: design.RedisFixedWindow, Limit: limit}, s.Client(b), nil)
 		benchAllow(b, WithPolicy(l, Policy{OnError: OnErrorOpen}, limit))
 	})
 	b.Run("policy/leasing", func(b *testing.B) {
-		l, _ := New(Config{Algorithm: Leasing, Limit: limit}, s.Client(b), nil)
+		l, _ := New(Config{Algorithm: design.Leasing, Limit: limit}, s.Client(b), nil)
 		defer l.(*Lease).Close()
 		benchAllow(b, WithPolicy(l, Policy{OnError: OnErrorOpen}, limit))
 	})
 	b.Run("policy/context", func(b *testing.B) {
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
 		defer c.Close()
-		l, _ := New(Config{Algorithm: RedisFixedWindow, Limit: limit}, c, nil)
+		l, _ := New(Config{Algorithm: design.RedisFixedWindow, Limit: limit}, c, nil)
 		benchAllow(b, WithPolicy(l, Policy{OnError: OnErrorOpen}, limit, WithContextHonored(HonorsContext(c))))
 	})
 }
@@ -87,7 +88,7 @@ func BenchmarkDecisionCPU(b *testing.B) {
 		b.Run(path, func(b *testing.B) {
 			c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 50, ContextTimeoutEnabled: true, DisableIdentity: true})
 			defer c.Close()
-			l, err := newScriptLimiter(Config{Algorithm: RedisFixedWindow, Limit: limit}, c, time.Now)
+			l, err := newScriptLimiter(Config{Algorithm: design.RedisFixedWindow, Limit: limit}, c, time.Now)
 			if err != nil {
 				b.Fatal(err)
 			}

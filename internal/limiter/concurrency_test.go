@@ -12,6 +12,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -25,7 +26,7 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 	b := realBackend(t)
 	for _, burst := range []int{5, 2} {
 		t.Run(fmt.Sprintf("burst-%d", burst), func(t *testing.T) {
-			cfg := Config{Algorithm: RedisGCRA, Limit: rate.Limit{Count: 5, Window: time.Second}, Capacity: int64(burst), Clock: ClockRedis}
+			cfg := Config{Algorithm: design.RedisGCRA, Limit: rate.Limit{Count: 5, Window: time.Second}, Capacity: int64(burst), Clock: ClockRedis}
 			ours := mustNew(t, cfg, b.client, nil)
 			ref := redis_rate.NewLimiter(b.client)
 			lim := redis_rate.Limit{Rate: 5, Period: time.Second, Burst: burst}
@@ -96,7 +97,7 @@ func TestGCRAMatchesRedisRateControlledTime(t *testing.T) {
 	b := miniBackend(t, now)
 	for _, burst := range []int{1, 3, 10} {
 		t.Run(fmt.Sprintf("burst-%d", burst), func(t *testing.T) {
-			cfg := Config{Algorithm: RedisGCRA, Limit: rate.Limit{Count: 10, Window: time.Second}, Capacity: int64(burst), Clock: ClockRedis}
+			cfg := Config{Algorithm: design.RedisGCRA, Limit: rate.Limit{Count: 10, Window: time.Second}, Capacity: int64(burst), Clock: ClockRedis}
 			ours := mustNew(t, cfg, b.client, nil)
 			ref := redis_rate.NewLimiter(b.client)
 			lim := redis_rate.Limit{Rate: 10, Period: time.Second, Burst: burst}
@@ -165,13 +166,13 @@ func TestRaceAtLimitMinusOne(t *testing.T) {
 	const L, gateways = 5, 6
 	b := realBackend(t)
 	clients := gatewayClients(t, b.server, gateways)
-	algos := []string{RedisGetIncr, RedisFixedWindow, RedisFixedWindowRefresh, RedisClockWindow,
-		RedisTokenBucket, RedisSlidingWindow, RedisSlidingLog, RedisGCRA}
+	algos := []string{design.RedisGetIncr, design.RedisFixedWindow, design.RedisFixedWindowRefresh, design.RedisClockWindow,
+		design.RedisTokenBucket, design.RedisSlidingWindow, design.RedisSlidingLog, design.RedisGCRA}
 	for _, algo := range algos {
 		t.Run(algo, func(t *testing.T) {
 			t.Parallel()
 			cfg := Config{Algorithm: algo, Limit: rate.Limit{Count: L, Window: time.Minute}, Prefix: "race:", Clock: ClockGateway}
-			if algo == RedisGetIncr {
+			if algo == design.RedisGetIncr {
 				cfg.Pause = 300 * time.Millisecond
 			}
 			clock := newFakeClock(epoch.Add(time.Second))
@@ -207,7 +208,7 @@ func TestRaceAtLimitMinusOne(t *testing.T) {
 				}
 				close(ready)
 				wg.Wait()
-				if algo == RedisGetIncr {
+				if algo == design.RedisGetIncr {
 					if admitted < 2 {
 						t.Fatalf("round %d: GET-then-INCR admitted %d, want the race to admit more than one", round, admitted)
 					}
@@ -240,7 +241,7 @@ func TestClockWindowSkew(t *testing.T) {
 		t.Run(tt.clock, func(t *testing.T) {
 			// an hour-long window, so the real clock (clock: redis) does not
 			// cross a boundary during the test
-			cfg := Config{Algorithm: RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: "skew-" + tt.clock + ":"}
+			cfg := Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: "skew-" + tt.clock + ":"}
 			base := newFakeClock(epoch.Add(time.Hour - 50*time.Millisecond))
 			ahead := mustNew(t, cfg, clients[0], base.Skewed(100*time.Millisecond))
 			behind := mustNew(t, cfg, clients[1], base.Skewed(-100*time.Millisecond))

@@ -5,8 +5,11 @@
 // failure policies (on_error, on_failover) that wrap a Redis design.
 //
 // New builds one design for one gateway: the gateway's Redis client (its
-// own pool) and its clock, possibly skewed. limiter knows nothing of
-// traffic, histories or reports.
+// own pool) and its clock, possibly skewed. Each design is one file here
+// (its Lua in lua/, embedded by that file) that registers its constructor
+// under the name package design gives it; what else is known of a design
+// (its state, clock, key schema, theory) is package design's. limiter
+// knows nothing of traffic, histories or reports.
 //
 // # Lua
 //
@@ -26,7 +29,8 @@
 // Windowed designs (clock window, sliding window, leasing) get their base
 // key rl:<tag>:{id} in KEYS and append the window index inside the script;
 // the {id} hash tag keeps every key of an identity in one Cluster slot, so
-// this is safe on Redis Cluster too. KeyPattern documents the layout.
+// this is safe on Redis Cluster too. Each design's key schema (package
+// design) is the layout; KeyPattern and Keys read it.
 //
 // # Clocks
 //
@@ -58,7 +62,7 @@
 // acknowledged is ErrNotReplicated, for the endpoint's on_error to
 // decide; a denial stands, since it needs no durable count.
 //
-// # Leasing
+// # Leased slices
 //
 // A Lease spends slices of a per-window budget in memory and tops up in
 // the background; see Lease for the bound it promises and how it denies.

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
 func ExampleKeys() {
-	cfg := limiter.Config{Algorithm: limiter.RedisSlidingWindow, Limit: rate.Limit{Count: 100, Window: time.Minute}}
+	cfg := limiter.Config{Algorithm: design.RedisSlidingWindow, Limit: rate.Limit{Count: 100, Window: time.Minute}}
 	now := time.UnixMilli(6_000_000) // window index 100 of one-minute windows
 	fmt.Println(limiter.KeyPattern(cfg))
 	fmt.Println(limiter.Keys(cfg, "user-7", now))
@@ -22,7 +23,7 @@ func ExampleKeys() {
 func ExampleNew_local() {
 	// Two gateways, each with its own memory: together they admit twice the
 	// limit.
-	cfg := limiter.Config{Algorithm: limiter.LocalFixedWindow, Limit: rate.Limit{Count: 3, Window: time.Minute}}
+	cfg := limiter.Config{Algorithm: design.LocalFixedWindow, Limit: rate.Limit{Count: 3, Window: time.Minute}}
 	admitted := 0
 	for gw := 0; gw < 2; gw++ {
 		l, err := limiter.New(cfg, nil, nil)

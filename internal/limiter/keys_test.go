@@ -7,25 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
 // TestKeysMatchWhatScriptsWrite: after one request of each Redis design on
 // a real server, the keys that exist are exactly among Keys() (the one
 // holding this window's state first), every one matches KeyPattern, has a
-// TTL, and has the documented type. This is the layout `keys inspect` and
-// `audit` rely on.
+// TTL, and has the type its design's key schema says. This is the layout
+// `keys inspect`, `audit` and counts_lost rely on.
 func TestKeysMatchWhatScriptsWrite(t *testing.T) {
 	t.Parallel()
 	b := realBackend(t)
-	types := map[string]string{
-		RedisGetIncr: "string", RedisFixedWindow: "string", RedisFixedWindowRefresh: "string",
-		RedisClockWindow: "string", RedisTokenBucket: "hash", RedisSlidingWindow: "string",
-		RedisSlidingLog: "zset", RedisGCRA: "string", Leasing: "string",
-	}
 	ctx := context.Background()
 	now := epoch.Add(1234 * time.Millisecond)
-	for algo, typ := range types {
+	for _, d := range design.All() {
+		if d.State == design.StateLocal {
+			continue
+		}
+		algo, typ := d.Name, d.Keys.Value.Type()
 		t.Run(algo, func(t *testing.T) {
 			cfg := Config{Algorithm: algo, Limit: rate.Limit{Count: 10, Window: time.Hour}, Clock: ClockGateway}
 			clock := newFakeClock(now)
@@ -63,10 +63,10 @@ func TestKeysMatchWhatScriptsWrite(t *testing.T) {
 			}
 		})
 	}
-	if KeyPattern(Config{Algorithm: LocalFixedWindow}) != "" || Keys(Config{Algorithm: LocalTokenBucket}, "x", now) != nil {
+	if KeyPattern(Config{Algorithm: design.LocalFixedWindow}) != "" || Keys(Config{Algorithm: design.LocalTokenBucket}, "x", now) != nil {
 		t.Error("local designs must have no keys")
 	}
-	if got := KeyPattern(Config{Algorithm: RedisClockWindow, Prefix: "app:"}); got != "app:cw:{*}:*" {
+	if got := KeyPattern(Config{Algorithm: design.RedisClockWindow, Prefix: "app:"}); got != "app:cw:{*}:*" {
 		t.Errorf("KeyPattern with prefix = %q", got)
 	}
 }
@@ -83,15 +83,15 @@ func TestKeysLayout(t *testing.T) {
 		algo string
 		want []string
 	}{
-		{RedisGetIncr, []string{"rl:gi:{u}"}},
-		{RedisFixedWindow, []string{"rl:fw:{u}"}},
-		{RedisFixedWindowRefresh, []string{"rl:fwr:{u}"}},
-		{RedisClockWindow, []string{"rl:cw:{u}:10"}},
-		{RedisTokenBucket, []string{"rl:tb:{u}"}},
-		{RedisSlidingWindow, []string{"rl:sw:{u}:10", "rl:sw:{u}:9"}},
-		{RedisSlidingLog, []string{"rl:sl:{u}"}},
-		{RedisGCRA, []string{"rl:gcra:{u}"}},
-		{Leasing, []string{"rl:lease:{u}:10"}},
+		{design.RedisGetIncr, []string{"rl:gi:{u}"}},
+		{design.RedisFixedWindow, []string{"rl:fw:{u}"}},
+		{design.RedisFixedWindowRefresh, []string{"rl:fwr:{u}"}},
+		{design.RedisClockWindow, []string{"rl:cw:{u}:10"}},
+		{design.RedisTokenBucket, []string{"rl:tb:{u}"}},
+		{design.RedisSlidingWindow, []string{"rl:sw:{u}:10", "rl:sw:{u}:9"}},
+		{design.RedisSlidingLog, []string{"rl:sl:{u}"}},
+		{design.RedisGCRA, []string{"rl:gcra:{u}"}},
+		{design.Leasing, []string{"rl:lease:{u}:10"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.algo, func(t *testing.T) {

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"math"
 	"sync"
@@ -14,6 +15,20 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/resp"
 )
+
+// leaseScript grants a slice of a window's budget; its ARGV are limit,
+// window_ms, want, now_us.
+//
+//go:embed lua/lease.lua
+var leaseLua string
+
+var leaseScript = newScript(design.Leasing, leaseLua)
+
+func init() {
+	register(design.Leasing, func(cfg Config, client redis.UniversalClient, clock Clock) (Limiter, error) {
+		return newLease(cfg, client, clock), nil
+	})
+}
 
 // Lease is the leasing design on one gateway. Redis holds a global budget
 // per identity and window (Limit.Count per Limit.Window); the gateway takes
@@ -94,7 +109,7 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 		client:      client,
 		clock:       clock,
 		redisClock:  cfg.EffectiveClock() == ClockRedis,
-		prefix:      prefixOf(cfg) + tags[Leasing] + ":{",
+		prefix:      keyHead(cfg),
 		limit:       cfg.Limit.Count,
 		wms:         cfg.Limit.Window.Milliseconds(),
 		window:      cfg.Limit.Window,
@@ -119,9 +134,9 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 	return l
 }
 
-// DefaultLeaseSize is the fixed slice size when none is set:
-// max(1, limit/10).
-func DefaultLeaseSize(limit int64) int64 { return max(1, limit/10) }
+// DefaultLeaseSize is the fixed slice size when none is set (see package
+// design).
+func DefaultLeaseSize(limit int64) int64 { return design.DefaultLeaseSize(limit) }
 
 // Allow implements Limiter.
 func (l *Lease) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
@@ -302,10 +317,10 @@ func (l *Lease) grant(ctx context.Context, id string, want int64) (grant, error)
 	var r []int64
 	var err error
 	if l.pool != nil {
-		r, err = l.pool.EvalInts(ctx, respScripts[Leasing], &a, nil)
+		r, err = l.pool.EvalInts(ctx, leaseScript.resp, &a, nil)
 	} else {
 		keys, args := a.Values()
-		r, err = leaseScript.Run(ctx, l.client, keys, args...).Int64Slice()
+		r, err = leaseScript.redis.Run(ctx, l.client, keys, args...).Int64Slice()
 	}
 	if err != nil {
 		return grant{}, fmt.Errorf("leasing grant for %q: %w", id, err)
@@ -371,7 +386,7 @@ func (l *Lease) Close() error {
 
 // Warm loads the grant script and opens conns connections for grants.
 func (l *Lease) Warm(ctx context.Context, conns int) error {
-	if err := leaseScript.Load(ctx, l.client).Err(); err != nil {
+	if err := leaseScript.redis.Load(ctx, l.client).Err(); err != nil {
 		return fmt.Errorf("leasing: load script: %w", err)
 	}
 	return warm(ctx, l.pool, l.client, conns)

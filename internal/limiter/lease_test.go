@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -36,7 +37,7 @@ func TestLeaseBound(t *testing.T) {
 	t.Parallel()
 	const L, size, gateways, windows = 20, 3, 4, 4
 	b := realBackend(t)
-	cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: L, Window: time.Minute}, Lease: LeaseConfig{Size: size}}
+	cfg := Config{Algorithm: design.Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: L, Window: time.Minute}, Lease: LeaseConfig{Size: size}}
 	clock := newFakeClock(epoch)
 	ls := newLeases(t, b, gateways, cfg, clock.Clock())
 	ctx := context.Background()
@@ -101,7 +102,7 @@ func TestLeaseBound(t *testing.T) {
 func TestLeaseKillStrands(t *testing.T) {
 	t.Parallel()
 	b := miniBackend(t, epoch)
-	cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 10, Window: time.Second}, Lease: LeaseConfig{Size: 4}}
+	cfg := Config{Algorithm: design.Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 10, Window: time.Second}, Lease: LeaseConfig{Size: 4}}
 	clock := newFakeClock(epoch)
 	l := newLeases(t, b, 1, cfg, clock.Clock())[0]
 	if d, err := l.Allow(context.Background(), "ned", 1); err != nil || !d.Allowed || d.Remaining != 3 {
@@ -122,7 +123,7 @@ func TestLeaseSpendsWithoutRedis(t *testing.T) {
 	t.Parallel()
 	t.Run("slice", func(t *testing.T) {
 		b := realBackend(t)
-		cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 100, Window: time.Minute}, Lease: LeaseConfig{Size: 5, Timeout: 100 * time.Millisecond}}
+		cfg := Config{Algorithm: design.Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 100, Window: time.Minute}, Lease: LeaseConfig{Size: 5, Timeout: 100 * time.Millisecond}}
 		l := newLeases(t, b, 1, cfg, nil)[0]
 		ctx := context.Background()
 		if d, err := l.Allow(ctx, "olga", 1); err != nil || !d.Allowed {
@@ -143,7 +144,7 @@ func TestLeaseSpendsWithoutRedis(t *testing.T) {
 	})
 	t.Run("spent window", func(t *testing.T) {
 		b := realBackend(t)
-		cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 3, Window: time.Minute}, Lease: LeaseConfig{Size: 3}}
+		cfg := Config{Algorithm: design.Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 3, Window: time.Minute}, Lease: LeaseConfig{Size: 3}}
 		l := newLeases(t, b, 1, cfg, nil)[0]
 		ds := run(t, l, "pete", 4)
 		if allowed(ds) != 3 || ds[3].By != decision.ByRedis || ds[3].RetryAfter <= 0 {
@@ -176,7 +177,7 @@ func TestLeaseAdaptive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := miniBackend(t, epoch)
-			cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 1000, Window: time.Second}, Lease: LeaseConfig{Adaptive: true}}
+			cfg := Config{Algorithm: design.Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 1000, Window: time.Second}, Lease: LeaseConfig{Adaptive: true}}
 			clock := newFakeClock(epoch)
 			l := newLeases(t, b, 1, cfg, clock.Clock())[0]
 			for i := 0; i < 300; i++ {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
-	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -56,27 +55,9 @@ type Warmer interface {
 // Clock is a gateway's notion of now. Skewed gateways have skewed clocks.
 type Clock func() time.Time
 
-// Algorithm names are a contract scenario files use; package design holds
-// them, and these are its names.
-const (
-	LocalFixedWindow        = design.LocalFixedWindow
-	LocalTokenBucket        = design.LocalTokenBucket
-	RedisGetIncr            = design.RedisGetIncr
-	RedisFixedWindow        = design.RedisFixedWindow
-	RedisFixedWindowRefresh = design.RedisFixedWindowRefresh
-	RedisClockWindow        = design.RedisClockWindow
-	RedisTokenBucket        = design.RedisTokenBucket
-	RedisSlidingWindow      = design.RedisSlidingWindow
-	RedisSlidingLog         = design.RedisSlidingLog
-	RedisGCRA               = design.RedisGCRA
-	Leasing                 = design.Leasing
-)
-
-// Algorithms lists every algorithm name, in the order of DESIGN.md.
-var Algorithms = design.Algorithms
-
 // Config selects and parameterises one algorithm.
 type Config struct {
+	// Algorithm is a design's name (package design registers them).
 	Algorithm string
 	Limit     rate.Limit // L per W
 	// Capacity is a token bucket's (or GCRA's) burst; 0 means Limit.Count.

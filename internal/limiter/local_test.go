@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -69,7 +70,7 @@ func TestLeaseStateIsSwept(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock(epoch)
 	b := miniBackend(t, clock.Now())
-	cfg := Config{Algorithm: Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 10, Window: time.Minute}, Lease: LeaseConfig{Size: 2}}
+	cfg := Config{Algorithm: design.Leasing, Clock: ClockGateway, Limit: rate.Limit{Count: 10, Window: time.Minute}, Lease: LeaseConfig{Size: 2}}
 	l := mustNew(t, cfg, b.client, clock.Clock()).(*Lease)
 	ctx := context.Background()
 	const n = 3000

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -23,19 +24,19 @@ type model interface {
 func newModel(cfg Config) model {
 	l, w := cfg.Limit.Count, cfg.Limit.Window.Milliseconds()
 	switch cfg.Algorithm {
-	case RedisFixedWindow:
+	case design.RedisFixedWindow:
 		return &ttlWindowModel{limit: l, w: w}
-	case RedisFixedWindowRefresh:
+	case design.RedisFixedWindowRefresh:
 		return &ttlWindowModel{limit: l, w: w, refresh: true}
-	case RedisClockWindow, LocalFixedWindow:
+	case design.RedisClockWindow, design.LocalFixedWindow:
 		return &alignedModel{limit: l, w: w, counts: map[int64]int64{}}
-	case RedisTokenBucket:
+	case design.RedisTokenBucket:
 		return &bucketModel{cap: float64(capacityOf(cfg)), rate: float64(l) / float64(w)}
-	case RedisSlidingWindow:
+	case design.RedisSlidingWindow:
 		return &slidingModel{limit: l, w: w, counts: map[int64]int64{}}
-	case RedisSlidingLog:
+	case design.RedisSlidingLog:
 		return &logModel{limit: l, w: float64(w)}
-	case RedisGCRA:
+	case design.RedisGCRA:
 		return &gcraModel{emission: float64(w) / float64(l), burst: float64(capacityOf(cfg))}
 	}
 	panic("no model for " + cfg.Algorithm)
@@ -171,13 +172,13 @@ func TestScriptsMatchModels(t *testing.T) {
 		{Limit: rate.Limit{Count: 7, Window: 300 * time.Millisecond}, Capacity: 3},
 		{Limit: rate.Limit{Count: 1, Window: 100 * time.Millisecond}},
 	}
-	algos := []string{RedisFixedWindow, RedisFixedWindowRefresh, RedisClockWindow, RedisTokenBucket,
-		RedisSlidingWindow, RedisSlidingLog, RedisGCRA, LocalFixedWindow}
+	algos := []string{design.RedisFixedWindow, design.RedisFixedWindowRefresh, design.RedisClockWindow, design.RedisTokenBucket,
+		design.RedisSlidingWindow, design.RedisSlidingLog, design.RedisGCRA, design.LocalFixedWindow}
 	real := realBackend(t)
 	for _, algo := range algos {
 		for li, base := range limits {
 			for _, be := range []string{"miniredis", "redis-server", "miniredis-time"} {
-				ttlBased := algo == RedisFixedWindow || algo == RedisFixedWindowRefresh
+				ttlBased := algo == design.RedisFixedWindow || algo == design.RedisFixedWindowRefresh
 				if be == "redis-server" && (ttlBased || IsLocal(algo)) {
 					continue
 				}
@@ -234,7 +235,7 @@ func TestScriptsMatchModels(t *testing.T) {
 							lastReal = now
 						}
 						cost := int64(1)
-						if rng.IntN(8) == 0 && algo != RedisGCRA {
+						if rng.IntN(8) == 0 && algo != design.RedisGCRA {
 							cost = 2
 						}
 						want := m.allow(clock.Now().UnixMicro(), cost)

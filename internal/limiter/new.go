@@ -3,12 +3,11 @@ package limiter
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
 )
 
@@ -18,37 +17,54 @@ const (
 	ClockRedis   = design.ClockRedis
 )
 
-// ErrUnknownAlgorithm is returned by New for a name not in Algorithms.
+// ErrUnknownAlgorithm is returned by New for a name package design does
+// not register, or one no file of this package builds.
 var ErrUnknownAlgorithm = errors.New("unknown algorithm")
 
-// EffectiveClock is the clock a design reads: Config.Clock, or when empty
-// the design's natural default — Redis TIME for redis-gcra (as
-// go-redis/redis_rate does) and leasing (one clock for the global budget),
-// the gateway's clock for the others. Designs that keep no clock (the TTL
-// windows, get-incr) ignore it.
+// constructor builds one design for one gateway from a valid Config;
+// client is nil only for a design whose state is in memory, clock never
+// nil.
+type constructor func(cfg Config, client redis.UniversalClient, clock Clock) (Limiter, error)
+
+// constructors holds each design's constructor by name; each design's
+// file registers its own.
+var constructors = map[string]constructor{}
+
+// register records name's constructor; a name registered twice is a bug
+// caught at start.
+func register(name string, c constructor) {
+	if _, dup := constructors[name]; dup {
+		panic("limiter: design " + name + " registered twice")
+	}
+	constructors[name] = c
+}
+
+// EffectiveClock is whose clock decides cfg's window (see design.Clock):
+// Config.Clock, or when empty the design's natural default — Redis TIME
+// for GCRA (as go-redis/redis_rate does) and leasing (one clock for the
+// global budget), the gateway's clock for the others; Redis's for the
+// windows that are a key's expiry, and the gateway's for state in its
+// memory, whatever Config.Clock says.
 func (cfg Config) EffectiveClock() string {
-	if cfg.Clock != "" {
-		return cfg.Clock
+	if d, ok := design.Lookup(cfg.Algorithm); ok {
+		return d.Clock.Of(cfg.Clock)
 	}
-	switch cfg.Algorithm {
-	case RedisGCRA, Leasing:
-		return ClockRedis
-	}
-	return ClockGateway
+	return cfg.Clock
 }
 
 // IsLocal reports whether an algorithm keeps all its state in the gateway's
 // memory (it needs no Redis).
 func IsLocal(algorithm string) bool {
-	return algorithm == LocalFixedWindow || algorithm == LocalTokenBucket
+	d, ok := design.Lookup(algorithm)
+	return ok && d.State == design.StateLocal
 }
 
 // Validate checks cfg without building anything: a known algorithm, a
 // positive limit whose window is a whole number of milliseconds (the
 // scripts count in ms), a known clock, sane capacity and lease settings.
 func (cfg Config) Validate() error {
-	if !slices.Contains(Algorithms, cfg.Algorithm) {
-		return fmt.Errorf("%w %q (want one of %v)", ErrUnknownAlgorithm, cfg.Algorithm, Algorithms)
+	if _, ok := design.Lookup(cfg.Algorithm); !ok || constructors[cfg.Algorithm] == nil {
+		return fmt.Errorf("%w %q (want one of %s)", ErrUnknownAlgorithm, cfg.Algorithm, strings.Join(design.Names(), ", "))
 	}
 	if cfg.Limit.Count <= 0 || cfg.Limit.Window <= 0 {
 		return fmt.Errorf("%s: limit %v must be a positive count per positive window", cfg.Algorithm, cfg.Limit)
@@ -93,22 +109,10 @@ func New(cfg Config, client redis.UniversalClient, clock Clock) (Limiter, error)
 	if clock == nil {
 		clock = time.Now
 	}
-	switch cfg.Algorithm {
-	case LocalFixedWindow:
-		return newLocalFixedWindow(cfg.Limit, clock, decision.ByLocal), nil
-	case LocalTokenBucket:
-		return newLocalTokenBucket(cfg.Limit, capacityOf(cfg), clock), nil
-	}
-	if client == nil {
+	if client == nil && !IsLocal(cfg.Algorithm) {
 		return nil, fmt.Errorf("%s needs a Redis client", cfg.Algorithm)
 	}
-	switch cfg.Algorithm {
-	case RedisGetIncr:
-		return newGetIncr(cfg, client), nil
-	case Leasing:
-		return newLease(cfg, client, clock), nil
-	}
-	return newScriptLimiter(cfg, client, clock)
+	return constructors[cfg.Algorithm](cfg, client, clock)
 }
 
 // capacityOf is a bucket's (or GCRA's) burst: Capacity, or the limit.

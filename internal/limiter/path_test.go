@@ -9,13 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/resp"
 )
 
-var luaDesigns = []string{RedisFixedWindow, RedisFixedWindowRefresh, RedisClockWindow,
-	RedisTokenBucket, RedisSlidingWindow, RedisSlidingLog, RedisGCRA}
+var luaDesigns = []string{design.RedisFixedWindow, design.RedisFixedWindowRefresh, design.RedisClockWindow,
+	design.RedisTokenBucket, design.RedisSlidingWindow, design.RedisSlidingLog, design.RedisGCRA}
 
 // TestDecisionPathsAgree: on a single server the Lua designs decide through
 // the resp pool, on a Cluster through go-redis. The two must send the same
@@ -60,7 +61,7 @@ func TestGetIncrPathsAgree(t *testing.T) {
 	limit := rate.Limit{Count: 3, Window: time.Minute}
 	paths := map[string]Limiter{}
 	for _, path := range []string{"resp", "go-redis"} {
-		g := newGetIncr(Config{Algorithm: RedisGetIncr, Limit: limit, Prefix: "gi-" + path + ":"}, c)
+		g := newGetIncr(Config{Algorithm: design.RedisGetIncr, Limit: limit, Prefix: "gi-" + path + ":"}, c)
 		t.Cleanup(func() { g.Close() })
 		choosePath(t, path, &g.pool)
 		paths[path] = g
@@ -86,7 +87,7 @@ func TestLeaseGrantPathsAgree(t *testing.T) {
 	clock := newFakeClock(epoch)
 	leases := map[string]*Lease{}
 	for _, path := range []string{"resp", "go-redis"} {
-		l := newLease(Config{Algorithm: Leasing, Limit: rate.Limit{Count: 10, Window: time.Minute}, Clock: ClockGateway, Prefix: "lease-" + path + ":"}, c, clock.Clock())
+		l := newLease(Config{Algorithm: design.Leasing, Limit: rate.Limit{Count: 10, Window: time.Minute}, Clock: ClockGateway, Prefix: "lease-" + path + ":"}, c, clock.Clock())
 		t.Cleanup(func() { l.Close() })
 		choosePath(t, path, &l.pool)
 		leases[path] = l

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 )
@@ -36,7 +37,7 @@ func TestPolicyWhenRedisFails(t *testing.T) {
 				for i, p := range policies {
 					c := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: honoured})
 					t.Cleanup(func() { c.Close() })
-					inner := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: limit}, c, nil)
+					inner := mustNew(t, Config{Algorithm: design.RedisFixedWindow, Limit: limit}, c, nil)
 					ls[i] = WithPolicy(inner, Policy{OnError: p, Timeout: timeout}, limit, WithContextHonored(HonorsContext(c)))
 					// warm up without the timeout (a loaded machine may take longer
 					// the first time): the script is loaded, the pool holds a
@@ -134,7 +135,7 @@ func TestPolicyCallerCancel(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	limit := rate.Limit{Count: 5, Window: time.Minute}
-	inner := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: limit}, s.Client(t), nil)
+	inner := mustNew(t, Config{Algorithm: design.RedisFixedWindow, Limit: limit}, s.Client(t), nil)
 	l := WithPolicy(inner, Policy{OnError: OnErrorOpen}, limit)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -174,15 +175,15 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		ok   bool
 	}{
-		{"fixed window", Config{Algorithm: RedisFixedWindow, Limit: l}, true},
-		{"every clock", Config{Algorithm: RedisTokenBucket, Limit: l, Clock: ClockRedis}, true},
+		{"fixed window", Config{Algorithm: design.RedisFixedWindow, Limit: l}, true},
+		{"every clock", Config{Algorithm: design.RedisTokenBucket, Limit: l, Clock: ClockRedis}, true},
 		{"unknown algorithm", Config{Algorithm: "redis-magic", Limit: l}, false},
-		{"no limit", Config{Algorithm: RedisFixedWindow}, false},
-		{"sub-ms window", Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 1, Window: 1500 * time.Microsecond}}, false},
-		{"bad clock", Config{Algorithm: RedisGCRA, Limit: l, Clock: "sundial"}, false},
-		{"redis clock on a local design", Config{Algorithm: LocalTokenBucket, Limit: l, Clock: ClockRedis}, false},
-		{"negative capacity", Config{Algorithm: RedisGCRA, Limit: l, Capacity: -1}, false},
-		{"refill_below 1", Config{Algorithm: Leasing, Limit: l, Lease: LeaseConfig{RefillBelow: 1}}, false},
+		{"no limit", Config{Algorithm: design.RedisFixedWindow}, false},
+		{"sub-ms window", Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 1, Window: 1500 * time.Microsecond}}, false},
+		{"bad clock", Config{Algorithm: design.RedisGCRA, Limit: l, Clock: "sundial"}, false},
+		{"redis clock on a local design", Config{Algorithm: design.LocalTokenBucket, Limit: l, Clock: ClockRedis}, false},
+		{"negative capacity", Config{Algorithm: design.RedisGCRA, Limit: l, Capacity: -1}, false},
+		{"refill_below 1", Config{Algorithm: design.Leasing, Limit: l, Lease: LeaseConfig{RefillBelow: 1}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestPolicyKeepsLeasedBudget(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	limit := rate.Limit{Count: 100, Window: time.Minute}
-	inner := mustNew(t, Config{Algorithm: Leasing, Limit: limit, Lease: LeaseConfig{Size: 3, Timeout: 100 * time.Millisecond}}, s.Client(t), nil)
+	inner := mustNew(t, Config{Algorithm: design.Leasing, Limit: limit, Lease: LeaseConfig{Size: 3, Timeout: 100 * time.Millisecond}}, s.Client(t), nil)
 	l := WithPolicy(inner, Policy{OnError: OnErrorClosed, Timeout: 100 * time.Millisecond}, limit)
 	ctx := context.Background()
 	if d, err := inner.Allow(ctx, "ruth", 1); err != nil || !d.Allowed {
@@ -232,7 +233,7 @@ func TestPolicyAfterClientKill(t *testing.T) {
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	limit := rate.Limit{Count: 1_000_000, Window: time.Minute}
-	for _, algo := range Algorithms {
+	for _, algo := range design.Names() {
 		if IsLocal(algo) {
 			continue
 		}
@@ -252,7 +253,7 @@ func TestPolicyAfterClientKill(t *testing.T) {
 				t.Fatalf("CLIENT KILL: %v", err)
 			}
 			want := decision.ByRedis
-			if algo == Leasing {
+			if algo == design.Leasing {
 				want = decision.ByLease
 			}
 			for i := range 8 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/resp"
 )
@@ -27,11 +27,11 @@ import (
 // routing.
 type scriptLimiter struct {
 	algo       string
-	script     *redis.Script
+	script     luaScript
 	client     redis.UniversalClient
 	pool       *resp.Pool
-	rscript    *resp.Script
 	clock      Clock
+	readsClock bool // the script takes now after cost (design.Clock.Reads)
 	redisClock bool
 	prefix     string // "<prefix><tag>:{"
 	// fixed holds the ARGV that precede cost, built once at New.
@@ -46,56 +46,59 @@ type scriptLimiter struct {
 	waitFor  time.Duration
 }
 
+// luaDesign is what a Lua design's file declares: its script, the ARGV
+// its script takes before cost, and whether each call appends a unique
+// member (the sliding log's entries).
+type luaDesign struct {
+	script luaScript
+	fixed  func(cfg Config, a *resp.Args)
+	member bool
+}
+
+// scriptDesigns are the designs decided by one script per request, the ones
+// that can wait for replicas.
+var scriptDesigns = map[string]luaDesign{}
+
+// registerLua registers a Lua design's constructor under name.
+func registerLua(name string, d luaDesign) {
+	scriptDesigns[name] = d
+	register(name, func(cfg Config, client redis.UniversalClient, clock Clock) (Limiter, error) {
+		return newScriptLimiter(cfg, client, clock)
+	})
+}
+
+// limitAndWindow is the ARGV most scripts take before cost: the limit's
+// count and its window in ms.
+func limitAndWindow(cfg Config, a *resp.Args) {
+	a.Int(cfg.Limit.Count)
+	a.Int(cfg.Limit.Window.Milliseconds())
+}
+
 func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*scriptLimiter, error) {
+	d, ok := scriptDesigns[cfg.Algorithm]
+	if !ok {
+		return nil, fmt.Errorf("%s is not a Lua design", cfg.Algorithm)
+	}
 	s := &scriptLimiter{
 		algo:       cfg.Algorithm,
+		script:     d.script,
 		client:     client,
 		clock:      clock,
+		readsClock: design.MustLookup(cfg.Algorithm).Clock.Reads(),
 		redisClock: cfg.EffectiveClock() == ClockRedis,
-		prefix:     prefixOf(cfg) + tags[cfg.Algorithm] + ":{",
+		prefix:     keyHead(cfg),
 		replicas:   cfg.Replicate,
 		waitFor:    cfg.replicateTimeout(),
 	}
-	switch cfg.Algorithm {
-	case RedisFixedWindow:
-		s.script = fixedWindowScript
-	case RedisFixedWindowRefresh:
-		s.script = fixedWindowRefreshScript
-	case RedisClockWindow:
-		s.script = clockWindowScript
-	case RedisTokenBucket:
-		s.script = tokenBucketScript
-	case RedisSlidingWindow:
-		s.script = slidingWindowScript
-	case RedisSlidingLog:
-		s.script = slidingLogScript
+	if d.member {
 		var b [6]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return nil, fmt.Errorf("sliding log nonce: %w", err)
+			return nil, fmt.Errorf("%s nonce: %w", cfg.Algorithm, err)
 		}
 		s.nonce = hex.EncodeToString(b[:]) + "-"
-	case RedisGCRA:
-		s.script = gcraScript
-	default:
-		return nil, fmt.Errorf("%s is not a Lua design", cfg.Algorithm)
 	}
-	limit := cfg.Limit.Count
-	wms := cfg.Limit.Window.Milliseconds()
-	switch cfg.Algorithm {
-	case RedisTokenBucket:
-		s.fixed.Int(capacityOf(cfg))
-		s.fixed.String(strconv.FormatFloat(float64(limit)/float64(wms), 'g', -1, 64))
-	case RedisGCRA:
-		s.fixed.Int(capacityOf(cfg))
-		s.fixed.Int(limit)
-		s.fixed.Int(wms)
-	default:
-		s.fixed.Int(limit)
-		s.fixed.Int(wms)
-	}
-	if s.pool = resp.ForClient(client); s.pool != nil {
-		s.rscript = respScripts[cfg.Algorithm]
-	}
+	d.fixed(cfg, &s.fixed)
+	s.pool = resp.ForClient(client)
 	return s, nil
 }
 
@@ -111,7 +114,7 @@ func (s *scriptLimiter) Close() error {
 // Warm loads the script and opens conns connections for decisions, so the
 // first ones pay neither a dial nor a NOSCRIPT round trip.
 func (s *scriptLimiter) Warm(ctx context.Context, conns int) error {
-	if err := s.script.Load(ctx, s.client).Err(); err != nil {
+	if err := s.script.redis.Load(ctx, s.client).Err(); err != nil {
 		return fmt.Errorf("%s: load script: %w", s.algo, err)
 	}
 	return warm(ctx, s.pool, s.client, conns)
@@ -146,7 +149,7 @@ func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decis
 	var a resp.Args
 	s.args(&a, id, cost)
 	keys, argv := a.Values()
-	r, err := s.script.Run(ctx, s.client, keys, argv...).Int64Slice()
+	r, err := s.script.redis.Run(ctx, s.client, keys, argv...).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
 	}
@@ -158,17 +161,15 @@ func (s *scriptLimiter) args(a *resp.Args, id string, cost int64) {
 	a.Key(s.key(id))
 	a.Add(&s.fixed)
 	a.Int(cost)
-	switch s.algo {
-	case RedisFixedWindow, RedisFixedWindowRefresh:
-		// no clock: the window is the key's TTL
-	default:
+	if s.readsClock {
+		// (a window that is a key's TTL needs no clock)
 		if s.redisClock {
 			a.String("")
 		} else {
 			a.Int(s.clock().UnixMicro())
 		}
 	}
-	if s.algo == RedisSlidingLog {
+	if s.nonce != "" {
 		a.String(s.nonce + strconv.FormatUint(s.seq.Add(1), 36))
 	}
 }
@@ -192,7 +193,7 @@ func (s *scriptLimiter) allowResp(ctx context.Context, id string, cost int64, de
 	var a resp.Args
 	s.args(&a, id, cost)
 	var buf [5]int64
-	r, err := s.pool.EvalIntsUntil(ctx, deadline, s.rscript, &a, buf[:0])
+	r, err := s.pool.EvalIntsUntil(ctx, deadline, s.script.resp, &a, buf[:0])
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
 	}
@@ -219,152 +220,4 @@ func scriptDecision(r []int64) (Decision, error) {
 		d.ServerTime = time.UnixMicro(r[4])
 	}
 	return d, nil
-}
-
-// getIncr is the design that races on purpose: GET (with PTTL, pipelined,
-// so the answer can carry an honest reset), compare in the gateway, then
-// INCRBY and, on the first increment, PEXPIRE — separate round trips with a
-// gap between the read and the write where another gateway reads the same
-// count.
-//
-// On a single server the round trips go through a resp.Pool, as the Lua
-// designs' do, so every design is measured through the same client; a
-// Cluster keeps go-redis.
-type getIncr struct {
-	client redis.UniversalClient
-	pool   *resp.Pool
-	prefix string
-	limit  int64
-	window time.Duration
-	pause  time.Duration
-}
-
-func newGetIncr(cfg Config, client redis.UniversalClient) *getIncr {
-	g := &getIncr{
-		client: client, prefix: prefixOf(cfg) + tags[RedisGetIncr] + ":{",
-		limit: cfg.Limit.Count, window: cfg.Limit.Window, pause: cfg.Pause,
-	}
-	g.pool = resp.ForClient(client)
-	return g
-}
-
-// Close closes the pool, when there is one; the client is the caller's.
-func (g *getIncr) Close() error {
-	if g.pool != nil {
-		return g.pool.Close()
-	}
-	return nil
-}
-
-// Warm opens conns connections for decisions.
-func (g *getIncr) Warm(ctx context.Context, conns int) error {
-	return warm(ctx, g.pool, g.client, conns)
-}
-
-// Allow implements Limiter.
-func (g *getIncr) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
-	key := g.prefix + id + "}"
-	n, ttl, err := g.read(ctx, key)
-	if err != nil {
-		return Decision{}, fmt.Errorf("redis-get-incr read %q: %w", id, err)
-	}
-	if ttl < 0 {
-		ttl = g.window
-	}
-	if n+cost > g.limit {
-		// The key outlives its PTTL by up to 1 ms: Retry-After is never early.
-		return Decision{Remaining: max(0, g.limit-n), RetryAfter: ttl + time.Millisecond, Reset: ttl, By: decision.ByRedis}, nil
-	}
-	if g.pause > 0 {
-		t := time.NewTimer(g.pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Decision{}, fmt.Errorf("redis-get-incr pause for %q: %w", id, ctx.Err())
-		case <-t.C:
-		}
-	}
-	after, err := g.incr(ctx, key, cost)
-	if err != nil {
-		return Decision{}, fmt.Errorf("redis-get-incr increment %q: %w", id, err)
-	}
-	if after == cost {
-		// first increment of the window: a third round trip sets the expiry
-		if err := g.expire(ctx, key); err != nil {
-			return Decision{}, fmt.Errorf("redis-get-incr expire %q: %w", id, err)
-		}
-		ttl = g.window
-	}
-	return Decision{Allowed: true, Remaining: max(0, g.limit-after), Reset: ttl, By: decision.ByRedis}, nil
-}
-
-// read is GET and PTTL in one round trip: the count (0 when the key is
-// missing) and the TTL (negative when there is none).
-func (g *getIncr) read(ctx context.Context, key string) (n int64, ttl time.Duration, err error) {
-	if g.pool == nil {
-		pipe := g.client.Pipeline()
-		get := pipe.Get(ctx, key)
-		pttl := pipe.PTTL(ctx, key)
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, 0, err
-		}
-		if n, err = get.Int64(); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, 0, err
-		}
-		return n, pttl.Val(), nil
-	}
-	r, err := g.pool.Do(ctx, time.Time{}, []string{"GET", key}, []string{"PTTL", key})
-	if err != nil {
-		return 0, 0, err
-	}
-	switch v := r[0].(type) {
-	case nil:
-	case string:
-		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return 0, 0, err
-		}
-	case error:
-		return 0, 0, v
-	default:
-		return 0, 0, fmt.Errorf("GET answered %T", v)
-	}
-	ms, ok := r[1].(int64)
-	if !ok {
-		return 0, 0, fmt.Errorf("PTTL answered %v", r[1])
-	}
-	if ms < 0 {
-		return n, time.Duration(ms), nil // -1 no TTL, -2 no key, as go-redis keeps them
-	}
-	return n, time.Duration(ms) * time.Millisecond, nil
-}
-
-// incr is INCRBY: the count after it.
-func (g *getIncr) incr(ctx context.Context, key string, cost int64) (int64, error) {
-	if g.pool == nil {
-		return g.client.IncrBy(ctx, key, cost).Result()
-	}
-	r, err := g.pool.Do(ctx, time.Time{}, []string{"INCRBY", key, strconv.FormatInt(cost, 10)})
-	if err != nil {
-		return 0, err
-	}
-	after, ok := r[0].(int64)
-	if !ok {
-		return 0, fmt.Errorf("INCRBY answered %v", r[0])
-	}
-	return after, nil
-}
-
-// expire is PEXPIRE for one window.
-func (g *getIncr) expire(ctx context.Context, key string) error {
-	if g.pool == nil {
-		return g.client.PExpire(ctx, key, g.window).Err()
-	}
-	r, err := g.pool.Do(ctx, time.Time{}, []string{"PEXPIRE", key, strconv.FormatInt(g.window.Milliseconds(), 10)})
-	if err != nil {
-		return err
-	}
-	if e, ok := r[0].(error); ok {
-		return e
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/resp"
 )
 
@@ -22,11 +23,12 @@ const DefaultReplicateTimeout = DefaultTimeout / 2
 // but a failover now could promote a replica without it.
 var ErrNotReplicated = errors.New("write not acknowledged by enough replicas")
 
-// Replicates reports whether algorithm can wait for replicas: the Lua
-// designs, whose one script per decision is one write to acknowledge.
+// Replicates reports whether algorithm can wait for replicas, as its
+// design says: the Lua designs, whose one script per decision is one write
+// to acknowledge.
 func Replicates(algorithm string) bool {
-	_, ok := respScripts[algorithm]
-	return ok && algorithm != Leasing
+	d, ok := design.Lookup(algorithm)
+	return ok && d.Accepts.Replicate
 }
 
 func (cfg Config) validateReplicate() error {
@@ -66,7 +68,7 @@ func (s *scriptLimiter) allowRespWait(ctx context.Context, id string, cost int64
 	var a resp.Args
 	s.args(&a, id, cost)
 	var buf [5]int64
-	r, acked, err := s.pool.EvalIntsWait(ctx, deadline, s.rscript, &a, buf[:0], s.replicas, s.waitFor)
+	r, acked, err := s.pool.EvalIntsWait(ctx, deadline, s.script.resp, &a, buf[:0], s.replicas, s.waitFor)
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
 	}
@@ -91,9 +93,9 @@ func (s *scriptLimiter) allowWait(ctx context.Context, id string, cost int64) (D
 	run := func(sha bool) (ev, w *redis.Cmd) {
 		pipe := c.Pipeline()
 		if sha {
-			ev = s.script.EvalSha(ctx, pipe, keys, argv...)
+			ev = s.script.redis.EvalSha(ctx, pipe, keys, argv...)
 		} else {
-			ev = s.script.Eval(ctx, pipe, keys, argv...)
+			ev = s.script.redis.Eval(ctx, pipe, keys, argv...)
 		}
 		w = pipe.Do(ctx, "WAIT", s.replicas, s.waitFor.Milliseconds())
 		_, _ = pipe.Exec(ctx) // each command keeps its own error

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -17,13 +18,13 @@ func TestReplicateValidation(t *testing.T) {
 		cfg  Config
 		want string // "" = valid
 	}{
-		{Config{Algorithm: RedisFixedWindow, Limit: limit, Replicate: 1}, ""},
-		{Config{Algorithm: RedisGCRA, Limit: limit, Replicate: 2, ReplicateTimeout: 5 * time.Millisecond}, ""},
-		{Config{Algorithm: RedisGetIncr, Limit: limit, Replicate: 1}, "Lua designs"},
-		{Config{Algorithm: Leasing, Limit: limit, Replicate: 1}, "Lua designs"},
-		{Config{Algorithm: LocalFixedWindow, Limit: limit, Replicate: 1}, "Lua designs"},
-		{Config{Algorithm: RedisFixedWindow, Limit: limit, Replicate: -1}, "negative"},
-		{Config{Algorithm: RedisFixedWindow, Limit: limit, Replicate: 1, ReplicateTimeout: 1500 * time.Microsecond}, "whole number"},
+		{Config{Algorithm: design.RedisFixedWindow, Limit: limit, Replicate: 1}, ""},
+		{Config{Algorithm: design.RedisGCRA, Limit: limit, Replicate: 2, ReplicateTimeout: 5 * time.Millisecond}, ""},
+		{Config{Algorithm: design.RedisGetIncr, Limit: limit, Replicate: 1}, "Lua designs"},
+		{Config{Algorithm: design.Leasing, Limit: limit, Replicate: 1}, "Lua designs"},
+		{Config{Algorithm: design.LocalFixedWindow, Limit: limit, Replicate: 1}, "Lua designs"},
+		{Config{Algorithm: design.RedisFixedWindow, Limit: limit, Replicate: -1}, "negative"},
+		{Config{Algorithm: design.RedisFixedWindow, Limit: limit, Replicate: 1, ReplicateTimeout: 1500 * time.Microsecond}, "whole number"},
 	} {
 		err := tc.cfg.Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

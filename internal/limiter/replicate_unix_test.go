@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -71,7 +72,7 @@ func TestReplicateWaitsForReplica(t *testing.T) {
 		{"go-redis pipeline", hooked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 5, Window: time.Minute},
+			cfg := Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 5, Window: time.Minute},
 				Prefix: "rl:" + strconv.Itoa(len(tc.name)) + ":", Replicate: 1, ReplicateTimeout: 20 * time.Millisecond}
 			l := mustNew(t, cfg, tc.client, nil)
 			key := Keys(cfg, "ann", time.Now())[0]
@@ -123,7 +124,7 @@ func TestReplicateOnClusterWaitsOnTheSlotsPrimary(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs, DisableIdentity: true})
 	t.Cleanup(func() { c.Close() })
-	cfg := Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 5, Window: time.Minute}, Replicate: 1, ReplicateTimeout: 5 * time.Millisecond}
+	cfg := Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 5, Window: time.Minute}, Replicate: 1, ReplicateTimeout: 5 * time.Millisecond}
 	l := mustNew(t, cfg, c, nil)
 	ctx := context.Background()
 	for _, id := range []string{"ann", "bob", "cy", "dee", "eve", "fay"} {

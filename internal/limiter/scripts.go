@@ -8,61 +8,38 @@ import (
 	"github.com/rlctl/rlctl/internal/resp"
 )
 
-// The Lua sources. Each script is prelude + body, so the body can call
-// now_of. redis.NewScript computes the SHA once; Script.Run sends EVALSHA
-// and falls back to EVAL (which also loads it) on NOSCRIPT.
-var (
-	//go:embed lua/prelude.lua
-	preludeLua string
-	//go:embed lua/fixed_window.lua
-	fixedWindowLua string
-	//go:embed lua/fixed_window_refresh.lua
-	fixedWindowRefreshLua string
-	//go:embed lua/clock_window.lua
-	clockWindowLua string
-	//go:embed lua/token_bucket.lua
-	tokenBucketLua string
-	//go:embed lua/sliding_window.lua
-	slidingWindowLua string
-	//go:embed lua/sliding_log.lua
-	slidingLogLua string
-	//go:embed lua/gcra.lua
-	gcraLua string
-	//go:embed lua/lease.lua
-	leaseLua string
-)
+// preludeLua is shared by every script: each is prelude + body, so the
+// body can call now_of. redis.NewScript computes the SHA once; Script.Run
+// sends EVALSHA and falls back to EVAL (which also loads it) on NOSCRIPT.
+//
+//go:embed lua/prelude.lua
+var preludeLua string
 
-var (
-	fixedWindowScript        = redis.NewScript(preludeLua + fixedWindowLua)
-	fixedWindowRefreshScript = redis.NewScript(preludeLua + fixedWindowRefreshLua)
-	clockWindowScript        = redis.NewScript(preludeLua + clockWindowLua)
-	tokenBucketScript        = redis.NewScript(preludeLua + tokenBucketLua)
-	slidingWindowScript      = redis.NewScript(preludeLua + slidingWindowLua)
-	slidingLogScript         = redis.NewScript(preludeLua + slidingLogLua)
-	gcraScript               = redis.NewScript(preludeLua + gcraLua)
-	leaseScript              = redis.NewScript(preludeLua + leaseLua)
-)
+// sources holds every Lua source by design name, prelude included; each
+// design's file adds its own through newScript.
+var sources = map[string]string{}
+
+// luaScript is one design's script, for both clients: go-redis's and the
+// resp decision path's, each hashed once.
+type luaScript struct {
+	redis *redis.Script
+	resp  *resp.Script
+}
+
+// newScript records the Lua body of the named design and returns it ready
+// to run.
+func newScript(name, body string) luaScript {
+	src := preludeLua + body
+	sources[name] = src
+	return luaScript{redis: redis.NewScript(src), resp: resp.NewScript(src)}
+}
 
 // Scripts returns every Lua source by algorithm name, prelude included, for
 // tools that want to show or pre-load what rlctl runs.
 func Scripts() map[string]string {
-	return map[string]string{
-		RedisFixedWindow:        preludeLua + fixedWindowLua,
-		RedisFixedWindowRefresh: preludeLua + fixedWindowRefreshLua,
-		RedisClockWindow:        preludeLua + clockWindowLua,
-		RedisTokenBucket:        preludeLua + tokenBucketLua,
-		RedisSlidingWindow:      preludeLua + slidingWindowLua,
-		RedisSlidingLog:         preludeLua + slidingLogLua,
-		RedisGCRA:               preludeLua + gcraLua,
-		Leasing:                 preludeLua + leaseLua,
+	out := make(map[string]string, len(sources))
+	for k, v := range sources {
+		out[k] = v
 	}
+	return out
 }
-
-// respScripts are the same scripts for the resp decision path, hashed once.
-var respScripts = func() map[string]*resp.Script {
-	m := map[string]*resp.Script{}
-	for algo, src := range Scripts() {
-		m[algo] = resp.NewScript(src)
-	}
-	return m
-}()

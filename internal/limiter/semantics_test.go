@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -46,12 +47,12 @@ func TestFixedWindowsAdmitExactlyL(t *testing.T) {
 		algo    string
 		backend string // "mini", "real" or "" (local)
 	}{
-		{"fixed-window/miniredis", RedisFixedWindow, "mini"},
-		{"fixed-window-refresh/miniredis", RedisFixedWindowRefresh, "mini"},
-		{"clock-window/redis-server", RedisClockWindow, "real"},
-		{"clock-window/miniredis", RedisClockWindow, "mini"},
-		{"get-incr/miniredis", RedisGetIncr, "mini"},
-		{"local-fixed-window", LocalFixedWindow, ""},
+		{"fixed-window/miniredis", design.RedisFixedWindow, "mini"},
+		{"fixed-window-refresh/miniredis", design.RedisFixedWindowRefresh, "mini"},
+		{"clock-window/redis-server", design.RedisClockWindow, "real"},
+		{"clock-window/miniredis", design.RedisClockWindow, "mini"},
+		{"get-incr/miniredis", design.RedisGetIncr, "mini"},
+		{"local-fixed-window", design.LocalFixedWindow, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestFixedWindowsAdmitExactlyL(t *testing.T) {
 func TestFixedWindowRollsOnRealServer(t *testing.T) {
 	t.Parallel()
 	b := realBackend(t)
-	cfg := Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 4, Window: 400 * time.Millisecond}}
+	cfg := Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 4, Window: 400 * time.Millisecond}}
 	l := mustNew(t, cfg, b.client, nil)
 	if got := allowed(run(t, l, "bob", 6)); got != 4 {
 		t.Fatalf("first window allowed %d, want 4", got)
@@ -122,7 +123,7 @@ func TestFixedWindowRetryAfterNeverEarly(t *testing.T) {
 	t.Parallel()
 	b := realBackend(t)
 	// The three designs that take Retry-After from a key's expiry.
-	for _, alg := range []string{RedisFixedWindow, RedisFixedWindowRefresh, RedisGetIncr} {
+	for _, alg := range []string{design.RedisFixedWindow, design.RedisFixedWindowRefresh, design.RedisGetIncr} {
 		t.Run(alg, func(t *testing.T) {
 			t.Parallel()
 			l := mustNew(t, Config{Algorithm: alg, Limit: rate.Limit{Count: 2, Window: 150 * time.Millisecond}, Prefix: "exact:"}, b.client, nil)
@@ -160,8 +161,8 @@ func TestRefreshBugKeepsKeyAlive(t *testing.T) {
 	// even the buggy key expire; such a run proves nothing and is repeated.
 	for attempt := 0; ; attempt++ {
 		prefix := "refresh" + strconv.Itoa(attempt) + ":"
-		good := mustNew(t, Config{Algorithm: RedisFixedWindow, Limit: rate.Limit{Count: 2, Window: w}, Prefix: prefix}, b.client, nil)
-		badCfg := Config{Algorithm: RedisFixedWindowRefresh, Limit: rate.Limit{Count: 2, Window: w}, Prefix: prefix}
+		good := mustNew(t, Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 2, Window: w}, Prefix: prefix}, b.client, nil)
+		badCfg := Config{Algorithm: design.RedisFixedWindowRefresh, Limit: rate.Limit{Count: 2, Window: w}, Prefix: prefix}
 		bad := mustNew(t, badCfg, b.client, nil)
 		var goodN, badN int
 		var worstGap time.Duration
@@ -213,7 +214,7 @@ func TestRefreshBugKeepsKeyAlive(t *testing.T) {
 func TestTokenBucketCapacityAndRefill(t *testing.T) {
 	t.Parallel()
 	real := realBackend(t)
-	for _, algo := range []string{RedisTokenBucket, LocalTokenBucket} {
+	for _, algo := range []string{design.RedisTokenBucket, design.LocalTokenBucket} {
 		t.Run(algo, func(t *testing.T) {
 			// 10 per 100s refills one token every 10s; capacity 3. The
 			// real server's TTL (the time until the bucket is full) runs
@@ -260,7 +261,7 @@ func TestTokenBucketCapacityAndRefill(t *testing.T) {
 func TestSlidingWindowWeightedEstimate(t *testing.T) {
 	t.Parallel()
 	b := realBackend(t)
-	cfg := Config{Algorithm: RedisSlidingWindow, Limit: rate.Limit{Count: 10, Window: time.Second}}
+	cfg := Config{Algorithm: design.RedisSlidingWindow, Limit: rate.Limit{Count: 10, Window: time.Second}}
 	clock := newFakeClock(epoch.Add(500 * time.Millisecond))
 	l := mustNew(t, cfg, b.client, clock.Clock())
 	if got := allowed(run(t, l, "erin", 12)); got != 10 {
@@ -286,7 +287,7 @@ func TestSlidingWindowWeightedEstimate(t *testing.T) {
 func TestSlidingLogIsExact(t *testing.T) {
 	t.Parallel()
 	b := realBackend(t)
-	cfg := Config{Algorithm: RedisSlidingLog, Limit: rate.Limit{Count: 3, Window: time.Second}}
+	cfg := Config{Algorithm: design.RedisSlidingLog, Limit: rate.Limit{Count: 3, Window: time.Second}}
 	clock := newFakeClock(epoch)
 	l := mustNew(t, cfg, b.client, clock.Clock())
 	steps := []struct {
@@ -320,7 +321,7 @@ func TestSlidingLogIsExact(t *testing.T) {
 // TestLocalDesignsAreByLocal: the local designs decide in memory and say so.
 func TestLocalDesignsAreByLocal(t *testing.T) {
 	t.Parallel()
-	for _, algo := range []string{LocalFixedWindow, LocalTokenBucket} {
+	for _, algo := range []string{design.LocalFixedWindow, design.LocalTokenBucket} {
 		l := mustNew(t, Config{Algorithm: algo, Limit: rate.Limit{Count: 1, Window: time.Second}}, nil, nil)
 		for _, d := range run(t, l, "gina", 2) {
 			if d.By != decision.ByLocal {

@@ -10,9 +10,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -152,7 +152,7 @@ func (pl Plan) scenario(pattern string) (*scenario.Scenario, error) {
 		"redis": scenario.RedisEmbedded, "timeout": "1s", "clock_skew": p.Skew.String(),
 		"endpoints": []map[string]any{{"name": "default", "share": 1, "on_error": "closed"}},
 	}
-	if pl.Design == limiter.Leasing && p.Lease > 0 {
+	if d, ok := design.Lookup(pl.Design); ok && d.Accepts.Lease && p.Lease > 0 {
 		target["lease"] = map[string]any{"size": p.Lease}
 	}
 	if p.Capacity > 0 {

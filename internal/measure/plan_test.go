@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 )
 
@@ -20,7 +20,7 @@ func params(count int64, w time.Duration, gateways int) ceiling.Params {
 // the design: four times the theory's ceiling per window.
 func TestPlanCoversAWindow(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlan(limiter.RedisFixedWindow, params(5, 2*time.Second, 3), 0, DefaultBounds)
+	pl, err := NewPlan(design.RedisFixedWindow, params(5, 2*time.Second, 3), 0, DefaultBounds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,15 +46,15 @@ func TestPlanRefusesWhatCannotBeMeasured(t *testing.T) {
 		d      time.Duration
 		want   []string
 	}{
-		{"a million per second through 5000 gateways", params(1_000_000, time.Second, 5000), limiter.RedisFixedWindow, 0,
+		{"a million per second through 5000 gateways", params(1_000_000, time.Second, 5000), design.RedisFixedWindow, 0,
 			[]string{"decisions/s", "500/s has the same shape", "5000 gateways", "GiB of memory"}},
-		{"local counters multiply the rate", params(100, time.Second, 50), limiter.LocalFixedWindow, 0,
+		{"local counters multiply the rate", params(100, time.Second, 50), design.LocalFixedWindow, 0,
 			[]string{"10000 per 1s", "20000 decisions/s"}},
-		{"a window too long to wait for", params(100, time.Hour, 1), limiter.RedisFixedWindow, 0,
+		{"a window too long to wait for", params(100, time.Hour, 1), design.RedisFixedWindow, 0,
 			[]string{"whole 1h0m0s window", "at most 10m0s"}},
-		{"a run too long", params(10, time.Second, 1), limiter.RedisFixedWindow, 11 * time.Minute,
+		{"a run too long", params(10, time.Second, 1), design.RedisFixedWindow, 11 * time.Minute,
 			[]string{"11m0s", "at most 10m0s"}},
-		{"too many decisions", params(500, time.Second, 1), limiter.RedisFixedWindow, 10 * time.Minute,
+		{"too many decisions", params(500, time.Second, 1), design.RedisFixedWindow, 10 * time.Minute,
 			[]string{"1200000 decisions", "more than the 1000000"}},
 	}
 	for _, tt := range tests {
@@ -76,7 +76,7 @@ func TestPlanRefusesWhatCannotBeMeasured(t *testing.T) {
 		})
 	}
 	// A long window can still be measured over a shorter span, on request.
-	if _, err := NewPlan(limiter.RedisFixedWindow, params(100, time.Hour, 1), 5*time.Minute, DefaultBounds); err != nil {
+	if _, err := NewPlan(design.RedisFixedWindow, params(100, time.Hour, 1), 5*time.Minute, DefaultBounds); err != nil {
 		t.Errorf("a 5m span of a 1h window refused: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestPlanRefusesWhatCannotBeMeasured(t *testing.T) {
 // so, while the steady run still measures.
 func TestPlanSkipsAnUnanswerableBoundary(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlan(limiter.RedisFixedWindow, params(200, time.Second, 1), 0, DefaultBounds)
+	pl, err := NewPlan(design.RedisFixedWindow, params(200, time.Second, 1), 0, DefaultBounds)
 	if err != nil {
 		t.Fatal(err)
 	}

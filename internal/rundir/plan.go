@@ -9,7 +9,6 @@ import (
 	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/ceiling"
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
@@ -64,14 +63,8 @@ func designOf(sc *scenario.Scenario) *report.Design {
 	d := &report.Design{Kind: t.Kind, Gateways: t.Gateways, ClockSkewMs: float64(t.ClockSkew.Microseconds()) / 1000}
 	if t.Kind == scenario.KindSimulated {
 		d.Algorithm = t.Algorithm
-		switch t.Algorithm {
-		case limiter.LocalFixedWindow, limiter.LocalTokenBucket:
-			d.Clock = design.ClockGateway
-		case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh:
-			// The window is a key's expiry: Redis's clock alone.
-			d.Clock = design.ClockRedis
-		default:
-			d.Clock = limiter.Config{Algorithm: t.Algorithm, Clock: t.Clock}.EffectiveClock()
+		if dd, ok := design.Lookup(t.Algorithm); ok {
+			d.Clock = dd.Clock.Of(t.Clock)
 		}
 	}
 	for _, e := range t.Endpoints {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/score"
@@ -229,7 +229,7 @@ func soakSaved(t *testing.T, limit rate.Limit) Saved {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Saved{Name: "soak", Algorithm: limiter.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
+	return Saved{Name: "soak", Algorithm: design.RedisFixedWindow, Limit: limit, Thresholds: []threshold.Threshold{th}}
 }
 
 // saveRun saves h, scored with s, as a run directory of its own (history

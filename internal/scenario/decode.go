@@ -520,7 +520,7 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 	d.fields(n, path, map[string]func(*yaml.Node, string){
 		"kind":      d.enum(&t.Kind, "target kind", Kinds),
-		"algorithm": d.enum(&t.Algorithm, "algorithm", design.Algorithms),
+		"algorithm": d.enum(&t.Algorithm, "algorithm", design.Names()),
 		"gateways":  d.count(&t.Gateways, math.MaxUint16),
 		"redis":     d.str(&t.Redis),
 		"schema":    d.str(&t.Schema),

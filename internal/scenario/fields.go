@@ -217,19 +217,7 @@ var valueDocs = map[string]map[string]string{
 		KindHTTP:        "your real gateways, reached at target.urls; denials are the statuses in denied_status",
 		KindRedisScript: "your own Lua limiter (target.script), run by simulated gateways with EVALSHA",
 	},
-	"target.algorithm": {
-		"local-fixed-window":         "a counter per identity in each gateway's memory, reset each aligned window: N gateways admit up to N×L",
-		"local-token-bucket":         "a token bucket in each gateway's memory: N gateways, N buckets",
-		"redis-get-incr":             "GET, compare, then INCR (EXPIRE on the first) in separate round trips: the check-then-increment race",
-		"redis-fixed-window":         "one Lua script checks and increments atomically; the TTL is set once when the window opens, and re-asserted if missing",
-		"redis-fixed-window-refresh": "the TTL bug: the expiry is refreshed on every request, so the window never rolls while traffic continues",
-		"redis-clock-window":         "a key per window id built from a clock ({prefix}{id}:{floor(now/W)}); target.clock says whose",
-		"redis-token-bucket":         "a shared token bucket (a hash of tokens and timestamp) in one Lua script",
-		"redis-sliding-window":       "a sliding-window counter: the current and previous windows' counts, blended by weight",
-		"redis-sliding-log":          "an exact sliding log in a sorted set: never more than L in any window; memory grows with traffic",
-		"redis-gcra":                 "GCRA, the leaky bucket as a meter: one value (the theoretical arrival time) per identity",
-		"leasing":                    "each gateway spends a leased slice of the Redis budget locally and tops up in the background; a dead gateway strands its slice",
-	},
+	"target.algorithm": designSummaries(),
 	"target.clock": {
 		design.ClockGateway: "each gateway's own clock, offset by clock_skew, is passed to the script",
 		design.ClockRedis:   "the script reads Redis TIME: one clock decides for every gateway",
@@ -281,4 +269,13 @@ var valueDocs = map[string]map[string]string{
 		design.FaultRedisStall:   "http only, with --allow-faults: the deployment's Redis is paused (CLIENT PAUSE for mode) for for, a server-side stall every gateway feels; Redis 6.2 or newer",
 		design.FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
 	},
+}
+
+// designSummaries is each design's line, as package design registers it.
+func designSummaries() map[string]string {
+	m := map[string]string{}
+	for _, d := range design.All() {
+		m[d.Name] = d.Summary
+	}
+	return m
 }

@@ -103,7 +103,7 @@ type Scenario struct {
 // Target says what the traffic is fired at.
 type Target struct {
 	Kind string // simulated | http | redis-script
-	// Algorithm is a design.Algorithms name (simulated only).
+	// Algorithm is a design's name (design.Names; simulated only).
 	Algorithm string
 	// Gateways is how many gateways share the limit. For http it is the
 	// number of URLs.

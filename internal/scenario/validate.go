@@ -76,7 +76,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if t.Prefix == "" && t.Kind == KindSimulated && lines["target.prefix"] == 0 {
 		t.Prefix = DefaultPrefix
 	}
-	if t.Algorithm == design.Leasing && lines["target.lease.refill_below"] == 0 {
+	if designOf(t.Algorithm).Accepts.Lease && lines["target.lease.refill_below"] == 0 {
 		t.Lease.RefillBelow = DefaultRefillBelow
 	}
 	if lines["target.endpoints"] == 0 {
@@ -214,7 +214,7 @@ func (d *decoder) validate(sc *Scenario) {
 	switch known {
 	case KindSimulated:
 		if !set("target.algorithm") {
-			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Algorithms, ", "))
+			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Names(), ", "))
 		}
 	case KindHTTP:
 		if len(t.URLs) == 0 {
@@ -291,7 +291,7 @@ func (d *decoder) validate(sc *Scenario) {
 		switch {
 		case t.Kind == KindHTTP:
 			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an http target's Redis is its own")
-		case t.Kind == KindSimulated && slices.Contains([]string{design.LocalFixedWindow, design.LocalTokenBucket}, t.Algorithm):
+		case t.Kind == KindSimulated && designOf(t.Algorithm).State == design.StateLocal:
 			bad("requires", "cluster needs a design that keeps its state in Redis; %s keeps it in each gateway's memory", t.Algorithm)
 		}
 	}
@@ -308,13 +308,13 @@ func (d *decoder) validate(sc *Scenario) {
 	if t.Gateways < 1 {
 		bad("target.gateways", "need at least one gateway")
 	}
-	if set("target.lease") && t.Algorithm != design.Leasing {
+	if set("target.lease") && !designOf(t.Algorithm).Accepts.Lease {
 		bad("target.lease", "applies to the leasing algorithm only")
 	}
 	if rb := t.Lease.RefillBelow; rb < 0 || rb >= 1 {
 		bad("target.lease.refill_below", "want a fraction from 0 to below 1, got %v", rb)
 	}
-	if set("target.pause") && t.Algorithm != design.RedisGetIncr {
+	if set("target.pause") && !designOf(t.Algorithm).Accepts.Pause {
 		bad("target.pause", "applies to redis-get-incr only")
 	}
 	if t.Timeout <= 0 {

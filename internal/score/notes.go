@@ -49,11 +49,13 @@ func findings(c Claim, f Facts, v Verdict, checked []string) []string {
 	if v, ok := m[metric.BoundaryAllowed]; ok && v > L {
 		out = append(out, fmt.Sprintf("%s admitted in a short span around a window boundary: L at the end of one window and L at the start of the next", textfmt.Num(v)))
 	}
-	switch c.Algorithm {
-	case design.RedisTokenBucket, design.LocalTokenBucket, design.RedisGCRA:
-		out = append(out, bucketNote(c, m))
-	case design.RedisFixedWindowRefresh:
-		out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
+	if d, ok := design.Lookup(c.Algorithm); ok {
+		switch d.Note {
+		case design.NoteBucket:
+			out = append(out, bucketNote(c, m))
+		case design.NoteTTLRefresh:
+			out = append(out, "the expiry is refreshed on every request: under continuous traffic the window never rolls and a busy caller stays locked out")
+		}
 	}
 	if v := m[metric.FailOpen]; v > 0 {
 		out = append(out, fmt.Sprintf("%s admitted with no limit while Redis failed (fail-open)", textfmt.Count(v, "request")))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -25,7 +26,7 @@ func TestSharedRedisRunTouchesOnlyItsOwnKeys(t *testing.T) {
 	ctx := context.Background()
 	foreign := redistest.SeedForeign(t, c)
 	// The very names the designs below would use without a namespace.
-	lc := limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: rate.Limit{Count: 20, Window: time.Second}, Prefix: "rl:"}
+	lc := limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 20, Window: time.Second}, Prefix: "rl:"}
 	var lookalikes []string
 	for _, id := range []string{"user-0", "user-1"} {
 		lookalikes = append(lookalikes, limiter.Keys(lc, id, time.Now())...)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/ceiling"
-	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -70,7 +70,7 @@ traffic:
 				// while every request pushes the expiry on (the lockout
 				// its theory names), so the first request and the burst's
 				// admissions can fall in no one window.
-				lockout := pattern == "boundary" && th.Design == limiter.RedisFixedWindowRefresh
+				lockout := pattern == "boundary" && th.Design == design.RedisFixedWindowRefresh
 				if hi < float64(l.Count) && !lockout {
 					t.Errorf("%s: overloaded, yet at most %g admitted in any window; L = %d", pattern, hi, l.Count)
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
@@ -75,7 +76,7 @@ func TestHTTPTargetMeasuresRealGateway(t *testing.T) {
 	set, err := gateway.New(context.Background(), gateway.Options{
 		N: 2,
 		// Redis TIME decides, so the gateway can say when.
-		Limiter: limiter.Config{Algorithm: limiter.RedisClockWindow, Limit: l, Prefix: "rl:", Clock: limiter.ClockRedis},
+		Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: l, Prefix: "rl:", Clock: limiter.ClockRedis},
 		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1,
 			Policy: limiter.Policy{OnError: "closed", Timeout: time.Second}}},
 		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
@@ -169,7 +170,7 @@ limit: 10/1s
 target: {kind: simulated, algorithm: %[1]s, gateways: 5, redis: %[2]q, timeout: 1s}
 traffic: {rate: 200/s, duration: 2.5s}
 `
-	log := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisSlidingLog, srv.URL())))
+	log := run(t, parse(t, fmt.Sprintf(doc, design.RedisSlidingLog, srv.URL())))
 	if c := measured(t, log, metric.Ceiling); c > 10 {
 		t.Errorf("sliding log: ceiling %g; want at most 10", c)
 	}
@@ -182,7 +183,7 @@ traffic: {rate: 200/s, duration: 2.5s}
 	if notes := strings.Join(log.Report.Notes, "\n"); !regexp.MustCompile(`log held ([1-9]|10) entries`).MatchString(notes) {
 		t.Errorf("sliding log: no note on the log's size (1 to 10 entries per identity at the end of an overloaded run):\n%s", notes)
 	}
-	fw := run(t, parse(t, fmt.Sprintf(doc, limiter.RedisFixedWindow, srv.URL())))
+	fw := run(t, parse(t, fmt.Sprintf(doc, design.RedisFixedWindow, srv.URL())))
 	if c := measured(t, fw, metric.Ceiling); c > 20 {
 		t.Errorf("fixed window: ceiling %g; want at most 2L = 20", c)
 	}
@@ -368,7 +369,7 @@ func TestHTTPSGatewayWithPrivateCA(t *testing.T) {
 	srv := redistest.Start(t)
 	l := rate.Limit{Count: 10, Window: time.Second}
 	set, err := gateway.New(context.Background(), gateway.Options{
-		N: 1, Limiter: limiter.Config{Algorithm: limiter.RedisFixedWindow, Limit: l, Prefix: "rl:"},
+		N: 1, Limiter: limiter.Config{Algorithm: design.RedisFixedWindow, Limit: l, Prefix: "rl:"},
 		// Redis decides every request, however busy the machine.
 		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1, Policy: limiter.Policy{OnError: "closed", Timeout: time.Second}}},
 		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) },
@@ -427,7 +428,7 @@ limit: 10/1s
 target: {kind: simulated, algorithm: %s, gateways: 5, redis: %q, timeout: 1s}
 traffic: {rate: 100000/s, duration: 300ms, workers: 2}
 max_error_rate: 1   # the overload is the test: most of the plan is dropped
-`, limiter.RedisFixedWindow, srv.URL())))
+`, design.RedisFixedWindow, srv.URL())))
 	requests, dropped := measured(t, out, metric.Requests), measured(t, out, metric.Dropped)
 	sent := measured(t, out, metric.Allowed) + measured(t, out, metric.Denied) + measured(t, out, metric.Errors)
 	if requests != 30000 || dropped == 0 || sent+dropped != requests {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/keyspace"
@@ -265,16 +266,14 @@ func lost(had, has counts, window time.Duration) map[string]int64 {
 
 // counterOf is the SCAN pattern of lc's counters and whether each is a
 // string counter or a sorted set (the sliding log, one entry per
-// admission); ok is false for a design whose state is not a count.
+// admission), as its design's counter reader says; ok is false for a
+// design whose state is not a count.
 func counterOf(lc limiter.Config) (pattern string, zset, ok bool) {
-	switch lc.Algorithm {
-	case limiter.RedisGetIncr, limiter.RedisFixedWindow, limiter.RedisFixedWindowRefresh,
-		limiter.RedisClockWindow, limiter.RedisSlidingWindow:
-		return limiter.KeyPattern(lc), false, true
-	case limiter.RedisSlidingLog:
-		return limiter.KeyPattern(lc), true, true
+	d, known := design.Lookup(lc.Algorithm)
+	if !known || (d.Counter != design.StringCounter && d.Counter != design.LogCounter) {
+		return "", false, false
 	}
-	return "", false, false
+	return limiter.KeyPattern(lc), d.Counter == design.LogCounter, true
 }
 
 // counterTimeout bounds one reading of the counters.

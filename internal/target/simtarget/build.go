@@ -70,7 +70,7 @@ func build(ctx context.Context, s target.Spec) (_ *target.Built, err error) {
 				return nil, err
 			}
 		}
-		if lc.Algorithm == limiter.RedisSlidingLog {
+		if dd, ok := design.Lookup(lc.Algorithm); ok && dd.Keys.Value == design.ValueLog {
 			b.OnFinish(func(ctx context.Context, h *history.History, f *target.Finished) {
 				f.Notes = append(f.Notes, logMemoryNote(ctx, cfg, lc, s, h.Meta.Identities)...)
 			})
@@ -89,7 +89,7 @@ func build(ctx context.Context, s target.Spec) (_ *target.Built, err error) {
 			b.Hooks = append(b.Hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) { set.Down(ctx, gw, hold) }})
 		}
 	}
-	if lc.Algorithm == limiter.Leasing {
+	if dd, ok := design.Lookup(lc.Algorithm); ok && dd.State == design.StateLease {
 		b.OnFinish(func(_ context.Context, _ *history.History, f *target.Finished) {
 			if f.Extra == nil {
 				f.Extra = map[string]float64{}

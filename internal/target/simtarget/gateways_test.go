@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
@@ -20,7 +21,7 @@ import (
 func TestOpenGatewaysSharesOneLimitAndOutlivesCtx(t *testing.T) {
 	t.Parallel()
 	sc := &scenario.Scenario{Limit: rate.Limit{Count: 3, Window: time.Hour}, Target: scenario.Target{
-		Kind: scenario.KindSimulated, Algorithm: limiter.RedisFixedWindow, Gateways: 3, Timeout: time.Second,
+		Kind: scenario.KindSimulated, Algorithm: design.RedisFixedWindow, Gateways: 3, Timeout: time.Second,
 		Endpoints: []scenario.Endpoint{
 			{Name: "login", Share: 0.5, OnError: limiter.OnErrorClosed, OnFailover: limiter.OnFailoverTrust},
 			{Name: "feed", Share: 0.5, OnError: limiter.OnErrorClosed, OnFailover: limiter.OnFailoverTrust},
@@ -65,7 +66,7 @@ func TestOpenGatewaysSharesOneLimitAndOutlivesCtx(t *testing.T) {
 func TestOpenGatewaysLocalDesignOpensNoRedis(t *testing.T) {
 	t.Parallel()
 	sc := &scenario.Scenario{Limit: rate.Limit{Count: 1, Window: time.Hour}, Target: scenario.Target{
-		Kind: scenario.KindSimulated, Algorithm: limiter.LocalFixedWindow, Gateways: 1,
+		Kind: scenario.KindSimulated, Algorithm: design.LocalFixedWindow, Gateways: 1,
 		Endpoints: []scenario.Endpoint{{Name: "default", Share: 1, OnError: limiter.OnErrorClosed}},
 	}}
 	set, stop, err := OpenGateways(context.Background(), target.SpecOf(sc, "redis://127.0.0.1:1"))

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -24,7 +25,7 @@ func TestLocalGateways(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_764_000_000_000)
 	set, err := gateway.New(context.Background(), gateway.Options{N: 2,
-		Limiter: limiter.Config{Algorithm: limiter.LocalFixedWindow, Limit: rate.Limit{Count: 2, Window: time.Hour}},
+		Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: rate.Limit{Count: 2, Window: time.Hour}},
 		Now:     func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestRedisGatewaysWarmAndClose(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	set, err := gateway.New(context.Background(), gateway.Options{N: 2,
-		Limiter:   limiter.Config{Algorithm: limiter.RedisClockWindow, Limit: rate.Limit{Count: 5, Window: time.Hour}, Clock: limiter.ClockRedis},
+		Limiter:   limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: 5, Window: time.Hour}, Clock: limiter.ClockRedis},
 		NewClient: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr}) }})
 	if err != nil {
 		t.Fatal(err)
