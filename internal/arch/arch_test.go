@@ -82,7 +82,8 @@ var allowed = map[string][]string{
 	"internal/fault/toxiproxy": {"internal/exitcode"},
 	"internal/fault/deploy":    {"internal/exitcode", "internal/fault", "internal/keyspace", "internal/redisconn"},
 	// An independent gateway around third-party limiters, for tests only.
-	"internal/redistest/thirdgw": {},
+	"internal/redistest/thirdgw":  {},
+	"internal/redistest/toxitest": {"internal/redistest"},
 }
 
 // debts are arrows that exist and should not: each names what removing

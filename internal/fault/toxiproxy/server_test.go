@@ -6,54 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	toxiserver "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 
 	"github.com/rlctl/rlctl/internal/fault/toxiproxy"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/redistest/toxitest"
 )
 
-// A real Toxiproxy server, from its own Go module, runs in the test
-// binary: one for all tests (its API server cannot be stopped), each test
-// with proxies of its own.
-var (
-	serverOnce sync.Once
-	serverAPI  string
-	serverErr  error
-)
-
-func toxiAPI(t *testing.T) string {
-	t.Helper()
-	serverOnce.Do(func() {
-		port := redistest.FreePort(t)
-		srv := toxiserver.NewServer(toxiserver.NewMetricsContainer(nil), zerolog.Nop())
-		go srv.Listen("127.0.0.1", strconv.Itoa(port))
-		serverAPI = fmt.Sprintf("http://127.0.0.1:%d", port)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			resp, err := http.Get(serverAPI + "/version")
-			if err == nil {
-				resp.Body.Close()
-				return
-			}
-			if time.Now().After(deadline) {
-				serverErr = fmt.Errorf("toxiproxy never answered on %s: %w", serverAPI, err)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	if serverErr != nil {
-		t.Fatal(serverErr)
-	}
-	return serverAPI
-}
+// toxiAPI is the test binary's real Toxiproxy (see toxitest).
+func toxiAPI(t *testing.T) string { return toxitest.API(t) }
 
 // setup is a real redis-server behind a Toxiproxy proxy of the test's own.
 type setup struct {

@@ -26,11 +26,14 @@ func TestEveryScenarioKindIsRegistered(t *testing.T) {
 // field.
 func TestChecksComeFromTheKinds(t *testing.T) {
 	c := target.Checks()
-	if c.URL == nil || c.Source == nil || c.Template == nil || c.Allowed == nil || c.RetryAfter == nil || c.Replicates == nil {
+	if c.URL == nil || c.Source == nil || c.Template == nil || c.Allowed == nil || c.RetryAfter == nil || c.Replicates == nil || c.Schema == nil {
 		t.Fatalf("a kind's check is missing: %+v", c)
 	}
 	if err := c.URL("ftp://example.com"); err == nil {
 		t.Error("an ftp URL passed the http kind's check")
+	}
+	if err := c.Schema("no-such-layout"); err == nil {
+		t.Error("an unknown key layout passed the http kind's check")
 	}
 	if err := c.Allowed("== "); err == nil {
 		t.Error("an empty reply rule passed the redis-script kind's check")

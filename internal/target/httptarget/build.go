@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/traffic"
@@ -26,6 +27,10 @@ func init() {
 			c.URL = CheckURL
 			c.Source = func(prefix string, n int) error {
 				_, err := SourceAddrs(prefix, n)
+				return err
+			}
+			c.Schema = func(name string) error {
+				_, err := keyspace.NewRegistry(keyspace.Params{}).Lookup(name)
 				return err
 			}
 		},

@@ -273,14 +273,19 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 	if err != nil {
 		return
 	}
+	lost, compared := lostCounts(before, after)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !compared {
+		d.notes = append(d.notes, fmt.Sprintf("counts_lost is not measured: the %s layout's counters are not counts that can be compared across the failover (a bucket's or GCRA's state refills by itself, or a window rolled over)", d.schema.Name))
+		return
+	}
 	d.lostRead = true
 	if d.lost == nil {
 		d.lost = map[string]float64{}
 	}
-	for k, lost := range lostCounts(before, after) {
-		d.lost[k] += float64(lost)
+	for k, n := range lost {
+		d.lost[k] += float64(n)
 	}
 }
 
@@ -317,9 +322,10 @@ func hashTag(key string) string {
 // lostCounts is, by identity, how much of its counter before the failover
 // the counter after lacks, for counters that are counts (windows, logs)
 // read from the same key both times: a window that rolled over in between
-// was not lost, and a bucket's or GCRA's state refills by itself.
-func lostCounts(before, after *keyspace.Counts) map[string]int64 {
-	out := map[string]int64{}
+// was not lost, and a bucket's or GCRA's state refills by itself;
+// compared says whether any identity's counter could be compared.
+func lostCounts(before, after *keyspace.Counts) (lost map[string]int64, compared bool) {
+	lost = map[string]int64{}
 	for _, b := range before.Counts {
 		if !b.Known || (b.Kind != keyspace.CountWindow && b.Kind != keyspace.CountLog) {
 			continue
@@ -328,11 +334,12 @@ func lostCounts(before, after *keyspace.Counts) map[string]int64 {
 		if !ok || !a.Known || (a.Key != "" && a.Key != b.Key) {
 			continue
 		}
+		compared = true
 		if n := b.Used - a.Used; n > 0 {
-			out[b.ID] = n
+			lost[b.ID] = n
 		}
 	}
-	return out
+	return lost, compared
 }
 
 // finish records each election into h, as a simulated run's is, reads the

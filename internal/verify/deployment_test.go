@@ -1,0 +1,242 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/redistest/thirdgw"
+)
+
+// The tests in this file run rlctl against a deployment it did not write:
+// an independent gateway around a third-party limiter library, on its own
+// go-redis client, with rlctl acting on that gateway's Redis only as the
+// command line allows.
+
+// deploymentScenario is an http target at url whose gateways keep their
+// counters in redisURL under schema, with faults (YAML lines, indented).
+func deploymentScenario(url, redisURL, schema, limit, duration, faults string) string {
+	doc := fmt.Sprintf(`name: deployment
+limit: %s
+max_error_rate: 1
+target:
+  kind: http
+  urls: [%s]
+  identity: {header: X-API-Key}
+  request_timeout: 2s
+  redis: %s
+  schema: %s
+traffic:
+  rate: 200/s
+  duration: %s
+  identities: 3
+`, limit, url, redisURL, schema, duration)
+	if faults != "" {
+		doc += "faults:\n" + faults
+	}
+	return doc
+}
+
+// gatewayLog is a thirdgw gateway's own log as the ground-truth checks
+// read it.
+func gatewayLog(g *thirdgw.Gateway) *decisionLog {
+	l := &decisionLog{}
+	for _, d := range g.Log() {
+		e := logEntry{id: d.ID, at: d.At, outcome: "error"}
+		switch {
+		case d.Err != "":
+		case d.Allowed:
+			e.outcome = "allowed"
+		case d.Status == 429:
+			e.outcome, e.retry = "denied", true
+		}
+		l.add(e)
+	}
+	return l
+}
+
+// Each fault on a deployment rlctl did not start needs its flag on the
+// command line: without it the scenario is refused before any request
+// (exit 2, naming the flag), whatever the file says.
+func TestDeploymentFaultsNeedTheirFlag(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	g := thirdgw.Start(t, thirdgw.Options{Client: srv.Client(t), Library: thirdgw.RedisRate, Limit: 10, Window: time.Second})
+	sentinelURL := "redis+sentinel://127.0.0.1:1/mymaster"
+	for _, tt := range []struct {
+		fault, redis, flag string
+		toxiproxy          bool
+	}{
+		{"failover", sentinelURL, "--allow-failover", false},
+		{"redis-stall\n    for: 200ms", srv.URL(), "--allow-faults", false},
+		{"redis-reset", srv.URL(), "--allow-faults", false},
+		{"redis-down\n    for: 200ms", srv.URL(), "--allow-faults", true},
+	} {
+		doc := deploymentScenario(g.URL, tt.redis, "go-redis-rate", "10/1s", "1s", "  - at: 500ms\n    action: "+tt.fault+"\n")
+		if tt.toxiproxy {
+			doc = strings.Replace(doc, "  schema:", "  toxiproxy: {api: http://127.0.0.1:1, proxy: redis}\n  schema:", 1)
+		}
+		_, err := Run(t.Context(), parse(t, doc), Options{})
+		if exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), tt.flag) {
+			t.Errorf("%s without %s: %v (exit %d); want a usage error naming the flag", strings.Fields(tt.fault)[0], tt.flag, err, exitcode.Of(err))
+		}
+	}
+	if n := len(g.Log()); n != 0 {
+		t.Errorf("the gateway decided %d requests: a refused scenario sent traffic", n)
+	}
+}
+
+// A limiter that counts denied requests (ulule/limiter's fixed window:
+// INCR first, compare after) holds more than rlctl saw admitted, and
+// counter_drift says by how much; GCRA (go-redis/redis_rate) counts only
+// what it admits. Both run on a real redis-server that also holds another
+// application's keys, through a redis-stall and a redis-reset rlctl
+// applies with --allow-faults, and every foreign key is byte-identical
+// afterwards.
+func TestCounterDriftAndFaultsOnAStandaloneDeployment(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		lib    thirdgw.Library
+		schema string
+		drift  bool
+	}{
+		{thirdgw.Ulule, "ulule-limiter", true},
+		{thirdgw.RedisRate, "go-redis-rate", false},
+	} {
+		t.Run(string(tt.lib), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			c := srv.Client(t)
+			foreign := redistest.SeedForeign(t, c)
+			g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: tt.lib, Limit: 20, Window: time.Hour})
+			faults := "  - {at: 500ms, for: 300ms, action: redis-stall}\n"
+			out, err := Run(t.Context(), parse(t, deploymentScenario(g.URL, srv.URL(), tt.schema, "20/1h", "1500ms", faults)), Options{AllowFaults: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			drift := measured(t, out, metric.CounterDrift)
+			if tt.drift != (drift > 0) {
+				t.Errorf("counter_drift %g; the library counts denied requests: %v", drift, tt.drift)
+			}
+			stats, err := c.Info(context.Background(), "commandstats").Result()
+			if err != nil || !strings.Contains(stats, "cmdstat_client|pause:calls=1") {
+				t.Errorf("the stall was not applied: %v", err)
+			}
+			foreign.AssertUnchanged(t, c)
+			// With redis-reset, the run identities' keys are gone and
+			// nothing else is.
+			faults = "  - {at: 800ms, action: redis-reset}\n"
+			if _, err := Run(t.Context(), parse(t, deploymentScenario(g.URL, srv.URL(), tt.schema, "20/1h", "1s", faults)), Options{AllowFaults: true}); err != nil {
+				t.Fatal(err)
+			}
+			foreign.AssertUnchanged(t, c)
+		})
+	}
+}
+
+// A failover rlctl applies to the deployment of an independent gateway
+// (go-redis/redis_rate behind go-redis's FailoverClient on a Sentinel it
+// started itself) is seen from both sides: the election is in the history
+// and its figures in the report, the gateway's own log lies within rlctl's
+// ceilings, and the Redis's other keys are byte-identical on the new
+// primary.
+func TestFailoverOfAnHTTPTargetsSentinel(t *testing.T) {
+	t.Parallel()
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 1, Sentinels: 3})
+	var addrs []string
+	for _, s := range d.Sentinels {
+		addrs = append(addrs, s.Addr)
+	}
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: d.MasterName, SentinelAddrs: addrs})
+	t.Cleanup(func() { c.Close() })
+	seeded := redistest.SeedForeign(t, c)
+	// The keys are compared on the replica the failover promotes, as it
+	// holds them (a replica's encoding of a value may differ from its
+	// primary's, byte for byte).
+	if err := c.Do(t.Context(), "WAIT", 1, 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := redisconn.Parse(redisconn.Options{URL: d.URL(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := cfg.SentinelShard(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := redis.NewClient(&redis.Options{Addr: sh.Replicas[0]})
+	t.Cleanup(func() { replica.Close() })
+	foreign := redistest.TakeSnapshot(t, replica, seeded.Keys()...)
+	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.RedisRate, Limit: 20, Window: time.Second, FailOpen: true})
+	faults := "  - {at: 1s, action: failover}\n"
+	sc := parse(t, deploymentScenario(g.URL, d.URL(), "go-redis-rate", "20/1s", "4s", faults))
+	out, err := Run(t.Context(), sc, Options{AllowFailover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := out.History.Meta.Faults[0]
+	if f.Action != design.FaultFailover || f.Stopped == 0 || f.Answered <= f.Stopped {
+		t.Fatalf("the election was not recorded: %+v; notes %q", f, out.Report.Notes)
+	}
+	if _, ok := out.Report.Result.Metrics[metric.ElectionMs]; !ok {
+		t.Errorf("no %s for a failover of an http target's Redis", metric.ElectionMs)
+	}
+	checkAgainstLog(t, out, gatewayLog(g), time.Second)
+	foreign.AssertUnchanged(t, c)
+}
+
+// On a Cluster, the failover acts on the shard holding the run
+// identities' counters (CLUSTER FAILOVER on its replica): ulule/limiter's
+// gateway behind go-redis's ClusterClient follows it, the election is in
+// the history, the gateway's log lies within rlctl's ceilings, and
+// counts_lost is read through ulule's layout: the counts the gateway's log
+// admitted in the current window, minus what the new primary holds, are
+// at least what rlctl found lost (a graceful failover loses none).
+func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
+	t.Parallel()
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Cluster: true, ClusterReplicas: 1})
+	var addrs []string
+	for _, s := range d.Servers {
+		addrs = append(addrs, s.Addr)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { c.Close() })
+	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.Ulule, Limit: 100, Window: time.Hour, FailOpen: true})
+	faults := "  - {at: 1s, action: failover}\n"
+	sc := parse(t, deploymentScenario(g.URL, d.URL(), "ulule-limiter", "100/1h", "3s", faults))
+	out, err := Run(t.Context(), sc, Options{AllowFailover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := out.History.Meta.Faults[0]
+	if f.Stopped == 0 || f.Answered <= f.Stopped || f.Shard == "" {
+		t.Fatalf("the election was not recorded: %+v; notes %q", f, out.Report.Notes)
+	}
+	checkAgainstLog(t, out, gatewayLog(g), time.Hour)
+	lost, ok := out.Report.Result.Metrics[metric.CountsLost]
+	if !ok {
+		t.Fatalf("no counts_lost; notes %q", out.Report.Notes)
+	}
+	var held int64
+	for _, id := range out.History.Meta.Identities {
+		n, err := c.Get(t.Context(), "limiter:"+id).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += n
+	}
+	requested := int64(len(g.Log())) // ulule counts every request, denied or not
+	if lost < 0 || float64(requested-held) < lost {
+		t.Errorf("counts_lost %g; the gateways were asked %d times and the new primary holds %d", lost, requested, held)
+	}
+	t.Logf("counts_lost %g, requested %d, held %d, election %s..%s", lost, requested, held, f.Stopped, f.Answered)
+}
