@@ -202,6 +202,14 @@ func (d *decoder) validate(sc *Scenario) {
 		bad("shows", "flaw: name the thresholds that demonstrate the flaw (like boundary_allowed > limit); a scenario without thresholds claims its published cap, ceiling <= limit")
 	}
 
+	validateTarget(d, sc, bad, set)
+	validateTraffic(d, sc, bad, set)
+	validateFaults(d, sc, bad, set)
+}
+
+// validateTarget checks the target section: what its kind needs and
+// refuses, its Redis, endpoints and policies.
+func validateTarget(d *decoder, sc *Scenario, bad func(path, format string, args ...any), set func(string) bool) {
 	t := &sc.Target
 	// A kind that failed to decode stands as the default, simulated: what
 	// depends on the kind would be reasoned from that guess (https read as
@@ -211,59 +219,7 @@ func (d *decoder) validate(sc *Scenario) {
 	if d.failed["target.kind"] {
 		known = ""
 	}
-	switch known {
-	case KindSimulated:
-		if !set("target.algorithm") {
-			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Names(), ", "))
-		}
-	case KindHTTP:
-		if len(t.URLs) == 0 {
-			bad("target.urls", "an http target needs urls")
-		}
-		for i, u := range t.URLs {
-			if err := check1(d.checks.URL, u); err != nil {
-				bad(index("target.urls", i), "%v", err)
-			}
-		}
-		if t.Identity.Header != "" && t.Identity.Query != "" {
-			bad("target.identity", "give header or query, not both")
-		} else if t.Identity == (Identity{}) && !t.carriesID() {
-			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
-		}
-		if c := d.checks.Source; c != nil && t.Identity.Source != "" {
-			if err := c(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
-				bad("target.identity", "source: %v", err)
-			}
-		}
-		if set("target.gateways") && t.Gateways != len(t.URLs) {
-			bad("target.gateways", "an http target has one gateway per URL (%d), got %d", len(t.URLs), t.Gateways)
-		}
-	case KindRedisScript:
-		if t.Script == "" {
-			bad("target.script", "a redis-script target needs script (a Lua file, relative to this file)")
-		}
-		if len(t.Keys) == 0 {
-			bad("target.keys", "a redis-script target needs keys, like [\"rl:{id}\"]")
-		}
-		for _, f := range []struct {
-			field string
-			list  []string
-		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
-			for _, tp := range f.list {
-				if err := check1(d.checks.Template, tp); err != nil {
-					bad(f.field, "%q: %v", tp, err)
-				}
-			}
-		}
-		if !set("target.allowed") {
-			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if err := check1(d.checks.Allowed, t.Allowed); err != nil {
-			bad("target.allowed", "%v", err)
-		}
-		if err := check1(d.checks.RetryAfter, t.RetryAfter); err != nil {
-			bad("target.retry_after", "%v", err)
-		}
-	}
+	validateKind(d, sc, known, bad, set)
 	onlyFor := func(field, kind string) {
 		if set(field) && known != "" && t.Kind != kind {
 			bad(field, "applies to %s targets only, not %s", kind, t.Kind)
@@ -330,40 +286,14 @@ func (d *decoder) validate(sc *Scenario) {
 	}
 	checkReplicate(t, d.checks.Replicates, set, bad)
 
-	if len(t.Endpoints) == 0 {
-		bad("target.endpoints", "need at least one endpoint")
-	}
-	if len(t.Endpoints) > math.MaxUint8 {
-		bad("target.endpoints", "at most %d endpoints", math.MaxUint8)
-	}
-	names := map[string]bool{}
-	var sum float64
-	for i, e := range t.Endpoints {
-		p := index("target.endpoints", i)
-		if e.Name == "" {
-			bad(p+".name", "missing: every endpoint needs a name")
-		} else if names[e.Name] {
-			bad(p+".name", "endpoint %q given twice", e.Name)
-		}
-		names[e.Name] = true
-		if e.Share <= 0 || e.Share > 1 {
-			bad(p+".share", "want a share above 0 and at most 1, got %v", e.Share)
-		}
-		sum += e.Share
-		if e.OnError == design.OnErrorLocal && e.Local.IsZero() {
-			bad(p+".local", "on_error: local needs local, the smaller per-gateway allowance, like 5/1s")
-		}
-		if !e.Local.IsZero() && e.OnError != design.OnErrorLocal {
-			bad(p+".local", "applies with on_error: local only")
-		}
-		if e.Timeout <= 0 {
-			bad(p+".timeout", "must be positive")
-		}
-	}
-	if len(t.Endpoints) > 0 && math.Abs(sum-1) > 1e-6 {
-		bad("target.endpoints", "shares sum to %v, want 1", sum)
-	}
+	validateEndpoints(t, bad)
 
+}
+
+// validateTraffic checks the traffic section: its bounds, pattern and
+// model, and what they need of the target.
+func validateTraffic(d *decoder, sc *Scenario, bad func(path, format string, args ...any), set func(string) bool) {
+	t := &sc.Target
 	tr := &sc.Traffic
 	if tr.Duration <= 0 {
 		bad("traffic.duration", "must be positive: every run is bounded in time")
@@ -433,6 +363,12 @@ func (d *decoder) validate(sc *Scenario) {
 		bad("traffic.concurrency", "must be at least 1")
 	}
 
+}
+
+// validateFaults checks each fault: when it happens, what it needs of the
+// target and the fields that apply to its action.
+func validateFaults(d *decoder, sc *Scenario, bad func(path, format string, args ...any), set func(string) bool) {
+	t, tr := &sc.Target, &sc.Traffic
 	for i, f := range sc.Faults {
 		p := index("faults", i)
 		if f.Action == "" {
@@ -610,4 +546,103 @@ func check1(check func(string) error, v string) error {
 		return nil
 	}
 	return check(v)
+}
+
+// validateKind checks what the target's own kind needs: a simulated
+// target's algorithm, an http target's URLs and identity, a redis-script
+// target's script, keys and reply rule. known is "" when the kind did not
+// decode.
+func validateKind(d *decoder, sc *Scenario, known string, bad func(path, format string, args ...any), set func(string) bool) {
+	t := &sc.Target
+	switch known {
+	case KindSimulated:
+		if !set("target.algorithm") {
+			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Names(), ", "))
+		}
+	case KindHTTP:
+		if len(t.URLs) == 0 {
+			bad("target.urls", "an http target needs urls")
+		}
+		for i, u := range t.URLs {
+			if err := check1(d.checks.URL, u); err != nil {
+				bad(index("target.urls", i), "%v", err)
+			}
+		}
+		if t.Identity.Header != "" && t.Identity.Query != "" {
+			bad("target.identity", "give header or query, not both")
+		} else if t.Identity == (Identity{}) && !t.carriesID() {
+			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
+		}
+		if c := d.checks.Source; c != nil && t.Identity.Source != "" {
+			if err := c(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
+				bad("target.identity", "source: %v", err)
+			}
+		}
+		if set("target.gateways") && t.Gateways != len(t.URLs) {
+			bad("target.gateways", "an http target has one gateway per URL (%d), got %d", len(t.URLs), t.Gateways)
+		}
+	case KindRedisScript:
+		if t.Script == "" {
+			bad("target.script", "a redis-script target needs script (a Lua file, relative to this file)")
+		}
+		if len(t.Keys) == 0 {
+			bad("target.keys", "a redis-script target needs keys, like [\"rl:{id}\"]")
+		}
+		for _, f := range []struct {
+			field string
+			list  []string
+		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
+			for _, tp := range f.list {
+				if err := check1(d.checks.Template, tp); err != nil {
+					bad(f.field, "%q: %v", tp, err)
+				}
+			}
+		}
+		if !set("target.allowed") {
+			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
+		} else if err := check1(d.checks.Allowed, t.Allowed); err != nil {
+			bad("target.allowed", "%v", err)
+		}
+		if err := check1(d.checks.RetryAfter, t.RetryAfter); err != nil {
+			bad("target.retry_after", "%v", err)
+		}
+	}
+}
+
+// validateEndpoints checks the endpoints: names, shares summing to one and
+// each endpoint's failure policy.
+func validateEndpoints(t *Target, bad func(path, format string, args ...any)) {
+	if len(t.Endpoints) == 0 {
+		bad("target.endpoints", "need at least one endpoint")
+	}
+	if len(t.Endpoints) > math.MaxUint8 {
+		bad("target.endpoints", "at most %d endpoints", math.MaxUint8)
+	}
+	names := map[string]bool{}
+	var sum float64
+	for i, e := range t.Endpoints {
+		p := index("target.endpoints", i)
+		if e.Name == "" {
+			bad(p+".name", "missing: every endpoint needs a name")
+		} else if names[e.Name] {
+			bad(p+".name", "endpoint %q given twice", e.Name)
+		}
+		names[e.Name] = true
+		if e.Share <= 0 || e.Share > 1 {
+			bad(p+".share", "want a share above 0 and at most 1, got %v", e.Share)
+		}
+		sum += e.Share
+		if e.OnError == design.OnErrorLocal && e.Local.IsZero() {
+			bad(p+".local", "on_error: local needs local, the smaller per-gateway allowance, like 5/1s")
+		}
+		if !e.Local.IsZero() && e.OnError != design.OnErrorLocal {
+			bad(p+".local", "applies with on_error: local only")
+		}
+		if e.Timeout <= 0 {
+			bad(p+".timeout", "must be positive")
+		}
+	}
+	if len(t.Endpoints) > 0 && math.Abs(sum-1) > 1e-6 {
+		bad("target.endpoints", "shares sum to %v, want 1", sum)
+	}
 }
