@@ -190,6 +190,10 @@ func TestFailoverOfAnHTTPTargetsSentinel(t *testing.T) {
 	if _, ok := out.Report.Result.Metrics[metric.ElectionMs]; !ok {
 		t.Errorf("no %s for a failover of an http target's Redis", metric.ElectionMs)
 	}
+	// The report's charts shade the election from these.
+	if rf := out.Report.Faults; len(rf) != 1 || rf[0].ElectionToMs <= rf[0].ElectionFromMs {
+		t.Errorf("the report's fault %+v carries no election to shade", rf)
+	}
 	checkAgainstLog(t, out, gatewayLog(g), time.Second)
 	foreign.AssertUnchanged(t, c)
 }
