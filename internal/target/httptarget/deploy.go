@@ -79,10 +79,17 @@ type election struct {
 
 // openDeployment opens the Redis s names, reads the run identities'
 // counters once before any traffic and turns s's faults into hooks on b.
-// With no Redis named (or one rlctl would start) it does nothing and
-// returns nil.
+// With no Redis named (or one rlctl would start) it sets up only the
+// faults through Toxiproxy, and returns nil.
 func openDeployment(ctx context.Context, b *target.Built, s target.Spec, ids []string) (*deployment, error) {
 	if s.Redis == "" || !redisconn.IsShared(s.Redis) {
+		// Without the deployment's Redis only the faults through its
+		// Toxiproxy can run (the scenario refused the others).
+		d := &deployment{s: s, ids: ids}
+		if err := d.faults(ctx, b); err != nil {
+			return nil, err
+		}
+		b.OnFinish(d.finish)
 		return nil, nil
 	}
 	cfg, stop, err := target.OpenRedis(ctx, s, false)
