@@ -25,6 +25,17 @@ if [ ${#need[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+if [ "${1:-test}" = bench ]; then
+	# vegeta, the paced HTTP reference (section 2b), from the Go module
+	# proxy at a fixed version; and the modules scripts/clientbench compares
+	# rlctl's clients with (section 1c and 2c), a module of its own.
+	gobin=$(go env GOPATH)/bin
+	# (vegeta -version is empty in a go install build: ask the binary's
+	# module version instead.)
+	go version -m "$gobin/vegeta" 2>/dev/null | grep -q 'mod.*vegeta/v12.*v12\.13\.0' ||
+		go install github.com/tsenart/vegeta/v12@v12.13.0
+	(cd scripts/clientbench && go mod download)
+fi
 # Debian's packages may start redis-server and redis-sentinel services; they
 # are the machine's, and stay as they are: the tests start their own servers
 # on free loopback ports and never use the default ones.

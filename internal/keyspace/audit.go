@@ -2,7 +2,6 @@ package keyspace
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"math"
@@ -355,12 +354,7 @@ func isServerError(err error) bool {
 	return errors.Is(err, redis.Nil) || errors.As(err, &re)
 }
 
-//go:embed audit_page.lua
-var auditPageLua string
-
-var auditPageScript = redis.NewScript(auditPageLua)
-
-// report is what audit_page.lua says of a key worth reporting: its type,
+// report is what readPage says of a key worth reporting: its type,
 // PTTL, and the value or entry count that crossed a threshold (hasV).
 type report struct {
 	typ  string
@@ -374,9 +368,8 @@ type auditCand struct {
 	p Parsed
 }
 
-// page audits one SCAN page: names are matched here, and the server reads
-// types, TTLs and values in one script call that answers only with the
-// keys worth reporting.
+// page audits one SCAN page: names are matched here, and one pipeline
+// reads their TTLs and values (see readPage).
 func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names []string) error {
 	var cs []auditCand
 	var keys []string
@@ -425,7 +418,7 @@ func (st *auditState) page(ctx context.Context, n Node, clusterNode bool, names 
 		st.mu.Unlock()
 		return nil
 	}
-	res, err := runChunked(ctx, n, auditPageScript, keys, runs, 4)
+	res, err := readPage(ctx, n, keys, runs)
 	if IsNoPerm(err) {
 		// The user may not read some of them: audit those it may.
 		ok, no, err := splitReadable(ctx, n, keys)

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl REDIS_URL")
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -40,9 +40,9 @@ func main() {
 	case "scanfloor":
 		runScanFloor(os.Args[2:])
 	case "rate":
-		// Requests per second of the first scenario: requests over the
-		// traffic's wall time (report duration_ms covers setup too, so the
-		// scenario's own latency-free figure is requests / planned seconds).
+		// The first scenario's requests and its errors+dropped, from which
+		// the script works out requests per second over the planned
+		// seconds (report duration_ms covers setup too).
 		var r struct {
 			Scenarios []struct {
 				Metrics map[string]float64 `json:"metrics"`
@@ -58,6 +58,15 @@ func main() {
 		}
 		m := r.Scenarios[0].Metrics
 		fmt.Printf("%.0f %.0f\n", m["requests"], m["errors"]+m["dropped"])
+		if len(os.Args) > 3 {
+			// A further argument names one more metric to print, on its
+			// own line ("n/a" when the report has none).
+			if v, ok := m[os.Args[3]]; ok {
+				fmt.Printf("%g\n", v)
+			} else {
+				fmt.Println("n/a")
+			}
+		}
 	default:
 		os.Exit(2)
 	}

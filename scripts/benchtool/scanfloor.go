@@ -16,8 +16,11 @@ const floorCount = 1000
 // scanFloor times a reference pass over a standalone Redis, so
 // scripts/bench-keys.sh can put rlctl's figures next to what the server
 // needs at the least: "scan" only lists every key with SCAN COUNT 1000;
-// "pttl" also reads every key's PTTL, one pipeline per page. It prints
-// the keys seen and the seconds taken.
+// "pttl" also reads every key's PTTL, one pipeline per page; "value"
+// also reads every key's value with one MGET per page, the extra work an
+// audit given a limit does (it reads each counter against the limit, and
+// that read proves the counter's type). It prints the keys seen and the
+// seconds taken.
 func scanFloor(url, mode string) error {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
@@ -37,16 +40,19 @@ func scanFloor(url, mode string) error {
 		keys += len(page)
 		switch mode {
 		case "scan":
-		case "pttl":
+		case "pttl", "value":
 			pipe := c.Pipeline()
 			for _, k := range page {
 				pipe.PTTL(ctx, k)
+			}
+			if mode == "value" && len(page) > 0 {
+				pipe.MGet(ctx, page...)
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				return err
 			}
 		default:
-			return fmt.Errorf("unknown floor %q (scan or pttl)", mode)
+			return fmt.Errorf("unknown floor %q (scan, pttl or value)", mode)
 		}
 		if next == 0 {
 			break
@@ -59,7 +65,7 @@ func scanFloor(url, mode string) error {
 
 func runScanFloor(args []string) {
 	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool scanfloor scan|pttl REDIS_URL")
+		fmt.Fprintln(os.Stderr, "usage: benchtool scanfloor scan|pttl|value REDIS_URL")
 		os.Exit(2)
 	}
 	if err := scanFloor(args[1], args[0]); err != nil {
