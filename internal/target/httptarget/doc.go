@@ -7,11 +7,11 @@
 // measured request.
 //
 // Against the libraries (make bench, scripts/clientbench: 50 goroutines
-// on 50 keep-alive connections to nginx, median of five rounds) net/http
-// costs 2.2× the raw client's CPU per request, github.com/valyala/fasthttp
-// v1.78.0 0.95× (rounds overlapping: raw 16-21 µs, fasthttp 17-19 µs on a
-// shared machine). By the rule of issue #28 (keep a hand-written client
-// only where the library is more than 10% worse) rawhttp.go is due to be
-// replaced by fasthttp, with its retries of idempotent requests turned
-// off so no request is sent twice; that switch is left to its own change.
+// on 50 keep-alive connections to nginx, median of five rounds; two runs
+// on a machine shared with other work) net/http costs 2.2× and 3.1× the
+// raw client's CPU per request, github.com/valyala/fasthttp v1.78.0 0.95×
+// in one run and 1.43× in the other. The raw client stays until a quiet
+// machine settles it: by the rule of issue #28 it goes only if fasthttp
+// is within 10%, and then with fasthttp's retries of idempotent requests
+// turned off, so that no request is sent twice.
 package httptarget

@@ -29,7 +29,7 @@ import (
 // reader, keeps only the headers a limiter answer carries (status, body
 // framing, Retry-After, RateLimit*, X-RateLimit*, X-Rate-Limit*), and
 // reuses the connection. https:// URLs still go through net/http.
-// fasthttp measures at parity with it (see the package doc).
+// fasthttp has cost 0.95× to 1.43× its CPU per request (package doc).
 type rawPool struct {
 	addr    string // host:port to dial
 	dialer  *net.Dialer
