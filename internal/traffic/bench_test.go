@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // BenchmarkEngineOpen measures the open model's own cost per request with
@@ -35,7 +36,7 @@ func BenchmarkEngineOpen(b *testing.B) {
 
 // BenchmarkEngineClosed is the closed model's cost per request.
 func BenchmarkEngineClosed(b *testing.B) {
-	plan := Plan{Model: ModelClosed, Concurrency: 8, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
+	plan := Plan{Model: workload.ModelClosed, Concurrency: 8, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
 	b.ReportAllocs()
 	b.ResetTimer()
 	if _, err := Run(context.Background(), newInstant(50), plan, RunOptions{}); err != nil {
@@ -104,7 +105,7 @@ func BenchmarkEngineOverload(b *testing.B) {
 func BenchmarkEngineClosedSlow(b *testing.B) {
 	lim := newWindowLimiter(1<<40, time.Hour, 50)
 	lim.delay = 200 * time.Microsecond
-	plan := Plan{Model: ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
+	plan := Plan{Model: workload.ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
 	b.ResetTimer()
 	cpu := processCPU()
 	h, err := Run(context.Background(), lim, plan, RunOptions{})

@@ -93,7 +93,7 @@ type engine struct {
 	// status outside 100..599).
 	statuses [600]atomic.Int64
 	// retry is the closed-model clients' policy (runClients).
-	retry RetryPolicy
+	retry workload.RetryPolicy
 
 	// Filled by the patterns, read after the producer is done.
 	boundaries []time.Duration
@@ -179,13 +179,13 @@ func newEngine(ctx context.Context, t Target, p Plan, o RunOptions, gateways, en
 	if p.EndpointShares != nil {
 		e.shares = cumulative(p.EndpointShares)
 	}
-	if p.Pattern == PatternRace {
+	if p.Pattern == workload.PatternRace {
 		e.names = raceNames(p.Rounds, p.Identities)
 	} else {
 		e.names = p.identityNames()
 	}
 	names := len(e.names)
-	if p.Model == ModelClosed {
+	if p.Model == workload.ModelClosed {
 		names = p.Identities
 	}
 	if e.share, err = shareOf(p, names); err != nil {
@@ -203,7 +203,7 @@ func (e *engine) newHistory(meta history.Meta, keep int, dir string, gateways, e
 	meta.Identities = append([]string(nil), e.names...)
 	meta.Gateways = append([]string(nil), gateways...)
 	meta.Endpoints = append([]string(nil), endpoints...)
-	if p.Model == ModelOpen {
+	if p.Model == workload.ModelOpen {
 		meta.Workers = p.Workers
 	}
 	if !e.share.whole {
@@ -394,32 +394,32 @@ func (e *engine) startProgress(progress func(Stats), every time.Duration) (stop 
 func (e *engine) produce(h *history.History) {
 	p := e.p
 	switch {
-	case p.Model == ModelClosed && (p.Retry != nil || p.Think > 0):
-		e.retry = RetryPolicy{MaxAttempts: 1} // think time alone: no retries
+	case p.Model == workload.ModelClosed && (p.Retry != nil || p.Think > 0):
+		e.retry = workload.RetryPolicy{MaxAttempts: 1} // think time alone: no retries
 		if p.Retry != nil {
 			e.retry = *p.Retry
 			h.Meta.Retry = e.retry.String()
 		}
 		e.runClients()
-	case p.Model == ModelClosed:
+	case p.Model == workload.ModelClosed:
 		e.runClosed()
 	default:
 		switch p.Pattern {
-		case PatternConstant:
+		case workload.PatternConstant:
 			e.pc = ConstantPacer{Rate: p.Rate, Duration: p.Duration}
-		case PatternRamp:
+		case workload.PatternRamp:
 			e.pc = RampPacer{From: p.RampFrom, To: p.Rate, Duration: p.Duration}
-		case PatternBurst:
+		case workload.PatternBurst:
 			e.pc = BurstPacer{Size: uint64(p.BurstSize * p.Identities), Every: p.Limit.Window, Duration: p.Duration}
 		}
 		e.startWorkers(p.Workers)
 		e.sleeper = newSleeper()
 		switch p.Pattern {
-		case PatternConstant, PatternRamp, PatternBurst:
+		case workload.PatternConstant, workload.PatternRamp, workload.PatternBurst:
 			e.runPaced()
-		case PatternBoundary:
+		case workload.PatternBoundary:
 			e.runBoundary()
-		case PatternRace:
+		case workload.PatternRace:
 			e.runRace()
 		}
 		e.sleeper.close()
@@ -532,7 +532,7 @@ func (e *engine) warm() {
 		return
 	}
 	inFlight := e.p.Workers
-	if e.p.Model == ModelClosed {
+	if e.p.Model == workload.ModelClosed {
 		inFlight = e.p.Concurrency
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, warmTimeout)
@@ -547,22 +547,22 @@ func (e *engine) capacity() int {
 	secs := p.Duration.Seconds()
 	var n float64
 	switch {
-	case p.Model == ModelClosed:
+	case p.Model == workload.ModelClosed:
 		// Unknowable: the target's speed decides. Start modest and let the
 		// history grow rather than reserve MaxRequests up front.
 		n = 1 << 16
-	case p.Pattern == PatternConstant:
+	case p.Pattern == workload.PatternConstant:
 		n = p.Rate.PerSecond() * secs
-	case p.Pattern == PatternRamp:
+	case p.Pattern == workload.PatternRamp:
 		n = (p.Rate.PerSecond() + p.RampFrom.PerSecond()) / 2 * secs
-	case p.Pattern == PatternBurst:
+	case p.Pattern == workload.PatternBurst:
 		n = float64(p.BurstSize*p.Identities) * (math.Floor(secs/p.Limit.Window.Seconds()) + 1)
-	case p.Pattern == PatternBoundary:
+	case p.Pattern == workload.PatternBoundary:
 		n = float64(2*p.Limit.Count*int64(p.Identities)) * (secs/(2*p.Limit.Window.Seconds()) + 1)
-	case p.Pattern == PatternRace:
+	case p.Pattern == workload.PatternRace:
 		n = float64(int64(p.Rounds*p.Identities) * (p.Limit.Count - 1 + int64(len(e.t.Gateways()))))
 	}
-	if p.Model != ModelClosed {
+	if p.Model != workload.ModelClosed {
 		n *= e.share.fraction(p.Segment, len(e.names))
 	}
 	n = math.Min(n+64, float64(p.MaxRequests))

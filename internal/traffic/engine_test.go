@@ -13,6 +13,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 func perSecond(n int64) rate.Limit { return rate.Limit{Count: n, Window: time.Second} }
@@ -72,13 +73,13 @@ func TestRunBounded(t *testing.T) {
 	}{
 		{"max requests first", Plan{Rate: perSecond(1000), Duration: time.Hour, MaxRequests: 25}, 25},
 		{"duration first", Plan{Rate: perSecond(100), Duration: 200 * time.Millisecond, MaxRequests: 1 << 30}, 20},
-		{"burst capped", Plan{Pattern: PatternBurst, Limit: rate.Limit{Count: 10, Window: 100 * time.Millisecond},
+		{"burst capped", Plan{Pattern: workload.PatternBurst, Limit: rate.Limit{Count: 10, Window: 100 * time.Millisecond},
 			Duration: time.Hour, MaxRequests: 35}, 35},
-		{"burst duration", Plan{Pattern: PatternBurst, Limit: rate.Limit{Count: 10, Window: 100 * time.Millisecond},
+		{"burst duration", Plan{Pattern: workload.PatternBurst, Limit: rate.Limit{Count: 10, Window: 100 * time.Millisecond},
 			Duration: 250 * time.Millisecond, MaxRequests: 1000}, 30},
-		{"ramp capped", Plan{Pattern: PatternRamp, Rate: perSecond(1000), Duration: 2 * time.Second, MaxRequests: 40}, 40},
-		{"closed capped", Plan{Model: ModelClosed, Concurrency: 4, Duration: time.Hour, MaxRequests: 500}, 500},
-		{"race capped", Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 100,
+		{"ramp capped", Plan{Pattern: workload.PatternRamp, Rate: perSecond(1000), Duration: 2 * time.Second, MaxRequests: 40}, 40},
+		{"closed capped", Plan{Model: workload.ModelClosed, Concurrency: 4, Duration: time.Hour, MaxRequests: 500}, 500},
+		{"race capped", Plan{Pattern: workload.PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 100,
 			Duration: time.Hour, MaxRequests: 30}, 30},
 	}
 	for _, tt := range tests {
@@ -103,7 +104,7 @@ func TestRunClosedDuration(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(1000, time.Hour, 2)
 	lim.delay = time.Millisecond
-	plan := Plan{Model: ModelClosed, Concurrency: 3, Duration: 150 * time.Millisecond, MaxRequests: 1 << 40}
+	plan := Plan{Model: workload.ModelClosed, Concurrency: 3, Duration: 150 * time.Millisecond, MaxRequests: 1 << 40}
 	began := time.Now()
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
@@ -129,7 +130,7 @@ func TestClosedRunOutlastingGraceHasNoErrors(t *testing.T) {
 	// requests cancelled.
 	lim := newWindowLimiter(1<<30, time.Hour, 2)
 	lim.delay = 2 * time.Millisecond
-	plan := Plan{Model: ModelClosed, Concurrency: 4, Duration: 600 * time.Millisecond, MaxRequests: 1 << 30}
+	plan := Plan{Model: workload.ModelClosed, Concurrency: 4, Duration: 600 * time.Millisecond, MaxRequests: 1 << 30}
 	h, err := Run(context.Background(), lim, plan, RunOptions{Grace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -321,9 +322,9 @@ func TestPlanValidation(t *testing.T) {
 		{"unknown pattern", Plan{Pattern: "zigzag", Rate: perSecond(1), Duration: time.Second, MaxRequests: 1}},
 		{"unknown model", Plan{Model: "half-open", Rate: perSecond(1), Duration: time.Second, MaxRequests: 1}},
 		{"unknown spread", Plan{Spread: "hash", Rate: perSecond(1), Duration: time.Second, MaxRequests: 1}},
-		{"burst without limit", Plan{Pattern: PatternBurst, Duration: time.Second, MaxRequests: 1}},
-		{"boundary bad align", Plan{Pattern: PatternBoundary, Align: "moon", Limit: lim, Duration: time.Second, MaxRequests: 1}},
-		{"closed race", Plan{Model: ModelClosed, Pattern: PatternRace, Limit: lim, Duration: time.Second, MaxRequests: 1}},
+		{"burst without limit", Plan{Pattern: workload.PatternBurst, Duration: time.Second, MaxRequests: 1}},
+		{"boundary bad align", Plan{Pattern: workload.PatternBoundary, Align: "moon", Limit: lim, Duration: time.Second, MaxRequests: 1}},
+		{"closed race", Plan{Model: workload.ModelClosed, Pattern: workload.PatternRace, Limit: lim, Duration: time.Second, MaxRequests: 1}},
 		{"shares mismatch", Plan{Rate: perSecond(1), Duration: time.Second, MaxRequests: 1, EndpointShares: []float64{1, 2}}},
 		{"names mismatch", Plan{Rate: perSecond(1), Duration: time.Second, MaxRequests: 1, Identities: 3, IdentityNames: []string{"a"}}},
 	}
@@ -339,7 +340,7 @@ func TestPlanValidation(t *testing.T) {
 
 func TestSpreadSticky(t *testing.T) {
 	t.Parallel()
-	plan := Plan{Rate: perSecond(1000), Duration: time.Second, MaxRequests: 100, Identities: 3, Spread: SpreadSticky, Seed: 7}
+	plan := Plan{Rate: perSecond(1000), Duration: time.Second, MaxRequests: 100, Identities: 3, Spread: workload.SpreadSticky, Seed: 7}
 	h, err := Run(context.Background(), newInstant(8), plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +413,7 @@ func TestRunWarmsTargetFirst(t *testing.T) {
 		want     int
 	}{
 		{"open", Plan{Rate: perSecond(100), Duration: 50 * time.Millisecond, MaxRequests: 100, Workers: 10}, 3, 4},
-		{"closed", Plan{Model: ModelClosed, Concurrency: 7, Duration: 50 * time.Millisecond, MaxRequests: 100}, 2, 4},
+		{"closed", Plan{Model: workload.ModelClosed, Concurrency: 7, Duration: 50 * time.Millisecond, MaxRequests: 100}, 2, 4},
 		{"capped", Plan{Rate: perSecond(100), Duration: 50 * time.Millisecond, MaxRequests: 100, Workers: 1000}, 1, maxWarm},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

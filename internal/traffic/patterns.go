@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // raceNames are the race pattern's identities: a fresh set per round, so
@@ -277,9 +278,9 @@ func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, 
 	// Time to schedule the batch before the boundary.
 	lead := span + 2*time.Millisecond
 	switch *mode {
-	case AlignEpoch:
-		return e.epochAtOrAfter(max(e.elapsed(), notBefore)+lead, W), history.Aim{How: AlignEpoch, Uncertainty: *epochErr}, true
-	case AlignFirstRequest:
+	case workload.AlignEpoch:
+		return e.epochAtOrAfter(max(e.elapsed(), notBefore)+lead, W), history.Aim{How: workload.AlignEpoch, Uncertainty: *epochErr}, true
+	case workload.AlignFirstRequest:
 		if !e.sleepUntil(notBefore) {
 			return 0, history.Aim{}, false
 		}
@@ -291,14 +292,14 @@ func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, 
 				return 0, history.Aim{}, false
 			}
 			if b, err, ok := openedAt(recs); ok {
-				return b + W, history.Aim{How: AlignFirstRequest, Uncertainty: err}, true
+				return b + W, history.Aim{How: workload.AlignFirstRequest, Uncertainty: err}, true
 			}
 			if !e.sleepUntil(e.elapsed() + max(W/20, time.Millisecond)) {
 				return 0, history.Aim{}, false
 			}
 		}
 		return 0, history.Aim{}, false
-	default: // AlignAuto
+	default: // workload.AlignAuto
 		if !e.sleepUntil(notBefore) {
 			return 0, history.Aim{}, false
 		}
@@ -314,11 +315,11 @@ func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, 
 		}
 		m, b, err, ok := e.learnByDenial(seq, span)
 		if !ok {
-			*mode, *epochErr = AlignEpoch, -1
+			*mode, *epochErr = workload.AlignEpoch, -1
 			return e.nextBoundary(mode, epochErr, notBefore, span, seq)
 		}
 		*mode = m
-		if m == AlignEpoch {
+		if m == workload.AlignEpoch {
 			*epochErr = err
 		}
 		for b-lead < e.elapsed() {
@@ -507,10 +508,10 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration) (string, time.D
 		lo, hi := last.Sent, r.Received
 		if hi-lo <= W/4 {
 			if b := e.epochAtOrAfter(lo, W); b <= hi {
-				return AlignEpoch, b, hi - lo, true
+				return workload.AlignEpoch, b, hi - lo, true
 			}
 		}
-		return AlignFirstRequest, decidedAt(r), halfTrip(r), true
+		return workload.AlignFirstRequest, decidedAt(r), halfTrip(r), true
 	}
 	return "", 0, 0, false
 }
@@ -519,7 +520,7 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration) (string, time.D
 func (e *engine) alignOf(b time.Duration) string {
 	W := e.p.Limit.Window
 	if e.nearEpoch(b, W, max(W/25, 5*time.Millisecond)) {
-		return AlignEpoch
+		return workload.AlignEpoch
 	}
-	return AlignFirstRequest
+	return workload.AlignFirstRequest
 }

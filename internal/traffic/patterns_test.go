@@ -10,12 +10,13 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 func TestRaceCorrectLimiterAdmitsOnePerRound(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(5, time.Hour, 6)
-	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 10, Identities: 2,
+	plan := Plan{Pattern: workload.PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 10, Identities: 2,
 		Duration: 20 * time.Second, MaxRequests: 100000}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
@@ -36,7 +37,7 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(3, time.Hour, 8)
 	lim.checkThenSet, lim.pause = true, 2*time.Millisecond
-	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 5,
+	plan := Plan{Pattern: workload.PatternRace, Limit: rate.Limit{Count: 3, Window: time.Hour}, Rounds: 5,
 		Duration: 20 * time.Second, MaxRequests: 100000}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
@@ -62,7 +63,7 @@ func TestRaceExposesCheckThenIncrement(t *testing.T) {
 func TestRaceVoidsRoundsWithoutAFullPrefill(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(2, time.Hour, 4)
-	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 6,
+	plan := Plan{Pattern: workload.PatternRace, Limit: rate.Limit{Count: 5, Window: time.Hour}, Rounds: 6,
 		Duration: 20 * time.Second, MaxRequests: 100000}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
@@ -88,7 +89,7 @@ func TestRaceRoundsStayInsideEpochWindows(t *testing.T) {
 	lim := newWindowLimiter(4, w, 4)
 	lim.epoch = true
 	lim.delay = time.Millisecond // rounds take a few ms, so 200 of them cross boundaries
-	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 4, Window: w}, Rounds: 200,
+	plan := Plan{Pattern: workload.PatternRace, Limit: rate.Limit{Count: 4, Window: w}, Rounds: 200,
 		Duration: 1200 * time.Millisecond, MaxRequests: 100000}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
@@ -138,7 +139,7 @@ func TestRaceVoidsRoundsThatStraddleABoundary(t *testing.T) {
 	const w = 50 * time.Millisecond
 	lim := newWindowLimiter(3, w, 3)
 	lim.epoch, lim.delay = true, 30*time.Millisecond
-	plan := Plan{Pattern: PatternRace, Limit: rate.Limit{Count: 3, Window: w}, Rounds: 4,
+	plan := Plan{Pattern: workload.PatternRace, Limit: rate.Limit{Count: 3, Window: w}, Rounds: 4,
 		Duration: 2 * time.Second, MaxRequests: 100000}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
@@ -163,11 +164,11 @@ func TestBoundary(t *testing.T) {
 		epoch   bool
 		noHints bool
 	}{
-		{"epoch", AlignEpoch, true, false},
-		{"first request", AlignFirstRequest, false, false},
-		{"auto from reset", AlignAuto, true, false},
-		{"auto from denials, epoch", AlignAuto, true, true},
-		{"auto from denials, first request", AlignAuto, false, true},
+		{"epoch", workload.AlignEpoch, true, false},
+		{"first request", workload.AlignFirstRequest, false, false},
+		{"auto from reset", workload.AlignAuto, true, false},
+		{"auto from denials, epoch", workload.AlignAuto, true, true},
+		{"auto from denials, first request", workload.AlignAuto, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,14 +179,14 @@ func TestBoundary(t *testing.T) {
 			for attempt := 1; ; attempt++ {
 				lim := newWindowLimiter(l, w, 3)
 				lim.epoch, lim.noHints = tt.epoch, tt.noHints
-				plan := Plan{Pattern: PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
+				plan := Plan{Pattern: workload.PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
 					Duration: 2500 * time.Millisecond, MaxRequests: 100000}
 				h, err := Run(context.Background(), lim, plan, RunOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				allowed, onTime := traffictest.BoundaryShape(t, h, 2, l)
-				if tt.epoch && tt.align != AlignFirstRequest {
+				if tt.epoch && tt.align != workload.AlignFirstRequest {
 					for _, b := range h.Meta.Boundaries {
 						off := (h.Meta.Start.UnixNano() + int64(b)) % int64(w)
 						if d := min(off, int64(w)-off); time.Duration(d) > w/20 {
@@ -219,10 +220,10 @@ func TestPatternsBoundedWhenTargetHangs(t *testing.T) {
 		name string
 		plan Plan
 	}{
-		{"race", Plan{Pattern: PatternRace, Rounds: 10}},
-		{"boundary epoch", Plan{Pattern: PatternBoundary, Align: AlignEpoch}},
-		{"boundary first request", Plan{Pattern: PatternBoundary, Align: AlignFirstRequest}},
-		{"boundary auto", Plan{Pattern: PatternBoundary, Align: AlignAuto}},
+		{"race", Plan{Pattern: workload.PatternRace, Rounds: 10}},
+		{"boundary epoch", Plan{Pattern: workload.PatternBoundary, Align: workload.AlignEpoch}},
+		{"boundary first request", Plan{Pattern: workload.PatternBoundary, Align: workload.AlignFirstRequest}},
+		{"boundary auto", Plan{Pattern: workload.PatternBoundary, Align: workload.AlignAuto}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

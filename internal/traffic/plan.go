@@ -11,36 +11,17 @@ import (
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
-// Load models, patterns, alignments and spreads: package workload's
-// names, which scenario files use.
-const (
-	ModelOpen         = workload.ModelOpen
-	ModelClosed       = workload.ModelClosed
-	PatternConstant   = workload.PatternConstant
-	PatternBurst      = workload.PatternBurst
-	PatternRamp       = workload.PatternRamp
-	PatternBoundary   = workload.PatternBoundary
-	PatternRace       = workload.PatternRace
-	AlignEpoch        = workload.AlignEpoch
-	AlignFirstRequest = workload.AlignFirstRequest
-	AlignAuto         = workload.AlignAuto
-	SpreadRoundRobin  = workload.SpreadRoundRobin
-	SpreadRandom      = workload.SpreadRandom
-	SpreadSticky      = workload.SpreadSticky
-)
-
 // Defaults for the zero values of Plan.
 const (
 	DefaultWorkers = 256
-	DefaultRounds  = workload.DefaultRounds
 	DefaultGrace   = time.Second
 )
 
 // Plan says what traffic to send. Duration and MaxRequests are both required:
 // every run is bounded and stops by itself at whichever comes first.
 type Plan struct {
-	Model   string // ModelOpen (default) or ModelClosed
-	Pattern string // PatternConstant (default), burst, ramp, boundary, race
+	Model   string // workload.ModelOpen (default) or workload.ModelClosed
+	Pattern string // workload.PatternConstant (default), burst, ramp, boundary, race
 	// Rate is the offered load, all identities together (constant; ramp's
 	// final rate).
 	Rate rate.Limit
@@ -80,8 +61,8 @@ type Plan struct {
 	// Retry, in the closed model, makes each of the Concurrency looping
 	// users a client that obeys its answers: client c speaks for identity
 	// c mod Identities and retries a denied request as the policy says
-	// (see RetryPolicy). Nil: no retries.
-	Retry *RetryPolicy
+	// (see workload.RetryPolicy). Nil: no retries.
+	Retry *workload.RetryPolicy
 	// Think is how long a closed-model client pauses after an answered
 	// request before its next one (with Retry or on its own).
 	Think time.Duration
@@ -91,17 +72,10 @@ type Plan struct {
 	// SegmentBy for what is shared out).
 	Segment workload.Segment
 	// SegmentBy is what a segment takes its share of: whole identities
-	// (SegmentByIdentities, the default) or the requests of every identity
-	// (SegmentByRequests).
+	// (workload.SegmentByIdentities, the default) or the requests of every identity
+	// (workload.SegmentByRequests).
 	SegmentBy string
 }
-
-// What a segment takes its share of (Plan.SegmentBy): package workload's
-// names.
-const (
-	SegmentByIdentities = workload.SegmentByIdentities
-	SegmentByRequests   = workload.SegmentByRequests
-)
 
 // Hook is an action run at an offset of the run's clock (fault injection:
 // failover, redis-down, ...). Fn runs on its own goroutine; its context is
@@ -196,19 +170,19 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 		return p, planErr("max requests must be > 0")
 	}
 	if p.Model == "" {
-		p.Model = ModelOpen
+		p.Model = workload.ModelOpen
 	}
 	if p.Pattern == "" {
-		p.Pattern = PatternConstant
+		p.Pattern = workload.PatternConstant
 	}
 	if p.Spread == "" {
-		p.Spread = SpreadRoundRobin
+		p.Spread = workload.SpreadRoundRobin
 	}
 	if err := p.normalizeSegment(); err != nil {
 		return p, err
 	}
 	if p.Align == "" {
-		p.Align = AlignAuto
+		p.Align = workload.AlignAuto
 	}
 	if p.Limit.IsZero() {
 		p.Limit = meta.Limit
@@ -220,16 +194,16 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 		return p, err
 	}
 	switch p.Spread {
-	case SpreadRoundRobin, SpreadRandom, SpreadSticky:
+	case workload.SpreadRoundRobin, workload.SpreadRandom, workload.SpreadSticky:
 	default:
 		return p, planErr("unknown spread %q (want round-robin, random or sticky)", p.Spread)
 	}
 	switch p.Model {
-	case ModelOpen:
+	case workload.ModelOpen:
 		if p.Retry != nil || p.Think != 0 {
 			return p, planErr("retries and think time need the closed model: clients that wait for their answers")
 		}
-	case ModelClosed:
+	case workload.ModelClosed:
 		err := p.normalizeClosed(gateways)
 		return p, err
 	default:
@@ -253,12 +227,12 @@ func (p Plan) normalize(meta history.Meta, gateways, endpoints int) (Plan, error
 func (p *Plan) normalizeSegment() error {
 	switch p.SegmentBy {
 	case "":
-		p.SegmentBy = SegmentByIdentities
-	case SegmentByIdentities, SegmentByRequests:
+		p.SegmentBy = workload.SegmentByIdentities
+	case workload.SegmentByIdentities, workload.SegmentByRequests:
 	default:
 		return planErr("unknown segment share %q (want identities or requests)", p.SegmentBy)
 	}
-	if p.SegmentBy == SegmentByRequests && !p.Segment.IsWhole() && (p.Pattern == PatternRace || p.Pattern == PatternBoundary) {
+	if p.SegmentBy == workload.SegmentByRequests && !p.Segment.IsWhole() && (p.Pattern == workload.PatternRace || p.Pattern == workload.PatternBoundary) {
 		return planErr("pattern %s splits by identities only: its batches must leave one machine", p.Pattern)
 	}
 	return nil
@@ -310,7 +284,7 @@ func (p *Plan) checkTarget(gateways, endpoints int) error {
 // normalizeClosed checks and fills the closed model's part: the constant
 // pattern only, its concurrency, think time and retry policy.
 func (p *Plan) normalizeClosed(gateways int) error {
-	if p.Pattern != PatternConstant {
+	if p.Pattern != workload.PatternConstant {
 		return planErr("the closed model runs the constant pattern only, not %q", p.Pattern)
 	}
 	if p.Concurrency <= 0 {
@@ -340,18 +314,18 @@ func (p *Plan) normalizePattern() (batch int, err error) {
 	}
 	batch = 1
 	switch p.Pattern {
-	case PatternConstant:
+	case workload.PatternConstant:
 		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
 			return 0, planErr("pattern constant needs a rate")
 		}
-	case PatternRamp:
+	case workload.PatternRamp:
 		if p.Rate.Count <= 0 || p.Rate.Window <= 0 {
 			return 0, planErr("pattern ramp needs a rate")
 		}
 		if p.RampFrom.Count < 0 || (p.RampFrom.Count > 0 && p.RampFrom.Window <= 0) {
 			return 0, planErr("bad ramp start rate %s", p.RampFrom)
 		}
-	case PatternBurst:
+	case workload.PatternBurst:
 		if err := needLimit(); err != nil {
 			return 0, err
 		}
@@ -362,17 +336,17 @@ func (p *Plan) normalizePattern() (batch int, err error) {
 			p.BurstSize = int(p.Limit.Count)
 		}
 		batch = p.BurstSize * p.Identities
-	case PatternBoundary:
+	case workload.PatternBoundary:
 		if err := needLimit(); err != nil {
 			return 0, err
 		}
 		switch p.Align {
-		case AlignEpoch, AlignFirstRequest, AlignAuto:
+		case workload.AlignEpoch, workload.AlignFirstRequest, workload.AlignAuto:
 		default:
 			return 0, planErr("unknown align %q (want epoch, first-request or auto)", p.Align)
 		}
 		batch = 2 * int(p.Limit.Count) * p.Identities
-	case PatternRace:
+	case workload.PatternRace:
 		if err := needLimit(); err != nil {
 			return 0, err
 		}
@@ -380,7 +354,7 @@ func (p *Plan) normalizePattern() (batch int, err error) {
 			return 0, planErr("negative rounds")
 		}
 		if p.Rounds == 0 {
-			p.Rounds = DefaultRounds
+			p.Rounds = workload.DefaultRounds
 		}
 	default:
 		return 0, planErr("unknown pattern %q (want constant, burst, ramp, boundary or race)", p.Pattern)

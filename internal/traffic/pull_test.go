@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // TestOverloadSendsOrDropsEveryHitOnce runs each paced pattern far above
@@ -25,9 +26,9 @@ func TestOverloadSendsOrDropsEveryHitOnce(t *testing.T) {
 			ConstantPacer{Rate: perSecond(20000), Duration: d}},
 		{"capped", Plan{Rate: perSecond(20000), Duration: d, MaxRequests: 3000, Workers: 4},
 			ConstantPacer{Rate: perSecond(20000), Duration: d}},
-		{"ramp", Plan{Pattern: PatternRamp, RampFrom: perSecond(1000), Rate: perSecond(40000), Duration: d, MaxRequests: 1 << 20, Workers: 4},
+		{"ramp", Plan{Pattern: workload.PatternRamp, RampFrom: perSecond(1000), Rate: perSecond(40000), Duration: d, MaxRequests: 1 << 20, Workers: 4},
 			RampPacer{From: perSecond(1000), To: perSecond(40000), Duration: d}},
-		{"burst", Plan{Pattern: PatternBurst, Limit: rate.Limit{Count: 100, Window: 50 * time.Millisecond}, Duration: d, MaxRequests: 1 << 20, Workers: 4},
+		{"burst", Plan{Pattern: workload.PatternBurst, Limit: rate.Limit{Count: 100, Window: 50 * time.Millisecond}, Duration: d, MaxRequests: 1 << 20, Workers: 4},
 			BurstPacer{Size: 100, Every: 50 * time.Millisecond, Duration: d}},
 	}
 	for _, tt := range tests {

@@ -7,17 +7,12 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
-	"github.com/rlctl/rlctl/internal/workload"
 )
-
-// RetryPolicy is how a closed-model client answers a denial (see
-// workload.RetryPolicy).
-type RetryPolicy = workload.RetryPolicy
 
 // runClients is the closed model with clients that obey their answers:
 // Concurrency clients, client c always speaking for identity c mod
 // Identities. Each sends a request; after a denial it waits as its
-// RetryPolicy says and sends the same request again (up to MaxAttempts in
+// workload.RetryPolicy says and sends the same request again (up to MaxAttempts in
 // all); after any other answer, or once it gives up, it thinks for
 // Plan.Think and sends its next request. A retry is intended at the end of
 // its wait, so a late send shows as lag, and records what it was told and

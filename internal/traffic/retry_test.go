@@ -21,8 +21,8 @@ import (
 func TestClientsRetryAsTold(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(3, 100*time.Millisecond, 2)
-	plan := Plan{Model: ModelClosed, Concurrency: 8, Identities: 2, Duration: 600 * time.Millisecond, MaxRequests: 5000,
-		Think: 30 * time.Millisecond, Retry: &RetryPolicy{Honor: workload.HonorRetryAfter, Jitter: workload.JitterNone, MaxAttempts: 3}}
+	plan := Plan{Model: workload.ModelClosed, Concurrency: 8, Identities: 2, Duration: 600 * time.Millisecond, MaxRequests: 5000,
+		Think: 30 * time.Millisecond, Retry: &workload.RetryPolicy{Honor: workload.HonorRetryAfter, Jitter: workload.JitterNone, MaxAttempts: 3}}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestClientsRetryAsTold(t *testing.T) {
 func TestThinkTimeAndOpenModelRefusal(t *testing.T) {
 	t.Parallel()
 	lim := newWindowLimiter(1, time.Hour, 1)
-	plan := Plan{Model: ModelClosed, Concurrency: 2, Duration: 200 * time.Millisecond, MaxRequests: 1000, Think: 50 * time.Millisecond}
+	plan := Plan{Model: workload.ModelClosed, Concurrency: 2, Duration: 200 * time.Millisecond, MaxRequests: 1000, Think: 50 * time.Millisecond}
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestThinkTimeAndOpenModelRefusal(t *testing.T) {
 	if c := traffictest.Counts(h); c[decision.Denied] == 0 {
 		t.Fatalf("outcomes %v: the second request of the one-per-hour identity should be denied", c)
 	}
-	open := Plan{Rate: rate.Limit{Count: 10, Window: time.Second}, Duration: time.Second, MaxRequests: 10, Retry: &RetryPolicy{}}
+	open := Plan{Rate: rate.Limit{Count: 10, Window: time.Second}, Duration: time.Second, MaxRequests: 10, Retry: &workload.RetryPolicy{}}
 	if _, err := Run(context.Background(), lim, open, RunOptions{}); err == nil {
 		t.Fatal("the open model accepted a retry policy")
 	}
@@ -98,7 +98,7 @@ func TestKeyedBySourceSharesTheLimit(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lim := newWindowLimiter(1, time.Hour, 1)
-			plan := Plan{Model: ModelClosed, Concurrency: 2, Identities: 2, Duration: time.Second, MaxRequests: 2, Think: time.Hour}
+			plan := Plan{Model: workload.ModelClosed, Concurrency: 2, Identities: 2, Duration: time.Second, MaxRequests: 2, Think: time.Hour}
 			h, err := Run(context.Background(), tt.target(lim), plan, RunOptions{})
 			if err != nil {
 				t.Fatal(err)

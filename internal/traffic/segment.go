@@ -58,14 +58,14 @@ func shareOf(p Plan, names int) (share, error) {
 	}
 	seg := p.Segment
 	lo, hi := seg.Block(int(p.MaxRequests))
-	if p.Model == ModelClosed {
+	if p.Model == workload.ModelClosed {
 		sh.maxRequests = int64(hi - lo)
 	}
-	if p.SegmentBy == SegmentByRequests {
+	if p.SegmentBy == workload.SegmentByRequests {
 		sh.byRequests, sh.st = true, seg.Striped()
 		clo, chi := seg.Block(p.Concurrency)
 		sh.clients = all[clo:chi]
-		if p.Model == ModelClosed && len(sh.clients) == 0 {
+		if p.Model == workload.ModelClosed && len(sh.clients) == 0 {
 			return sh, planErr("segment %s gets none of the %d clients (concurrency): use fewer segments or more concurrency", seg, p.Concurrency)
 		}
 		return sh, nil
@@ -74,7 +74,7 @@ func shareOf(p Plan, names int) (share, error) {
 	if sh.lo == sh.hi {
 		return sh, planErr("segment %s gets none of the %d identities: use fewer segments, more identities, or traffic.segment: requests to share every identity's requests", seg, names)
 	}
-	if p.Model == ModelClosed {
+	if p.Model == workload.ModelClosed {
 		// Client c speaks for identity c mod identities (see Plan.Retry):
 		// the segment runs the clients of its identities.
 		sh.clients = nil

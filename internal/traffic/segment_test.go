@@ -53,10 +53,10 @@ func TestSegmentsSendTheWholePlanOnce(t *testing.T) {
 		plan Plan
 	}{
 		{"constant by identities", Plan{Rate: perSecond(400), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 5}},
-		{"constant by requests", Plan{Rate: perSecond(400), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 2, SegmentBy: SegmentByRequests}},
+		{"constant by requests", Plan{Rate: perSecond(400), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 2, SegmentBy: workload.SegmentByRequests}},
 		{"capped by max requests", Plan{Rate: perSecond(400), Duration: 200 * time.Millisecond, MaxRequests: 37, Identities: 4}},
-		{"burst", Plan{Pattern: PatternBurst, Limit: perSecond(4), BurstSize: 3, Duration: 150 * time.Millisecond, MaxRequests: 1000, Identities: 3}},
-		{"ramp by requests", Plan{Pattern: PatternRamp, Rate: perSecond(600), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 1, SegmentBy: SegmentByRequests}},
+		{"burst", Plan{Pattern: workload.PatternBurst, Limit: perSecond(4), BurstSize: 3, Duration: 150 * time.Millisecond, MaxRequests: 1000, Identities: 3}},
+		{"ramp by requests", Plan{Pattern: workload.PatternRamp, Rate: perSecond(600), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 1, SegmentBy: workload.SegmentByRequests}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -82,7 +82,7 @@ func TestSegmentsSendTheWholePlanOnce(t *testing.T) {
 					t.Fatalf("segment %v sent nothing", seg)
 				}
 				for _, k := range keys(h) {
-					if o, ok := owner[k.identity]; ok && o != seg.String() && tc.plan.SegmentBy != SegmentByRequests {
+					if o, ok := owner[k.identity]; ok && o != seg.String() && tc.plan.SegmentBy != workload.SegmentByRequests {
 						t.Fatalf("identity %s sent from %s and %s", k.identity, o, seg)
 					}
 					owner[k.identity] = seg.String()
@@ -110,7 +110,7 @@ func TestSegmentShares(t *testing.T) {
 	}
 	t.Run("race", func(t *testing.T) {
 		t.Parallel()
-		p := Plan{Pattern: PatternRace, Limit: perSecond(3), Rounds: 4, Identities: 2, Duration: 2 * time.Second, MaxRequests: 1000, Segment: seg("1/2")}
+		p := Plan{Pattern: workload.PatternRace, Limit: perSecond(3), Rounds: 4, Identities: 2, Duration: 2 * time.Second, MaxRequests: 1000, Segment: seg("1/2")}
 		h, err := Run(context.Background(), newWindowLimiter(3, time.Hour, 2), p, RunOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestSegmentShares(t *testing.T) {
 	})
 	t.Run("closed", func(t *testing.T) {
 		t.Parallel()
-		p := Plan{Model: ModelClosed, Concurrency: 4, Identities: 4, Duration: 100 * time.Millisecond, MaxRequests: 200, Segment: seg("1/2")}
+		p := Plan{Model: workload.ModelClosed, Concurrency: 4, Identities: 4, Duration: 100 * time.Millisecond, MaxRequests: 200, Segment: seg("1/2")}
 		h, err := Run(context.Background(), newWindowLimiter(1000, time.Hour, 1), p, RunOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -146,8 +146,8 @@ func TestSegmentShares(t *testing.T) {
 		want string
 	}{
 		{"no identity", Plan{Rate: perSecond(10), Identities: 2, Segment: seg("0/3")}, "gets none of the 2 identities"},
-		{"no client", Plan{Model: ModelClosed, Concurrency: 2, Identities: 4, Segment: seg("3/4")}, "none of the 2 clients"},
-		{"race by requests", Plan{Pattern: PatternRace, Limit: perSecond(3), SegmentBy: SegmentByRequests, Segment: seg("0/2")}, "splits by identities only"},
+		{"no client", Plan{Model: workload.ModelClosed, Concurrency: 2, Identities: 4, Segment: seg("3/4")}, "none of the 2 clients"},
+		{"race by requests", Plan{Pattern: workload.PatternRace, Limit: perSecond(3), SegmentBy: workload.SegmentByRequests, Segment: seg("0/2")}, "splits by identities only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -243,13 +243,13 @@ func TestSegmentReservesItsShare(t *testing.T) {
 		{"0:1", "", 10_064},
 		{"1/4", "", 2_564}, // 2 of the 8 identities
 		{"0:3/8", "", 3_814},
-		{"1/4", SegmentByRequests, 2_564},
+		{"1/4", workload.SegmentByRequests, 2_564},
 	} {
 		seg, err := workload.ParseSegment(tc.seg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := Plan{Pattern: PatternConstant, Model: ModelOpen, Rate: perSecond(1000), Duration: 10 * time.Second, MaxRequests: 1_000_000, Identities: len(names), Segment: seg, SegmentBy: tc.by}
+		p := Plan{Pattern: workload.PatternConstant, Model: workload.ModelOpen, Rate: perSecond(1000), Duration: 10 * time.Second, MaxRequests: 1_000_000, Identities: len(names), Segment: seg, SegmentBy: tc.by}
 		sh, err := shareOf(p, len(names))
 		if err != nil {
 			t.Fatal(err)
@@ -258,7 +258,7 @@ func TestSegmentReservesItsShare(t *testing.T) {
 		if got := e.capacity(); got != tc.want {
 			t.Errorf("segment %s %s: reserves %d records, want %d", tc.seg, tc.by, got, tc.want)
 		}
-		p.Model, p.Concurrency = ModelClosed, 4
+		p.Model, p.Concurrency = workload.ModelClosed, 4
 		e.p = p
 		if got := e.capacity(); got != 1<<16+64 {
 			t.Errorf("closed model, segment %s: reserves %d, want %d", tc.seg, got, 1<<16+64)

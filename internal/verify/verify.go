@@ -91,7 +91,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return out, err
 	}
 	kind, known := target.Lookup(sc.Target.Kind)
-	if !o.Segment.IsWhole() && sc.Traffic.Segment == traffic.SegmentByRequests && known && !kind.Remote {
+	if !o.Segment.IsWhole() && sc.Traffic.Segment == workload.SegmentByRequests && known && !kind.Remote {
 		// Each machine's simulated gateways would keep limits of their own.
 		return fail(exitcode.With(fmt.Errorf("%s:%d: traffic.segment: requests needs an http target: the gateways rlctl simulates on each machine would not share one limit", sc.File, sc.Line), exitcode.Usage))
 	}

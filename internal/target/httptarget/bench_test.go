@@ -10,6 +10,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // BenchmarkHTTPTarget is requests per second through the HTTP target to a
@@ -25,7 +26,7 @@ func BenchmarkHTTPTarget(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := traffic.Plan{Model: traffic.ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
+	plan := traffic.Plan{Model: workload.ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
 	b.ReportAllocs()
 	b.ResetTimer()
 	began := time.Now()

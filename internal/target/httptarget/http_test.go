@@ -20,6 +20,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // limitServer is a real HTTP gateway with a small fixed-window limiter: 429
@@ -316,7 +317,7 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := traffic.Plan{Pattern: traffic.PatternBoundary, Align: traffic.AlignAuto, Limit: perSecond(5), Identities: 2,
+	plan := traffic.Plan{Pattern: workload.PatternBoundary, Align: workload.AlignAuto, Limit: perSecond(5), Identities: 2,
 		Duration: 6500 * time.Millisecond, MaxRequests: 10000}
 	// A run in which no boundary batch left on time (the machine stalled)
 	// measures no burst: it is run again, and three such runs fail.

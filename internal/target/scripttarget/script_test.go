@@ -16,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/resp"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
+	"github.com/rlctl/rlctl/internal/workload"
 )
 
 // fixedWindowLua is a user's fixed-window limiter: count, set the TTL when
@@ -88,7 +89,7 @@ func TestRedisScriptRaceIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
-	plan := traffic.Plan{Pattern: traffic.PatternRace, Limit: lim, Rounds: 8, Identities: 2, Duration: 20 * time.Second, MaxRequests: 100000}
+	plan := traffic.Plan{Pattern: workload.PatternRace, Limit: lim, Rounds: 8, Identities: 2, Duration: 20 * time.Second, MaxRequests: 100000}
 	h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
