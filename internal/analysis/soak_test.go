@@ -166,7 +166,12 @@ func soakBinary(t testing.TB) string {
 		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	bin := filepath.Join(t.TempDir(), "soak.test")
-	if out, err := exec.Command(gobin, "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
+	// Built as make test's NONRACE precompiled it (CGO_ENABLED=0, -trimpath):
+	// the same flags as the Dockerfile's binary, so they share one build of
+	// the standard library.
+	cmd := exec.Command(gobin, "test", "-c", "-trimpath", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the soak child without -race: %v\n%s", err, out)
 	}
 	return bin
