@@ -142,6 +142,7 @@ func Run(ctx context.Context, t Target, p Plan, o RunOptions) (*history.History,
 	hooks := e.startHooks(o.Hooks)
 	stopProgress := e.startProgress(o.Progress, o.ProgressEvery)
 	e.produce(h)
+	e.holdForHooks(o.Hooks)
 	e.drain(o.Grace, cancelReq, consumed)
 	hooks.stop(e.elapsed())
 	stopProgress()
@@ -298,6 +299,25 @@ func (e *engine) begin(h *history.History, at time.Time, now func() time.Time) e
 	e.wall = now()
 	h.Meta.Start = e.wall
 	return nil
+}
+
+// holdForHooks keeps a run whose schedule ended early (a burst per long
+// window) going until its planned duration when a fault is due within it,
+// so a planned fault happens and what follows it is watched, as in a run
+// whose traffic lasts.
+func (e *engine) holdForHooks(hooks []Hook) {
+	due := false
+	for _, hk := range hooks {
+		due = due || (hk.Fn != nil && hk.At < e.p.Duration)
+	}
+	if left := e.p.Duration - e.elapsed(); due && left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-e.ctx.Done():
+		}
+	}
 }
 
 // hookRunner owns the fault hooks' goroutines, one per hook due within the

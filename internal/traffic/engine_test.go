@@ -432,3 +432,28 @@ func TestRunWarmsTargetFirst(t *testing.T) {
 		})
 	}
 }
+
+// A run whose schedule ends early (one burst per hour-long window) still
+// lasts its planned duration when a fault is due in it: the fault happens,
+// and the run watches what follows.
+func TestPlannedFaultHappensAfterTheScheduleEnded(t *testing.T) {
+	t.Parallel()
+	var fired atomic.Bool
+	o := RunOptions{Hooks: []Hook{{At: 150 * time.Millisecond, Name: "redis-reset", Fn: func(context.Context) { fired.Store(true) }}}}
+	plan := Plan{Pattern: workload.PatternBurst, Rate: perSecond(1000), BurstSize: 5, Identities: 1,
+		Limit: rate.Limit{Count: 5, Window: time.Hour}, Duration: 250 * time.Millisecond, MaxRequests: 100}
+	start := time.Now()
+	h, err := Run(context.Background(), newInstant(1), plan, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fired.Load() {
+		t.Fatal("the fault planned at 150ms of a 250ms run never happened: the run ended with its schedule")
+	}
+	if h.Len() != 5 {
+		t.Errorf("%d requests; want the one burst of 5", h.Len())
+	}
+	if took := time.Since(start); took < plan.Duration {
+		t.Errorf("the run took %s, shorter than its planned %s", took, plan.Duration)
+	}
+}

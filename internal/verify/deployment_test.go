@@ -201,10 +201,11 @@ func TestFailoverOfAnHTTPTargetsSentinel(t *testing.T) {
 // On a Cluster, the failover acts on the shard holding the run
 // identities' counters (CLUSTER FAILOVER on its replica): ulule/limiter's
 // gateway behind go-redis's ClusterClient follows it, the election is in
-// the history, the gateway's log lies within rlctl's ceilings, and
-// counts_lost is read through ulule's layout: the counts the gateway's log
-// admitted in the current window, minus what the new primary holds, are
-// at least what rlctl found lost (a graceful failover loses none).
+// the history and the gateway's log lies within rlctl's ceilings. Each
+// identity fires one burst at the start, so the counters stand still until
+// the failover: counts_lost, read through ulule's layout, equals the
+// counters read directly from the old primary before it and the new one
+// after.
 func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
 	t.Parallel()
 	d := redistest.Spawn(t, redisconn.SpawnOptions{Cluster: true, ClusterReplicas: 1})
@@ -215,9 +216,19 @@ func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { c.Close() })
 	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.Ulule, Limit: 100, Window: time.Hour, FailOpen: true})
-	faults := "  - {at: 1s, action: failover}\n"
-	sc := parse(t, deploymentScenario(g.URL, d.URL(), "ulule-limiter", "100/1h", "3s", faults))
-	out, err := Run(t.Context(), sc, Options{AllowFailover: true})
+	doc := strings.Replace(deploymentScenario(g.URL, d.URL(), "ulule-limiter", "100/1h", "3s", "  - {at: 1500ms, action: failover}\n"),
+		"  rate: 200/s\n", "  rate: 1000/s\n  pattern: burst\n  burst_size: 150\n", 1)
+	ids := []string{"user-0", "user-1", "user-2"}
+	// The counters as the old primaries hold them, read once the bursts
+	// are over and before the failover.
+	held := make(chan map[string]int64, 1)
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); len(g.Log()) < 3*150+1 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		held <- directCounts(t, c, ids)
+	}()
+	out, err := Run(t.Context(), parse(t, doc), Options{AllowFailover: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,21 +237,32 @@ func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
 		t.Fatalf("the election was not recorded: %+v; notes %q", f, out.Report.Notes)
 	}
 	checkAgainstLog(t, out, gatewayLog(g), time.Hour)
-	lost, ok := out.Report.Result.Metrics[metric.CountsLost]
-	if !ok {
-		t.Fatalf("no counts_lost; notes %q", out.Report.Notes)
-	}
-	var held int64
-	for _, id := range out.History.Meta.Identities {
-		n, err := c.Get(t.Context(), "limiter:"+id).Int64()
-		if err != nil {
-			t.Fatal(err)
+	before, after := <-held, directCounts(t, c, ids)
+	var want float64
+	for _, id := range ids {
+		if n := before[id] - after[id]; n > 0 {
+			want += float64(n)
 		}
-		held += n
+		if before[id] != 150 {
+			t.Errorf("%s's counter held %d before the failover; ulule counts each of the 150 requests", id, before[id])
+		}
 	}
-	requested := int64(len(g.Log())) // ulule counts every request, denied or not
-	if lost < 0 || float64(requested-held) < lost {
-		t.Errorf("counts_lost %g; the gateways were asked %d times and the new primary holds %d", lost, requested, held)
+	if got, ok := out.Report.Result.Metrics[metric.CountsLost]; !ok || got != want {
+		t.Errorf("counts_lost %g (reported %v); the old primary held %v before, the new one %v after", got, ok, before, after)
 	}
-	t.Logf("counts_lost %g, requested %d, held %d, election %s..%s", lost, requested, held, f.Stopped, f.Answered)
+	t.Logf("counts_lost %g; before %v, after %v; election %s..%s", want, before, after, f.Stopped, f.Answered)
+}
+
+// directCounts reads ulule's counter of each identity with GET, on the
+// primary serving its slot now.
+func directCounts(t *testing.T, c *redis.ClusterClient, ids []string) map[string]int64 {
+	out := map[string]int64{}
+	for _, id := range ids {
+		n, err := c.Get(context.Background(), "limiter:"+id).Int64()
+		if err != nil && err != redis.Nil {
+			t.Errorf("GET limiter:%s: %v", id, err)
+		}
+		out[id] = n
+	}
+	return out
 }

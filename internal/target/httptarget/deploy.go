@@ -374,6 +374,10 @@ func (d *deployment) finish(ctx context.Context, h *history.History, f *target.F
 		// while: the election began when it was asked for.
 		hf.Stopped, hf.Answered = offset(el.asked), offset(el.seen.Answered)
 		hf.Shard = el.seen.Old
+		if el.asked.IsZero() {
+			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s was not carried out: the run ended first", hf.Action, hf.At.Round(time.Millisecond)))
+			continue
+		}
 		if hf.Answered == 0 {
 			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: no new primary took a write within %s", hf.Action, hf.At.Round(time.Millisecond), electionLimit))
 		} else {
