@@ -125,22 +125,7 @@ func Stall(ctx context.Context, c redis.UniversalClient, d time.Duration, mode S
 	if d < time.Millisecond {
 		return nil, exitcode.Errorf(exitcode.Usage, "redis-stall for %s: want at least 1ms", d)
 	}
-	var mu sync.Mutex
-	var nodes []keyspace.Node
-	err := keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
-		info, err := n.Client.Info(ctx, "server").Result()
-		if err != nil {
-			return exitcode.With(fmt.Errorf("redis-stall: read the version of %s: %w", nodeName(n), err), exitcode.Unreachable)
-		}
-		v := redisconn.InfoField(info, "redis_version")
-		if !atLeast(v, 6, 2) {
-			return exitcode.Errorf(exitcode.Usage, "redis-stall: %s runs Redis %s; the stall needs 6.2 or newer (CLIENT PAUSE WRITE, CLIENT UNPAUSE)", nodeName(n), orUnknown(v))
-		}
-		mu.Lock()
-		nodes = append(nodes, n)
-		mu.Unlock()
-		return nil
-	})
+	nodes, err := stallable(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +155,35 @@ func Stall(ctx context.Context, c redis.UniversalClient, d time.Duration, mode S
 		return undo, fmt.Errorf("redis-stall: %w", err)
 	}
 	return undo, nil
+}
+
+// CheckStall says, before any traffic, why a redis-stall cannot run on
+// the deployment c reaches (a primary older than Redis 6.2, or one that
+// does not answer), nil when it can. It writes nothing.
+func CheckStall(ctx context.Context, c redis.UniversalClient) error {
+	_, err := stallable(ctx, c)
+	return err
+}
+
+// stallable lists every primary c writes to, refusing any older than 6.2.
+func stallable(ctx context.Context, c redis.UniversalClient) ([]keyspace.Node, error) {
+	var mu sync.Mutex
+	var nodes []keyspace.Node
+	err := keyspace.ForEachPrimary(ctx, c, func(ctx context.Context, n keyspace.Node) error {
+		info, err := n.Client.Info(ctx, "server").Result()
+		if err != nil {
+			return exitcode.With(fmt.Errorf("redis-stall: read the version of %s: %w", nodeName(n), err), exitcode.Unreachable)
+		}
+		v := redisconn.InfoField(info, "redis_version")
+		if !atLeast(v, 6, 2) {
+			return exitcode.Errorf(exitcode.Usage, "redis-stall: %s runs Redis %s; the stall needs 6.2 or newer (CLIENT PAUSE WRITE, CLIENT UNPAUSE)", nodeName(n), orUnknown(v))
+		}
+		mu.Lock()
+		nodes = append(nodes, n)
+		mu.Unlock()
+		return nil
+	})
+	return nodes, err
 }
 
 func nodeName(n keyspace.Node) string {

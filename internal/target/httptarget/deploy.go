@@ -152,6 +152,10 @@ func (d *deployment) faults(ctx context.Context, b *target.Built) error {
 			d.elections[i] = el
 			b.Hooks = append(b.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) { d.failover(ctx, el) }})
 		case design.FaultRedisStall:
+			// A Redis that cannot be paused is refused before any traffic.
+			if err := deploy.CheckStall(ctx, d.client); err != nil {
+				return fmt.Errorf("%s: %w", d.s.Name, err)
+			}
 			mode := deploy.StallWrite
 			if f.Mode == design.StallAll {
 				mode = deploy.StallAll
