@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/cli":          {"*"}, // the top: it wires everything
 	"internal/verify":       {"internal/analysis", "internal/ceiling", "internal/decision", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/report", "internal/rundir", "internal/scenario", "internal/score", "internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget", "internal/traffic", "internal/workload"},
 	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
+	"internal/discover":     {"internal/decision", "internal/exitcode", "internal/traffic"},
 	"internal/measure":      {"internal/ceiling", "internal/exitcode", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/verify"},
 	"internal/report":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/metric", "internal/rate", "internal/score", "internal/textfmt"},
 	"internal/score":        {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
