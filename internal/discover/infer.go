@@ -203,10 +203,11 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 			anchor = b3
 		}
 	}
-	w = roundWindow(w)
+	measured := roundWindow(w)
+	w = roundBetween(measured, lo, hi)
 	p.WindowMS = w.Milliseconds()
-	e.fig("window_ms", 1-float64(hi-lo)/float64(w), "the quota came back %v after the first request; the next two resets came %v apart (between %v and %v)",
-		t1.Round(time.Millisecond), w, lo.Round(time.Millisecond), hi.Round(time.Millisecond))
+	e.fig("window_ms", 1-float64(hi-lo)/float64(w), "the quota came back %v after the first request; the next two resets came %v apart (between %v and %v)%s",
+		t1.Round(time.Millisecond), measured, lo.Round(time.Millisecond), hi.Round(time.Millisecond), roundWords(measured, w))
 	if w*23/10 > e.remaining() {
 		p.Algorithm = FixedWindow
 		e.fig("algorithm", 0.4, "the whole quota came back at once after %v (a window, or a log of a burst); no time was left to tell them apart", t1.Round(time.Millisecond))
@@ -420,9 +421,10 @@ func (e *engine) lockout(ctx context.Context, s int, bA, bS burstResult, ph phas
 			lo = mid
 		}
 	}
-	w := roundWindow((lo + hi) / 2)
+	measured := roundWindow((lo + hi) / 2)
+	w := roundBetween(measured, lo, hi)
 	p.WindowMS = w.Milliseconds()
-	e.fig("window_ms", 1-float64(hi-lo)/float64(w), "a quiet spell of %v brings the quota back, one of %v does not (%d halvings); %d came back after the first quiet spell", hi.Round(time.Millisecond), lo.Round(time.Millisecond), rounds, 1+more)
+	e.fig("window_ms", 1-float64(hi-lo)/float64(w), "a quiet spell of %v brings the quota back, one of %v does not (%d halvings); %d came back after the first quiet spell%s", hi.Round(time.Millisecond), lo.Round(time.Millisecond), rounds, 1+more, roundWords(measured, w))
 	e.fig("algorithm", 0.6, "the quota comes back whole (%d) after %v without requests, and every request, denied ones included, restarts that wait: a fixed window whose expiry every request refreshes (a sliding log that logs denials would look alike)", 1+more, w)
 	e.fig("aligned", 0.6, "the window restarts with every request: it counts from the last one, not from the epoch")
 	return nil
@@ -439,10 +441,11 @@ func (e *engine) bucket(ctx context.Context, a int, bA burstResult, ph phaseOneR
 	e.fig("denials_count", 0.7, "a second identity probed sparsely got its quota back no sooner than the one polled densely (%d denials while waiting)", len(ph.aPoll.denials))
 	tok := ph.aAdmit.mid().Sub(bA.denial.mid())
 	r0 := 1 / max(tok.Seconds(), 0.001)
-	// A pilot train at about three times the first guess, then the
-	// measuring train at twice the pilot's rate: saturated, so each
-	// admission is one unit of refill.
-	pilot, err := e.train(ctx, a, 0, rateToPeriod(3*r0), min(12, e.p.left(a)-40))
+	// A pilot train at about three times the first guess (at least ten a
+	// second, so a refill that waited for a boundary costs no more than a
+	// second), then the measuring train at twice the pilot's rate:
+	// saturated, so each admission is one unit of refill.
+	pilot, err := e.train(ctx, a, 0, min(rateToPeriod(3*r0), 100*time.Millisecond), min(12, e.p.left(a)-40))
 	if err != nil && !errors.Is(err, errBudget) {
 		return err
 	}
@@ -506,13 +509,14 @@ func (e *engine) bucket(ctx context.Context, a int, bA burstResult, ph phaseOneR
 		// After a window that admitted the whole quota L, the weighted
 		// counter lets one more through every W/L: the window is L times
 		// the spacing of the trickle.
-		w := roundWindow(time.Duration(float64(bA.admitted) * late.slope * float64(time.Second)))
+		measured := roundWindow(time.Duration(float64(bA.admitted) * late.slope * float64(time.Second)))
+		w := roundBetween(measured, measured*98/100, measured*102/100)
 		p.WindowMS = w.Milliseconds()
 		p.Aligned = AlignEpoch
 		e.fig("algorithm", 0.8, "the quota trickles back at about %.4g/s, but a fresh identity that spent it got nothing back for %v (a bucket refills one in %v), then one every %.3gs: a weighted two-window counter whose next window had begun",
 			r, late.wait.Round(time.Millisecond), time.Duration(float64(time.Second)/r).Round(time.Millisecond), late.slope)
 		e.fig("limit", 0.85, "%d admitted back to back by a fresh identity before the first denial", bA.admitted)
-		e.fig("window_ms", 0.75, "the limit (%d) times the spacing of the admissions once the next window began (%.4gs, from %d admissions)", bA.admitted, late.slope, late.n)
+		e.fig("window_ms", 0.75, "the limit (%d) times the spacing of the admissions once the next window began (%.4gs, from %d admissions): %v%s", bA.admitted, late.slope, late.n, measured, roundWords(measured, w))
 		e.fig("aligned", 0.7, "the quota came back only once a boundary passed, the same for every identity")
 		return nil
 	}
@@ -598,6 +602,23 @@ func slopeOf(xs, ys []float64) float64 {
 		return 0
 	}
 	return num / den
+}
+
+// roundBetween is the round figure niceWindow finds for w when it lies
+// within what was measured, [lo, hi]; else w.
+func roundBetween(w, lo, hi time.Duration) time.Duration {
+	if c := niceWindow(w); c >= lo && c <= hi {
+		return c
+	}
+	return w
+}
+
+// roundWords says that a round figure was taken for a measured one.
+func roundWords(measured, w time.Duration) string {
+	if measured == w {
+		return ""
+	}
+	return fmt.Sprintf("; the round %v lies within what was measured", w)
 }
 
 // niceWindow is w rounded to the round figure within 8% of it that a
