@@ -9,6 +9,8 @@ test)
 	command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
 	command -v chromium >/dev/null || need+=(chromium)
 	command -v openssl >/dev/null || need+=(openssl)
+	# discover's tests run nginx's limit_req (in /usr/sbin, off a user's PATH)
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 	;;
 bench)
 	command -v redis-server >/dev/null || need+=(redis-server)
@@ -25,6 +27,6 @@ if [ ${#need[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# Debian's packages may start redis-server and redis-sentinel services; they
-# are the machine's, and stay as they are: the tests start their own servers
-# on free loopback ports and never use the default ones.
+# Debian's packages may start redis-server, redis-sentinel and nginx
+# services; they are the machine's, and stay as they are: the tests start
+# their own servers on free loopback ports and never use the default ones.

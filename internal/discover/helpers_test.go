@@ -117,3 +117,11 @@ func within(got, want float64) bool {
 
 // lim is a limit of n per w.
 func lim(n int64, w time.Duration) rate.Limit { return rate.Limit{Count: n, Window: w} }
+
+// redisClient is a client of the redis-server at addr, closed when the
+// test ends.
+func redisClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
