@@ -77,13 +77,43 @@ func (e *engine) classify(ctx context.Context) error {
 	if err := sleepUntil(ctx, ph.aAdmit.recv.Add(max(t1/10, 2*time.Millisecond))); err != nil {
 		return err
 	}
-	more, _, err := e.drain(ctx, a, 0, min(bA.admitted+10, e.p.left(a)))
+	rb, err := e.burst(ctx, a, 0, min(bA.admitted+10, e.p.left(a)))
 	if err != nil && !errors.Is(err, errBudget) {
 		return err
 	}
-	back := 1 + more
-	if float64(back) >= max(2, 0.5*float64(bA.admitted)) {
-		return e.windows(ctx, a, bA, ph, back)
+	back := 1 + rb.admitted
+	half := max(2, 0.5*float64(bA.admitted))
+	if float64(back) < half && rb.denial != nil {
+		// A lone admission may be a leftover (a leasing gateway's slice)
+		// rather than a refill: a bucket gives the next one within a few
+		// refill periods, a window only at its reset, with the quota.
+		tok := ph.aAdmit.mid().Sub(bA.denial.mid())
+		pr, err := e.poll(ctx, a, 0, rb.denial.recv, max(tok/2, time.Millisecond), 1.1, 2*time.Millisecond, min(100, e.p.left(a)-80), nil)
+		if err != nil && !errors.Is(err, errBudget) {
+			return err
+		}
+		if pr.admit != nil && pr.admit.sent.Sub(rb.denial.recv) > 4*tok+10*time.Millisecond {
+			more, _, err := e.drain(ctx, a, 0, min(bA.admitted+10, e.p.left(a)))
+			if err != nil && !errors.Is(err, errBudget) {
+				return err
+			}
+			if float64(1+more) >= half {
+				e.note("an admission %v after the first denial came without the quota behind it (%d); the quota came back %v later: taken for a leftover, not a refill",
+					tok.Round(time.Millisecond), back, pr.admit.sent.Sub(ph.aAdmit.sent).Round(time.Millisecond))
+				ph.aAdmit, back = pr.admit, 1+more
+				rb = burstResult{}
+			}
+		}
+	}
+	var reDrain *obs
+	for i := range rb.obs {
+		if rb.obs[i].admitted() {
+			reDrain = &rb.obs[i]
+			break
+		}
+	}
+	if float64(back) >= half {
+		return e.windows(ctx, a, bA, ph, back, reDrain)
 	}
 	return e.bucket(ctx, a, bA, ph, back)
 }
@@ -92,7 +122,8 @@ func (e *engine) classify(ctx context.Context) error {
 type phaseOneResult struct {
 	aPoll, sPoll pollResult
 	aAdmit       *obs // first re-admission of the densely polled identity
-	sAdmit       *obs // of the sparsely probed one
+	sAdmit       *obs // of the sparsely probed one, the quota behind it
+	sBack        int  // how much of the quota came back with sAdmit
 	denialsCount bool
 }
 
@@ -109,10 +140,11 @@ func (e *engine) phaseOne(ctx context.Context, a, s int, bA, bS burstResult) (ph
 	var sErr error
 	if bS.denial != nil {
 		wg.Go(func() {
-			pr, err := e.poll(sctx, s, 0, bS.denial.recv, 25*time.Millisecond, 2, time.Millisecond, min(24, e.p.left(s)-20), nil)
+			// A lone admission without the quota behind it is no return.
+			pr, err := e.pollReset(sctx, s, bS.denial.recv, 25*time.Millisecond, 2, time.Millisecond, min(24, e.p.left(s)-bA.admitted-20), bA.admitted)
 			mu.Lock()
 			defer mu.Unlock()
-			res.sPoll, res.sAdmit = pr, pr.admit
+			res.sPoll, res.sAdmit, res.sBack = pr, pr.admit, pr.back
 			if err != nil && sctx.Err() == nil {
 				sErr = err
 			}
@@ -152,26 +184,33 @@ func (e *engine) phaseOne(ctx context.Context, a, s int, bA, bS burstResult) (ph
 }
 
 // windows handles a quota that comes back whole: a fixed window or a
-// sliding log. Two more resets of the same identity measure the window
-// (the first from a poll growing 2% a step, the next from steps of half a
-// percent of it); probes placed at chosen offsets from the last reset
+// sliding log. Three more resets of the same identity measure the window
+// (the first from a poll growing 10% a step, the next two from steps of
+// 1/150 of it, whose interval is the figure); probes placed at chosen offsets from the last reset
 // tell shared (epoch) boundaries from first-request ones, and a window
 // from a log.
-func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOneResult, back int) error {
+func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOneResult, back int, reDrain *obs) error {
 	p := &e.res.Policy
-	L := bA.admitted
+	// A gateway may deny a little early while it fetches more of a
+	// shared budget (leasing): the quota is the most seen at once.
+	L := max(bA.admitted, back)
 	p.Limit = int64(L)
 	f := false
 	p.DenialsCount = &f
 	e.fig("denials_count", 0.8, "a second identity probed sparsely got its quota back no sooner than the one polled densely (%d denials while waiting)", len(ph.aPoll.denials))
 	conf := 0.9
-	if math.Abs(float64(back-L)) > 0.1*float64(L) {
+	if math.Abs(float64(back-bA.admitted)) > 0.1*float64(L) {
 		conf = 0.6
 	}
-	e.fig("limit", conf, "%d admitted back to back by a fresh identity before the first denial (status %d); %d again once the quota came back", L, bA.denial.status, back)
+	e.fig("limit", conf, "%d admitted back to back by a fresh identity before the first denial (status %d); %d again once the quota came back", bA.admitted, bA.denial.status, back)
 	t1 := ph.aAdmit.mid().Sub(bA.first().mid())
+	// The polls count from the quota's return: the re-admission, or the
+	// requests drained after it, whose entries a log holds longest.
 	re := ph.aAdmit
-	pr, err := e.poll(ctx, a, 0, re.sent, max(t1/2, 5*time.Millisecond), 1.02, 2*time.Millisecond, min(150, e.p.left(a)-L-40), nil)
+	if reDrain != nil {
+		re = reDrain
+	}
+	pr, err := e.pollReset(ctx, a, re.sent, max(t1/2, 5*time.Millisecond), 1.1, 2*time.Millisecond, min(80, e.p.left(a)-L-40), L)
 	if err != nil && !errors.Is(err, errBudget) {
 		return err
 	}
@@ -186,22 +225,33 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 	// The third reset, polled finely now that the window's size is known:
 	// the interval between two resets found this way is the window
 	// whether boundaries are shared or start at a first request.
-	if _, _, err := e.drain(ctx, a, 0, min(L+10, e.p.left(a)-30)); err != nil && !errors.Is(err, errBudget) {
-		return err
-	}
 	w, lo, hi := w2, lo2.Sub(re.sent), hi2.Sub(re.sent)
 	anchor := b2
-	step := max(w2/200, time.Millisecond)
-	if w2*22/10 < e.remaining() {
-		pr3, err := e.poll(ctx, a, 0, pr.admit.sent, w2*94/100, 1, step, min(40, e.p.left(a)-2), nil)
+	step := max(w2/150, time.Millisecond)
+	// Then a fourth, as finely: the interval between two resets both
+	// found within 1/150 of the window.
+	strays := pr.strays
+	prev, prevLo, prevHi := b2, lo2, hi2
+	from := pr.admit.sent
+	for range 2 {
+		if w2*22/10 >= e.remaining() {
+			break
+		}
+		prN, err := e.pollReset(ctx, a, from, w2*75/100, 1, step, min(80, e.p.left(a)-L-12), L)
 		if err != nil && !errors.Is(err, errBudget) {
 			return err
 		}
-		if pr3.admit != nil && pr3.lastDenied() != nil {
-			b3, lo3, hi3 := resetAt(pr3)
-			w, lo, hi = b3.Sub(b2), lo3.Sub(hi2), hi3.Sub(lo2)
-			anchor = b3
+		strays += prN.strays
+		if prN.admit == nil || prN.lastDenied() == nil {
+			break
 		}
+		bN, loN, hiN := resetAt(prN)
+		w, lo, hi = bN.Sub(prev), loN.Sub(prevHi), hiN.Sub(prevLo)
+		anchor = bN
+		prev, prevLo, prevHi, from = bN, loN, hiN, prN.admit.sent
+	}
+	if strays > 0 {
+		e.note("%d admissions came between resets without the quota behind them (a gateway's leftover slice, or a log's single entry ageing out): a reset is taken only where at least half the quota came back", strays)
 	}
 	measured := roundWindow(w)
 	w = roundBetween(measured, lo, hi)
@@ -255,6 +305,40 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 		e.fig("aligned", 0.2, "the alignment probe saw no reset")
 	}
 	return nil
+}
+
+// pollReset polls like poll for the quota's return, taking an admission
+// for a reset only when, drained at once, at least half the quota L came
+// back with it; a lone admission (a leftover slice of a leasing gateway,
+// say) is counted as a stray and the polls go on. The quota is spent
+// again when it returns.
+func (e *engine) pollReset(ctx context.Context, id int, from time.Time, e0 time.Duration, ratio float64, minStep time.Duration, n, L int) (pollResult, error) {
+	var out pollResult
+	for n > 0 {
+		pr, err := e.poll(ctx, id, 0, from, e0, ratio, minStep, n, nil)
+		out.denials = append(out.denials, pr.denials...)
+		n -= len(pr.denials) + 1
+		if err != nil || pr.admit == nil {
+			return out, err
+		}
+		more, denial, err := e.drain(ctx, id, 0, min(L+10, e.p.left(id)))
+		if err != nil && !errors.Is(err, errBudget) {
+			return out, err
+		}
+		if 1+more >= max(2, (L+1)/2) || L < 3 {
+			out.admit, out.back = pr.admit, 1+more
+			return out, nil
+		}
+		out.strays++
+		if denial != nil {
+			// Denied right after the stray: the reset is later still.
+			out.denials = append(out.denials, *denial)
+		}
+		// Go on from where the polls were.
+		e0 = pr.admit.sent.Sub(from)
+		e0 = max(time.Duration(float64(e0)*ratio), e0+minStep)
+	}
+	return out, nil
 }
 
 // resetAt is where a poll's admission most likely fell (between its last
@@ -378,10 +462,10 @@ func (e *engine) lockout(ctx context.Context, s int, bA, bS burstResult, ph phas
 	// The gap before s's admission was long enough, the one before its
 	// last denial was not.
 	var lo, hi time.Duration
-	for i := 1; i < len(hs); i++ {
-		if hs[i].admitted() && hs[i-1].denied() && hs[i].sent.After(bS.denial.sent) {
+	for i := 1; i < len(hs) && ph.sAdmit != nil; i++ {
+		if hs[i].sent.Equal(ph.sAdmit.sent) {
 			hi = hs[i].sent.Sub(hs[i-1].recv)
-			if i >= 2 {
+			if i >= 2 && hs[i-1].denied() && hs[i-2].denied() {
 				lo = hs[i-1].sent.Sub(hs[i-2].recv)
 			}
 			break
@@ -393,10 +477,7 @@ func (e *engine) lockout(ctx context.Context, s int, bA, bS burstResult, ph phas
 		e.fig("algorithm", 0.4, "denied requests keep the quota from coming back; the quiet time it needs was not bracketed")
 		return nil
 	}
-	more, _, err := e.drain(ctx, s, 0, min(L+10, e.p.left(s)))
-	if err != nil && !errors.Is(err, errBudget) {
-		return err
-	}
+	more := ph.sBack - 1
 	rounds := 0
 	for range 6 {
 		if e.p.left(s) < L+3 || 2*hi > e.remaining() {

@@ -63,6 +63,8 @@ func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) 
 type pollResult struct {
 	denials []obs
 	admit   *obs
+	strays  int // admissions pollReset did not take for a reset
+	back    int // with pollReset: how much of the quota came back
 }
 
 // lastDenied is the last denial before the admission (or of all).
