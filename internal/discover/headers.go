@@ -80,7 +80,7 @@ func (e *engine) retryAfter(denialsCount bool) {
 		if checked == 0 {
 			conf = 0.4
 		}
-		e.fig("retry_after", conf, "%d of %d denials carried Retry-After; no admission came sooner than told and %d identities that came back when told were admitted; forms: %s", with, total, checked, forms)
+		e.fig("retry_after", conf, "%d of %d denials carried Retry-After; no admission came sooner than told, and after %d of them the identity came back when told and was admitted; forms: %s", with, total, checked, forms)
 	}
 	if with > 0 && with < total {
 		e.note("%d of %d denials carried no Retry-After", total-with, total)

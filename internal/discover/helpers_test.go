@@ -92,6 +92,17 @@ func discoverQuiet(t *testing.T, budget int, urls ...string) (*Result, bool) {
 // their URLs.
 func gatewayOf(t *testing.T, addr string, cfg limiter.Config, n int) []string {
 	t.Helper()
+	return gatewayN(t, addr, cfg, n, "")
+}
+
+// gatewayFields is one gateway answering with the given header fields.
+func gatewayFields(t *testing.T, addr string, cfg limiter.Config, fields string) []string {
+	t.Helper()
+	return gatewayN(t, addr, cfg, 1, fields)
+}
+
+func gatewayN(t *testing.T, addr string, cfg limiter.Config, n int, fields string) []string {
+	t.Helper()
 	set, err := gateway.New(context.Background(), gateway.Options{
 		N: n, Limiter: cfg,
 		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1,
@@ -104,7 +115,7 @@ func gatewayOf(t *testing.T, addr string, cfg limiter.Config, n int) []string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	o := httpgw.Options{Decider: set, Limit: cfg.Limit}
+	o := httpgw.Options{Decider: set, Limit: cfg.Limit, Fields: fields}
 	m := httpgw.NewMetrics(o)
 	var urls []string
 	for i := range n {

@@ -26,7 +26,7 @@ func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) 
 	var b burstResult
 	base := time.Duration(-1)
 	slow := 0
-	for len(b.obs) < n {
+	for len(b.obs) < n && e.before(time.Now()) {
 		o, err := e.p.do(ctx, id, gw)
 		if err != nil {
 			return b, err
