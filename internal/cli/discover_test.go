@@ -94,8 +94,12 @@ func TestDiscoverScenarioPinsThePolicy(t *testing.T) {
 	for _, tc := range []struct{ algorithm, limit, doubled string }{
 		{"redis-fixed-window", "10/1s", "20/1s"},
 		{"redis-gcra", "10/1s", "20/1s"},
+		{"redis-sliding-log", "10/1s", "20/1s"},
+		{"redis-sliding-window", "10/1s", "20/1s"},
+		{"redis-fixed-window-refresh", "10/1s", "20/1s"},
 	} {
 		t.Run(tc.algorithm, func(t *testing.T) {
+			t.Parallel()
 			sig := make(chan os.Signal, 1)
 			url, done, errOut := startServe(t, srv, sig, noExit(t), "--algorithm", tc.algorithm, "--limit", tc.limit, "--prefix", "rl:"+tc.algorithm+":")
 			file := filepath.Join(t.TempDir(), "pinned.yaml")
