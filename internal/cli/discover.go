@@ -114,7 +114,8 @@ What it cannot tell apart within its budget, and says so in each figure's
 confidence and the notes: a token bucket from GCRA (they admit the same); a
 fixed window whose expiry every request refreshes from a sliding log that
 logs denials; a window from a log when the quota is under 4; a window longer
-than about a third of --max-duration (raise it: a 1m window needs some 5m);
+than about a sixth of --max-duration (four resets and the alignment probes
+take some six windows: raise it, a 1m window needs some 6m);
 a quota above the budget (raise --budget). Confidences are the probes' own
 margins, not statistical guarantees.
 

@@ -68,7 +68,7 @@ func (e *engine) classify(ctx context.Context) error {
 		e.res.Policy.Limit = int64(bA.admitted)
 		e.fig("algorithm", 0.2, "%d admitted back to back, then denied; no admission came back within %v of polling", bA.admitted, time.Since(bA.denial.recv).Round(time.Millisecond))
 		e.fig("limit", 0.5, "%d admitted back to back before the first denial", bA.admitted)
-		e.note("the quota did not come back within the run's budget and duration: raise --max-duration (a window longer than a third of it cannot be measured) or --budget")
+		e.note("the quota did not come back within the run's budget and duration: raise --max-duration (measuring a window takes some six of it) or --budget")
 		return nil
 	}
 	// Wait a little after the first re-admission so that a log's entries

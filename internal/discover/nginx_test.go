@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
 )
 
 // startNginx starts Debian's nginx on a free loopback port with a
@@ -21,6 +23,12 @@ import (
 // arguments of limit_req after zone=) on a zone of rate, keyed on
 // X-API-Key. It is stopped when the test ends.
 func startNginx(t *testing.T, rate, limitReq string) string {
+	t.Helper()
+	return startNginxKeyed(t, "$http_x_api_key", rate, limitReq)
+}
+
+// startNginxKeyed is startNginx with the zone keyed on key.
+func startNginxKeyed(t *testing.T, key, rate, limitReq string) string {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -55,7 +63,7 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
-    limit_req_zone $http_x_api_key zone=discover:1m rate=%[3]s;
+    limit_req_zone %[5]s zone=discover:1m rate=%[3]s;
     limit_req_status 429;
     server {
         listen 127.0.0.1:%[2]d;
@@ -65,7 +73,7 @@ http {
         }
     }
 }
-`, dir, port, rate, limitReq)
+`, dir, port, rate, limitReq, key)
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -164,4 +172,26 @@ func TestDiscoverNginxNotShared(t *testing.T) {
 	if res.Policy.Shared == nil || *res.Policy.Shared {
 		t.Errorf("shared %v, want false: %s", res.Policy.Shared, res.Policy.Evidence["shared"].Evidence)
 	}
+}
+
+// TestDiscoverNginxKeyedOnAddress: nginx's usual limit_req_zone key is
+// the client's address; with source addresses of its own per identity
+// (the CLI's --identity-source) discover still sees one limit each.
+func TestDiscoverNginxKeyedOnAddress(t *testing.T) {
+	t.Parallel()
+	url := startNginxKeyed(t, "$binary_remote_addr", "10r/s", "burst=4 nodelay")
+	srcs, err := httptarget.SourceAddrs("127.0.1.0/28", DefaultMaxIdentities+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := httptarget.New(httptarget.Options{URLs: []string{url}, Sources: srcs[:DefaultMaxIdentities], ProbeSource: srcs[DefaultMaxIdentities]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	res, err := Run(context.Background(), Options{Target: tg, Budget: 300, MaxDuration: 40 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, res, want{class: TokenBucket, rate: 10, burst: 5, aligned: AlignNone})
 }
