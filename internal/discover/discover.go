@@ -190,6 +190,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		e.res.Found = false
 		e.res.Policy.Algorithm = Undetermined
 		e.res.Summary = fmt.Sprintf("no limit found: %v", err)
+		if st, n := e.p.commonStatus(); n > 0 {
+			// nginx's limit_req denies with 503 unless told otherwise.
+			e.note("%d answers were %d: if that status means denied here, name it as a denied status (rlctl discover --denied-status %d)", n, st, st)
+		}
 	case errors.Is(err, errBudget), errors.Is(err, errIdentities), errors.Is(err, context.DeadlineExceeded):
 		e.note("the run stopped early (%v): figures not yet measured are absent", err)
 	default:

@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -194,4 +195,16 @@ func TestDiscoverNginxKeyedOnAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, res, want{class: TokenBucket, rate: 10, burst: 5, aligned: AlignNone})
+}
+
+// TestDiscoverNginx503: nginx denies with 503 unless limit_req_status
+// says otherwise; discover, told only of 429, finds no limit and says
+// which status to name.
+func TestDiscoverNginx503(t *testing.T) {
+	t.Parallel()
+	url := startNginxKeyed(t, "$http_x_api_key", "10r/s", "burst=4 nodelay; limit_req_status 503")
+	res := discoverURLs(t, 60, url)
+	if res.Found || !strings.Contains(strings.Join(res.Notes, " "), "--denied-status 503") {
+		t.Errorf("found %v, notes %q: want no limit and a hint to name 503", res.Found, res.Notes)
+	}
 }

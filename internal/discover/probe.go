@@ -143,6 +143,18 @@ func (p *prober) do(ctx context.Context, id, gw int) (obs, error) {
 // timeouts), so no policy could be read from it.
 var ErrTargetErrors = errors.New("the target answered errors")
 
+// commonStatus is the most frequent status outside 2xx, and its count.
+func (p *prober) commonStatus() (status, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s, c := range p.statuses {
+		if (s < 200 || s > 299) && (c > n || c == n && s < status) {
+			status, n = s, c
+		}
+	}
+	return status, n
+}
+
 // history returns identity id's answers, in the order they were sent.
 func (p *prober) history(id int) []obs {
 	p.mu.Lock()
