@@ -109,6 +109,9 @@ confidence under "policy.evidence"):
                  again); exact otherwise. A hint stated in whole seconds is
                  honest to within a second. header_forms lists the families
                  seen: retry-after, draft-11, draft-07, draft-06, x-ratelimit.
+  remaining_exact whether the remaining count each admission of a fresh
+                 identity's burst published (RateLimit r, RateLimit-Remaining,
+                 X-RateLimit-Remaining) was what was really left, within one.
 
 What it cannot tell apart within its budget, and says so in each figure's
 confidence and the notes: a token bucket from GCRA (they admit the same); a
@@ -347,7 +350,7 @@ func checkWritable(path string) error {
 }
 
 // figureOrder is the order the table shows the figures in.
-var figureOrder = []string{"algorithm", "limit", "window_ms", "rate_per_s", "burst", "aligned", "denials_count", "shared", "retry_after"}
+var figureOrder = []string{"algorithm", "limit", "window_ms", "rate_per_s", "burst", "aligned", "denials_count", "shared", "retry_after", "remaining_exact"}
 
 // printDiscover writes the table: each figure with its value, confidence
 // and evidence, then the notes and what the run spent.
@@ -378,6 +381,9 @@ func printDiscover(f *Factory, res *discover.Result) error {
 	}
 	if p.Shared != nil {
 		value["shared"] = strconv.FormatBool(*p.Shared)
+	}
+	if p.RemainingExact != nil {
+		value["remaining_exact"] = strconv.FormatBool(*p.RemainingExact)
 	}
 	for _, k := range figureOrder {
 		ev, ok := p.Evidence[k]

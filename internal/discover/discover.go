@@ -78,16 +78,21 @@ type Figure struct {
 // Policy is what the endpoint was found to enforce. A figure that does
 // not apply to the class (window_ms of a bucket) is absent.
 type Policy struct {
-	Algorithm    string   `json:"algorithm"`
-	Limit        int64    `json:"limit,omitempty"`
-	WindowMS     int64    `json:"window_ms,omitempty"`
-	RatePerS     float64  `json:"rate_per_s,omitempty"`
-	Burst        float64  `json:"burst,omitempty"`
-	Aligned      string   `json:"aligned,omitempty"`
-	DenialsCount *bool    `json:"denials_count,omitempty"`
-	Shared       *bool    `json:"shared,omitempty"`
-	RetryAfter   string   `json:"retry_after,omitempty"`
-	HeaderForms  []string `json:"header_forms"`
+	Algorithm    string  `json:"algorithm"`
+	Limit        int64   `json:"limit,omitempty"`
+	WindowMS     int64   `json:"window_ms,omitempty"`
+	RatePerS     float64 `json:"rate_per_s,omitempty"`
+	Burst        float64 `json:"burst,omitempty"`
+	Aligned      string  `json:"aligned,omitempty"`
+	DenialsCount *bool   `json:"denials_count,omitempty"`
+	Shared       *bool   `json:"shared,omitempty"`
+	RetryAfter   string  `json:"retry_after,omitempty"`
+	// RemainingExact says whether the remaining count the answers
+	// published (RateLimit r, RateLimit-Remaining, X-RateLimit-Remaining)
+	// matched what the first burst could still spend; absent when none
+	// was published.
+	RemainingExact *bool    `json:"remaining_exact,omitempty"`
+	HeaderForms    []string `json:"header_forms"`
 	// DeniedStatus is the status the denials came with.
 	DeniedStatus int `json:"denied_status,omitempty"`
 	// Evidence holds each figure's evidence and confidence, by the

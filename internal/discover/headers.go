@@ -143,3 +143,32 @@ func (e *engine) shared(ctx context.Context) error {
 	}
 	return nil
 }
+
+// remainingHint checks the remaining count each admission of the first
+// burst published against what was really left: after the i-th of L
+// admitted, L-i (one off is allowed, for limiters that count the
+// request in flight either way).
+func (e *engine) remainingHint(b burstResult) {
+	L := int64(b.admitted)
+	with, match := 0, 0
+	i := int64(0)
+	for _, o := range b.obs {
+		if !o.admitted() {
+			continue
+		}
+		i++
+		if o.remaining < 0 {
+			continue
+		}
+		with++
+		if d := o.remaining - (L - i); d >= -1 && d <= 1 {
+			match++
+		}
+	}
+	if with == 0 {
+		return
+	}
+	ok := match*10 >= with*9
+	e.res.Policy.RemainingExact = &ok
+	e.fig("remaining_exact", 0.8, "%d of %d admissions of a fresh identity's burst of %d published the remaining count that was really left (within one)", match, with, L)
+}

@@ -35,8 +35,9 @@ func (e *engine) classify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cap := max(e.o.Budget-80, e.o.Budget/2)
-	bA, err := e.burst(ctx, a, 0, cap)
+	// The first burst may take most of the budget: what is left is for
+	// the polls that follow.
+	bA, err := e.burst(ctx, a, 0, max(e.o.Budget-80, e.o.Budget/2))
 	if err != nil {
 		return err
 	}
@@ -60,6 +61,7 @@ func (e *engine) classify(ctx context.Context) error {
 		return err
 	}
 	e.retryAfter(ph.denialsCount)
+	e.remainingHint(bA)
 	if ph.denialsCount {
 		return e.lockout(ctx, s, bA, bS, ph)
 	}

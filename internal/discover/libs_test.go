@@ -64,6 +64,9 @@ func TestDiscoverUlule(t *testing.T) {
 	if res.Policy.RetryAfter != RetryMissing {
 		t.Errorf("retry_after %q, want missing (ulule sends X-RateLimit-Reset only)", res.Policy.RetryAfter)
 	}
+	if r := res.Policy.RemainingExact; r == nil || !*r {
+		t.Errorf("remaining_exact %v, want true: %s", r, res.Policy.Evidence["remaining_exact"].Evidence)
+	}
 	if len(res.Policy.HeaderForms) != 1 || res.Policy.HeaderForms[0] != "x-ratelimit" {
 		t.Errorf("header forms %v, want [x-ratelimit]", res.Policy.HeaderForms)
 	}

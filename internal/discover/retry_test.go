@@ -12,7 +12,8 @@ import (
 )
 
 // fixedWindow is a small in-memory fixed window (first-request aligned)
-// whose denials say Retry-After: retryAfter, true or not.
+// whose denials say Retry-After: retryAfter, true or not, and whose every
+// answer says X-RateLimit-Remaining: 5, which is not.
 func fixedWindow(limit int, w time.Duration, retryAfter string) http.Handler {
 	var mu sync.Mutex
 	type win struct {
@@ -25,6 +26,7 @@ func fixedWindow(limit int, w time.Duration, retryAfter string) http.Handler {
 		defer mu.Unlock()
 		id := r.Header.Get("X-API-Key")
 		now := time.Now()
+		rw.Header().Set("X-RateLimit-Remaining", "5")
 		c := wins[id]
 		if c == nil || now.Sub(c.start) >= w {
 			c = &win{start: now}
@@ -56,6 +58,9 @@ func TestDiscoverRetryAfterHonesty(t *testing.T) {
 				t.Errorf("retry_after %q, want %q: %s", res.Policy.RetryAfter, tc.want, res.Policy.Evidence["retry_after"].Evidence)
 			}
 			check(t, res, want{class: FixedWindow, limit: 8, window: time.Second, aligned: AlignFirstRequest})
+			if r := res.Policy.RemainingExact; r == nil || *r {
+				t.Errorf("remaining_exact %v, want false: %s", r, res.Policy.Evidence["remaining_exact"].Evidence)
+			}
 		})
 	}
 }
