@@ -1,3 +1,5 @@
+//go:build unix
+
 package discover
 
 import (
@@ -206,5 +208,17 @@ func TestDiscoverNginx503(t *testing.T) {
 	res := discoverURLs(t, 60, url)
 	if res.Found || !strings.Contains(strings.Join(res.Notes, " "), "--denied-status 503") {
 		t.Errorf("found %v, notes %q: want no limit and a hint to name 503", res.Found, res.Notes)
+	}
+}
+
+// nginxStudyTargets are the accuracy study's nginx targets.
+func nginxStudyTargets() []studyTarget {
+	return []studyTarget{
+		{name: "nginx/nodelay", want: want{class: TokenBucket, rate: 10, burst: 10, aligned: AlignNone},
+			start: func(t *testing.T, _ string, _ int) []string {
+				return []string{startNginx(t, "10r/s", "burst=9 nodelay")}
+			}},
+		{name: "nginx/queue", want: want{class: LeakyBucket, rate: 10, burst: 6},
+			start: func(t *testing.T, _ string, _ int) []string { return []string{startNginx(t, "10r/s", "burst=5")} }},
 	}
 }

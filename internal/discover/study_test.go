@@ -54,14 +54,8 @@ func studyTargets() []studyTarget {
 			start: func(t *testing.T, addr string, _ int) []string {
 				return []string{redisRateServer(t, addr, redis_rate.Limit{Rate: 10, Burst: 20, Period: time.Second})}
 			}},
-		studyTarget{name: "nginx/nodelay", want: want{class: TokenBucket, rate: 10, burst: 10, aligned: AlignNone},
-			start: func(t *testing.T, _ string, _ int) []string {
-				return []string{startNginx(t, "10r/s", "burst=9 nodelay")}
-			}},
-		studyTarget{name: "nginx/queue", want: want{class: LeakyBucket, rate: 10, burst: 6},
-			start: func(t *testing.T, _ string, _ int) []string { return []string{startNginx(t, "10r/s", "burst=5")} }},
 	)
-	return out
+	return append(out, nginxStudyTargets()...)
 }
 
 // studyRun is one run's figures against the known answer.
