@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -174,5 +175,34 @@ func TestDiscoverExitCodes(t *testing.T) {
 	f, errOut := testFactory(io.Discard, nil)
 	if code := Run(f, []string{"discover", url}, nil, noExit(t)); code != int(exitcode.Unreachable) {
 		t.Errorf("closed port: exit %d, want 3: %s", code, errOut)
+	}
+}
+
+// TestHelpDiscoverExplainsEveryFigure: every field of the JSON policy and
+// every class is explained in `rlctl help discover`.
+func TestHelpDiscoverExplainsEveryFigure(t *testing.T) {
+	out := &bytes.Buffer{}
+	f, errOut := testFactory(out, nil)
+	if code := Run(f, []string{"help", "discover"}, nil, noExit(t)); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	help := out.String()
+	pt := reflect.TypeOf(discover.Policy{})
+	for i := range pt.NumField() {
+		name, _, _ := strings.Cut(pt.Field(i).Tag.Get("json"), ",")
+		if name == "evidence" || name == "denied_status" {
+			continue // the evidence map itself; the status is the flag's
+		}
+		if !strings.Contains(help, name) {
+			t.Errorf("help discover does not explain %s", name)
+		}
+	}
+	for _, c := range discover.Classes {
+		if !strings.Contains(help, c) {
+			t.Errorf("help discover does not name the class %s", c)
+		}
+	}
+	if !strings.Contains(help, "Exit status:") {
+		t.Error("help discover lists no exit codes")
 	}
 }
