@@ -1,5 +1,5 @@
 # rlctl — make targets. `make test` works on a fresh Debian machine: it
-# installs what the tests need (redis-server, redis-sentinel, chromium).
+# installs what the tests need (redis-server, redis-sentinel, chromium, nginx).
 GO      ?= go
 BIN     ?= bin/rlctl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,9 +10,10 @@ LDFLAGS := -X github.com/rlctl/rlctl/internal/cli.Version=$(VERSION)
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/rlctl
 
-# deps-test installs Debian's Redis (server, CLI, Sentinel) and Chromium
-# (headless report checks) when they are missing, and fetches the Go
-# modules. It leaves the machine's own Redis services alone.
+# deps-test installs Debian's Redis (server, CLI, Sentinel), Chromium
+# (headless report checks) and nginx (discover's tests start it, on a free
+# port, for its limit_req) when they are missing, and fetches the Go
+# modules. It leaves the machine's own Redis and nginx services alone.
 deps-test: deps-go
 	@./scripts/deps.sh test
 
@@ -41,7 +42,7 @@ OFFLINE := GOPROXY=off
 # test runs (go list -export compiles without linking), so on a fresh
 # clone the compiler never takes the cores from a timing-sensitive test.
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/analysis ./internal/redisconn \
-	./internal/keyspace ./internal/limiter ./internal/report
+	./internal/keyspace ./internal/limiter ./internal/report ./internal/discover
 # NONRACE builds the two things the tests build without the race detector,
 # the Dockerfile's static binary (cli's docker test) and analysis's soak
 # child, with the same flags, so the standard library is compiled once for

@@ -9,6 +9,8 @@ test)
 	command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
 	command -v chromium >/dev/null || need+=(chromium)
 	command -v openssl >/dev/null || need+=(openssl)
+	# discover's tests run nginx's limit_req (in /usr/sbin, off a user's PATH)
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 	;;
 bench)
 	command -v redis-server >/dev/null || need+=(redis-server)
@@ -36,6 +38,6 @@ if [ "${1:-test}" = bench ]; then
 		go install github.com/tsenart/vegeta/v12@v12.13.0
 	(cd scripts/clientbench && go mod download)
 fi
-# Debian's packages may start redis-server and redis-sentinel services; they
-# are the machine's, and stay as they are: the tests start their own servers
-# on free loopback ports and never use the default ones.
+# Debian's packages may start redis-server, redis-sentinel and nginx
+# services; they are the machine's, and stay as they are: the tests start
+# their own servers on free loopback ports and never use the default ones.

@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"internal/verify":       {"internal/exitcode", "internal/history", "internal/redisconn", "internal/report", "internal/rundir", "internal/scenario", "internal/score", "internal/target", "internal/traffic", "internal/workload"},
 	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
 	"internal/measure":      {"internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/verify", "internal/workload"},
+	"internal/discover":     {"internal/decision", "internal/exitcode", "internal/traffic"},
 	"internal/report":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/metric", "internal/rate", "internal/score", "internal/textfmt"},
 	"internal/score":        {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
 	"internal/analysis":     {"internal/decision", "internal/history", "internal/metric"},

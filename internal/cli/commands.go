@@ -13,6 +13,7 @@ func commands(f *Factory) []*cobra.Command {
 		newCmdVerify(f, nil),
 		newCmdReport(f, nil),
 		newCmdCeiling(f, nil),
+		newCmdDiscover(f, nil),
 		newCmdKeys(f),
 		newCmdAudit(f, nil),
 		newCmdPing(f, nil),

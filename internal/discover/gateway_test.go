@@ -1,0 +1,111 @@
+package discover
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+// want is a known answer: the class, and the figures of that class.
+type want struct {
+	class   string
+	limit   int64
+	window  time.Duration
+	rate    float64
+	burst   float64
+	aligned string
+	denials bool
+}
+
+// gatewayCases configures every design of rlctl's gateway and says what
+// discover must find. Buckets get a capacity unlike their rate so the two
+// cannot be confused.
+func gatewayCases() map[string]struct {
+	cfg  limiter.Config
+	want want
+} {
+	w := time.Second
+	window := func(class, aligned string) want {
+		return want{class: class, limit: 12, window: w, aligned: aligned}
+	}
+	bucket := want{class: TokenBucket, rate: 10, burst: 20, aligned: AlignNone}
+	out := map[string]struct {
+		cfg  limiter.Config
+		want want
+	}{
+		design.LocalFixedWindow:        {limiter.Config{Limit: lim(12, w)}, window(FixedWindow, AlignEpoch)},
+		design.LocalTokenBucket:        {limiter.Config{Limit: lim(10, w), Capacity: 20}, bucket},
+		design.RedisGetIncr:            {limiter.Config{Limit: lim(12, w)}, window(FixedWindow, AlignFirstRequest)},
+		design.RedisFixedWindow:        {limiter.Config{Limit: lim(12, w)}, window(FixedWindow, AlignFirstRequest)},
+		design.RedisFixedWindowRefresh: {limiter.Config{Limit: lim(12, w)}, want{class: FixedWindow, limit: 12, window: w, aligned: AlignFirstRequest, denials: true}},
+		design.RedisClockWindow:        {limiter.Config{Limit: lim(12, w)}, window(FixedWindow, AlignEpoch)},
+		design.RedisTokenBucket:        {limiter.Config{Limit: lim(10, w), Capacity: 20}, bucket},
+		design.RedisSlidingWindow:      {limiter.Config{Limit: lim(12, w)}, window(SlidingWindow, AlignEpoch)},
+		design.RedisSlidingLog:         {limiter.Config{Limit: lim(12, w)}, window(SlidingLog, AlignNone)},
+		design.RedisGCRA:               {limiter.Config{Limit: lim(10, w), Capacity: 20}, bucket},
+		design.Leasing:                 {limiter.Config{Limit: lim(12, w)}, window(FixedWindow, AlignEpoch)},
+	}
+	return out
+}
+
+func check(t *testing.T, res *Result, w want) {
+	t.Helper()
+	p := res.Policy
+	if !res.Found {
+		t.Fatalf("nothing found: %s", res.Summary)
+	}
+	if p.Algorithm != w.class {
+		t.Errorf("algorithm %q, want %q (%s)", p.Algorithm, w.class, p.Evidence["algorithm"].Evidence)
+	}
+	if w.limit > 0 && !within(float64(p.Limit), float64(w.limit)) {
+		t.Errorf("limit %d, want %d±10%%", p.Limit, w.limit)
+	}
+	if w.window > 0 && !within(float64(p.WindowMS), float64(w.window.Milliseconds())) {
+		t.Errorf("window %dms, want %v±10%%", p.WindowMS, w.window)
+	}
+	if w.rate > 0 && !within(p.RatePerS, w.rate) {
+		t.Errorf("rate %.4g/s, want %v/s±10%%", p.RatePerS, w.rate)
+	}
+	if w.burst > 0 && !within(p.Burst, w.burst) {
+		t.Errorf("burst %.4g, want %v±10%%", p.Burst, w.burst)
+	}
+	if w.aligned != "" && p.Aligned != w.aligned {
+		t.Errorf("aligned %q, want %q (%s)", p.Aligned, w.aligned, p.Evidence["aligned"].Evidence)
+	}
+	if p.DenialsCount == nil || *p.DenialsCount != w.denials {
+		t.Errorf("denials_count %v, want %v", p.DenialsCount, w.denials)
+	}
+}
+
+// TestDiscoverEveryGatewayDesign runs discover against rlctl's own HTTP
+// gateway with every design, on a real redis-server, and checks the
+// class exactly and every figure within 10% of the configured one.
+func TestDiscoverEveryGatewayDesign(t *testing.T) {
+	srv := startRedis(t)
+	cases := gatewayCases()
+	for _, name := range design.Names() {
+		c, ok := cases[name]
+		if !ok {
+			t.Errorf("design %s has no known answer here", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := c.cfg
+			cfg.Algorithm = name
+			cfg.Prefix = fmt.Sprintf("rl:%s:", name)
+			urls := gatewayOf(t, srv.Addr, cfg, 1)
+			res := discoverURLs(t, 300, urls...)
+			check(t, res, c.want)
+		})
+	}
+	for name := range cases {
+		if !slices.Contains(design.Names(), name) {
+			t.Errorf("known answer for %s, which is no design", name)
+		}
+	}
+}

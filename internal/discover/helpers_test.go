@@ -1,0 +1,153 @@
+package discover
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/gateway"
+	"github.com/rlctl/rlctl/internal/httpgw"
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
+	"github.com/rlctl/rlctl/internal/traffic"
+)
+
+// counting wraps a target and counts, by identity name, the requests that
+// really went out: what the budget assertion reads.
+type counting struct {
+	traffic.Target
+	mu  sync.Mutex
+	per map[string]int
+}
+
+func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
+	c.mu.Lock()
+	c.per[r.ID]++
+	c.mu.Unlock()
+	return c.Target.Do(ctx, r)
+}
+
+func (c *counting) Probe(ctx context.Context) error {
+	return c.Target.(traffic.Prober).Probe(ctx)
+}
+
+// discoverURLs runs discover on urls (identity in X-API-Key) and fails
+// the test when any identity was sent more than the budget.
+func discoverURLs(t *testing.T, budget int, urls ...string) *Result {
+	t.Helper()
+	res, over := discoverQuiet(t, budget, urls...)
+	if res == nil {
+		t.FailNow()
+	}
+	if over {
+		t.Errorf("an identity was sent more than the budget of %d", budget)
+	}
+	t.Logf("%s (%d requests, %v): %+v", res.Summary, res.Requests, time.Duration(res.DurationMS)*time.Millisecond, res.Policy)
+	for k, f := range res.Policy.Evidence {
+		t.Logf("  %s (%.2f): %s", k, f.Confidence, f.Evidence)
+	}
+	for _, n := range res.Notes {
+		t.Logf("  note: %s", n)
+	}
+	return res
+}
+
+// discoverQuiet runs discover on urls and reports whether any identity
+// was sent more than the budget, counting what really went out; it
+// returns nil (having logged why) when the run failed.
+func discoverQuiet(t *testing.T, budget int, urls ...string) (*Result, bool) {
+	t.Helper()
+	tg, err := httptarget.New(httptarget.Options{URLs: urls, IdentityHeader: "X-API-Key", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Error(err)
+		return nil, false
+	}
+	defer tg.Close()
+	c := &counting{Target: tg, per: map[string]int{}}
+	res, err := Run(context.Background(), Options{Target: c, Budget: budget, MaxDuration: 40 * time.Second})
+	if err != nil {
+		t.Errorf("discover: %v", err)
+		return nil, false
+	}
+	total, over := 0, false
+	for _, n := range c.per {
+		over = over || n > budget
+		total += n
+	}
+	if total != res.Requests {
+		t.Errorf("the result counts %d requests, %d were sent", res.Requests, total)
+	}
+	return res, over
+}
+
+// gatewayOf starts n of rlctl's own HTTP gateways (httpgw) running cfg
+// on the redis-server at addr, one httptest server each, and returns
+// their URLs.
+func gatewayOf(t *testing.T, addr string, cfg limiter.Config, n int) []string {
+	t.Helper()
+	return gatewayN(t, addr, cfg, n, "")
+}
+
+// gatewayFields is one gateway answering with the given header fields.
+func gatewayFields(t *testing.T, addr string, cfg limiter.Config, fields string) []string {
+	t.Helper()
+	return gatewayN(t, addr, cfg, 1, fields)
+}
+
+func gatewayN(t *testing.T, addr string, cfg limiter.Config, n int, fields string) []string {
+	t.Helper()
+	set, err := gateway.New(context.Background(), gateway.Options{
+		N: n, Limiter: cfg,
+		Endpoints: []gateway.Endpoint{{Name: "default", Share: 1,
+			Policy: limiter.Policy{OnError: "closed", Timeout: 2 * time.Second, OnFailover: "trust"}}},
+		NewClient: func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	o := httpgw.Options{Decider: set, Limit: cfg.Limit, Fields: fields}
+	m := httpgw.NewMetrics(o)
+	var urls []string
+	for i := range n {
+		s := httptest.NewServer(httpgw.Handler(o, m, i))
+		t.Cleanup(s.Close)
+		urls = append(urls, s.URL+"/")
+	}
+	return urls
+}
+
+// startRedis starts a redis-server for the test.
+func startRedis(t *testing.T) *redistest.Server { return redistest.Start(t) }
+
+// handlerServer serves h on a loopback httptest server.
+func handlerServer(t *testing.T, h http.Handler) string {
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s.URL + "/"
+}
+
+// within reports whether got is within 10% of want.
+func within(got, want float64) bool {
+	return got >= 0.9*want && got <= 1.1*want
+}
+
+// lim is a limit of n per w.
+func lim(n int64, w time.Duration) rate.Limit { return rate.Limit{Count: n, Window: w} }
+
+// redisClient is a client of the redis-server at addr, closed when the
+// test ends.
+func redisClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,96 @@
+package discover
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	ulule "github.com/ulule/limiter/v3"
+	"github.com/ulule/limiter/v3/drivers/middleware/stdlib"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+// redisRateServer serves go-redis/redis_rate (GCRA) on srv behind a small
+// net/http handler, keyed on X-API-Key, answering 429 with Retry-After in
+// whole seconds (rounded up) as its README shows.
+func redisRateServer(t *testing.T, srv string, l redis_rate.Limit) string {
+	lim := redis_rate.NewLimiter(redisClient(t, srv))
+	return handlerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, err := lim.Allow(r.Context(), "discover:"+r.Header.Get("X-API-Key"), l)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(res.Remaining))
+		if res.Allowed == 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(res.RetryAfter.Seconds()))))
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+}
+
+// TestDiscoverRedisRate discovers go-redis/redis_rate's GCRA: a token
+// bucket of rate 10/s and burst 20.
+func TestDiscoverRedisRate(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	url := redisRateServer(t, srv.Addr, redis_rate.Limit{Rate: 10, Burst: 20, Period: time.Second})
+	res := discoverURLs(t, 300, url)
+	check(t, res, want{class: TokenBucket, rate: 10, burst: 20, aligned: AlignNone})
+}
+
+// TestDiscoverUlule discovers ulule/limiter/v3 (its Redis store and its
+// net/http middleware): a fixed window of 12 per second, opened by an
+// identity's first request. Its counter counts denied requests too, but
+// the window still ends on time, so denials do not lock a client out.
+func TestDiscoverUlule(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	store, err := ulredis.NewStoreWithOptions(redisClient(t, srv.Addr), ulule.StoreOptions{Prefix: "discover-ulule"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw := stdlib.NewMiddleware(ulule.New(store, ulule.Rate{Period: time.Second, Limit: 12}),
+		stdlib.WithKeyGetter(func(r *http.Request) string { return r.Header.Get("X-API-Key") }))
+	url := handlerServer(t, mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	res := discoverURLs(t, 300, url)
+	check(t, res, want{class: FixedWindow, limit: 12, window: time.Second, aligned: AlignFirstRequest})
+	if res.Policy.RetryAfter != RetryMissing {
+		t.Errorf("retry_after %q, want missing (ulule sends X-RateLimit-Reset only)", res.Policy.RetryAfter)
+	}
+	if r := res.Policy.RemainingExact; r == nil || !*r {
+		t.Errorf("remaining_exact %v, want true: %s", r, res.Policy.Evidence["remaining_exact"].Evidence)
+	}
+	if len(res.Policy.HeaderForms) != 1 || res.Policy.HeaderForms[0] != "x-ratelimit" {
+		t.Errorf("header forms %v, want [x-ratelimit]", res.Policy.HeaderForms)
+	}
+}
+
+// TestDiscoverSharedGateways: two of rlctl's gateways on one Redis share
+// the limit; two running a design kept in each gateway's memory do not,
+// so the deployment admits twice the quota.
+func TestDiscoverSharedGateways(t *testing.T) {
+	srv := startRedis(t)
+	for _, tc := range []struct {
+		algorithm string
+		shared    bool
+	}{
+		{design.RedisFixedWindow, true},
+		{design.LocalFixedWindow, false},
+	} {
+		t.Run(tc.algorithm, func(t *testing.T) {
+			t.Parallel()
+			urls := gatewayOf(t, srv.Addr, limiter.Config{Algorithm: tc.algorithm, Limit: lim(10, time.Second), Prefix: "rl:shared-" + tc.algorithm + ":"}, 2)
+			res := discoverURLs(t, 300, urls...)
+			if res.Policy.Shared == nil || *res.Policy.Shared != tc.shared {
+				t.Errorf("shared %v, want %v: %s", res.Policy.Shared, tc.shared, res.Policy.Evidence["shared"].Evidence)
+			}
+		})
+	}
+}

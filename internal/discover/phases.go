@@ -1,0 +1,214 @@
+package discover
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// burstResult is what a back-to-back run of requests of one identity saw.
+type burstResult struct {
+	obs      []obs
+	admitted int  // admitted before the first denial
+	denial   *obs // the first denial, nil when none came
+	// queued says the answers came slower and slower while admitted: a
+	// limiter that delays requests instead of denying them.
+	queued bool
+}
+
+func (b burstResult) first() obs { return b.obs[0] }
+
+// burst sends requests of identity id back to back (each once the previous
+// answered) until the first denial, at most n. It stops early when the
+// admitted answers come late again and again: a queue.
+func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) {
+	var b burstResult
+	base := time.Duration(-1)
+	slow := 0
+	for len(b.obs) < n && e.before(time.Now()) {
+		o, err := e.p.do(ctx, id, gw)
+		if err != nil {
+			return b, err
+		}
+		b.obs = append(b.obs, o)
+		if o.denied() {
+			b.denial = &b.obs[len(b.obs)-1]
+			return b, nil
+		}
+		if !o.admitted() {
+			continue
+		}
+		b.admitted++
+		lat := o.latency()
+		if base < 0 || lat < base {
+			base = lat
+		}
+		// Queued answers come about one period late each, in a row; a
+		// loaded machine's stall is one late answer among quick ones.
+		if lat > 15*time.Millisecond && lat > 8*base {
+			slow++
+		} else {
+			slow = 0
+		}
+		if slow >= 4 {
+			b.queued = true
+			return b, nil
+		}
+	}
+	return b, nil
+}
+
+// pollResult is what polling one identity for its next admission saw.
+type pollResult struct {
+	denials []obs
+	admit   *obs
+	strays  int // admissions pollReset did not take for a reset
+	back    int // with pollReset: how much of the quota came back
+}
+
+// lastDenied is the last denial before the admission (or of all).
+func (p pollResult) lastDenied() *obs {
+	if len(p.denials) == 0 {
+		return nil
+	}
+	return &p.denials[len(p.denials)-1]
+}
+
+// poll sends one request of identity id at from+e0, from+e1, ... where
+// each offset grows by ratio (at least minStep) until one is admitted, at
+// most n requests, or stop says to give up (checked before each).
+func (e *engine) poll(ctx context.Context, id, gw int, from time.Time, e0 time.Duration, ratio float64, minStep time.Duration, n int, stop func() bool) (pollResult, error) {
+	return e.pollWatch(ctx, id, gw, from, e0, ratio, minStep, n, stop, nil)
+}
+
+// pollWatch is poll with a look at every answer (watch may be nil).
+func (e *engine) pollWatch(ctx context.Context, id, gw int, from time.Time, e0 time.Duration, ratio float64, minStep time.Duration, n int, stop func() bool, watch func(obs)) (pollResult, error) {
+	var pr pollResult
+	off := e0
+	for range max(n, 0) {
+		if err := sleepUntil(ctx, from.Add(off)); err != nil {
+			return pr, err
+		}
+		if stop != nil && stop() {
+			return pr, nil
+		}
+		o, err := e.p.do(ctx, id, gw)
+		if err != nil {
+			return pr, err
+		}
+		if watch != nil {
+			watch(o)
+		}
+		if o.admitted() {
+			pr.admit = &o
+			return pr, nil
+		}
+		if o.denied() {
+			pr.denials = append(pr.denials, o)
+		}
+		off = max(time.Duration(float64(off)*ratio), off+minStep)
+		if !e.before(from.Add(off)) {
+			return pr, nil
+		}
+	}
+	return pr, nil
+}
+
+// trainResult is a paced train's answers.
+type trainResult struct {
+	obs []obs
+}
+
+func (t trainResult) admittedObs() []obs {
+	var out []obs
+	for _, o := range t.obs {
+		if o.admitted() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// rate is the admitted rate between the first and the last admission of
+// the train, per second, and how many admissions it rests on.
+func (t trainResult) rate() (float64, int) {
+	a := t.admittedObs()
+	if len(a) < 2 {
+		return 0, len(a)
+	}
+	d := a[len(a)-1].mid().Sub(a[0].mid()).Seconds()
+	if d <= 0 {
+		return 0, len(a)
+	}
+	return float64(len(a)-1) / d, len(a)
+}
+
+// train sends n requests of identity id, one every period, each at its
+// scheduled offset from the start (so a slow answer does not shift the
+// rest), several in flight when answers are slower than the period.
+func (e *engine) train(ctx context.Context, id, gw int, period time.Duration, n int) (trainResult, error) {
+	start := time.Now()
+	var mu sync.Mutex
+	var tr trainResult
+	var wg sync.WaitGroup
+	var firstErr error
+	for i := range n {
+		if err := sleepUntil(ctx, start.Add(time.Duration(i)*period)); err != nil {
+			firstErr = err
+			break
+		}
+		if !e.before(time.Now()) {
+			break
+		}
+		wg.Go(func() {
+			o, err := e.p.do(ctx, id, gw)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			tr.obs = append(tr.obs, o)
+		})
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+	}
+	wg.Wait()
+	slices.SortFunc(tr.obs, func(a, b obs) int { return a.sent.Compare(b.sent) })
+	return tr, firstErr
+}
+
+// together sends n requests of identity id at once, all in flight
+// together, and returns their answers in the order they came back.
+func (e *engine) together(ctx context.Context, id, gw, n int) ([]obs, error) {
+	out := make([]obs, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { out[i], errs[i] = e.p.do(ctx, id, gw) })
+	}
+	wg.Wait()
+	var got []obs
+	for i, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, out[i])
+	}
+	slices.SortFunc(got, func(a, b obs) int { return a.recv.Compare(b.recv) })
+	return got, nil
+}
+
+// drain sends requests of identity id back to back until the first
+// denial (at most n) and counts the admitted: what was left of its quota.
+func (e *engine) drain(ctx context.Context, id, gw, n int) (int, *obs, error) {
+	b, err := e.burst(ctx, id, gw, n)
+	return b.admitted, b.denial, err
+}

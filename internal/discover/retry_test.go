@@ -1,0 +1,107 @@
+package discover
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/httpgw"
+	"github.com/rlctl/rlctl/internal/limiter"
+)
+
+// fixedWindow is a small in-memory fixed window (first-request aligned)
+// whose denials say Retry-After: retryAfter, true or not, and whose every
+// answer says X-RateLimit-Remaining: 5, which is not.
+func fixedWindow(limit int, w time.Duration, retryAfter string) http.Handler {
+	var mu sync.Mutex
+	type win struct {
+		start time.Time
+		n     int
+	}
+	wins := map[string]*win{}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		id := r.Header.Get("X-API-Key")
+		now := time.Now()
+		rw.Header().Set("X-RateLimit-Remaining", "5")
+		c := wins[id]
+		if c == nil || now.Sub(c.start) >= w {
+			c = &win{start: now}
+			wins[id] = c
+		}
+		if c.n >= limit {
+			rw.Header().Set("Retry-After", retryAfter)
+			rw.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		c.n++
+	})
+}
+
+// TestDiscoverRetryAfterHonesty: a Retry-After of 0 on a 1s window sends
+// a client back too early (early); one of 30s keeps it away while it
+// would be admitted (late); rlctl's gateway tells the truth (exact, in
+// the gateway tests).
+func TestDiscoverRetryAfterHonesty(t *testing.T) {
+	for _, tc := range []struct{ header, want string }{
+		{"0", RetryEarly},
+		{"30", RetryLate},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			url := handlerServer(t, fixedWindow(8, time.Second, tc.header))
+			res := discoverURLs(t, 300, url)
+			if res.Policy.RetryAfter != tc.want {
+				t.Errorf("retry_after %q, want %q: %s", res.Policy.RetryAfter, tc.want, res.Policy.Evidence["retry_after"].Evidence)
+			}
+			check(t, res, want{class: FixedWindow, limit: 8, window: time.Second, aligned: AlignFirstRequest})
+			if r := res.Policy.RemainingExact; r == nil || *r {
+				t.Errorf("remaining_exact %v, want false: %s", r, res.Policy.Evidence["remaining_exact"].Evidence)
+			}
+		})
+	}
+}
+
+// TestDiscoverHeaderForms: rlctl's gateway speaks draft 11 by default and
+// draft 06 when told; discover names the form it heard.
+func TestDiscoverHeaderForms(t *testing.T) {
+	srv := startRedis(t)
+	for _, fields := range []string{httpgw.FieldsDraft11, httpgw.FieldsDraft06} {
+		t.Run(fields, func(t *testing.T) {
+			t.Parallel()
+			urls := gatewayFields(t, srv.Addr, limiter.Config{Algorithm: design.RedisFixedWindow, Limit: lim(10, time.Second), Prefix: "rl:forms-" + fields + ":"}, fields)
+			res := discoverURLs(t, 300, urls...)
+			forms := res.Policy.HeaderForms
+			if len(forms) != 2 || forms[0] != "retry-after" || forms[1] != fields {
+				t.Errorf("header forms %v, want [retry-after %s]", forms, fields)
+			}
+		})
+	}
+}
+
+// TestDiscoverConcurrency: a server that holds each request 40ms and
+// refuses a fourth in flight admits every request sent back to back but
+// not many at once, and again right after: a concurrency limit of 3.
+func TestDiscoverConcurrency(t *testing.T) {
+	t.Parallel()
+	slots := make(chan struct{}, 3)
+	url := handlerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			time.Sleep(40 * time.Millisecond)
+			<-slots
+		default:
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	res := discoverURLs(t, 40, url)
+	if !res.Found || res.Policy.Algorithm != Concurrency {
+		t.Fatalf("algorithm %q, want concurrency: %s", res.Policy.Algorithm, res.Policy.Evidence["algorithm"].Evidence)
+	}
+	if res.Policy.Limit != 3 {
+		t.Errorf("limit %d, want 3 in flight", res.Policy.Limit)
+	}
+}
