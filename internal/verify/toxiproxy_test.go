@@ -56,6 +56,7 @@ func TestToxiproxyFaultsOnAnHTTPTarget(t *testing.T) {
 	t.Parallel()
 	api := toxitest.API(t)
 	srv := redistest.Start(t)
+	foreign := redistest.SeedForeign(t, srv.Client(t))
 	name := "redis-" + strings.ReplaceAll(t.Name(), "/", "-")
 	var p toxiProxy
 	toxiCall(t, http.MethodPost, api+"/proxies", fmt.Sprintf(`{"name":%q,"listen":"127.0.0.1:0","upstream":%q,"enabled":true}`, name, srv.Addr), &p)
@@ -99,4 +100,5 @@ func TestToxiproxyFaultsOnAnHTTPTarget(t *testing.T) {
 	if !after.Enabled || len(after.Toxics) != 0 {
 		t.Errorf("after an interrupted run the proxy is %+v: want it enabled with no toxics", after)
 	}
+	foreign.AssertUnchanged(t, srv.Client(t))
 }
