@@ -187,10 +187,21 @@ func TestFaultsOnASentinelDeployment(t *testing.T) {
 	if len(shards) != 1 || shards[0].Primary != o.OldShard().Primary {
 		t.Fatalf("failover acted on %+v, the observer watches %+v", shards, o.OldShard())
 	}
+	// Took closes as soon as the new primary takes a write, long before
+	// Sentinel demotes the old one.
+	select {
+	case <-o.Took():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Took never closed")
+	}
+	tookAt := time.Now()
 	// Sentinel turns the old primary into a replica only once it has
 	// reported the wrong role for a while: Stopped comes seconds after
 	// Answered, and the test waits for it.
 	e := o.Wait()
+	if e.Answered.IsZero() || e.Answered.After(tookAt) {
+		t.Errorf("Took closed at %s, the new primary took a write at %s", tookAt.Format("15:04:05.000"), e.Answered.Format("15:04:05.000"))
+	}
 	t.Logf("failover at %s: stopped +%s, switched +%s, notified +%s, answered +%s, %d errors", began.Format("15:04:05.000"),
 		e.Stopped.Sub(began), e.Switched.Sub(began), e.Notified.Sub(began), e.Answered.Sub(began), len(e.Errors))
 	checkElection(t, e, shards[0])

@@ -85,14 +85,17 @@ type Election struct {
 
 // Observer watches one election; Observe starts it, Wait ends it.
 type Observer struct {
-	cfg   *redisconn.Config
-	opts  ObserveOptions
-	old   redisconn.Shard
-	done  chan struct{}
-	stop  context.CancelFunc
-	mu    sync.Mutex
-	e     Election
-	probe redis.UniversalClient
+	cfg  *redisconn.Config
+	opts ObserveOptions
+	old  redisconn.Shard
+	done chan struct{}
+	// took is closed once the new primary took a write (Took).
+	took     chan struct{}
+	tookOnce sync.Once
+	stop     context.CancelFunc
+	mu       sync.Mutex
+	e        Election
+	probe    redis.UniversalClient
 	// sentinels are clients of the URL's Sentinels, for the polls.
 	sentinels []*redis.Client
 }
@@ -110,7 +113,7 @@ func Observe(ctx context.Context, cfg *redisconn.Config, opts ObserveOptions) (*
 	if opts.Limit <= 0 {
 		opts.Limit = DefaultObserveLimit
 	}
-	o := &Observer{cfg: cfg, opts: opts, done: make(chan struct{})}
+	o := &Observer{cfg: cfg, opts: opts, done: make(chan struct{}), took: make(chan struct{})}
 	var err error
 	switch cfg.Mode() {
 	case redisconn.ModeSentinel:
@@ -170,6 +173,11 @@ func (o *Observer) Wait() Election {
 	e.Errors = append([]Seen(nil), o.e.Errors...)
 	return e
 }
+
+// Took is closed once the new primary took a write (Election.Answered),
+// which may be long before Wait returns: Sentinel demotes the old primary
+// seconds later.
+func (o *Observer) Took() <-chan struct{} { return o.took }
 
 // Stop ends the watch now; Wait then returns at once.
 func (o *Observer) Stop() { o.stop() }
@@ -343,6 +351,7 @@ func (o *Observer) round(ctx context.Context, old *redis.Client, node func(strin
 			o.mu.Lock()
 			o.e.Answered = time.Now()
 			o.mu.Unlock()
+			o.tookOnce.Do(func() { close(o.took) })
 			answered = true
 		}
 	}

@@ -276,12 +276,18 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 		el.err = err
 		return
 	}
-	el.seen = obs.Wait()
-	if before == nil {
-		return
+	// The counters are read again as soon as the new primary takes writes;
+	// the watch goes on until the old one is demoted or the run ends.
+	select {
+	case <-obs.Took():
+	case <-ctx.Done():
 	}
-	after, err := d.read(ctx)
-	if err != nil {
+	var after *keyspace.Counts
+	if before != nil {
+		after, err = d.read(ctx)
+	}
+	el.seen = obs.Wait()
+	if before == nil || err != nil {
 		return
 	}
 	lost, compared := lostCounts(before, after)
