@@ -73,7 +73,7 @@ var allowed = map[string][]string{
 	// interface, and none of them knows another.
 	"internal/target/httptarget":   {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/deploy", "internal/fault/toxiproxy", "internal/history", "internal/keyspace", "internal/metric", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/resp", "internal/scenario", "internal/target", "internal/traffic"},
-	"internal/target/simtarget":    {"internal/decision", "internal/design", "internal/exitcode", "internal/fault/inject", "internal/gateway", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
+	"internal/target/simtarget":    {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/inject", "internal/gateway", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target":              {"internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/traffic"},
 	"internal/target/all":          {"internal/target/httptarget", "internal/target/scripttarget", "internal/target/simtarget"},
 	"internal/traffic/traffictest": {"internal/decision", "internal/history"},

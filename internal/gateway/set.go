@@ -358,24 +358,6 @@ func (s *Set) Revive(gateway int) error {
 	return nil
 }
 
-// Down kills gateway and, when d is positive, revives it after d (or when
-// ctx ends, whichever comes first), returning then; with d zero it stays
-// down and Down returns at once. It is the gateway-down fault. A revive
-// that fails leaves the gateway down, which its requests then show.
-func (s *Set) Down(ctx context.Context, gateway int, d time.Duration) {
-	s.Kill(gateway)
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	_ = s.Revive(gateway)
-}
-
 // procs are every life of g so far, the running one last.
 func (g *gw) procs() []*proc {
 	g.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/fault"
 	"github.com/rlctl/rlctl/internal/fault/inject"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/history"
@@ -86,7 +87,11 @@ func build(ctx context.Context, s target.Spec) (_ *target.Built, err error) {
 	for _, f := range s.Faults {
 		if f.Action == design.FaultGatewayDown {
 			gw, hold := f.Gateway, f.For
-			b.Hooks = append(b.Hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) { set.Down(ctx, gw, hold) }})
+			b.Hooks = append(b.Hooks, traffic.Hook{At: f.At, Name: f.Action, Holds: hold > 0, Fn: func(ctx context.Context) {
+				// Killed, and revived after for (or when the run ends); a
+				// revive that fails leaves it down, which its requests show.
+				fault.Hold(ctx, hold, func() { set.Kill(gw) }, func() { _ = set.Revive(gw) })
+			}})
 		}
 	}
 	if dd, ok := design.Lookup(lc.Algorithm); ok && dd.State == design.StateLease {
