@@ -32,7 +32,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	m := h.Meta
 	f := score.Facts{
 		Metrics: res.Metrics, FirstErrors: s.Errors, Statuses: m.Statuses, Unanswered: res.Conduct.Unanswered,
-		HeaderForms: m.HeaderForms, Retry: m.Retry, Notes: s.Notes, Stuck: s.Stuck,
+		HeaderForms: m.HeaderForms, Retry: m.Retry, Notes: s.Notes, Stuck: s.Stuck, Unapplied: s.Unapplied, Faults: len(m.Faults),
 		Stamps: score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
 	}
 	var lastSent time.Duration

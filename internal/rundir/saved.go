@@ -58,6 +58,9 @@ type Saved struct {
 	// Stuck says why the run left its Redis unusable (a user's script
 	// still running, answering BUSY), "" when it did not.
 	Stuck string `json:"stuck,omitempty"`
+	// Unapplied names the planned faults that could not be carried out,
+	// and why (score's faulted check).
+	Unapplied []string `json:"unapplied,omitempty"`
 	// Interrupted is set when the run was cut short: its figures cover
 	// only what ran, and its thresholds are not judged.
 	Interrupted bool `json:"interrupted,omitempty"`

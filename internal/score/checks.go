@@ -42,6 +42,9 @@ var Checks = []Check{
 	{Name: "released", Code: exitcode.Unreachable,
 		Needs: "The run left its Redis answering: a user's script that rlctl's own call timed out on was stopped (SCRIPT KILL); one that had written cannot be, and its server answers BUSY to every client until it ends.",
 		test:  released},
+	{Name: "faulted", Code: exitcode.Failed,
+		Needs: "Every planned fault was carried out: a failover, stall, reset or outage that the deployment refused, or that failed half way, leaves figures of a run without it, which prove nothing about surviving it.",
+		test:  faulted},
 	{Name: "claimed", Code: exitcode.Usage,
 		Needs: "The scenario says what it claims: a scenario that shows a flaw names the thresholds that demonstrate it (one that proves a design holds and names none claims its published cap, ceiling <= limit).",
 		test:  claimed},
@@ -101,6 +104,13 @@ func released(c Claim, f Facts) (string, bool) {
 		return "", false
 	}
 	return f.Stuck, true
+}
+
+func faulted(c Claim, f Facts) (string, bool) {
+	if f.Faults == 0 && len(f.Unapplied) == 0 {
+		return "", false
+	}
+	return strings.Join(f.Unapplied, "; "), true
 }
 
 func claimed(c Claim, f Facts) (string, bool) {

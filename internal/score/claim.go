@@ -59,6 +59,11 @@ type Facts struct {
 	// that rlctl's own call timed out on could not be stopped, so the
 	// server answers BUSY to every client. "" when it did not.
 	Stuck string
+	// Unapplied says, one entry per fault, which planned faults could not
+	// be carried out and why; nil when every one was.
+	Unapplied []string
+	// Faults is how many faults the scenario planned.
+	Faults int
 	// Interrupted is set when the run was cut short; Ran is how long its
 	// traffic ran and Planned how long the scenario meant it to.
 	Interrupted  bool

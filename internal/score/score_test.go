@@ -67,6 +67,9 @@ func TestValidityTable(t *testing.T) {
 		{"script left running", "released", func(c *Claim) { c.Kind = KindRedisScript }, func(f *Facts) {
 			f.Stuck = "the script could not be killed: UNKILLABLE Sorry the script already executed write commands"
 		}, exitcode.Unreachable, "UNKILLABLE"},
+		{"failover refused", "faulted", nil, func(f *Facts) {
+			f.Unapplied = []string{"failover at 2s: CLUSTER FAILOVER on 127.0.0.1:7001: ERR You should send CLUSTER FAILOVER to a replica"}
+		}, exitcode.Failed, "CLUSTER FAILOVER"},
 		{"flaw without thresholds", "claimed", func(c *Claim) { c.Shows, c.Thresholds = design.ShowsFlaw, nil }, nil,
 			exitcode.Usage, "names no threshold"},
 		{"merge missing a segment", "tiled", nil, func(f *Facts) {

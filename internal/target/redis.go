@@ -87,7 +87,9 @@ func (b *Built) WithFaults(ctx context.Context, s Spec, setup inject.Setup) (fun
 	b.Hooks = append(b.Hooks, f.Hooks...)
 	b.Notes = append(b.Notes, f.Notes...)
 	b.OnFinish(func(_ context.Context, h *history.History, fin *Finished) {
-		fin.Notes = append(fin.Notes, f.RecordElections(h)...)
+		notes, unapplied := f.RecordElections(h)
+		fin.Notes = append(fin.Notes, notes...)
+		fin.Unapplied = append(fin.Unapplied, unapplied...)
 		fin.Extra = f.Extra(fin.Extra)
 		fin.CountsLostByIdentity = f.CountsLostByIdentity()
 	})

@@ -179,6 +179,9 @@ type Finished struct {
 	CountsLostByIdentity map[string]float64
 	// Stuck says what the target could not stop ("" when nothing).
 	Stuck string
+	// Unapplied names the planned faults that could not be carried out,
+	// and why.
+	Unapplied []string
 }
 
 // Defer runs fn when the target is closed, last deferred first.

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/redistest/thirdgw"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // The tests in this file run rlctl against a deployment it did not write:
@@ -132,14 +134,58 @@ func TestCounterDriftAndFaultsOnAStandaloneDeployment(t *testing.T) {
 				t.Errorf("the stall was not applied: %v", err)
 			}
 			foreign.AssertUnchanged(t, c)
-			// With redis-reset, the run identities' keys are gone and
-			// nothing else is.
-			faults = "  - {at: 800ms, action: redis-reset}\n"
-			if _, err := Run(t.Context(), parse(t, deploymentScenario(g.URL, srv.URL(), tt.schema, "20/1h", "1s", faults)), Options{AllowFaults: true}); err != nil {
+		})
+	}
+}
+
+// redis-reset deletes the run identities' counters, and only those the
+// run itself began: on a fresh deployment ulule's counters restart at the
+// reset (each ends below the requests its identity sent); run again within
+// the hour, the identities' counters held counts before the run, and the
+// reset leaves them alone (each ends at what it held plus every request
+// of the second run).
+// Another application's keys are byte-identical throughout.
+func TestResetOnADeploymentDeletesOnlyTheRunsOwnCounters(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	foreign := redistest.SeedForeign(t, c)
+	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.Ulule, Limit: 150, Window: time.Hour})
+	doc := deploymentScenario(g.URL, srv.URL(), "ulule-limiter", "150/1h", "1500ms", "  - {at: 700ms, action: redis-reset}\n")
+	sent := func(id string) int64 {
+		var n int64
+		for _, d := range g.Log() {
+			if d.ID == id {
+				n++
+			}
+		}
+		return n
+	}
+	held := map[string]int64{} // each counter after the last run
+	for run, reset := range []bool{true, false} {
+		before := map[string]int64{}
+		for _, id := range []string{"user-0", "user-1", "user-2"} {
+			before[id] = sent(id)
+		}
+		out, err := Run(t.Context(), parse(t, doc), Options{AllowFaults: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := slices.ContainsFunc(out.Report.Notes, func(n string) bool { return strings.Contains(n, "left 3 identities' keys alone") })
+		for _, id := range out.History.Meta.Identities {
+			n, err := c.Get(t.Context(), "limiter:"+id).Int64()
+			if err != nil {
 				t.Fatal(err)
 			}
-			foreign.AssertUnchanged(t, c)
-		})
+			if reset && n >= sent(id) {
+				t.Errorf("run %d: %s's counter is %d after %d requests: the reset did not delete it", run, id, n, sent(id))
+			}
+			if want := held[id] + sent(id) - before[id]; !reset && (n != want || !left) {
+				t.Errorf("run %d: %s's counter is %d, want the %d it held plus this run's %d requests (note %v): a counter from before the run was reset", run, id, n, held[id], sent(id)-before[id], left)
+			}
+			held[id] = n
+		}
+		foreign.AssertUnchanged(t, c)
 	}
 }
 
@@ -265,4 +311,21 @@ func directCounts(t *testing.T, c *redis.ClusterClient, ids []string) map[string
 		out[id] = n
 	}
 	return out
+}
+
+// A failover the deployment cannot carry out (a Sentinel whose master has
+// no replica) leaves a run without the fault: whatever its thresholds say
+// of the figures, it is not measured (exit 1), naming why, never PASS.
+func TestUnappliedFailoverIsNotMeasured(t *testing.T) {
+	t.Parallel()
+	sen := redistest.StartSentinel(t, redistest.Start(t))
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sen.MasterName, SentinelAddrs: []string{sen.Addr}})
+	t.Cleanup(func() { c.Close() })
+	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.RedisRate, Limit: 20, Window: time.Second})
+	doc := deploymentScenario(g.URL, sen.URL, "go-redis-rate", "20/1s", "1500ms", "  - {at: 500ms, action: failover}\n")
+	out, err := Run(t.Context(), parse(t, doc), Options{AllowFailover: true})
+	r := out.Report
+	if r.Status != score.StatusError || r.Verdict != score.NotMeasured || exitcode.Of(err) != exitcode.Failed || !strings.Contains(r.Error, "no replica") {
+		t.Fatalf("status %s, verdict %q, exit %d, error %q: want not measured, exit 1, naming the missing replica", r.Status, r.Verdict, exitcode.Of(err), r.Error)
+	}
 }

@@ -138,7 +138,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return fail(runErr)
 	}
 	fin := built.Finish(ctx, h)
-	out.Saved.Stuck = fin.Stuck
+	out.Saved.Stuck, out.Saved.Unapplied = fin.Stuck, fin.Unapplied
 	if o.shared() {
 		if clockErr == nil {
 			var atEnd clockReading

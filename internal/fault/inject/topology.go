@@ -45,13 +45,12 @@ func (e *election) set(stopped, answered time.Time, err error) {
 }
 
 // RecordElections writes what the failover hooks saw into h's faults, as
-// offsets from the run's start, and returns a note for each failover that
-// could not be carried out.
-func (e *Faults) RecordElections(h *history.History) []string {
+// offsets from the run's start, and returns the notes on them and, for
+// each failover that could not be carried out, why.
+func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string) {
 	if e == nil {
-		return nil
+		return nil, nil
 	}
-	var notes []string
 	offset := func(t time.Time) time.Duration {
 		if t.IsZero() {
 			return 0
@@ -70,13 +69,13 @@ func (e *Faults) RecordElections(h *history.History) []string {
 			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At.Round(time.Millisecond), el.lagErr))
 		}
 		if el.err != nil {
-			notes = append(notes, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At.Round(time.Millisecond), el.err))
+			unapplied = append(unapplied, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At.Round(time.Millisecond), el.err))
 		} else if f.Answered == 0 {
 			notes = append(notes, fmt.Sprintf("%s at %s: no new primary took a write before the run ended", f.Action, f.At.Round(time.Millisecond)))
 		}
 		el.mu.Unlock()
 	}
-	return notes
+	return notes, unapplied
 }
 
 // topology is how real failovers reach the nodes of a deployment: one

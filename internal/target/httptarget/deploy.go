@@ -68,6 +68,7 @@ type deployment struct {
 	lostRead  bool
 	elections map[int]*election // by index in s.Faults
 	notes     []string
+	failed    []string // faults not carried out, and why
 }
 
 // election is what a failover hook saw of one election on the deployment.
@@ -164,7 +165,7 @@ func (d *deployment) faults(ctx context.Context, b *target.Built) error {
 				traffic.Applied(ctx)
 				undo, err := deploy.Stall(ctx, d.client, f.For, mode)
 				if err != nil {
-					d.note("%s at %s could not be carried out: %v", f.Action, f.At, err)
+					d.unapplied(f, err)
 					return
 				}
 				wait(ctx, f.For)
@@ -175,9 +176,15 @@ func (d *deployment) faults(ctx context.Context, b *target.Built) error {
 		case design.FaultRedisReset:
 			b.Hooks = append(b.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: func(ctx context.Context) {
 				traffic.Applied(ctx)
-				res, err := deploy.ResetIdentities(ctx, d.client, d.schema, d.ids)
+				// Only the identities whose counters the run itself began
+				// are the run's: one that held counts before is left alone.
+				own, kept := d.ownIdentities()
+				if kept > 0 {
+					d.note("%s at %s left %d identities' keys alone: their counters held counts before the run (a previous run's, or a real user's)", f.Action, f.At, kept)
+				}
+				res, err := deploy.ResetIdentities(ctx, d.client, d.schema, own)
 				if err != nil {
-					d.note("%s at %s could not be carried out: %v", f.Action, f.At, err)
+					d.unapplied(f, err)
 				} else if len(res.LeftAlone) > 0 {
 					d.note("%s at %s left %d keys alone that did not hold what the %s layout writes", f.Action, f.At, len(res.LeftAlone), d.schema.Name)
 				}
@@ -201,7 +208,7 @@ func (d *deployment) faults(ctx context.Context, b *target.Built) error {
 						undo, err = c.Latency(ctx, f.Latency, 0)
 					}
 					if err != nil {
-						d.note("%s at %s could not be carried out: %v", f.Action, f.At, err)
+						d.unapplied(f, err)
 					}
 				}, func() {
 					if undo != nil {
@@ -240,6 +247,27 @@ func wait(ctx context.Context, d time.Duration) {
 	}
 }
 
+// ownIdentities are the run identities whose counters were empty when the
+// run began (the run's own), and how many others there are.
+func (d *deployment) ownIdentities() (own []string, kept int) {
+	for _, id := range d.ids {
+		if n, ok := d.start.Get(id); ok && (n.Used != 0 || len(n.Keys) > 0) {
+			kept++
+			continue
+		}
+		own = append(own, id)
+	}
+	return own, kept
+}
+
+// unapplied records that fault f could not be carried out (score's
+// faulted check).
+func (d *deployment) unapplied(f scenario.Fault, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failed = append(d.failed, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At, err))
+}
+
 func (d *deployment) note(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -258,11 +286,15 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 		keys = counterKeys(before, d.schema, d.ids)
 	}
 	opts := deploy.ObserveOptions{Limit: electionLimit}
+	// The probe key is the run's own: in a namespace no other run or
+	// application shares, and on a Cluster in the slot of the counter
+	// watched.
+	probe := target.Namespace(d.s.Redis) + "election-probe"
 	if len(keys) > 0 {
 		opts.Key = keys[0]
-		opts.Probe = "rlctl-probe:{" + hashTag(keys[0]) + "}"
+		opts.Probe = probe + ":{" + hashTag(keys[0]) + "}"
 	} else if d.cfg.Mode() == redisconn.ModeSentinel {
-		opts.Probe = "rlctl-probe:" + fmt.Sprint(time.Now().UnixNano())
+		opts.Probe = probe
 	}
 	obs, err := deploy.Observe(ctx, d.cfg, opts)
 	if err != nil {
@@ -365,13 +397,14 @@ func (d *deployment) finish(ctx context.Context, h *history.History, f *target.F
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f.Notes = append(f.Notes, d.notes...)
+	f.Unapplied = append(f.Unapplied, d.failed...)
 	for i, el := range d.elections {
 		if i >= len(h.Meta.Faults) {
 			continue
 		}
 		hf := &h.Meta.Faults[i]
 		if el.err != nil {
-			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s could not be carried out: %v", hf.Action, hf.At.Round(time.Millisecond), el.err))
+			f.Unapplied = append(f.Unapplied, fmt.Sprintf("%s at %s could not be carried out: %v", hf.Action, hf.At.Round(time.Millisecond), el.err))
 			continue
 		}
 		offset := func(t time.Time) time.Duration {
@@ -385,7 +418,7 @@ func (d *deployment) finish(ctx context.Context, h *history.History, f *target.F
 		hf.Stopped, hf.Answered = offset(el.asked), offset(el.seen.Answered)
 		hf.Shard = el.seen.Old
 		if el.asked.IsZero() {
-			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s was not carried out: the run ended first", hf.Action, hf.At.Round(time.Millisecond)))
+			f.Unapplied = append(f.Unapplied, fmt.Sprintf("%s at %s was not carried out: the run ended first", hf.Action, hf.At.Round(time.Millisecond)))
 			continue
 		}
 		if hf.Answered == 0 {
