@@ -25,13 +25,8 @@ func TestVerifyInterruptedUndoesToxiproxyFaults(t *testing.T) {
 	api := toxitest.API(t)
 	srv := redistest.Start(t)
 	name := "redis-cli-interrupt"
-	proxyCall(t, http.MethodPost, api+"/proxies", fmt.Sprintf(`{"name":%q,"listen":"127.0.0.1:0","upstream":%q,"enabled":true}`, name, srv.Addr), nil)
-	t.Cleanup(func() { proxyCall(t, http.MethodDelete, api+"/proxies/"+name, "", nil) })
-	var p struct {
-		Listen string `json:"listen"`
-	}
-	proxyCall(t, http.MethodGet, api+"/proxies/"+name, "", &p)
-	c := redis.NewClient(&redis.Options{Addr: p.Listen, MaxRetries: -1})
+	listen := toxitest.NewProxy(t, api, name, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.RedisRate, Limit: 100, Window: time.Second, Timeout: 200 * time.Millisecond})
 
@@ -69,7 +64,7 @@ faults:
 		var st struct {
 			Enabled bool `json:"enabled"`
 		}
-		proxyCall(t, http.MethodGet, api+"/proxies/"+name, "", &st)
+		toxitest.Call(t, api, http.MethodGet, "/proxies/"+name, nil, &st)
 		if !st.Enabled {
 			break
 		}
@@ -90,29 +85,8 @@ faults:
 		Enabled bool              `json:"enabled"`
 		Toxics  []json.RawMessage `json:"toxics"`
 	}
-	proxyCall(t, http.MethodGet, api+"/proxies/"+name, "", &st)
+	toxitest.Call(t, api, http.MethodGet, "/proxies/"+name, nil, &st)
 	if !st.Enabled || len(st.Toxics) != 0 {
 		t.Errorf("after the interrupt the proxy is enabled=%v with %d toxics: want it as it was", st.Enabled, len(st.Toxics))
-	}
-}
-
-func proxyCall(t *testing.T, method, url, body string, out any) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %s", method, url, resp.Status)
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

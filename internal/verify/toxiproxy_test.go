@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,32 +18,10 @@ import (
 
 // toxiProxy is the state of one proxy as the API tells it.
 type toxiProxy struct {
-	Listen  string `json:"listen"`
-	Enabled bool   `json:"enabled"`
+	Enabled bool `json:"enabled"`
 	Toxics  []struct {
 		Name string `json:"name"`
 	} `json:"toxics"`
-}
-
-func toxiCall(t *testing.T, method, url string, body string, out any) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %s", method, url, resp.Status)
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // redis-down and redis-latency on real gateways go through the Toxiproxy
@@ -58,10 +35,8 @@ func TestToxiproxyFaultsOnAnHTTPTarget(t *testing.T) {
 	srv := redistest.Start(t)
 	foreign := redistest.SeedForeign(t, srv.Client(t))
 	name := "redis-" + strings.ReplaceAll(t.Name(), "/", "-")
-	var p toxiProxy
-	toxiCall(t, http.MethodPost, api+"/proxies", fmt.Sprintf(`{"name":%q,"listen":"127.0.0.1:0","upstream":%q,"enabled":true}`, name, srv.Addr), &p)
-	t.Cleanup(func() { toxiCall(t, http.MethodDelete, api+"/proxies/"+name, "", nil) })
-	c := redis.NewClient(&redis.Options{Addr: p.Listen, MaxRetries: -1})
+	listen := toxitest.NewProxy(t, api, name, srv.Addr)
+	c := redis.NewClient(&redis.Options{Addr: listen, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.RedisRate, Limit: 1000, Window: time.Second, Timeout: 200 * time.Millisecond})
 	doc := strings.Replace(deploymentScenario(g.URL, srv.URL(), "go-redis-rate", "1000/1s", "2s",
@@ -84,7 +59,7 @@ func TestToxiproxyFaultsOnAnHTTPTarget(t *testing.T) {
 		t.Error("no decision took the latency toxic's 300ms")
 	}
 	var after toxiProxy
-	toxiCall(t, http.MethodGet, api+"/proxies/"+name, "", &after)
+	toxitest.Call(t, api, http.MethodGet, "/proxies/"+name, nil, &after)
 	if !after.Enabled || len(after.Toxics) != 0 {
 		t.Errorf("after the run the proxy is %+v: want it enabled with no toxics", after)
 	}
@@ -96,7 +71,7 @@ func TestToxiproxyFaultsOnAnHTTPTarget(t *testing.T) {
 	if _, err := Run(ctx, parse(t, doc), Options{AllowFaults: true}); err == nil && ctx.Err() == nil {
 		t.Fatal("the run was not interrupted")
 	}
-	toxiCall(t, http.MethodGet, api+"/proxies/"+name, "", &after)
+	toxitest.Call(t, api, http.MethodGet, "/proxies/"+name, nil, &after)
 	if !after.Enabled || len(after.Toxics) != 0 {
 		t.Errorf("after an interrupted run the proxy is %+v: want it enabled with no toxics", after)
 	}

@@ -1,9 +1,7 @@
 package toxiproxy_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -41,39 +39,14 @@ func newSetup(t *testing.T) *setup {
 	proxySeq.n++
 	name := fmt.Sprintf("redis-%d", proxySeq.n)
 	proxySeq.Unlock()
-	var p toxiproxy.Proxy
-	apiCall(t, api, http.MethodPost, "/proxies", map[string]any{"name": name, "listen": "127.0.0.1:0", "upstream": r.Addr, "enabled": true}, &p)
-	t.Cleanup(func() { apiCall(t, api, http.MethodDelete, "/proxies/"+name, nil, nil) })
-	return &setup{api: api, proxy: name, listen: p.Listen, redis: r}
+	return &setup{api: api, proxy: name, listen: toxitest.NewProxy(t, api, name, r.Addr), redis: r}
 }
 
 // apiCall talks to the Toxiproxy API directly, as another user of it
-// would, failing t on an error status.
+// would (see toxitest.Call).
 func apiCall(t *testing.T, api, method, path string, in, out any) {
 	t.Helper()
-	var body bytes.Buffer
-	if in != nil {
-		if err := json.NewEncoder(&body).Encode(in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req, err := http.NewRequest(method, api+path, &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: HTTP %d", method, path, resp.StatusCode)
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatal(err)
-		}
-	}
+	toxitest.Call(t, api, method, path, in, out)
 }
 
 // proxyState reads the proxy as the API shows it now.

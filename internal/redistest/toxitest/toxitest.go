@@ -4,6 +4,8 @@
 package toxitest
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -49,4 +51,47 @@ func API(t testing.TB) string {
 		t.Fatal(server.err)
 	}
 	return server.api
+}
+
+// Call sends in (JSON, when not nil) to the Toxiproxy API api as another
+// user of it would, decodes the answer into out when not nil, and fails t
+// on an error or an error status.
+func Call(t testing.TB, api, method, path string, in, out any) {
+	t.Helper()
+	var body bytes.Buffer
+	if in != nil {
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, api+path, &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// NewProxy creates, on the Toxiproxy API api, a proxy named name in front
+// of upstream, deleted when the test ends, and returns the address it
+// listens on: where the gateways connect.
+func NewProxy(t testing.TB, api, name, upstream string) string {
+	t.Helper()
+	var p struct {
+		Listen string `json:"listen"`
+	}
+	Call(t, api, http.MethodPost, "/proxies", map[string]any{"name": name, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": true}, &p)
+	t.Cleanup(func() { Call(t, api, http.MethodDelete, "/proxies/"+name, nil, nil) })
+	return p.Listen
 }
