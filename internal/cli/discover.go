@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -19,6 +18,7 @@ import (
 	"github.com/rlctl/rlctl/internal/atomicfile"
 	"github.com/rlctl/rlctl/internal/discover"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/target/httptarget"
 )
 
@@ -228,33 +228,13 @@ func (o *discoverOptions) headers() map[string]string {
 }
 
 // discoverTLS builds the target's TLS settings from the global --tls-*
-// flags; nil when none was given.
+// flags, as every other command reads them (redisconn.ClientTLS); nil
+// when none was given.
 func discoverTLS(f *Factory) (*tls.Config, error) {
 	if f.TLSCA == "" && f.TLSCert == "" && f.TLSKey == "" && !f.TLSSkipVerify {
 		return nil, nil
 	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.TLSSkipVerify} //nolint:gosec // only on explicit request
-	if f.TLSCA != "" {
-		pem, err := os.ReadFile(f.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
-		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate", f.TLSCA)
-		}
-	}
-	if (f.TLSCert == "") != (f.TLSKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	}
-	if f.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(f.TLSCert, f.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-cert: %w", err)
-		}
-		c.Certificates = []tls.Certificate{cert}
-	}
-	return c, nil
+	return redisconn.ClientTLS(f.RedisOptions(""))
 }
 
 func runDiscover(ctx context.Context, opts *discoverOptions) error {

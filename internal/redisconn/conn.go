@@ -128,15 +128,15 @@ func Parse(opts Options) (*Config, error) {
 		return nil, exitcode.Errorf(exitcode.Usage, "redis URL %s: --tls-* flags need a rediss:// URL", c)
 	}
 	if t.TLS {
-		if c.tls, err = tlsConfig(opts); err != nil {
+		if c.tls, err = ClientTLS(opts); err != nil {
 			return nil, exitcode.With(fmt.Errorf("redis URL %s: %w", c, err), exitcode.Usage)
 		}
 	}
 	return c, nil
 }
 
-// tlsConfig builds the client TLS settings from the --tls-* flags.
-func tlsConfig(opts Options) (*tls.Config, error) {
+// ClientTLS builds the client TLS settings from the --tls-* flags.
+func ClientTLS(opts Options) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: opts.TLSSkipVerify} //nolint:gosec // only on explicit request
 	if opts.TLSCA != "" {
 		pem, err := os.ReadFile(opts.TLSCA)

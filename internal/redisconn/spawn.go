@@ -219,7 +219,7 @@ func Spawn(ctx context.Context, opts SpawnOptions) (*Deployment, error) {
 		if opts.TLS.AuthClients {
 			to.TLSCert, to.TLSKey = opts.TLS.CertFile, opts.TLS.KeyFile
 		}
-		if d.tls, err = tlsConfig(to); err != nil {
+		if d.tls, err = ClientTLS(to); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("spawn: %w", err)
 		}
