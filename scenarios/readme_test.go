@@ -11,7 +11,6 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
@@ -31,7 +30,7 @@ func readme(t *testing.T) string {
 // that no longer holds.
 func TestREADMEStatesTheSuiteAsItIs(t *testing.T) {
 	text := strings.Join(strings.Fields(readme(t)), " ") // lines wrap anywhere
-	scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
+	scs, err := scenario.LoadFS(scenarios.FS, ".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,13 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
 // The suite embedded in the binary loads cleanly and covers every point of
 // the design write-ups it is meant to show.
 func TestSuiteLoads(t *testing.T) {
-	scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
+	scs, err := scenario.LoadFS(scenarios.FS, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +108,7 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	}
 	// A pass must rest on figures: requests were answered, mostly by the
 	// limiter, whatever the thresholds (several would hold on nothing).
-	scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
+	scs, err := scenario.LoadFS(scenarios.FS, ".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ const module = "github.com/rlctl/rlctl/"
 // netcheck, textfmt, suggest) import none of ours, threshold only leaves,
 // and design (the registry of limiter designs every package reads) only
 // rate.
-// scenario, the file format, imports only leaves: what it needs of the
-// targets is passed in (scenario.Checks).
+// scenario, the file format, imports only leaves: each target kind
+// registers its own section of the format from above (scenario.Section).
 // fault/inject turns a scenario's faults into hooks on the run's
 // deployment: below the target kinds, beside the engine (traffic.Hook),
 // above fault.
@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"internal/cli":          {"*"}, // the top: it wires everything
 	"internal/verify":       {"internal/exitcode", "internal/history", "internal/redisconn", "internal/report", "internal/rundir", "internal/scenario", "internal/score", "internal/target", "internal/traffic", "internal/workload"},
 	"internal/rundir":       {"internal/analysis", "internal/atomicfile", "internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/report", "internal/scenario", "internal/score", "internal/threshold", "internal/workload"},
-	"internal/measure":      {"internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/verify", "internal/workload"},
+	"internal/measure":      {"internal/ceiling", "internal/design", "internal/exitcode", "internal/history", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/verify", "internal/workload"},
 	"internal/discover":     {"internal/decision", "internal/exitcode", "internal/traffic"},
 	"internal/report":       {"internal/analysis", "internal/atomicfile", "internal/design", "internal/metric", "internal/rate", "internal/score", "internal/textfmt"},
 	"internal/score":        {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
@@ -71,7 +71,7 @@ var allowed = map[string][]string{
 	// Each target kind registers itself with internal/target, which verify
 	// builds through; the engine knows them only through its Target
 	// interface, and none of them knows another.
-	"internal/target/httptarget":   {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/deploy", "internal/fault/toxiproxy", "internal/history", "internal/keyspace", "internal/metric", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
+	"internal/target/httptarget":   {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/deploy", "internal/fault/toxiproxy", "internal/history", "internal/keyspace", "internal/metric", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/suggest", "internal/target", "internal/traffic"},
 	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/resp", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target/simtarget":    {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/inject", "internal/gateway", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target":              {"internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/traffic"},

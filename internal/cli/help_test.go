@@ -9,7 +9,6 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
-	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/threshold"
 )
@@ -100,14 +99,14 @@ func TestHelpScenariosCoversEveryField(t *testing.T) {
 
 // The examples in the help load as scenarios: a newcomer can copy them.
 func TestHelpExamplesLoad(t *testing.T) {
-	if _, err := scenario.Parse([]byte(exampleScenario), "example.yaml", target.Checks()); err != nil {
+	if _, err := scenario.Parse([]byte(exampleScenario), "example.yaml"); err != nil {
 		t.Errorf("the example scenario does not load: %v", err)
 	}
 	base := "name: x\nlimit: 20/1s\ntraffic: {rate: 100/s, duration: 4s}\n"
-	if _, err := scenario.Parse([]byte(base+"target: {algorithm: redis-fixed-window, gateways: 2}\n"+exampleFaults), "faults.yaml", target.Checks()); err != nil {
+	if _, err := scenario.Parse([]byte(base+"target: {algorithm: redis-fixed-window, gateways: 2}\n"+exampleFaults), "faults.yaml"); err != nil {
 		t.Errorf("the fault examples do not load: %v", err)
 	}
-	if _, err := scenario.Parse([]byte(base+strings.Replace(exampleLocalFallback, "target:\n", "target:\n  algorithm: redis-fixed-window\n", 1)), "local.yaml", target.Checks()); err != nil {
+	if _, err := scenario.Parse([]byte(base+strings.Replace(exampleLocalFallback, "target:\n", "target:\n  algorithm: redis-fixed-window\n", 1)), "local.yaml"); err != nil {
 		t.Errorf("the on_error: local example does not load: %v", err)
 	}
 }

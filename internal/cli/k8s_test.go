@@ -17,7 +17,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
@@ -275,7 +274,7 @@ func checkKubernetesRun(t *testing.T, file string) {
 		if err := os.WriteFile(sc, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := scenario.Load([]string{sc}, target.Checks()); err != nil {
+		if _, err := scenario.Load([]string{sc}); err != nil {
 			t.Fatalf("%s/%d's scenario %s (%s): %v", p.job.Metadata.Name, p.index, pos[0], cm, err)
 		}
 	}

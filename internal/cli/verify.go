@@ -19,7 +19,6 @@ import (
 	"github.com/rlctl/rlctl/internal/rundir"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
-	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/textfmt"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/verify"
@@ -185,14 +184,14 @@ func loadSuite(paths []string) ([]*scenario.Scenario, string, error) {
 		if st, err := os.Stat("scenarios"); err == nil && st.IsDir() {
 			paths = []string{"scenarios"}
 		} else {
-			scs, err := scenario.LoadFS(scenarios.FS, ".", target.Checks())
+			scs, err := scenario.LoadFS(scenarios.FS, ".")
 			if err != nil {
 				return nil, "", exitcode.With(err, exitcode.Usage)
 			}
 			return scs, "builtin", nil
 		}
 	}
-	scs, err := scenario.Load(paths, target.Checks())
+	scs, err := scenario.Load(paths)
 	if err != nil {
 		return nil, "", exitcode.With(err, exitcode.Usage)
 	}

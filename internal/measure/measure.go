@@ -17,7 +17,6 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
-	targets "github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/verify"
 	"github.com/rlctl/rlctl/internal/workload"
 )
@@ -176,7 +175,7 @@ func (pl Plan) scenario(pattern string) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	scs, err := scenario.Parse(b, "ceiling --measure", targets.Checks())
+	scs, err := scenario.Parse(b, "ceiling --measure")
 	if err != nil {
 		return nil, exitcode.With(err, exitcode.Usage)
 	}

@@ -12,7 +12,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(data, "full.yaml", checks); err != nil {
+		if _, err := Parse(data, "full.yaml"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -35,8 +35,12 @@ type decoder struct {
 	// instead of decoding: every handler is called once on a probe node
 	// and records its path and type (see Fields).
 	schema *schema
-	// checks are the targets' rules validate applies.
-	checks Checks
+	// configs are each section's fields as decoded, by kind; owner is the
+	// kind each section field belongs to (by its name under target).
+	configs map[string]any
+	owner   map[string]string
+	// src reads the files a section names, relative to file.
+	src source
 	// failed holds the paths of fields found wrong, so validate does not
 	// reason from the default that stands in for one (a misspelt kind is
 	// not a simulated target missing its algorithm).
@@ -69,7 +73,7 @@ func (d *decoder) note(path, typ string, values []string) bool {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, lines: map[string]int{}, budget: maxNodes, failed: map[string]bool{}}
+	return &decoder{file: file, lines: map[string]int{}, budget: maxNodes, failed: map[string]bool{}, configs: map[string]any{}, owner: map[string]string{}}
 }
 
 func (d *decoder) errorf(line int, path, format string, args ...any) {
@@ -200,10 +204,12 @@ func elsewhere(path, key string) []string {
 var indexRE = regexp.MustCompile(`\[\d+\]`)
 
 // fieldPaths is every field path a file may hold, from the decoder's own
-// tables (see Fields), computed once. (A sync.OnceValue variable would be
-// an initialization cycle: the tables' walk reaches elsewhere.)
+// tables and the sections registered (see Fields), computed once per set
+// of sections.
 func fieldPaths() []string {
-	allPaths.once.Do(func() {
+	allPaths.mu.Lock()
+	defer allPaths.mu.Unlock()
+	if !allPaths.done {
 		d := newDecoder("")
 		d.schema = &schema{seen: map[string]bool{}}
 		d.document(probe)
@@ -212,13 +218,24 @@ func fieldPaths() []string {
 				allPaths.list = append(allPaths.list, f.Path)
 			}
 		}
-	})
+		allPaths.done = true
+	}
 	return allPaths.list
 }
 
-var allPaths struct {
-	once sync.Once
+// allPaths caches fieldPaths; a section registered later resets it.
+var allPaths pathCache
+
+type pathCache struct {
+	mu   sync.Mutex
+	done bool
 	list []string
+}
+
+func (c *pathCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done, c.list = false, nil
 }
 
 func sortedKeys(m map[string]func(*yaml.Node, string)) []string {
@@ -518,19 +535,12 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 }
 
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
-	d.fields(n, path, map[string]func(*yaml.Node, string){
-		"kind":      d.enum(&t.Kind, "target kind", Kinds),
-		"algorithm": d.enum(&t.Algorithm, "algorithm", design.Names()),
-		"gateways":  d.count(&t.Gateways, math.MaxUint16),
-		"redis":     d.str(&t.Redis),
-		"schema":    d.str(&t.Schema),
-		"pattern":   d.str(&t.Pattern),
-		"toxiproxy": func(n *yaml.Node, p string) {
-			d.fields(n, p, map[string]func(*yaml.Node, string){
-				"api":   d.str(&t.Toxiproxy.API),
-				"proxy": d.str(&t.Toxiproxy.Proxy),
-			})
-		},
+	handlers := d.sectionFields(d.configs, d.owner)
+	for name, h := range map[string]Handler{
+		"kind":              d.enum(&t.Kind, "target kind", Kinds()),
+		"algorithm":         d.enum(&t.Algorithm, "algorithm", design.Names()),
+		"gateways":          d.count(&t.Gateways, math.MaxUint16),
+		"redis":             d.str(&t.Redis),
 		"timeout":           d.duration(&t.Timeout),
 		"clock_skew":        d.duration(&t.ClockSkew),
 		"pause":             d.duration(&t.Pause),
@@ -563,48 +573,13 @@ func (d *decoder) target(n *yaml.Node, path string, t *Target) {
 				t.Endpoints = append(t.Endpoints, e)
 			})
 		},
-		"urls":            d.strList(&t.URLs),
-		"request_timeout": d.duration(&t.RequestTimeout),
-		"redact":          d.strList(&t.Redact),
-		"show_query":      d.strList(&t.ShowQuery),
-		"method":          d.str(&t.Method),
-		"identity": func(n *yaml.Node, p string) {
-			d.fields(n, p, map[string]func(*yaml.Node, string){
-				"header": d.str(&t.Identity.Header),
-				"query":  d.str(&t.Identity.Query),
-				"source": d.str(&t.Identity.Source),
-			})
-		},
-		"headers": d.strMap(&t.Headers),
-		"body":    d.str(&t.Body),
-		"denied_status": func(n *yaml.Node, p string) {
-			t.DeniedStatus = []int{}
-			d.seq(n, p, func(_ int, item *yaml.Node, p string) {
-				v, ok := d.integer(item, p)
-				if !ok {
-					return
-				}
-				if v < 100 || v > 599 {
-					d.errorf(item.Line, p, "want an HTTP status from 100 to 599, got %d", v)
-					return
-				}
-				t.DeniedStatus = append(t.DeniedStatus, int(v))
-			})
-		},
-		"tls": func(n *yaml.Node, p string) {
-			d.fields(n, p, map[string]func(*yaml.Node, string){
-				"ca":                   d.str(&t.TLS.CA),
-				"cert":                 d.str(&t.TLS.Cert),
-				"key":                  d.str(&t.TLS.Key),
-				"insecure_skip_verify": d.boolean(&t.TLS.InsecureSkipVerify),
-			})
-		},
-		"script":      d.str(&t.Script),
-		"keys":        d.strList(&t.Keys),
-		"args":        d.strList(&t.Args),
-		"allowed":     d.str(&t.Allowed),
-		"retry_after": d.str(&t.RetryAfter),
-	})
+	} {
+		if _, dup := handlers[name]; dup {
+			panic("scenario: a section adds target." + name + ", a field of every target")
+		}
+		handlers[name] = h
+	}
+	d.fields(n, path, handlers)
 }
 
 func (d *decoder) traffic(n *yaml.Node, path string, t *Traffic) {

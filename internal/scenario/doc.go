@@ -18,14 +18,19 @@
 //
 // The package is the file format alone: it imports no engine, limiter or
 // analysis package. The names it accepts come from leaf packages (design,
-// workload, fault, metric through threshold), and the syntax of a target's
-// own fields (URLs, templates, reply rules) is checked by the targets'
-// parsers, which the caller passes in as Checks.
+// workload, metric through threshold). The fields of one target kind (an
+// http target's URLs, a redis-script target's script and reply rules) are
+// that kind's Section, registered from its own package under
+// internal/target: it decodes them with this package's Decoder, so their
+// mistakes name file, line and field too, checks them with the parsers its
+// target runs, and documents them for help. A binary reads the kinds it
+// imports (rlctl: internal/target/all).
 //
 // # Defaults
 //
-// Defaults are applied in one place (applyDefaults), after decoding and
-// before validation, so a Scenario handed out is complete:
+// Defaults are applied in one place (applyDefaults, which calls each
+// kind's own), after decoding and before validation, so a Scenario handed
+// out is complete:
 //
 //	shows                     holds (the other value: flaw)
 //	max_error_rate            0.01

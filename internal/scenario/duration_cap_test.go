@@ -14,7 +14,7 @@ import (
 func TestDurationCap(t *testing.T) {
 	t.Parallel()
 	over := base + "  duration: 1000h\n"
-	_, err := Parse([]byte(over), "long.yaml", checks)
+	_, err := Parse([]byte(over), "long.yaml")
 	if err == nil {
 		t.Fatal("duration 1000h loaded, want it refused")
 	}
@@ -24,7 +24,7 @@ func TestDurationCap(t *testing.T) {
 	if exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("exit %d, want %d (usage)", exitcode.Of(err), exitcode.Usage)
 	}
-	if _, err := Parse([]byte(base+"  duration: 24h\n"), "day.yaml", checks); err != nil {
+	if _, err := Parse([]byte(base+"  duration: 24h\n"), "day.yaml"); err != nil {
 		t.Fatalf("duration of exactly the cap: %v", err)
 	}
 	for _, f := range Fields() {

@@ -67,7 +67,7 @@ func TestMistakesPointAtTheCause(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tt.yaml), "bad.yaml", checks)
+			_, err := Parse([]byte(tt.yaml), "bad.yaml")
 			var got Errors
 			if !errors.As(err, &got) {
 				t.Fatalf("want Errors, got %v", err)

@@ -130,7 +130,7 @@ func TestLoadMistakes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tt.yaml), "bad.yaml", checks)
+			_, err := Parse([]byte(tt.yaml), "bad.yaml")
 			if len(tt.want) == 0 {
 				if err != nil {
 					t.Fatalf("want no error, got:\n%v", err)

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -65,16 +66,17 @@ func Fields() []Field {
 			out[i].Type = "list of " + textfmt.Plural(2, t)
 		}
 	}
+	docs, values := allDocs()
 	order := map[string]int{}
-	for i, fd := range fieldDocs {
-		order[fd.path] = i + 1
+	for i, fd := range docs {
+		order[fd.Path] = i + 1
 	}
 	for i := range out {
 		f := &out[i]
 		if j := order[f.Path]; j > 0 {
-			f.Doc = fieldDocs[j-1].doc
+			f.Doc = docs[j-1].Doc
 		}
-		f.ValueDocs = valueDocs[f.Path]
+		f.ValueDocs = values[f.Path]
 	}
 	slices.SortStableFunc(out, func(a, b Field) int {
 		oa, ob := order[a.Path], order[b.Path]
@@ -91,8 +93,22 @@ func Fields() []Field {
 	return out
 }
 
-// fieldDocs documents every field, in the order help shows them.
-var fieldDocs = []struct{ path, doc string }{
+// allDocs are the documentation of every field, in the order help shows
+// them (the kinds' own target fields after those of every target), and of
+// every enumeration's values.
+func allDocs() ([]FieldDoc, map[string]map[string]string) {
+	secDocs, secValues := sectionDocs()
+	at := slices.IndexFunc(fieldDocs, func(f FieldDoc) bool { return f.Path == "traffic" })
+	docs := slices.Concat(fieldDocs[:at], secDocs, fieldDocs[at:])
+	values := maps.Clone(valueDocs)
+	maps.Copy(values, secValues)
+	values["target.kind"] = kindDocs()
+	return docs, values
+}
+
+// fieldDocs documents the fields of every scenario, in the order help
+// shows them; a kind's section documents its own.
+var fieldDocs = []FieldDoc{
 	{"name", "The scenario's name, unique in a suite; reports, JUnit and history files use it. Letters, digits, '.', '_' and '-'. Required."},
 	{"description", "What the scenario shows and why, in a sentence or two; printed when it starts and in every report."},
 	{"shows", "What a pass means for the design the scenario runs; reports print it as the verdict (\"flaw demonstrated\", \"design holds\"). Default holds."},
@@ -104,11 +120,6 @@ var fieldDocs = []struct{ path, doc string }{
 	{"target.algorithm", "The limiter design the simulated gateways run (simulated only; required there)."},
 	{"target.gateways", "How many gateways enforce the limit, each with its own Redis connection and clock. Default 1; an http target has one per URL."},
 	{"target.redis", "Where the limiter's state lives: embedded (the default: an in-process Redis, nothing to install; fine up to about 1,000 decisions a second), spawn (one real redis-server on a free loopback port, stopped afterwards), spawn-sentinel (a primary, one replica and three Sentinels; gateways connect through the Sentinels), spawn-cluster (a Cluster of three primaries, each with one replica) or a redis:// URL (a run then writes only inside a key namespace of its own). On an http target: the URL (redis://, rediss://, redis+sentinel://, redis+cluster://) of the Redis the deployment's gateways use, which rlctl only reads (the run identities' counters, its clock) unless a fault below was allowed on the command line. rlctl verify --redis replaces it."},
-	{"target.schema", "http only: the key layout the gateways keep their counters in, any rlctl keys --schema name (redis-rate, envoy, ulule, spring, kong, ... or one of rlctl's designs): rlctl reads the run identities' counters there (read-only) at the start, around each fault and at the end, for counts_lost and counter_drift, and redis-reset deletes exactly those identities' keys. Needs target.redis."},
-	{"target.pattern", "http only: a custom counter layout instead of schema, a key pattern with {id}, like \"ratelimit:{id}\" (a string counter per identity)."},
-	{"target.toxiproxy", "http only: the Toxiproxy through which the gateways reach their Redis, for redis-down and redis-latency on a real deployment; rlctl adds its own toxics through the API and removes every one it added afterwards, on SIGINT too, and never one it did not add."},
-	{"target.toxiproxy.api", "The Toxiproxy API, like http://127.0.0.1:8474."},
-	{"target.toxiproxy.proxy", "The name of the proxy in front of the gateways' Redis."},
 	{"target.timeout", "simulated and redis-script: how long one Redis call may take before the endpoint's on_error decides, so a slow Redis cannot hang a request. Default 50ms. (On an http target, a file without request_timeout may use it as that: older files keep their meaning.)"},
 	{"target.clock_skew", "The largest gateway clock offset: gateways get offsets spread over ±clock_skew, so designs that trust gateway clocks show their drift. Default 0s."},
 	{"target.clock", "Whose clock a design reads: gateway (each gateway's own, possibly skewed, passed to the script) or redis (TIME inside the script: one clock for all). Default: redis for redis-gcra and leasing, gateway for the others."},
@@ -130,28 +141,6 @@ var fieldDocs = []struct{ path, doc string }{
 	{"target.endpoints[].on_failover", "What the endpoint does when it notices a failover (its marker key vanished). Default trust."},
 	{"target.endpoints[].timeout", "This endpoint's Redis timeout. Default target.timeout."},
 	{"target.endpoints[].local", "With on_error: local, the smaller per-gateway allowance used while Redis fails, like 5/1s."},
-	{"target.urls", "http only: the gateways' URLs, each one gateway (or one load balancer). {id} in a URL stands for the identity."},
-	{"target.request_timeout", "http only: how long one request may take, from opening its connection to the end of its answer; one slower is recorded as an error naming this field, and counts as undecided. Default 5s, for a gateway across a network; the 50ms of timeout is a Redis call's."},
-	{"target.method", "http only: the request method. Default GET."},
-	{"target.identity", "http only: how each request carries its identity. Default {header: X-API-Key}, unless {id} appears in urls, headers or body."},
-	{"target.identity.header", "Send the identity in this header."},
-	{"target.identity.query", "Send the identity in this query parameter."},
-	{"target.identity.source", "Give each identity its own client address from this prefix (like 127.0.1.0/24), for gateways that key their limit on the client's address."},
-	{"target.headers", "http only: headers sent with every request; {id} stands for the identity."},
-	{"target.body", "http only: the request body; {id} stands for the identity."},
-	{"target.denied_status", "http only: the statuses that mean denied. Default [429]."},
-	{"target.tls", "http only: TLS for https:// gateways; paths are relative to the scenario file."},
-	{"target.tls.ca", "A CA certificate (PEM) to trust."},
-	{"target.tls.cert", "A client certificate (PEM); needs key."},
-	{"target.tls.key", "The client certificate's key (PEM); needs cert."},
-	{"target.tls.insecure_skip_verify", "Trust any server certificate (a test gateway's self-signed one). Default false."},
-	{"target.show_query", "http only: the query parameters of urls whose values reports, histories and messages may show, like [page, version]. Every other query value is shown as xxxxx wherever rlctl prints or saves a URL, since a gateway's URL may carry a secret under any name (pass, sid, ticket, otp …); the identity parameter (identity: {query: …}) shows its value, the run's own identity name. List only parameters that carry no secret. Default: none."},
-	{"target.redact", "http only: query parameters whose values are never shown. Every value is hidden already unless show_query names it, so redact only guards: a name in both is an error. Kept for files written when only credential-like names were hidden."},
-	{"target.script", "redis-script only: your Lua limiter, a path relative to the scenario file. Required there. On a Redis rlctl did not start (a URL) it is first run on a server rlctl starts, and refused before any traffic (exit 2, naming the command and key) if it writes or deletes a key outside its call's KEYS, calls a command on the whole server (FLUSHALL, SELECT, CONFIG …) or runs past a second; verify --allow-script-writes runs it anyway, and the report says rlctl cannot vouch for keys outside the run's namespace. A call that outlives target.timeout is stopped with SCRIPT KILL once Redis answers BUSY."},
-	{"target.keys", "redis-script only: KEYS templates, like [\"rl:{id}\"]; {id}, {now_ms}, {now_s}, {limit}, {window_s}, {window_ms}, {gateway} and {request_id} stand for their values. Required there."},
-	{"target.args", "redis-script only: ARGV templates, like [\"{limit}\", \"{window_s}\", \"{now_ms}\"]."},
-	{"target.allowed", "redis-script only: the rule on the script's reply that means allowed: \"== 1\", \"> 0\", \"[1] == 1\" (element 1 of a table reply), \"== 'OK'\", \"!= nil\". Required there. A reply the rule cannot read (a nested table where it reads a value, an error reply) is an error, never allowed."},
-	{"target.retry_after", "redis-script only: where a denied reply carries its retry-after: \"[2] ms\", \"[3] s\", \"ms\" or \"s\". Default: nowhere."},
 	{"traffic", "The load fired at the target. Every run is bounded by duration and max_requests."},
 	{"traffic.pattern", "The shape of the load. Default constant."},
 	{"traffic.rate", "The offered load of all identities together, N/DURATION like 400/s (constant, ramp and burst patterns; required there in the open model)."},
@@ -211,11 +200,6 @@ var valueDocs = map[string]map[string]string{
 	"shows": {
 		design.ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",
 		design.ShowsFlaw:  "a pass means the flaw was demonstrated: the design is not safe as configured",
-	},
-	"target.kind": {
-		KindSimulated:   "gateways run in-process, each with its own Redis connection and clock, running target.algorithm",
-		KindHTTP:        "your real gateways, reached at target.urls; denials are the statuses in denied_status",
-		KindRedisScript: "your own Lua limiter (target.script), run by simulated gateways with EVALSHA",
 	},
 	"target.algorithm": designSummaries(),
 	"target.clock": {

@@ -23,7 +23,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\n---\n---\nlimit: 1/s\n"))
 	f.Add([]byte("target: {endpoints: [{share: .5}, {share: .5}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		scs, err := Parse(data, "fuzz.yaml", checks)
+		scs, err := Parse(data, "fuzz.yaml")
 		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				if !strings.HasPrefix(line, "fuzz.yaml") {

@@ -2,8 +2,6 @@ package scenario
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -90,7 +88,7 @@ func fsSource(fsys fs.FS) source {
 
 // LoadFS reads a file or every *.yaml and *.yml in a directory of fsys,
 // for the suite embedded in the binary. Names must be unique.
-func LoadFS(fsys fs.FS, name string, checks Checks) ([]*Scenario, error) {
+func LoadFS(fsys fs.FS, name string) ([]*Scenario, error) {
 	src := fsSource(fsys)
 	files, err := expandFS(fsys, name)
 	if err != nil {
@@ -99,7 +97,7 @@ func LoadFS(fsys fs.FS, name string, checks Checks) ([]*Scenario, error) {
 	var scs []*Scenario
 	var errs Errors
 	for _, f := range files {
-		s, e := loadFile(src, f, checks)
+		s, e := loadFile(src, f)
 		scs, errs = append(scs, s...), append(errs, e...)
 	}
 	errs = append(errs, checkUnique(scs)...)
@@ -108,7 +106,7 @@ func LoadFS(fsys fs.FS, name string, checks Checks) ([]*Scenario, error) {
 
 // Load reads files and directories (every *.yaml and *.yml directly in a
 // directory, sorted by name). Names must be unique across all of them.
-func Load(paths []string, checks Checks) ([]*Scenario, error) {
+func Load(paths []string) ([]*Scenario, error) {
 	var scs []*Scenario
 	var errs Errors
 	for _, p := range paths {
@@ -118,7 +116,7 @@ func Load(paths []string, checks Checks) ([]*Scenario, error) {
 			continue
 		}
 		for _, f := range files {
-			s, e := loadFile(osSource, f, checks)
+			s, e := loadFile(osSource, f)
 			scs, errs = append(scs, s...), append(errs, e...)
 		}
 	}
@@ -188,24 +186,24 @@ func expandFS(fsys fs.FS, name string) ([]string, error) {
 	return out, nil
 }
 
-func loadFile(src source, name string, checks Checks) ([]*Scenario, Errors) {
+func loadFile(src source, name string) ([]*Scenario, Errors) {
 	data, err := src.read(name)
 	if err != nil {
 		return nil, Errors{{File: name, Msg: fmt.Sprintf("read scenario file: %v", err)}}
 	}
-	return parse(data, name, src, checks)
+	return parse(data, name, src)
 }
 
 // Parse decodes scenarios from data as if read from file name. Scripts a
 // redis-script target names are read from the file system relative to
 // name. It is Load without the file.
-func Parse(data []byte, name string, checks Checks) ([]*Scenario, error) {
-	scs, errs := parse(data, name, osSource, checks)
+func Parse(data []byte, name string) ([]*Scenario, error) {
+	scs, errs := parse(data, name, osSource)
 	errs = append(errs, checkUnique(scs)...)
 	return scs, asError(errs)
 }
 
-func parse(data []byte, name string, src source, checks Checks) ([]*Scenario, Errors) {
+func parse(data []byte, name string, src source) ([]*Scenario, Errors) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*Scenario
 	var errs Errors
@@ -223,23 +221,11 @@ func parse(data []byte, name string, src source, checks Checks) ([]*Scenario, Er
 			continue // an empty document, e.g. after a trailing "---"
 		}
 		d := newDecoder(name)
-		d.checks = checks
+		d.src = src
 		sc := d.document(doc.Content[0])
 		if sc != nil && !d.spent {
-			applyDefaults(sc, d.lines)
+			d.applyDefaults(sc)
 			d.validate(sc)
-		}
-		if sc != nil && sc.Target.Kind == KindRedisScript && sc.Target.Script != "" {
-			p := src.rel(name, sc.Target.Script)
-			b, err := src.read(p)
-			if err != nil {
-				d.errorf(d.lines["target.script"], "target.script", "read script: %v", err)
-			} else {
-				sc.Target.Script, sc.Target.ScriptSource = p, string(b)
-			}
-		}
-		if sc != nil && sc.Target.Kind == KindHTTP {
-			readTLS(d, src, name, &sc.Target.TLS)
 		}
 		if len(d.errs) > 0 {
 			errs = append(errs, d.errs...)
@@ -384,33 +370,4 @@ func safeDecode(dec *yaml.Decoder, doc *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(doc)
-}
-
-// readTLS reads an http target's TLS files (relative to the scenario file)
-// and checks they hold what they should: a CA bundle, a certificate and
-// its key.
-func readTLS(d *decoder, src source, name string, f *TLSFiles) {
-	read := func(field string, path *string, dst *[]byte) bool {
-		if *path == "" {
-			return false
-		}
-		p := src.rel(name, *path)
-		b, err := src.read(p)
-		if err != nil {
-			d.errorf(d.lines[field], field, "read: %v", err)
-			return false
-		}
-		*path, *dst = p, b
-		return true
-	}
-	if read("target.tls.ca", &f.CA, &f.CAPEM) && !x509.NewCertPool().AppendCertsFromPEM(f.CAPEM) {
-		d.errorf(d.lines["target.tls.ca"], "target.tls.ca", "%s holds no PEM certificate", f.CA)
-	}
-	okCert := read("target.tls.cert", &f.Cert, &f.CertPEM)
-	okKey := read("target.tls.key", &f.Key, &f.KeyPEM)
-	if okCert && okKey {
-		if _, err := tls.X509KeyPair(f.CertPEM, f.KeyPEM); err != nil {
-			d.errorf(d.lines["target.tls.cert"], "target.tls.cert", "certificate and key: %v", err)
-		}
-	}
 }

@@ -100,61 +100,11 @@ func TestLoadRoundTrip(t *testing.T) {
 				}
 			},
 		},
-		{
-			file: "testdata/script.yaml",
-			want: func(t *testing.T) []*Scenario {
-				src, err := os.ReadFile("testdata/scripts/limit.lua")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return []*Scenario{{
-					Name: "my-script", File: "testdata/script.yaml", Line: 1,
-					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: design.ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
-					Target: Target{
-						Kind: KindRedisScript, Gateways: 3, Redis: RedisEmbedded, Timeout: DefaultTimeout, Key: KeyIdentity,
-						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: design.OnErrorOpen, OnFailover: design.OnFailoverTrust, Timeout: DefaultTimeout}},
-						Script:    filepath.Join("testdata", "scripts", "limit.lua"), ScriptSource: string(src),
-						Keys: []string{"rl:{id}"}, Args: []string{"{limit}", "{window_s}", "{now_ms}"}, Allowed: "== 1",
-					},
-					Traffic: Traffic{
-						Pattern: workload.PatternConstant, Rate: rate.Limit{Count: 50, Window: time.Second},
-						Duration: 2 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
-						Spread: workload.SpreadRoundRobin, Model: workload.ModelOpen,
-					},
-				}}
-			},
-		},
-		{
-			file: "testdata/http.yaml",
-			want: func(t *testing.T) []*Scenario {
-				return []*Scenario{{
-					Name: "http-gateways", File: "testdata/http.yaml", Line: 1,
-					Limit: rate.Limit{Count: 10, Window: time.Second}, Shows: design.ShowsHolds, MaxErrorRate: DefaultMaxErrorRate,
-					Target: Target{
-						Kind: KindHTTP, Gateways: 2, Timeout: DefaultTimeout, RequestTimeout: DefaultRequestTimeout,
-						Endpoints: []Endpoint{{Name: "default", Share: 1, OnError: design.OnErrorOpen, OnFailover: design.OnFailoverTrust, Timeout: DefaultTimeout}},
-						URLs:      []string{"http://127.0.0.1:8080/a", "http://127.0.0.1:8081/a"},
-						Method:    "POST", Identity: Identity{Query: "api_key"},
-						Headers: map[string]string{"Content-Type": "application/json"},
-						Body:    `{"user":"{id}"}`, DeniedStatus: []int{429, 503},
-					},
-					Traffic: Traffic{
-						Pattern: workload.PatternBoundary, Rate: rate.Limit{Count: 100, Window: time.Second},
-						Duration: 3 * time.Second, MaxRequests: DefaultMaxRequests, Identities: 1,
-						Spread: workload.SpreadRoundRobin, Align: workload.AlignAuto, Model: workload.ModelOpen,
-					},
-					Thresholds: []threshold.Threshold{
-						mustThreshold(t, "boundary_allowed <= 2 * limit", 16),
-						mustThreshold(t, "p99 < 20ms", 17),
-					},
-				}}
-			},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
 			t.Parallel()
-			got, err := Load([]string{tt.file}, checks)
+			got, err := Load([]string{tt.file})
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -182,7 +132,7 @@ func TestLoadDirectoryAndUniqueness(t *testing.T) {
 	write("a.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
 	write("notes.txt", "not a scenario")
 
-	scs, err := Load([]string{dir}, checks)
+	scs, err := Load([]string{dir})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -191,7 +141,7 @@ func TestLoadDirectoryAndUniqueness(t *testing.T) {
 	}
 
 	write("c.yaml", "name: alpha\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 5/s}\n")
-	_, err = Load([]string{dir}, checks)
+	_, err = Load([]string{dir})
 	if err == nil || !strings.Contains(err.Error(), "c.yaml:1: name: scenario name \"alpha\" is already used at "+filepath.Join(dir, "a.yaml")+":1") {
 		t.Fatalf("duplicate name: err = %v", err)
 	}
@@ -209,27 +159,27 @@ func TestLoadFS(t *testing.T) {
 		"suite/README.md":  {Data: []byte("# not yaml")},
 		"suite/sub/x.yaml": {Data: []byte("not: loaded")},
 	}
-	scs, err := LoadFS(fsys, "suite", checks)
+	scs, err := LoadFS(fsys, "suite")
 	if err != nil {
 		t.Fatalf("LoadFS: %v", err)
 	}
 	if len(scs) != 2 {
 		t.Fatalf("got %d scenarios, want 2", len(scs))
 	}
-	if scs[0].Target.ScriptSource != "return 1" || scs[0].Target.Script != "suite/lua/x.lua" {
-		t.Errorf("script = %q %q, want it read relative to the scenario", scs[0].Target.Script, scs[0].Target.ScriptSource)
+	if scs[0].Name != "one" || scs[0].Target.Kind != KindRedisScript {
+		t.Errorf("first scenario %s of kind %s, want one, redis-script", scs[0].Name, scs[0].Target.Kind)
 	}
 	if l := scs[1].Target.Lease; l.Size != 4 || l.RefillBelow != DefaultRefillBelow {
 		t.Errorf("lease = %+v, want size 4 and default refill_below", l)
 	}
-	if _, err := LoadFS(fsys, "missing", checks); err == nil {
+	if _, err := LoadFS(fsys, "missing"); err == nil {
 		t.Error("LoadFS of a missing path: want an error")
 	}
 }
 
 func TestErrorsUnwrap(t *testing.T) {
 	t.Parallel()
-	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml", checks)
+	_, err := Parse([]byte("name: x\nlimit: 1/s\nbogus: 1\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "x.yaml")
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("errors.As(*Error) failed for %v", err)
@@ -251,32 +201,12 @@ func diffScenario(t *testing.T, i int, got, want *Scenario) {
 	}
 }
 
-// The identity header is a default only when nothing else carries the
-// identity: an {id} in a URL, header or body needs no X-API-Key besides.
-func TestIdentityDefaultOnlyWithoutTemplates(t *testing.T) {
-	for doc, want := range map[string]Identity{
-		`urls: ["http://gw.example/users/{id}"]`:                                  {},
-		"urls: [http://gw.example/]\n  headers: {Authorization: \"Bearer {id}\"}": {},
-		"urls: [http://gw.example/]\n  body: '{\"user\":\"{id}\"}'":               {},
-		"urls: [http://gw.example/]":                                              {Header: DefaultIDHeader},
-		"urls:\n    - http://gw.example/{id}\n  identity: {query: key}":           {Query: "key"},
-	} {
-		scs, err := Parse([]byte("name: h\nlimit: 1/s\ntarget:\n  kind: http\n  "+doc+"\ntraffic: {rate: 1/s}\n"), "h.yaml", checks)
-		if err != nil {
-			t.Fatalf("%s: %v", doc, err)
-		}
-		if got := scs[0].Target.Identity; got != want {
-			t.Errorf("%s: identity %+v; want %+v", doc, got, want)
-		}
-	}
-}
-
 // TestShows: shows says whether a scenario demonstrates a flaw or proves a
 // design holds; a scenario that says nothing proves a design holds.
 func TestShows(t *testing.T) {
 	t.Parallel()
 	for doc, want := range map[string]string{"": design.ShowsHolds, "shows: holds\n": design.ShowsHolds, "shows: flaw\nthresholds: [ceiling > limit]\n": design.ShowsFlaw} {
-		scs, err := Parse([]byte(base+doc), "s.yaml", checks)
+		scs, err := Parse([]byte(base+doc), "s.yaml")
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
 		}
@@ -286,7 +216,7 @@ func TestShows(t *testing.T) {
 	}
 	// A flaw names what demonstrates it: without thresholds the claim
 	// would be the published cap, the opposite of a flaw.
-	if _, err := Parse([]byte(base+"shows: flaw\n"), "s.yaml", checks); err == nil || !strings.Contains(err.Error(), "s.yaml:7: shows: flaw: name the thresholds") {
+	if _, err := Parse([]byte(base+"shows: flaw\n"), "s.yaml"); err == nil || !strings.Contains(err.Error(), "s.yaml:7: shows: flaw: name the thresholds") {
 		t.Errorf("a flaw without thresholds: %v", err)
 	}
 }
@@ -296,7 +226,7 @@ func TestShows(t *testing.T) {
 func TestEmptyFileIsAnError(t *testing.T) {
 	t.Parallel()
 	for _, doc := range []string{"", "\n# nothing here\n", "---\n---\n"} {
-		_, err := Parse([]byte(doc), "empty.yaml", checks)
+		_, err := Parse([]byte(doc), "empty.yaml")
 		if err == nil || !strings.Contains(err.Error(), "empty.yaml: no scenario in this file: it is empty") {
 			t.Errorf("%q: %v", doc, err)
 		}
@@ -304,7 +234,7 @@ func TestEmptyFileIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "a.yaml"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("# later\n"), 0o644)
-	if _, err := Load([]string{dir}, checks); err == nil || !strings.Contains(err.Error(), "a.yaml: no scenario") || !strings.Contains(err.Error(), "b.yaml: no scenario") {
+	if _, err := Load([]string{dir}); err == nil || !strings.Contains(err.Error(), "a.yaml: no scenario") || !strings.Contains(err.Error(), "b.yaml: no scenario") {
 		t.Errorf("a directory of empty files: %v", err)
 	}
 }

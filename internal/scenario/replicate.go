@@ -23,14 +23,14 @@ func defaultReplicateTimeout(eps []Endpoint) time.Duration {
 }
 
 // checkReplicate validates target.replicate and replicate_timeout.
-func checkReplicate(t *Target, replicates func(algorithm string) bool, set func(string) bool, bad func(path, format string, args ...any)) {
+func checkReplicate(t *Target, set func(string) bool, bad func(path, format string, args ...any)) {
 	if set("target.replicate_timeout") && t.Replicate == 0 {
 		bad("target.replicate_timeout", "applies with replicate only")
 	}
 	if t.Replicate == 0 {
 		return
 	}
-	if t.Kind != KindSimulated || (replicates != nil && !replicates(t.Algorithm)) {
+	if t.Kind != KindSimulated || !designOf(t.Algorithm).Accepts.Replicate {
 		bad("target.replicate", "applies to the simulated Lua designs only (one script, one write per decision), not %s", t.String())
 		return
 	}

@@ -22,7 +22,7 @@ traffic:
   concurrency: 6
   think: 250ms
   retry: {jitter: full, delay: 200ms}
-`), "r.yaml", checks)
+`), "r.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ traffic:
 	if tr.Think != 250*time.Millisecond || scs[0].Target.Sources != 3 || scs[0].Target.Key != KeySource {
 		t.Errorf("think %v sources %d key %q", tr.Think, scs[0].Target.Sources, scs[0].Target.Key)
 	}
-	scs, err = Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml", checks)
+	scs, err = Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,6 @@ const (
 	KeySource = "source"
 )
 
-// Kinds lists every target kind a scenario may name; each is built by a
-// package under internal/target that registers it.
-var Kinds = []string{KindSimulated, KindHTTP, KindRedisScript}
-
 var (
 	patterns    = []string{workload.PatternConstant, workload.PatternBurst, workload.PatternRamp, workload.PatternBoundary, workload.PatternRace}
 	spreads     = []string{workload.SpreadRoundRobin, workload.SpreadRandom, workload.SpreadSticky}
@@ -113,19 +109,9 @@ type Target struct {
 	// deployment's own limiter Redis, which rlctl only reads unless a fault
 	// the command line allowed acts on it.
 	Redis string
-	// Schema names the key layout an http target's gateways keep their
-	// counters in (a keys --schema name); Pattern, with {id}, is a custom
-	// one. Either lets rlctl read the run identities' counters.
-	Schema, Pattern string
-	// Toxiproxy names the Toxiproxy API and proxy through which an http
-	// target's gateways reach their Redis, for network faults.
-	Toxiproxy Toxiproxy
 	// Timeout bounds each Redis call; an endpoint may override it
 	// (simulated, redis-script).
 	Timeout time.Duration
-	// RequestTimeout bounds one request of an http target, from dialing
-	// to the end of its answer: a network's time, not a Redis call's.
-	RequestTimeout time.Duration
 	// ClockSkew is the largest per-gateway clock offset; gateways get
 	// offsets spread over [-ClockSkew, +ClockSkew].
 	ClockSkew time.Duration
@@ -153,42 +139,10 @@ type Target struct {
 	Lease     Lease
 	Endpoints []Endpoint
 
-	// http targets.
-	URLs     []string
-	Method   string
-	Identity Identity
-	// Headers and Body are templates: {id} stands for the identity.
-	Headers      map[string]string
-	Body         string
-	DeniedStatus []int
-	// TLS configures https:// gateways: a CA to trust, a client
-	// certificate, or no verification at all.
-	TLS TLSFiles
-	// ShowQuery names the query parameters of URLs whose values reports,
-	// histories and messages may show; every other query value is shown
-	// as xxxxx (the identity parameter's value, an identity name, is shown
-	// too). See ShownURL.
-	ShowQuery []string
-	// Redact names query parameters whose values are never shown. Every
-	// value is hidden unless ShowQuery names it, so what Redact adds is a
-	// guard: a name in both is an error. (Before show_query, only names
-	// that looked like credentials were hidden, and Redact added to them.)
-	Redact []string
-
-	// redis-script targets.
-	// Script is the script's path, resolved relative to the scenario file;
-	// ScriptSource is its text, read at load time.
-	Script       string
-	ScriptSource string
-	// Keys and Args are templates: {id}, {now_ms}, {limit}, {window_s} ...
-	Keys, Args []string
-	// Allowed is the rule on the script's reply that means allowed, e.g.
-	// "== 1"; the target's own parser checks it (see Checks).
-	Allowed string
-	// RetryAfter says where a denied reply carries its retry-after, e.g.
-	// "[2] ms"; the target's own parser checks it (see Checks). Empty:
-	// nowhere.
-	RetryAfter string
+	// Config holds the fields the kind's own section adds (see Section):
+	// an http target's URLs, a redis-script target's script. Nil for a
+	// kind whose section adds none.
+	Config any
 }
 
 // Lease parameterises the leasing design.
@@ -208,15 +162,6 @@ type Endpoint struct {
 	Timeout    time.Duration
 	// Local is the smaller per-gateway allowance used when OnError is local.
 	Local rate.Limit
-}
-
-// Identity says how an http target receives the identity: in a header or
-// a query parameter (at most one of the two), and/or as the source address
-// of its connections, one address per identity from the prefix Source.
-type Identity struct {
-	Header string
-	Query  string
-	Source string
 }
 
 // Traffic is the load fired at the target. Every run is bounded by both
@@ -270,30 +215,4 @@ type Fault struct {
 	// Mode is what a redis-stall pauses: write (the default) or all.
 	Mode string
 	Line int
-}
-
-// Toxiproxy is a Toxiproxy API (http://host:port) and the name of the
-// proxy on it that stands between the gateways and their Redis.
-type Toxiproxy struct {
-	API, Proxy string
-}
-
-// Set reports whether a Toxiproxy was named.
-func (t Toxiproxy) Set() bool { return t.API != "" || t.Proxy != "" }
-
-// TLSFiles are an http target's TLS settings. CA, Cert and Key are paths,
-// resolved relative to the scenario file; their PEM contents are read at
-// load time (CAPEM, CertPEM, KeyPEM), so a missing or malformed file is a
-// load error naming the field.
-type TLSFiles struct {
-	CA, Cert, Key          string
-	CAPEM, CertPEM, KeyPEM []byte
-	// InsecureSkipVerify trusts any certificate (a test gateway's
-	// self-signed one, say).
-	InsecureSkipVerify bool
-}
-
-// Set reports whether any TLS setting was given.
-func (f TLSFiles) Set() bool {
-	return f.CA != "" || f.Cert != "" || f.Key != "" || f.InsecureSkipVerify
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/redact"
-	"github.com/rlctl/rlctl/internal/suggest"
 	"github.com/rlctl/rlctl/internal/workload"
 )
 
@@ -33,13 +33,7 @@ const (
 	MaxRequests       = 1 << 40
 	DefaultIdentities = 1
 	DefaultRounds     = workload.DefaultRounds
-	DefaultMethod     = "GET"
-	// DefaultRequestTimeout is an http target's request_timeout: seconds,
-	// since a real gateway's answer crosses a network (Redis's 50ms would
-	// count a gateway answering in 60ms as lost).
-	DefaultRequestTimeout = 5 * time.Second
-	DefaultIDHeader       = "X-API-Key"
-	DefaultEndpoint       = "default"
+	DefaultEndpoint   = "default"
 	// DefaultMaxErrorRate is max_error_rate's default: 1% of requests.
 	DefaultMaxErrorRate = 0.01
 	// MaxIdentities bounds traffic.identities: what each identity costs
@@ -55,20 +49,24 @@ const (
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // applyDefaults fills every field the file left unset. It is the one place
-// defaults live.
-func applyDefaults(sc *Scenario, lines map[string]int) {
+// defaults live, besides those of a kind's own fields, which its section
+// fills from here.
+func (d *decoder) applyDefaults(sc *Scenario) {
+	lines := d.lines
 	t := &sc.Target
 	if t.Kind == "" {
 		t.Kind = KindSimulated
 	}
-	if t.Kind != KindHTTP && t.Redis == "" {
+	t.Config = d.configs[t.Kind]
+	sec, _ := sectionOf(t.Kind)
+	if sec.Defaults != nil {
+		sec.Defaults(t, func(path string) bool { return lines[path] > 0 })
+	}
+	if !sec.Remote && t.Redis == "" {
 		t.Redis = RedisEmbedded
 	}
 	if t.Gateways == 0 && lines["target.gateways"] == 0 {
 		t.Gateways = DefaultGateways
-		if t.Kind == KindHTTP && len(t.URLs) > 0 {
-			t.Gateways = len(t.URLs)
-		}
 	}
 	if t.Timeout == 0 && lines["target.timeout"] == 0 {
 		t.Timeout = DefaultTimeout
@@ -97,26 +95,6 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if t.Replicate > 0 && t.ReplicateTimeout == 0 {
 		t.ReplicateTimeout = defaultReplicateTimeout(t.Endpoints)
 	}
-	if t.Kind == KindHTTP {
-		if t.Method == "" {
-			t.Method = DefaultMethod
-		}
-		if t.Identity == (Identity{}) && lines["target.identity"] == 0 && !t.carriesID() {
-			t.Identity.Header = DefaultIDHeader
-		}
-		if t.DeniedStatus == nil {
-			t.DeniedStatus = []int{429}
-		}
-		if t.RequestTimeout == 0 && lines["target.request_timeout"] == 0 {
-			t.RequestTimeout = DefaultRequestTimeout
-			if lines["target.timeout"] > 0 {
-				// A file written before request_timeout existed bounded
-				// its requests with timeout: it keeps doing so.
-				t.RequestTimeout = t.Timeout
-			}
-		}
-	}
-
 	if sc.Shows == "" {
 		sc.Shows = design.ShowsHolds
 	}
@@ -155,7 +133,7 @@ func applyDefaults(sc *Scenario, lines map[string]int) {
 	if tr.Model == workload.ModelClosed && tr.Concurrency == 0 && lines["traffic.concurrency"] == 0 {
 		tr.Concurrency = workload.DefaultConcurrency(t.Gateways, tr.Identities)
 	}
-	if t.Kind != KindHTTP && t.Key == "" {
+	if !sec.Remote && t.Key == "" {
 		t.Key = KeyIdentity
 	}
 	if t.Key == KeySource && t.Sources == 0 && lines["target.sources"] == 0 {
@@ -219,39 +197,28 @@ func validateTarget(d *decoder, sc *Scenario, bad func(path, format string, args
 	if d.failed["target.kind"] {
 		known = ""
 	}
-	validateKind(d, sc, known, bad, set)
-	onlyFor := func(field, kind string) {
-		if set(field) && known != "" && t.Kind != kind {
-			bad(field, "applies to %s targets only, not %s", kind, t.Kind)
+	sec, _ := sectionOf(known)
+	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
+		if set(f) && known != "" && t.Kind != KindSimulated {
+			bad(f, "applies to %s targets only, not %s", KindSimulated, t.Kind)
 		}
 	}
-	if (t.TLS.Cert == "") != (t.TLS.Key == "") {
-		bad("target.tls", "a client certificate needs both cert and key")
-	}
-	if t.TLS.Set() && !slices.ContainsFunc(t.URLs, func(u string) bool { return strings.HasPrefix(strings.ToLower(u), "https://") }) && t.Kind == KindHTTP {
-		bad("target.tls", "applies to https:// URLs, and none is")
-	}
-	if t.Kind == KindHTTP {
-		checkShowQuery(t, bad)
-	}
-	for _, f := range []string{"target.schema", "target.pattern", "target.toxiproxy", "target.urls", "target.request_timeout", "target.redact", "target.show_query", "target.method", "target.identity", "target.headers", "target.body", "target.denied_status", "target.tls"} {
-		onlyFor(f, KindHTTP)
-	}
-	for _, f := range []string{"target.script", "target.keys", "target.args", "target.allowed", "target.retry_after"} {
-		onlyFor(f, KindRedisScript)
-	}
-	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
-		onlyFor(f, KindSimulated)
+	for _, name := range slices.Sorted(maps.Keys(d.owner)) {
+		if k := d.owner[name]; set("target."+name) && known != "" && k != t.Kind {
+			bad("target."+name, "applies to %s targets only, not %s", k, t.Kind)
+		}
 	}
 	if sc.Requires == RequireCluster && known != "" {
 		switch {
-		case t.Kind == KindHTTP:
-			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an http target's Redis is its own")
+		case sec.Remote:
+			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an %s target's Redis is its own", t.Kind)
 		case t.Kind == KindSimulated && designOf(t.Algorithm).State == design.StateLocal:
 			bad("requires", "cluster needs a design that keeps its state in Redis; %s keeps it in each gateway's memory", t.Algorithm)
 		}
 	}
-	validateDeployment(t, set, bad, d.checks)
+	if sec.Validate != nil {
+		sec.Validate(Check{d: d, bad: bad, src: d.src, file: d.file}, sc)
+	}
 	if t.Redis != "" && !slices.Contains([]string{RedisEmbedded, RedisSpawn, RedisSpawnSentinel, RedisSpawnCluster}, t.Redis) {
 		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster", "unix"}, u.Scheme) {
 			bad("target.redis", "want embedded, spawn, spawn-sentinel, spawn-cluster or a redis:// URL, got %q", redact.URL(t.Redis))
@@ -276,15 +243,7 @@ func validateTarget(d *decoder, sc *Scenario, bad func(path, format string, args
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")
 	}
-	if t.Kind == KindHTTP {
-		if set("target.timeout") && set("target.request_timeout") {
-			bad("target.timeout", "an http target's requests are bounded by request_timeout; timeout (a Redis call's) does not apply: give request_timeout only")
-		}
-		if t.RequestTimeout <= 0 {
-			bad("target.request_timeout", "must be positive: a silent gateway must not hang a request")
-		}
-	}
-	checkReplicate(t, d.checks.Replicates, set, bad)
+	checkReplicate(t, set, bad)
 
 	validateEndpoints(t, bad)
 
@@ -348,8 +307,8 @@ func validateTraffic(d *decoder, sc *Scenario, bad func(path, format string, arg
 	if (tr.Retry != nil || tr.Think > 0) && tr.Model == workload.ModelClosed && tr.Concurrency < tr.Identities {
 		bad("traffic.concurrency", "%d clients for %d identities: client c speaks for identity c mod identities, so each identity needs one", tr.Concurrency, tr.Identities)
 	}
-	if set("target.key") && t.Kind == KindHTTP {
-		bad("target.key", "an http target's gateways key their limit themselves (send the address with identity.source)")
+	if sec, _ := sectionOf(t.Kind); set("target.key") && sec.Remote {
+		bad("target.key", "an %s target's gateways key their limit themselves (send the address with identity.source)", t.Kind)
 	}
 	if set("target.sources") {
 		switch {
@@ -383,8 +342,8 @@ func validateFaults(d *decoder, sc *Scenario, bad func(path, format string, args
 		if tr.Duration > 0 && f.At >= tr.Duration {
 			bad(p+".at", "%s is not before the end of the run (%s)", f.At, tr.Duration)
 		}
-		if t.Kind == KindHTTP {
-			validateDeploymentFault(t, f, p, set, bad)
+		if sec, _ := sectionOf(t.Kind); sec.ValidateFault != nil {
+			sec.ValidateFault(Check{d: d, bad: bad, src: d.src, file: d.file}, t, f, p)
 		} else if f.Action == design.FaultRedisStall {
 			bad(p+".action", "redis-stall pauses a deployment's own Redis (an http target's target.redis); simulated gateways feel redis-latency or redis-down instead")
 		}
@@ -466,147 +425,13 @@ func checkIdentities(sc *Scenario, bad func(path, format string, args ...any)) {
 	}
 }
 
-// String describes a scenario's target in a few words, for reports:
-// "simulated redis-fixed-window ×50".
+// String describes a scenario's target in a few words, for reports, as
+// its kind's section says it: "simulated redis-fixed-window ×50".
 func (t Target) String() string {
-	switch t.Kind {
-	case KindHTTP:
-		urls := make([]string, len(t.URLs))
-		for i, u := range t.URLs {
-			urls[i] = t.ShownURL(u)
-		}
-		return fmt.Sprintf("http ×%d (%s)", len(t.URLs), strings.Join(urls, ", "))
-	case KindRedisScript:
-		return fmt.Sprintf("redis-script %s ×%d", t.Script, t.Gateways)
+	if sec, ok := sectionOf(t.Kind); ok && sec.Describe != nil {
+		return sec.Describe(t)
 	}
-	s := fmt.Sprintf("%s %s ×%d", t.Kind, t.Algorithm, t.Gateways)
-	if t.Clock != "" {
-		s += ", clock " + t.Clock
-	}
-	if t.ClockSkew > 0 {
-		s += fmt.Sprintf(", skew ±%s", t.ClockSkew)
-	}
-	if t.Replicate > 0 {
-		s += fmt.Sprintf(", replicate %d", t.Replicate)
-	}
-	if t.Key == KeySource {
-		s += fmt.Sprintf(", keyed by source address (%d)", t.Sources)
-	}
-	return s
-}
-
-// ShownURL is an http target's URL (or one made from it) as rlctl shows
-// it anywhere: no password, and xxxxx for every query value except those
-// of show_query and the identity parameter.
-func (t Target) ShownURL(u string) string {
-	return redact.TargetURL(u, t.shownQuery()...)
-}
-
-// RedactError hides, in the URL an error from net/http carries, what
-// ShownURL hides. Call it on the error as returned, before wrapping it.
-func (t Target) RedactError(err error) error {
-	return redact.TargetError(err, t.shownQuery()...)
-}
-
-func (t Target) shownQuery() []string {
-	if t.Identity.Query == "" {
-		return t.ShowQuery
-	}
-	return append(slices.Clip(t.ShowQuery), t.Identity.Query)
-}
-
-// checkShowQuery: show_query names parameters the URLs have (a typo
-// would show nothing and hide nothing), never one redact hides.
-func checkShowQuery(t *Target, bad func(path, format string, args ...any)) {
-	var present []string
-	for _, u := range t.URLs {
-		for _, p := range redact.QueryParams(u) {
-			present = append(present, p.Name)
-		}
-	}
-	if t.Identity.Query != "" {
-		present = append(present, t.Identity.Query)
-	}
-	for i, name := range t.ShowQuery {
-		p := index("target.show_query", i)
-		switch {
-		case name == "":
-			bad(p, "must not be empty")
-		case slices.Contains(t.Redact, name):
-			bad(p, "%q is also in redact, whose values are never shown: keep it in one of the two", name)
-		case !slices.Contains(present, name):
-			bad(p, "%q is a query parameter of none of the urls%s", name, suggest.DidYouMean(name, present))
-		}
-	}
-}
-
-// check1 applies a check of Checks, nil when there is none.
-func check1(check func(string) error, v string) error {
-	if check == nil {
-		return nil
-	}
-	return check(v)
-}
-
-// validateKind checks what the target's own kind needs: a simulated
-// target's algorithm, an http target's URLs and identity, a redis-script
-// target's script, keys and reply rule. known is "" when the kind did not
-// decode.
-func validateKind(d *decoder, sc *Scenario, known string, bad func(path, format string, args ...any), set func(string) bool) {
-	t := &sc.Target
-	switch known {
-	case KindSimulated:
-		if !set("target.algorithm") {
-			bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Names(), ", "))
-		}
-	case KindHTTP:
-		if len(t.URLs) == 0 {
-			bad("target.urls", "an http target needs urls")
-		}
-		for i, u := range t.URLs {
-			if err := check1(d.checks.URL, u); err != nil {
-				bad(index("target.urls", i), "%v", err)
-			}
-		}
-		if t.Identity.Header != "" && t.Identity.Query != "" {
-			bad("target.identity", "give header or query, not both")
-		} else if t.Identity == (Identity{}) && !t.carriesID() {
-			bad("target.identity", "give header, query or source, or put {id} in urls, headers or body")
-		}
-		if c := d.checks.Source; c != nil && t.Identity.Source != "" {
-			if err := c(t.Identity.Source, max(sc.Traffic.Identities, 1)); err != nil {
-				bad("target.identity", "source: %v", err)
-			}
-		}
-		if set("target.gateways") && t.Gateways != len(t.URLs) {
-			bad("target.gateways", "an http target has one gateway per URL (%d), got %d", len(t.URLs), t.Gateways)
-		}
-	case KindRedisScript:
-		if t.Script == "" {
-			bad("target.script", "a redis-script target needs script (a Lua file, relative to this file)")
-		}
-		if len(t.Keys) == 0 {
-			bad("target.keys", "a redis-script target needs keys, like [\"rl:{id}\"]")
-		}
-		for _, f := range []struct {
-			field string
-			list  []string
-		}{{"target.keys", t.Keys}, {"target.args", t.Args}} {
-			for _, tp := range f.list {
-				if err := check1(d.checks.Template, tp); err != nil {
-					bad(f.field, "%q: %v", tp, err)
-				}
-			}
-		}
-		if !set("target.allowed") {
-			bad("target.allowed", "a redis-script target needs allowed, like \"== 1\"")
-		} else if err := check1(d.checks.Allowed, t.Allowed); err != nil {
-			bad("target.allowed", "%v", err)
-		}
-		if err := check1(d.checks.RetryAfter, t.RetryAfter); err != nil {
-			bad("target.retry_after", "%v", err)
-		}
-	}
+	return fmt.Sprintf("%s ×%d", t.Kind, t.Gateways)
 }
 
 // validateEndpoints checks the endpoints: names, shares summing to one and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/fault/inject"
@@ -76,16 +77,18 @@ func (s Spec) Errorf(format string, args ...any) error {
 type Kind struct {
 	// Name is the scenario's target.kind.
 	Name string
-	// Checks adds the kind's load-time checks (the parsers its target runs)
-	// to c.
-	Checks func(c *scenario.Checks)
+	// Section is the kind's part of the scenario format: its own target
+	// fields, their defaults, rules and help. Register registers it with
+	// package scenario under Name.
+	Section scenario.Section
 	// Build builds the run's target. On error nothing it started is left
 	// running.
 	Build func(ctx context.Context, s Spec) (*Built, error)
-	// Remote is set when the limit lives outside rlctl (real gateways):
-	// machines of a shared run then share it, and may split the requests.
-	Remote bool
 }
+
+// Remote reports whether the limit lives outside rlctl (real gateways):
+// machines of a shared run then share it, and may split the requests.
+func (k Kind) Remote() bool { return k.Section.Remote }
 
 var (
 	mu    sync.RWMutex
@@ -100,7 +103,9 @@ func Register(k Kind) {
 	if _, dup := kinds[k.Name]; dup || k.Name == "" || k.Build == nil {
 		panic(fmt.Sprintf("target: kind %q registered twice or incomplete", k.Name))
 	}
+	k.Section.Kind = k.Name
 	kinds[k.Name] = k
+	scenario.RegisterSection(k.Section)
 }
 
 // Lookup returns the kind named name.
@@ -123,17 +128,6 @@ func Names() []string {
 	return out
 }
 
-// Checks are every registered kind's load-time checks, for scenario.Load.
-func Checks() scenario.Checks {
-	var c scenario.Checks
-	for _, n := range Names() {
-		if k, _ := Lookup(n); k.Checks != nil {
-			k.Checks(&c)
-		}
-	}
-	return c
-}
-
 // Build builds s's target with the kind it names.
 func Build(ctx context.Context, s Spec) (*Built, error) {
 	k, ok := Lookup(s.Target.Kind)
@@ -147,6 +141,9 @@ func Build(ctx context.Context, s Spec) (*Built, error) {
 type Built struct {
 	// Target is what the traffic is sent to.
 	Target traffic.Target
+	// Grace is the longest one request may take (an http request's
+	// request_timeout): the run waits that long for its last answers.
+	Grace time.Duration
 	// Hooks carry out the scenario's faults on the run's clock.
 	Hooks []traffic.Hook
 	// Notes say how the target was set up (namespaces, probes, how each

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/rlctl/rlctl/internal/scenario"
-	"github.com/rlctl/rlctl/internal/target"
 )
 
 // TestTargetSyntaxAtLoad: the targets' own parsers (Checks) check their
@@ -34,7 +33,7 @@ func TestTargetSyntaxAtLoad(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := scenario.Parse([]byte(tt.yaml), "bad.yaml", target.Checks())
+			_, err := scenario.Parse([]byte(tt.yaml), "bad.yaml")
 			if err == nil {
 				t.Fatal("loaded")
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
-	"github.com/rlctl/rlctl/internal/target"
 )
 
 // scriptScenario writes lua and a redis-script scenario running it (limit
@@ -47,7 +46,7 @@ thresholds: [allowed > 0]
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.Load([]string{path}, target.Checks())
+	scs, err := scenario.Load([]string{path})
 	if err != nil {
 		t.Fatal(err)
 	}

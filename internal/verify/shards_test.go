@@ -19,7 +19,6 @@ import (
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
-	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/scenarios"
 )
 
@@ -30,7 +29,7 @@ func builtin(t *testing.T, file string) *scenario.Scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.Parse(b, file, target.Checks())
+	scs, err := scenario.Parse(b, file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		return out, err
 	}
 	kind, known := target.Lookup(sc.Target.Kind)
-	if !o.Segment.IsWhole() && sc.Traffic.Segment == workload.SegmentByRequests && known && !kind.Remote {
+	if !o.Segment.IsWhole() && sc.Traffic.Segment == workload.SegmentByRequests && known && !kind.Remote() {
 		// Each machine's simulated gateways would keep limits of their own.
 		return fail(exitcode.With(fmt.Errorf("%s:%d: traffic.segment: requests needs an http target: the gateways rlctl simulates on each machine would not share one limit", sc.File, sc.Line), exitcode.Usage))
 	}
@@ -126,7 +126,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	var errs errorSample
 	h, runErr := traffic.Run(ctx, built.Target, plan, traffic.RunOptions{
 		Meta: meta, Hooks: built.Hooks, Progress: o.Progress, OnError: errs.add,
-		StartAt: o.StartAt, Now: o.Now, Grace: graceOf(sc),
+		StartAt: o.StartAt, Now: o.Now, Grace: max(graceOf(sc), built.Grace),
 	})
 	if runErr != nil && h == nil {
 		if errors.Is(runErr, traffic.ErrInvalidPlan) {
@@ -174,12 +174,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 }
 
 // graceOf is how long a run's last requests may finish after its schedule
-// ends: as long as one may take (an http request its request_timeout, a
-// decision its Redis call's timeout), and at least traffic.DefaultGrace,
+// ends: as long as one may take (a decision its Redis call's timeout; an
+// http request its request_timeout, which the target's Built.Grace says),
+// and at least traffic.DefaultGrace,
 // so a slow answer still on its way is an answer, not an error of the
 // run's own making.
 func graceOf(sc *scenario.Scenario) time.Duration {
-	g := max(traffic.DefaultGrace, sc.Target.RequestTimeout, sc.Target.Timeout)
+	g := max(traffic.DefaultGrace, sc.Target.Timeout)
 	for _, ep := range sc.Target.Endpoints {
 		g = max(g, ep.Timeout)
 	}

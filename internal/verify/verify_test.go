@@ -25,12 +25,11 @@ import (
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
-	"github.com/rlctl/rlctl/internal/target"
 )
 
 func parse(t *testing.T, doc string) *scenario.Scenario {
 	t.Helper()
-	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml", target.Checks())
+	scs, err := scenario.Parse([]byte(doc), t.Name()+".yaml")
 	if err != nil {
 		t.Fatalf("scenario: %v\n%s", err, doc)
 	}
@@ -402,7 +401,7 @@ thresholds:
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.Load([]string{file}, target.Checks())
+	scs, err := scenario.Load([]string{file})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,31 +12,58 @@ import (
 	_ "github.com/rlctl/rlctl/internal/target/all"
 )
 
-// Every kind a scenario may name is built by a registered kind, and no
-// registered kind is one a scenario cannot name.
+// The kinds rlctl ships are registered, each with the section of the file
+// format it reads, and the file format knows no kind nothing builds.
 func TestEveryScenarioKindIsRegistered(t *testing.T) {
-	want := slices.Sorted(slices.Values(scenario.Kinds))
+	want := []string{scenario.KindHTTP, scenario.KindRedisScript, scenario.KindSimulated}
 	if got := target.Names(); !slices.Equal(got, want) {
-		t.Fatalf("registered kinds %v, scenario kinds %v", got, want)
+		t.Fatalf("registered kinds %v, want %v", got, want)
+	}
+	// The file format lists its default kind first.
+	want = []string{scenario.KindSimulated, scenario.KindHTTP, scenario.KindRedisScript}
+	if got := scenario.Kinds(); !slices.Equal(got, want) {
+		t.Fatalf("the file format knows kinds %v, want %v", got, want)
 	}
 }
 
-// The registered kinds' load-time checks reach the scenario loader: a bad
-// URL, key template and reply rule are each refused at load, naming the
-// field.
-func TestChecksComeFromTheKinds(t *testing.T) {
-	c := target.Checks()
-	if c.URL == nil || c.Source == nil || c.Template == nil || c.Allowed == nil || c.RetryAfter == nil || c.Replicates == nil || c.Schema == nil {
-		t.Fatalf("a kind's check is missing: %+v", c)
+// Each kind checks its own fields at load with the parsers its target
+// runs: a bad URL, key layout, identity source, key template, reply rule
+// and retry rule are each refused, naming file, line and field.
+func TestKindsCheckTheirOwnFields(t *testing.T) {
+	doc := `name: h
+limit: 1/s
+target:
+  kind: http
+  urls: [http://ok/, ftp://example.com/]
+  identity: {source: 10.0.0.0/33}
+  redis: redis://127.0.0.1:1
+  schema: no-such-layout
+traffic: {rate: 1/s}
+---
+name: s
+limit: 1/s
+target:
+  kind: redis-script
+  script: ../../scenario/testdata/scripts/limit.lua
+  keys: ['rl:{nope}']
+  allowed: '== '
+  retry_after: '[x] ms'
+traffic: {rate: 1/s}
+`
+	_, err := scenario.Parse([]byte(doc), "c.yaml")
+	if err == nil {
+		t.Fatal("loaded")
 	}
-	if err := c.URL("ftp://example.com"); err == nil {
-		t.Error("an ftp URL passed the http kind's check")
+	for _, want := range []string{
+		"c.yaml:5: target.urls[1]: ", "c.yaml:6: target.identity: source: ", "c.yaml:8: target.schema: ",
+		"c.yaml:16: target.keys: ", "c.yaml:17: target.allowed: ", "c.yaml:18: target.retry_after: ",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in:\n%v", want, err)
+		}
 	}
-	if err := c.Schema("no-such-layout"); err == nil {
-		t.Error("an unknown key layout passed the http kind's check")
-	}
-	if err := c.Allowed("== "); err == nil {
-		t.Error("an empty reply rule passed the redis-script kind's check")
+	if n := strings.Count(err.Error(), "\n") + 1; n != 6 {
+		t.Errorf("%d errors, want 6:\n%v", n, err)
 	}
 }
 

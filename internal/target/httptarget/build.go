@@ -14,29 +14,13 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/keyspace"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/target"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 func init() {
-	target.Register(target.Kind{
-		Name: scenario.KindHTTP,
-		Checks: func(c *scenario.Checks) {
-			c.URL = CheckURL
-			c.Source = func(prefix string, n int) error {
-				_, err := SourceAddrs(prefix, n)
-				return err
-			}
-			c.Schema = func(name string) error {
-				_, err := keyspace.NewRegistry(keyspace.Params{}).Lookup(name)
-				return err
-			}
-		},
-		Build:  build,
-		Remote: true,
-	})
+	target.Register(target.Kind{Name: scenario.KindHTTP, Section: section, Build: build})
 }
 
 // build opens the http target s describes and checks, before the run,
@@ -53,13 +37,14 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 	usage := func(format string, err error) error {
 		return exitcode.With(fmt.Errorf("%s: http target: "+format, s.Name, err), exitcode.Usage)
 	}
-	tlsConf, err := httpTLS(s.Target.TLS)
+	c := ConfigOf(s.Target)
+	tlsConf, err := httpTLS(c.TLS)
 	if err != nil {
 		return nil, usage("%w", err)
 	}
 	var sources []netip.Addr
 	var probeSrc netip.Addr
-	if src := s.Target.Identity.Source; src != "" {
+	if src := c.Identity.Source; src != "" {
 		if sources, err = SourceAddrs(src, s.Identities); err != nil {
 			return nil, usage("identity source: %w", err)
 		}
@@ -73,18 +58,19 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 		}
 	}
 	t, err := New(Options{
-		URLs: s.Target.URLs, Method: s.Target.Method,
-		IdentityHeader: s.Target.Identity.Header, IdentityQuery: s.Target.Identity.Query,
-		Headers: s.Target.Headers, Body: s.Target.Body,
-		DeniedStatus: s.Target.DeniedStatus, Timeout: s.Target.RequestTimeout, TLS: tlsConf,
-		Sources: sources, ProbeSource: probeSrc, ShowQuery: s.Target.ShowQuery,
+		URLs: c.URLs, Method: c.Method,
+		IdentityHeader: c.Identity.Header, IdentityQuery: c.Identity.Query,
+		Headers: c.Headers, Body: c.Body,
+		DeniedStatus: c.DeniedStatus, Timeout: c.RequestTimeout, TLS: tlsConf,
+		Sources: sources, ProbeSource: probeSrc, ShowQuery: c.ShowQuery,
 	})
 	if err != nil {
 		return nil, usage("%w", err)
 	}
 	b.Target = t
 	b.Defer(t.Close)
-	b.Clock = httpClock(s.Target, tlsConf)
+	b.Grace = c.RequestTimeout
+	b.Clock = httpClock(c, tlsConf)
 	ids := b.IdentityNames
 	if len(ids) == 0 {
 		for i := range s.Identities {
@@ -115,7 +101,7 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 
 // httpTLS builds an http target's TLS settings from the PEM the scenario
 // loaded; nil when none was given (the system's roots).
-func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
+func httpTLS(f TLSFiles) (*tls.Config, error) {
 	if !f.Set() {
 		return nil, nil
 	}
@@ -140,7 +126,7 @@ func httpTLS(f scenario.TLSFiles) (*tls.Config, error) {
 // before the run does) to the target's first URL, and reads the gateway's
 // decision time (X-RateLimit-Decided-At, to the microsecond), else its
 // Date header (to the second).
-func httpClock(t scenario.Target, tlsConf *tls.Config) *target.Clock {
+func httpClock(t *Config, tlsConf *tls.Config) *target.Clock {
 	c := &http.Client{Timeout: max(t.RequestTimeout, time.Second), Transport: &http.Transport{TLSClientConfig: tlsConf}}
 	ref := &target.Clock{Name: "http Decided-At"}
 	ref.Read = func(ctx context.Context) (time.Time, time.Duration, error) {

@@ -46,8 +46,8 @@ func consent(s target.Spec) error {
 }
 
 func deploymentName(s target.Spec) string {
-	if s.Target.Toxiproxy.Set() {
-		return "Toxiproxy " + s.Target.Toxiproxy.API + " proxy " + s.Target.Toxiproxy.Proxy
+	if tp := ConfigOf(s.Target).Toxiproxy; tp.Set() {
+		return "Toxiproxy " + tp.API + " proxy " + tp.Proxy
 	}
 	return redisconn.Redact(s.Redis)
 }
@@ -122,10 +122,10 @@ func openDeployment(ctx context.Context, b *target.Built, s target.Spec, ids []s
 // string counter per identity), nil when none.
 func schemaOf(s target.Spec) (*keyspace.Schema, error) {
 	switch {
-	case s.Target.Schema != "":
-		return keyspace.NewRegistry(keyspace.Params{Limit: s.Limit}).Lookup(s.Target.Schema)
-	case s.Target.Pattern != "":
-		return keyspace.CustomSchema(keyspace.CustomSpec{Name: "target.pattern", Pattern: s.Target.Pattern, Type: "string", Window: s.Limit.Window, Limit: s.Limit.Count})
+	case ConfigOf(s.Target).Schema != "":
+		return keyspace.NewRegistry(keyspace.Params{Limit: s.Limit}).Lookup(ConfigOf(s.Target).Schema)
+	case ConfigOf(s.Target).Pattern != "":
+		return keyspace.CustomSchema(keyspace.CustomSpec{Name: "target.pattern", Pattern: ConfigOf(s.Target).Pattern, Type: "string", Window: s.Limit.Window, Limit: s.Limit.Count})
 	}
 	return nil, nil
 }
@@ -140,7 +140,7 @@ func (d *deployment) read(ctx context.Context) (*keyspace.Counts, error) {
 // faults turns s's faults into hooks, each acting only on what the
 // scenario named; consent was given (see consent).
 func (d *deployment) faults(ctx context.Context, b *target.Built) error {
-	tp := d.s.Target.Toxiproxy
+	tp := ConfigOf(d.s.Target).Toxiproxy
 	var tox *toxiproxy.Client
 	for i, f := range d.s.Faults {
 		f := f
@@ -224,7 +224,7 @@ func (d *deployment) faults(ctx context.Context, b *target.Built) error {
 // openToxiproxy checks, before any traffic, that the Toxiproxy tp names
 // answers and has the proxy; every toxic rlctl adds is removed when the
 // target closes, after an interrupt too.
-func openToxiproxy(ctx context.Context, b *target.Built, s target.Spec, tp scenario.Toxiproxy) (*toxiproxy.Client, error) {
+func openToxiproxy(ctx context.Context, b *target.Built, s target.Spec, tp Toxiproxy) (*toxiproxy.Client, error) {
 	c, err := toxiproxy.New(tp.API, tp.Proxy)
 	if err != nil {
 		return nil, fmt.Errorf("%s: target.toxiproxy: %w", s.Name, err)

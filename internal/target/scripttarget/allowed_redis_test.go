@@ -19,17 +19,17 @@ func TestAllowedRuleOnRealReplies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	scs, err := scenario.Load([]string{"../../scenario/testdata/script.yaml"}, scenario.Checks{})
+	scs, err := scenario.Load([]string{"../../scenario/testdata/script.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := ParseRule(scs[0].Target.Allowed)
+	rule, err := ParseRule(ConfigOf(scs[0].Target).Allowed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The scenario's own script, limit 3: three allowed, then denied.
 	for i := range 5 {
-		reply, err := rdb.Eval(ctx, scs[0].Target.ScriptSource, []string{"rl:user-1"}, 3, 10).Result()
+		reply, err := rdb.Eval(ctx, ConfigOf(scs[0].Target).Source, []string{"rl:user-1"}, 3, 10).Result()
 		if err != nil {
 			t.Fatalf("eval: %v", err)
 		}

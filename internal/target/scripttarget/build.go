@@ -16,21 +16,7 @@ import (
 )
 
 func init() {
-	target.Register(target.Kind{
-		Name: scenario.KindRedisScript,
-		Checks: func(c *scenario.Checks) {
-			c.Template = CheckTemplate
-			c.Allowed = func(rule string) error {
-				_, err := ParseRule(rule)
-				return err
-			}
-			c.RetryAfter = func(rule string) error {
-				_, err := ParseRetryRule(rule)
-				return err
-			}
-		},
-		Build: build,
-	})
+	target.Register(target.Kind{Name: scenario.KindRedisScript, Section: section, Build: build})
 }
 
 // build opens the script's Redis, watches the script first when that Redis
@@ -38,6 +24,7 @@ func init() {
 // every simulated gateway's client.
 func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 	b := &target.Built{Embedded: s.Redis == "" || s.Redis == scenario.RedisEmbedded}
+	c := ConfigOf(s.Target)
 	ok := false
 	defer b.Closing(&ok)()
 	if err := inject.Refuse(s.FaultPlan(), s.Redis, s.AllowFailover); err != nil {
@@ -50,7 +37,7 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 	b.Defer(stop)
 	b.Redis, b.Clock = cfg, target.RedisClock(cfg)
 	ns := target.Namespace(s.Redis)
-	templates, keys, err := namespaced(s.Target.Keys, ns)
+	templates, keys, err := namespaced(c.Keys, ns)
 	if err != nil {
 		return nil, exitcode.With(fmt.Errorf("%s: redis-script target: %w", s.Name, err), exitcode.Usage)
 	}
@@ -67,9 +54,9 @@ func build(ctx context.Context, s target.Spec) (*target.Built, error) {
 		}
 	}
 	t, err := New(ctx, Options{
-		Source: s.Target.ScriptSource, Gateways: s.Target.Gateways,
-		NewClient: newClient, Keys: templates, Args: s.Target.Args,
-		Allowed: s.Target.Allowed, RetryAfter: s.Target.RetryAfter, Limit: s.Limit, Timeout: s.Target.Timeout,
+		Source: c.Source, Gateways: s.Target.Gateways,
+		NewClient: newClient, Keys: templates, Args: c.Args,
+		Allowed: c.Allowed, RetryAfter: c.RetryAfter, Limit: s.Limit, Timeout: s.Target.Timeout,
 		Control: cfg.NewClient,
 	})
 	if err != nil {
@@ -131,12 +118,13 @@ func guard(ctx context.Context, b *target.Built, s target.Spec, cfg *redisconn.C
 	if ns == "" {
 		return nil // a Redis rlctl started: every key there is the run's
 	}
+	c := ConfigOf(s.Target)
 	ids := []string{"user-0"}
 	for i := 1; i < min(s.Identities, 3); i++ {
 		ids = append(ids, fmt.Sprintf("user-%d", i))
 	}
 	w, err := Watch(ctx, WatchOptions{
-		Source: s.Target.ScriptSource, Keys: templates, Args: s.Target.Args, Limit: s.Limit,
+		Source: c.Source, Keys: templates, Args: c.Args, Limit: s.Limit,
 		Identities: ids, Gateways: s.Target.Gateways, Timeout: s.Target.Timeout,
 	})
 	if err != nil {
@@ -144,7 +132,7 @@ func guard(ctx context.Context, b *target.Built, s target.Spec, cfg *redisconn.C
 	}
 	if len(w.Findings) > 0 && !s.AllowScriptWrites {
 		return s.Errorf("target.script %s refused before any traffic: run first on %s, the script called %s; on a Redis rlctl did not start a script may write and delete only the keys it is given (name every key it writes in target.keys, or --allow-script-writes runs it anyway)",
-			s.Target.Script, w.Coverage(), w.Describe(watchedFindings))
+			c.Script, w.Coverage(), w.Describe(watchedFindings))
 	}
 	b.Defer(target.Cleanup(cfg, keys))
 	b.Notes = append(b.Notes, watchNotes(w, keys)...)

@@ -24,11 +24,7 @@ import (
 )
 
 func init() {
-	target.Register(target.Kind{
-		Name:   scenario.KindSimulated,
-		Checks: func(c *scenario.Checks) { c.Replicates = limiter.Replicates },
-		Build:  build,
-	})
+	target.Register(target.Kind{Name: scenario.KindSimulated, Section: section, Build: build})
 }
 
 // build starts the simulated gateways s describes, on their Redis unless
