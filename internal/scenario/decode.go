@@ -12,7 +12,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/suggest"
 	"github.com/rlctl/rlctl/internal/threshold"
@@ -535,29 +534,17 @@ func (d *decoder) document(root *yaml.Node) *Scenario {
 }
 
 func (d *decoder) target(n *yaml.Node, path string, t *Target) {
-	handlers := d.sectionFields(d.configs, d.owner)
+	handlers := d.sectionFields(t, d.configs, d.owner)
 	for name, h := range map[string]Handler{
 		"kind":              d.enum(&t.Kind, "target kind", Kinds()),
-		"algorithm":         d.enum(&t.Algorithm, "algorithm", design.Names()),
 		"gateways":          d.count(&t.Gateways, math.MaxUint16),
 		"redis":             d.str(&t.Redis),
 		"timeout":           d.duration(&t.Timeout),
 		"clock_skew":        d.duration(&t.ClockSkew),
-		"pause":             d.duration(&t.Pause),
 		"replicate":         d.count(&t.Replicate, MaxReplicate),
 		"replicate_timeout": d.duration(&t.ReplicateTimeout),
-		"clock":             d.enum(&t.Clock, "clock", clocks),
-		"prefix":            d.str(&t.Prefix),
-		"capacity":          d.count64(&t.Capacity),
 		"key":               d.enum(&t.Key, "limit key", keys),
 		"sources":           d.count(&t.Sources, math.MaxInt32),
-		"lease": func(n *yaml.Node, p string) {
-			d.fields(n, p, map[string]func(*yaml.Node, string){
-				"size":         d.count64(&t.Lease.Size),
-				"refill_below": d.number(&t.Lease.RefillBelow),
-				"adaptive":     d.boolean(&t.Lease.Adaptive),
-			})
-		},
 		"endpoints": func(n *yaml.Node, p string) {
 			t.Endpoints = []Endpoint{}
 			d.seq(n, p, func(_ int, item *yaml.Node, p string) {

@@ -117,23 +117,14 @@ var fieldDocs = []FieldDoc{
 	{"max_error_rate", "The largest share of sent requests (0 to 1) that may go without a deciding answer (errors, or a failure policy deciding outside the planned faults) before the run counts as not having measured the design: an error, never a pass. Default 0.01 (1%)."},
 	{"target", "What the traffic is fired at."},
 	{"target.kind", "Default simulated."},
-	{"target.algorithm", "The limiter design the simulated gateways run (simulated only; required there)."},
 	{"target.gateways", "How many gateways enforce the limit, each with its own Redis connection and clock. Default 1; an http target has one per URL."},
 	{"target.redis", "Where the limiter's state lives: embedded (the default: an in-process Redis, nothing to install; fine up to about 1,000 decisions a second), spawn (one real redis-server on a free loopback port, stopped afterwards), spawn-sentinel (a primary, one replica and three Sentinels; gateways connect through the Sentinels), spawn-cluster (a Cluster of three primaries, each with one replica) or a redis:// URL (a run then writes only inside a key namespace of its own). On an http target: the URL (redis://, rediss://, redis+sentinel://, redis+cluster://) of the Redis the deployment's gateways use, which rlctl only reads (the run identities' counters, its clock) unless a fault below was allowed on the command line. rlctl verify --redis replaces it."},
 	{"target.timeout", "simulated and redis-script: how long one Redis call may take before the endpoint's on_error decides, so a slow Redis cannot hang a request. Default 50ms. (On an http target, a file without request_timeout may use it as that: older files keep their meaning.)"},
 	{"target.clock_skew", "The largest gateway clock offset: gateways get offsets spread over ±clock_skew, so designs that trust gateway clocks show their drift. Default 0s."},
-	{"target.clock", "Whose clock a design reads: gateway (each gateway's own, possibly skewed, passed to the script) or redis (TIME inside the script: one clock for all). Default: redis for redis-gcra and leasing, gateway for the others."},
-	{"target.pause", "redis-get-incr only: the gap between its GET and its INCR, the window the race lives in. Default 0s."},
 	{"target.replicate", "Lua designs only: each admission waits for this many replicas to acknowledge the script's write (WAIT N, sent right after the script on the same connection), so a failover promotes a replica that holds every admitted count. An admission acknowledged by fewer within replicate_timeout is treated as a Redis failure: the endpoint's on_error decides (closed refuses it, keeping the cap; open admits it as fail-open; local uses the local allowance), since the count it rests on may not survive a failover; a denial stands as it is. A real Redis needs that many replicas connected (redis: spawn starts them); the embedded Redis, and one without enough replicas, has none, so there it is emulated: no WAIT is sent (no latency cost is measured) and a staged failover keeps every count, and the report says so. Default 0 (asynchronous replication)."},
 	{"target.replicate_timeout", "With replicate: how long WAIT waits for the replicas, whole milliseconds, shorter than every endpoint timeout. Default half the shortest endpoint timeout."},
-	{"target.prefix", "The prefix of every limiter key (simulated only). Default rl:."},
 	{"target.key", "simulated only: what the gateways key the limit on. Default identity."},
 	{"target.sources", "with key: source, how many client addresses the identities send from (identity i from address i mod sources): 1 puts every user behind one address, as an office behind NAT."},
-	{"target.capacity", "A token bucket's or GCRA's capacity (its burst). Default: the limit's count."},
-	{"target.lease", "Leasing only: how gateways lease slices of the global budget."},
-	{"target.lease.size", "The slice a gateway leases per top-up. Default: the design's own, from the limit."},
-	{"target.lease.refill_below", "A gateway tops up in the background when less than this share of its slice is left (0 to below 1). Default 0.2."},
-	{"target.lease.adaptive", "Size slices by each gateway's recent demand instead of equally. Default false."},
 	{"target.endpoints", "The endpoints behind the gateways, each with its share of the traffic and its failure policy. Default: one endpoint named default with share 1."},
 	{"target.endpoints[].name", "The endpoint's name, unique in the scenario (login, feed …)."},
 	{"target.endpoints[].share", "The endpoint's share of the requests, above 0 and at most 1; shares sum to 1."},
@@ -201,11 +192,6 @@ var valueDocs = map[string]map[string]string{
 		design.ShowsHolds: "a pass means the design holds: it keeps every promise the thresholds check",
 		design.ShowsFlaw:  "a pass means the flaw was demonstrated: the design is not safe as configured",
 	},
-	"target.algorithm": designSummaries(),
-	"target.clock": {
-		design.ClockGateway: "each gateway's own clock, offset by clock_skew, is passed to the script",
-		design.ClockRedis:   "the script reads Redis TIME: one clock decides for every gateway",
-	},
 	"target.endpoints[].on_error": {
 		design.OnErrorOpen:   "admit the request with no limit (fail open): right for a read-only feed, where blocking people over a Redis blip is worse",
 		design.OnErrorClosed: "refuse the request (fail closed): right for login and payments, where a slow Redis must not hold the door open",
@@ -253,13 +239,4 @@ var valueDocs = map[string]map[string]string{
 		design.FaultRedisStall:   "http only, with --allow-faults: the deployment's Redis is paused (CLIENT PAUSE for mode) for for, a server-side stall every gateway feels; Redis 6.2 or newer",
 		design.FaultGatewayDown:  "gateway number gateway stops for for: its traffic goes to the others, and a leasing gateway strands its slice",
 	},
-}
-
-// designSummaries is each design's line, as package design registers it.
-func designSummaries() map[string]string {
-	m := map[string]string{}
-	for _, d := range design.All() {
-		m[d.Name] = d.Summary
-	}
-	return m
 }

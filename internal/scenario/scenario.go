@@ -57,7 +57,6 @@ var (
 	onErrors    = []string{design.OnErrorOpen, design.OnErrorClosed, design.OnErrorLocal}
 	onFailovers = []string{design.OnFailoverTrust, design.OnFailoverDeny}
 	actions     = []string{design.FaultFailover, design.FaultKillPrimary, design.FaultRedisDown, design.FaultRedisLatency, design.FaultRedisReset, design.FaultRedisStall, design.FaultGatewayDown}
-	clocks      = []string{design.ClockGateway, design.ClockRedis}
 	stallModes  = []string{design.StallWrite, design.StallAll}
 	showsValues = []string{design.ShowsFlaw, design.ShowsHolds}
 	requirement = []string{RequireCluster}

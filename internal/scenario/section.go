@@ -25,11 +25,13 @@ type Section struct {
 	// their limit themselves.
 	Remote bool
 	// New returns the kind's own fields, zero, for the decoder to fill;
-	// the value ends in Target.Config.
+	// the value ends in Target.Config. Nil: the kind keeps its fields in
+	// Target itself (a simulated target's design options, which reports
+	// and the ceiling read too).
 	New func() any
 	// Fields are the target fields the kind adds, decoding into cfg (a
-	// value New returned).
-	Fields func(d Decoder, cfg any) map[string]Handler
+	// value New returned, nil without New) or into t.
+	Fields func(d Decoder, t *Target, cfg any) map[string]Handler
 	// Docs documents the kind's fields in the order help shows them.
 	Docs []FieldDoc
 	// ValueDocs says what the values of the kind's enumerations do.
@@ -64,11 +66,11 @@ func RegisterSection(s Section) {
 		registry.sections = map[string]Section{}
 	}
 	_, dup := registry.sections[s.Kind]
-	if !dup && s.Kind != "" && (s.Fields != nil) == (s.New != nil) {
+	if !dup && s.Kind != "" && (s.New == nil || s.Fields != nil) {
 		registry.sections[s.Kind] = s
 	}
 	registry.Unlock()
-	if dup || s.Kind == "" || (s.Fields != nil) != (s.New != nil) {
+	if dup || s.Kind == "" || (s.New != nil && s.Fields == nil) {
 		panic(fmt.Sprintf("scenario: section %q registered twice or incomplete", s.Kind))
 	}
 	allPaths.reset() // after the registry's lock: fieldPaths takes the two the other way round
@@ -136,6 +138,18 @@ func (x Decoder) Strings(dst *[]string) Handler { return x.d.strList(dst) }
 // StringMap decodes a mapping of strings.
 func (x Decoder) StringMap(dst *map[string]string) Handler { return x.d.strMap(dst) }
 
+// Enum decodes a string that must be one of allowed; what names it in
+// messages ("algorithm").
+func (x Decoder) Enum(dst *string, what string, allowed []string) Handler {
+	return x.d.enum(dst, what, allowed)
+}
+
+// Count decodes a non-negative integer.
+func (x Decoder) Count(dst *int64) Handler { return x.d.count64(dst) }
+
+// Number decodes a number.
+func (x Decoder) Number(dst *float64) Handler { return x.d.number(dst) }
+
 // Duration decodes a non-negative duration like 50ms.
 func (x Decoder) Duration(dst *time.Duration) Handler { return x.d.duration(dst) }
 
@@ -201,15 +215,18 @@ func Index(path string, i int) string { return index(path, i) }
 // sectionFields are the target fields every registered section adds, each
 // decoding into the section's value in configs, and the kind each belongs
 // to.
-func (d *decoder) sectionFields(configs map[string]any, owner map[string]string) map[string]Handler {
+func (d *decoder) sectionFields(t *Target, configs map[string]any, owner map[string]string) map[string]Handler {
 	out := map[string]Handler{}
 	for _, s := range sections() {
 		if s.Fields == nil {
 			continue
 		}
-		cfg := s.New()
-		configs[s.Kind] = cfg
-		for name, h := range s.Fields(Decoder{d}, cfg) {
+		var cfg any
+		if s.New != nil {
+			cfg = s.New()
+			configs[s.Kind] = cfg
+		}
+		for name, h := range s.Fields(Decoder{d}, t, cfg) {
 			if _, dup := out[name]; dup {
 				panic(fmt.Sprintf("scenario: target.%s belongs to %s and %s", name, owner[name], s.Kind))
 			}

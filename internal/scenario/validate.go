@@ -71,12 +71,6 @@ func (d *decoder) applyDefaults(sc *Scenario) {
 	if t.Timeout == 0 && lines["target.timeout"] == 0 {
 		t.Timeout = DefaultTimeout
 	}
-	if t.Prefix == "" && t.Kind == KindSimulated && lines["target.prefix"] == 0 {
-		t.Prefix = DefaultPrefix
-	}
-	if designOf(t.Algorithm).Accepts.Lease && lines["target.lease.refill_below"] == 0 {
-		t.Lease.RefillBelow = DefaultRefillBelow
-	}
 	if lines["target.endpoints"] == 0 {
 		t.Endpoints = []Endpoint{{Name: DefaultEndpoint, Share: 1}}
 	}
@@ -198,23 +192,13 @@ func validateTarget(d *decoder, sc *Scenario, bad func(path, format string, args
 		known = ""
 	}
 	sec, _ := sectionOf(known)
-	for _, f := range []string{"target.algorithm", "target.clock", "target.capacity", "target.pause", "target.prefix"} {
-		if set(f) && known != "" && t.Kind != KindSimulated {
-			bad(f, "applies to %s targets only, not %s", KindSimulated, t.Kind)
-		}
-	}
 	for _, name := range slices.Sorted(maps.Keys(d.owner)) {
 		if k := d.owner[name]; set("target."+name) && known != "" && k != t.Kind {
 			bad("target."+name, "applies to %s targets only, not %s", k, t.Kind)
 		}
 	}
-	if sc.Requires == RequireCluster && known != "" {
-		switch {
-		case sec.Remote:
-			bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an %s target's Redis is its own", t.Kind)
-		case t.Kind == KindSimulated && designOf(t.Algorithm).State == design.StateLocal:
-			bad("requires", "cluster needs a design that keeps its state in Redis; %s keeps it in each gateway's memory", t.Algorithm)
-		}
+	if sc.Requires == RequireCluster && sec.Remote {
+		bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an %s target's Redis is its own", t.Kind)
 	}
 	if sec.Validate != nil {
 		sec.Validate(Check{d: d, bad: bad, src: d.src, file: d.file}, sc)
@@ -224,21 +208,8 @@ func validateTarget(d *decoder, sc *Scenario, bad func(path, format string, args
 			bad("target.redis", "want embedded, spawn, spawn-sentinel, spawn-cluster or a redis:// URL, got %q", redact.URL(t.Redis))
 		}
 	}
-	if t.Kind == KindSimulated && t.Prefix == "" {
-		// A reset fault deletes prefix*; an empty prefix would be everything.
-		bad("target.prefix", "must not be empty: the limiter's keys need a prefix of their own")
-	}
 	if t.Gateways < 1 {
 		bad("target.gateways", "need at least one gateway")
-	}
-	if set("target.lease") && !designOf(t.Algorithm).Accepts.Lease {
-		bad("target.lease", "applies to the leasing algorithm only")
-	}
-	if rb := t.Lease.RefillBelow; rb < 0 || rb >= 1 {
-		bad("target.lease.refill_below", "want a fraction from 0 to below 1, got %v", rb)
-	}
-	if set("target.pause") && !designOf(t.Algorithm).Accepts.Pause {
-		bad("target.pause", "applies to redis-get-incr only")
 	}
 	if t.Timeout <= 0 {
 		bad("target.timeout", "must be positive: a slow Redis must not hang a request")

@@ -106,7 +106,7 @@ var section = scenario.Section{
 	Doc:    "your real gateways, reached at target.urls; denials are the statuses in denied_status",
 	Remote: true,
 	New:    func() any { return &Config{} },
-	Fields: func(d scenario.Decoder, v any) map[string]scenario.Handler {
+	Fields: func(d scenario.Decoder, _ *scenario.Target, v any) map[string]scenario.Handler {
 		c := v.(*Config)
 		return map[string]scenario.Handler{
 			"schema":  d.String(&c.Schema),

@@ -30,7 +30,7 @@ var section = scenario.Section{
 	Kind: scenario.KindRedisScript,
 	Doc:  "your own Lua limiter (target.script), run by simulated gateways with EVALSHA",
 	New:  func() any { return &Config{} },
-	Fields: func(d scenario.Decoder, v any) map[string]scenario.Handler {
+	Fields: func(d scenario.Decoder, _ *scenario.Target, v any) map[string]scenario.Handler {
 		c := v.(*Config)
 		return map[string]scenario.Handler{
 			"script":      d.String(&c.Script),
