@@ -136,6 +136,16 @@ func Lookup(name string) (*Design, bool) {
 	return d, ok
 }
 
+// Of is the design named name, or the zero Design when none is (an http
+// or redis-script target, an unknown name reported on its own): every
+// option then reads as refused and its state as unknown.
+func Of(name string) Design {
+	if d, ok := byName[name]; ok {
+		return *d
+	}
+	return Design{}
+}
+
 // MustLookup is Lookup for a name known to be registered (a constant of
 // this package); it panics on another.
 func MustLookup(name string) *Design {

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"time"
+
+	"github.com/rlctl/rlctl/internal/design"
 )
 
 // MaxReplicate bounds target.replicate: WAIT for more replicas than a
@@ -30,7 +32,7 @@ func checkReplicate(t *Target, set func(string) bool, bad func(path, format stri
 	if t.Replicate == 0 {
 		return
 	}
-	if t.Kind != KindSimulated || !designOf(t.Algorithm).Accepts.Replicate {
+	if t.Kind != KindSimulated || !design.Of(t.Algorithm).Accepts.Replicate {
 		bad("target.replicate", "applies to the simulated Lua designs only (one script, one write per decision), not %s", t.String())
 		return
 	}

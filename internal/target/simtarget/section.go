@@ -36,22 +36,12 @@ var section = scenario.Section{
 		if t.Prefix == "" && !set("target.prefix") {
 			t.Prefix = design.DefaultPrefix
 		}
-		if designOf(t.Algorithm).Accepts.Lease && !set("target.lease.refill_below") {
+		if design.Of(t.Algorithm).Accepts.Lease && !set("target.lease.refill_below") {
 			t.Lease.RefillBelow = design.DefaultRefillBelow
 		}
 	},
 	Validate: validate,
 	Describe: describe,
-}
-
-// designOf is what package design says of t's algorithm: the zero Design
-// (every option refused) when it names none, an unknown name reported on
-// its own.
-func designOf(algorithm string) design.Design {
-	if d, ok := design.Lookup(algorithm); ok {
-		return *d
-	}
-	return design.Design{}
 }
 
 func validate(c scenario.Check, sc *scenario.Scenario) {
@@ -60,7 +50,7 @@ func validate(c scenario.Check, sc *scenario.Scenario) {
 	if !c.Set("target.algorithm") {
 		bad("target.algorithm", "missing: a simulated target needs an algorithm (one of %s)", strings.Join(design.Names(), ", "))
 	}
-	dd := designOf(t.Algorithm)
+	dd := design.Of(t.Algorithm)
 	if sc.Requires == scenario.RequireCluster && dd.State == design.StateLocal {
 		bad("requires", "cluster needs a design that keeps its state in Redis; %s keeps it in each gateway's memory", t.Algorithm)
 	}
