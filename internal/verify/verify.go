@@ -114,10 +114,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if now == nil {
 		now = time.Now
 	}
-	var atStart clockReading
-	clockErr := errors.New("no reference clock to read: the target has no Redis and is not http")
-	if o.shared() && built.Clock != nil {
-		atStart, clockErr = readClock(ctx, built.Clock, now)
+	var clockErr func() error
+	if o.shared() {
+		clockErr = built.ShareClock(ctx, now)
 	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
 	for _, f := range sc.Faults {
@@ -140,13 +139,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	fin := built.Finish(ctx, h)
 	out.Saved.Stuck, out.Saved.Unapplied = fin.Stuck, fin.Unapplied
 	if o.shared() {
-		if clockErr == nil {
-			var atEnd clockReading
-			if atEnd, clockErr = readClock(ctx, built.Clock, now); clockErr == nil {
-				h.Meta.Clock = combineClock(built.Clock.Name, atStart, atEnd)
-			}
-		}
-		out.Saved.RunNotes = sharedNotes(h, o, clockErr)
+		out.Saved.RunNotes = sharedNotes(h, o, clockErr())
 	}
 	out.History = h
 	out.Saved.Notes = append(out.Saved.Notes, fin.Notes...)
