@@ -44,6 +44,7 @@ type identityState struct {
 	failClosed int64
 	maybe      int64 // errors that may have been admitted (decision.ByUnanswered)
 	fig        figures
+	first      opening
 }
 
 // figures are one identity's metrics in a fixed array rather than a map:

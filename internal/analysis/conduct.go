@@ -23,6 +23,46 @@ type Conduct struct {
 	Race       RaceConduct
 	// Boundaries are the boundary pattern's shots, in Meta order.
 	Boundaries []BoundaryShot
+	// DeniedFirst counts the identities whose very first request, sent
+	// while none other of theirs was in flight, the limiter itself denied:
+	// a fresh counter admits that one in every design, so theirs held
+	// counts before the run (a previous run's still in the window, a real
+	// user's) or is one they share (a client address). Opened counts the
+	// identities with a first request answered at all.
+	DeniedFirst, Opened int
+}
+
+// opening is an identity's first request: when it was sent and answered,
+// whether the limiter itself denied it, and when the identity's next
+// request was sent.
+type opening struct {
+	sent, answered, next  time.Duration
+	denied, seen, hasNext bool
+}
+
+// add takes a request sent at sent and answered at answered.
+func (o *opening) add(sent, answered time.Duration, denied bool) {
+	switch {
+	case !o.seen:
+		*o = opening{sent: sent, answered: answered, denied: denied, seen: true}
+	case sent < o.sent:
+		o.next, o.hasNext = o.sent, true
+		o.sent, o.answered, o.denied = sent, answered, denied
+	case !o.hasNext || sent < o.next:
+		o.next, o.hasNext = sent, true
+	}
+}
+
+// deniedAlone reports whether the limiter denied the first request while
+// no other request of the identity was in flight.
+func (o opening) deniedAlone() bool {
+	return o.seen && o.denied && (!o.hasNext || o.next >= o.answered)
+}
+
+// limiterDenied reports whether a denial came from the limit itself, not
+// from a failure policy or a failover guard.
+func limiterDenied(o decision.Outcome, by decision.By) bool {
+	return o == decision.Denied && (by == decision.ByUnknown || by == decision.ByRedis || by == decision.ByLocal || by == decision.ByLease)
 }
 
 // Stamps are how the decision times a target reported fit rlctl's clock.
@@ -157,6 +197,9 @@ func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 		}
 	}
 	sent, recv := c.Sent(i), c.Received(i)
+	if sent != history.NoTime && recv != history.NoTime && o != decision.Dropped {
+		a.idState[id].first.add(sent, recv, limiterDenied(o, c.By(i)))
+	}
 	if r := c.Round(i); r >= 0 && sent != history.NoTime && recv != history.NoTime && len(a.boundaries) == 0 {
 		if cs.releases == nil {
 			cs.releases = map[uint64]*flight{}
@@ -211,7 +254,14 @@ func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 func (a *analyzer) conductResult() Conduct {
 	var out Conduct
 	for k := range a.idState {
-		out.Unanswered += a.idState[k].maybe
+		st := &a.idState[k]
+		out.Unanswered += st.maybe
+		if st.first.seen {
+			out.Opened++
+		}
+		if st.first.deniedAlone() {
+			out.DeniedFirst++
+		}
 	}
 	out.Stamps = Stamps{Total: a.cs.stamps, Ignored: a.cs.ignored}
 	for g, u := range a.untrusted {

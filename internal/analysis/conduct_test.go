@@ -105,3 +105,34 @@ func TestStampsThatDoNotFitAreIgnored(t *testing.T) {
 		t.Errorf("stamps %+v, want 200 seen, the bad gateway's 100 ignored and it untrusted", s)
 	}
 }
+
+// An identity denied its very first request while none other of its
+// requests was in flight met a counter that was not fresh; one whose first
+// denial overlapped its second request, whose first was refused by a
+// failure policy, or whose first was admitted did not show that, in
+// whatever order the records were kept.
+func TestDeniedFirstRequest(t *testing.T) {
+	t.Parallel()
+	h := history.New(history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"stale", "burst", "policy", "fresh", "late"}, Gateways: []string{"g"}}, 0)
+	n := history.NoRound
+	// stale: denied at 10ms, answered at 11ms; the next leaves at 20ms.
+	h.Append(conductRecord(0, 0, n, 20*msec, 20*msec, 21*msec, decision.Denied))
+	h.Append(conductRecord(0, 0, n, 10*msec, 10*msec, 11*msec, decision.Denied))
+	// burst: its first is denied, but the second left before that answer.
+	h.Append(conductRecord(1, 0, n, 10*msec, 10*msec, 15*msec, decision.Denied))
+	h.Append(conductRecord(1, 0, n, 10*msec, 11*msec, 12*msec, decision.Allowed))
+	// policy: refused by fail-closed, not by the limit.
+	closed := conductRecord(2, 0, n, 10*msec, 10*msec, 11*msec, decision.Denied)
+	closed.By = decision.ByFailClosed
+	h.Append(closed)
+	// fresh: admitted first, denied later.
+	h.Append(conductRecord(3, 0, n, 10*msec, 10*msec, 11*msec, decision.Allowed))
+	h.Append(conductRecord(3, 0, n, 30*msec, 30*msec, 31*msec, decision.Denied))
+	// late: a dropped request (never sent) before its first, which is admitted.
+	h.Append(history.Record{Intended: 5 * msec, Sent: history.NoTime, Received: history.NoTime, Decided: history.NoTime, RetryAfter: history.NoTime, Identity: 4, Round: n, Outcome: decision.Dropped})
+	h.Append(conductRecord(4, 0, n, 40*msec, 40*msec, 41*msec, decision.Allowed))
+	res := analyzed(t, h, Options{})
+	if got := res.Conduct; got.DeniedFirst != 1 || got.Opened != 5 {
+		t.Errorf("denied first %d of %d opened, want 1 of 5", got.DeniedFirst, got.Opened)
+	}
+}

@@ -35,6 +35,9 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 		HeaderForms: m.HeaderForms, Retry: m.Retry, Notes: s.Notes, Stuck: s.Stuck, Unapplied: s.Unapplied, Faults: len(m.Faults),
 		Stamps: score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
 	}
+	if m.Segment == "" {
+		f.DeniedFirst, f.Opened = res.Conduct.DeniedFirst, res.Conduct.Opened
+	}
 	var lastSent time.Duration
 	f.Ran, lastSent = spans(h)
 	if s.Embedded && lastSent > 0 {

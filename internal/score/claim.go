@@ -94,6 +94,11 @@ type Facts struct {
 	EmbeddedRate float64
 	// Merge describes the runs merged into this one, nil for a single run.
 	Merge *Merge
+	// DeniedFirst counts the identities whose very first request, sent
+	// alone, the limiter denied, of Opened with a first request answered
+	// (analysis.Conduct); 0 for one segment of a shared run, whose first
+	// request may follow another machine's.
+	DeniedFirst, Opened int
 	// Notes are findings the conductor made beside the history (how a
 	// failover was staged, what Redis held after the run), kept as said.
 	Notes []string

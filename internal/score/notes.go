@@ -31,6 +31,9 @@ func findings(c Claim, f Facts, v Verdict, checked []string) []string {
 			out = append(out, n)
 		}
 	}
+	if n := staleNote(f); n != "" {
+		out = append(out, n)
+	}
 	m := f.Metrics
 	L := float64(c.Limit.Count)
 	W := c.Limit.Window
@@ -81,6 +84,17 @@ func findings(c Claim, f Facts, v Verdict, checked []string) []string {
 
 // mergeNote says what a merged run joins: "merge of 2 runs: segment 0/2
 // (clock +1.2ms ±0.3ms against redis TIME), segment 1/2 (…)".
+// staleNote says when identities met a counter that was not fresh: a
+// fresh counter admits an identity's first request, sent alone, in every
+// design.
+func staleNote(f Facts) string {
+	if f.DeniedFirst == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %s were denied their very first request, sent alone, which a fresh counter admits in every design: their counter held counts before the run (a previous run's still in its window, or a real user's), or they share one (a client address, say). Unless that is what the scenario shows, the run's first window admitted less than a fresh one would: wait a window between runs, or give the run identities of its own",
+		f.DeniedFirst, textfmt.Count(f.Opened, "identity"))
+}
+
 func mergeNote(m Merge) string {
 	var parts []string
 	for _, s := range m.Runs {
