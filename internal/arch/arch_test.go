@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"internal/fault":        {},
 	"internal/fault/inject": {"internal/design", "internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
 	"internal/redisconn":    {"internal/exitcode", "internal/redact"},
+	"internal/hotpath":      {"internal/netcheck"},
 	"internal/resp":         {"internal/netcheck"},
 	"internal/redistest":    {"internal/redisconn"},
 	"internal/decision":     {},
