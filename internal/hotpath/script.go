@@ -88,11 +88,15 @@ func (a *Args) strings() (keys, args []string) {
 }
 
 // evalCmd is EVALSHA (EVAL when sha is false) of s with keys and args.
+// It is built as an arbitrary command, keys among the arguments: a pool is
+// one server, and rueidis's typed builder would hash every key for a
+// Cluster slot nobody reads.
 func evalCmd(c rueidis.Client, s *Script, sha bool, keys, args []string) rueidis.Completed {
-	if sha {
-		return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	cmd, script := "EVALSHA", s.sha
+	if !sha {
+		cmd, script = "EVAL", s.src
 	}
-	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	return c.B().Arbitrary(cmd, script, strconv.Itoa(len(keys))).Args(keys...).Args(args...).Build()
 }
 
 // EvalInts runs s with a through EVALSHA (loading the script with EVAL
