@@ -12,6 +12,7 @@ require (
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/rs/zerolog v1.28.0
 	github.com/spf13/cobra v1.10.2

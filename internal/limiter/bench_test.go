@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,14 +78,14 @@ func benchAllow(b *testing.B, l Limiter) {
 }
 
 // BenchmarkDecisionCPU is redis-fixed-window decided by 50 goroutines at
-// once (as 50 gateways would), through go-redis and through the resp pool.
+// once (as 50 gateways would), through go-redis and through the hotpath pool.
 // cpu-µs/op is this process's CPU time per decision (user + system): on a
 // shared machine that is what the Redis server under test loses to the
 // instrument, and it is steadier than a rate when other work runs.
 func BenchmarkDecisionCPU(b *testing.B) {
 	s := redistest.Start(b)
 	limit := rate.Limit{Count: 1_000_000_000, Window: time.Minute}
-	for _, path := range []string{"go-redis", "resp"} {
+	for _, path := range []string{"go-redis", "hotpath"} {
 		b.Run(path, func(b *testing.B) {
 			c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 50, ContextTimeoutEnabled: true, DisableIdentity: true})
 			defer c.Close()
@@ -98,22 +99,61 @@ func BenchmarkDecisionCPU(b *testing.B) {
 				l.pool = nil
 			}
 			ctx := context.Background()
-			b.SetParallelism(25) // 50 goroutines on 2 CPUs
-			b.ReportAllocs()
-			before := cpuTime()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				i := 0
-				for pb.Next() {
-					if _, err := l.Allow(ctx, benchIDs[i&1023], 1); err != nil {
-						b.Error(err)
-						return
-					}
-					i++
-				}
+			measureCPU(b, func(_ int, id string) error {
+				_, err := l.Allow(ctx, id, 1)
+				return err
 			})
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-before)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+// BenchmarkDecisionCPUGateways is BenchmarkDecisionCPU as make bench's
+// simulated target runs it: 50 gateways, each with its own client of one
+// connection (warm), each decision with the deadline a policy gives it
+// (allowBy), through the hotpath pool.
+func BenchmarkDecisionCPUGateways(b *testing.B) {
+	s := redistest.Start(b)
+	limit := rate.Limit{Count: 1_000_000_000, Window: time.Minute}
+	ls := make([]*scriptLimiter, 50)
+	for i := range ls {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, ContextTimeoutEnabled: true, DisableIdentity: true})
+		defer c.Close()
+		l, err := newScriptLimiter(Config{Algorithm: design.RedisFixedWindow, Limit: limit}, c, time.Now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		if err := l.Warm(context.Background(), 1); err != nil {
+			b.Fatal(err)
+		}
+		ls[i] = l
+	}
+	ctx := context.Background()
+	measureCPU(b, func(w int, id string) error {
+		_, err := ls[w%len(ls)].allowBy(ctx, id, 1, time.Now().Add(time.Second))
+		return err
+	})
+}
+
+// measureCPU runs decide from 50 goroutines (w numbers each), for
+// identities in rotation, and reports this process's CPU µs per decision.
+func measureCPU(b *testing.B, decide func(w int, id string) error) {
+	var next atomic.Int64
+	b.SetParallelism(25) // 50 goroutines on 2 CPUs
+	b.ReportAllocs()
+	before := cpuTime()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := int(next.Add(1) - 1)
+		i := 0
+		for pb.Next() {
+			if err := decide(w, benchIDs[i&1023]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-before)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 }

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 // redis-gcra's script meters the theoretical arrival time; its ARGV are
@@ -14,7 +14,7 @@ import (
 var gcraLua string
 
 func init() {
-	registerLua(design.RedisGCRA, luaDesign{script: newScript(design.RedisGCRA, gcraLua), fixed: func(cfg Config, a *resp.Args) {
+	registerLua(design.RedisGCRA, luaDesign{script: newScript(design.RedisGCRA, gcraLua), fixed: func(cfg Config, a *hotpath.Args) {
 		a.Int(capacityOf(cfg))
 		limitAndWindow(cfg, a)
 	}})

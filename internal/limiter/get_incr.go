@@ -11,7 +11,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 func init() {
@@ -26,12 +26,12 @@ func init() {
 // gap between the read and the write where another gateway reads the same
 // count.
 //
-// On a single server the round trips go through a resp.Pool, as the Lua
+// On a single server the round trips go through a hotpath.Pool, as the Lua
 // designs' do, so every design is measured through the same client; a
 // Cluster keeps go-redis.
 type getIncr struct {
 	client redis.UniversalClient
-	pool   *resp.Pool
+	pool   *hotpath.Pool
 	prefix string
 	limit  int64
 	window time.Duration
@@ -43,7 +43,7 @@ func newGetIncr(cfg Config, client redis.UniversalClient) *getIncr {
 		client: client, prefix: keyHead(cfg),
 		limit: cfg.Limit.Count, window: cfg.Limit.Window, pause: cfg.Pause,
 	}
-	g.pool = resp.ForClient(client)
+	g.pool = hotpath.ForClient(client)
 	return g
 }
 

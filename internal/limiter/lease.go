@@ -13,7 +13,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 // leaseScript grants a slice of a window's budget; its ARGV are limit,
@@ -54,7 +54,7 @@ type Lease struct {
 	client redis.UniversalClient
 	// pool carries the grants on a single server, as the other designs'
 	// decisions (see scriptLimiter); nil on a Cluster, which keeps go-redis.
-	pool        *resp.Pool
+	pool        *hotpath.Pool
 	clock       Clock
 	redisClock  bool
 	prefix      string
@@ -130,7 +130,7 @@ func newLease(cfg Config, client redis.UniversalClient, clock Clock) *Lease {
 	for i := range l.state {
 		l.state[i] = make(map[string]*slice)
 	}
-	l.pool = resp.ForClient(client)
+	l.pool = hotpath.ForClient(client)
 	return l
 }
 
@@ -304,7 +304,7 @@ type grant struct {
 }
 
 func (l *Lease) grant(ctx context.Context, id string, want int64) (grant, error) {
-	var a resp.Args
+	var a hotpath.Args
 	a.Key(l.prefix + id + "}")
 	a.Int(l.limit)
 	a.Int(l.wms)
@@ -317,7 +317,7 @@ func (l *Lease) grant(ctx context.Context, id string, want int64) (grant, error)
 	var r []int64
 	var err error
 	if l.pool != nil {
-		r, err = l.pool.EvalInts(ctx, leaseScript.resp, &a, nil)
+		r, err = l.pool.EvalInts(ctx, leaseScript.hot, &a, nil)
 	} else {
 		keys, args := a.Values()
 		r, err = leaseScript.redis.Run(ctx, l.client, keys, args...).Int64Slice()

@@ -10,20 +10,20 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/resp"
 )
 
 var luaDesigns = []string{design.RedisFixedWindow, design.RedisFixedWindowRefresh, design.RedisClockWindow,
 	design.RedisTokenBucket, design.RedisSlidingWindow, design.RedisSlidingLog, design.RedisGCRA}
 
 // TestDecisionPathsAgree: on a single server the Lua designs decide through
-// the resp pool, on a Cluster through go-redis. The two must send the same
+// the hotpath pool, on a Cluster through go-redis. The two must send the same
 // arguments and read the same reply: the same request sequence, at the same
 // gateway-clock instants, gets the same decisions through both (each path
 // on its own key prefix of one real server). Tests elsewhere run the
-// designs through New, so on the resp path.
+// designs through New, so on the hotpath pool.
 func TestDecisionPathsAgree(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
@@ -33,7 +33,7 @@ func TestDecisionPathsAgree(t *testing.T) {
 		t.Run(algo, func(t *testing.T) {
 			clock := newFakeClock(epoch)
 			paths := map[string]Limiter{}
-			for _, path := range []string{"resp", "go-redis"} {
+			for _, path := range []string{"hotpath", "go-redis"} {
 				l, err := newScriptLimiter(Config{Algorithm: algo, Limit: limit, Clock: ClockGateway, Prefix: "path-" + path + ":"}, c, clock.Clock())
 				if err != nil {
 					t.Fatal(err)
@@ -51,7 +51,7 @@ func TestDecisionPathsAgree(t *testing.T) {
 }
 
 // TestGetIncrPathsAgree: redis-get-incr's three round trips go through the
-// resp pool on a single server and through go-redis on a Cluster; the
+// hotpath pool on a single server and through go-redis on a Cluster; the
 // same requests get the same decisions through both, including the TTL
 // set on a window's first increment and the denial at the limit.
 func TestGetIncrPathsAgree(t *testing.T) {
@@ -60,7 +60,7 @@ func TestGetIncrPathsAgree(t *testing.T) {
 	c := s.Client(t)
 	limit := rate.Limit{Count: 3, Window: time.Minute}
 	paths := map[string]Limiter{}
-	for _, path := range []string{"resp", "go-redis"} {
+	for _, path := range []string{"hotpath", "go-redis"} {
 		g := newGetIncr(Config{Algorithm: design.RedisGetIncr, Limit: limit, Prefix: "gi-" + path + ":"}, c)
 		t.Cleanup(func() { g.Close() })
 		choosePath(t, path, &g.pool)
@@ -71,7 +71,7 @@ func TestGetIncrPathsAgree(t *testing.T) {
 			t.Fatalf("request %d: allowed %v, want %v (limit 3)", i, d.Allowed, want)
 		}
 	}
-	for _, path := range []string{"resp", "go-redis"} {
+	for _, path := range []string{"hotpath", "go-redis"} {
 		if ttl := c.PTTL(context.Background(), "gi-"+path+":gi:{id-0}").Val(); ttl < 59*time.Second || ttl > time.Minute {
 			t.Errorf("%s: key TTL %v, want about the window", path, ttl)
 		}
@@ -79,14 +79,14 @@ func TestGetIncrPathsAgree(t *testing.T) {
 }
 
 // TestLeaseGrantPathsAgree: leasing's grants from Redis go through the
-// resp pool on a single server and through go-redis on a Cluster; the same
+// hotpath pool on a single server and through go-redis on a Cluster; the same
 // asks get the same grants through both, down to an empty window.
 func TestLeaseGrantPathsAgree(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t).Client(t)
 	clock := newFakeClock(epoch)
 	leases := map[string]*Lease{}
-	for _, path := range []string{"resp", "go-redis"} {
+	for _, path := range []string{"hotpath", "go-redis"} {
 		l := newLease(Config{Algorithm: design.Leasing, Limit: rate.Limit{Count: 10, Window: time.Minute}, Clock: ClockGateway, Prefix: "lease-" + path + ":"}, c, clock.Clock())
 		t.Cleanup(func() { l.Close() })
 		choosePath(t, path, &l.pool)
@@ -94,7 +94,7 @@ func TestLeaseGrantPathsAgree(t *testing.T) {
 	}
 	for i, want := range []int64{4, 4, 4, 4} {
 		var got [2]grant
-		for j, path := range []string{"resp", "go-redis"} {
+		for j, path := range []string{"hotpath", "go-redis"} {
 			g, err := leases[path].grant(context.Background(), "id", want)
 			if err != nil {
 				t.Fatalf("%s grant %d: %v", path, i, err)
@@ -102,7 +102,7 @@ func TestLeaseGrantPathsAgree(t *testing.T) {
 			got[j] = g
 		}
 		if got[0].n != got[1].n || (got[0].windowLeft-got[1].windowLeft).Abs() > 100*time.Millisecond {
-			t.Fatalf("grant %d of %d: resp %+v, go-redis %+v", i, want, got[0], got[1])
+			t.Fatalf("grant %d of %d: hotpath %+v, go-redis %+v", i, want, got[0], got[1])
 		}
 		if wantN := min(want, max(0, 10-int64(i)*want)); got[0].n != wantN {
 			t.Fatalf("grant %d: %d granted, want %d of the 10 left", i, got[0].n, wantN)
@@ -110,13 +110,13 @@ func TestLeaseGrantPathsAgree(t *testing.T) {
 	}
 }
 
-// choosePath leaves a limiter on the resp pool it got from a plain client
-// ("resp"), or takes the pool away so it decides through go-redis, as on a
+// choosePath leaves a limiter on the hotpath pool it got from a plain client
+// ("hotpath"), or takes the pool away so it decides through go-redis, as on a
 // Cluster ("go-redis").
-func choosePath(t *testing.T, path string, pool **resp.Pool) {
+func choosePath(t *testing.T, path string, pool **hotpath.Pool) {
 	t.Helper()
 	if *pool == nil {
-		t.Fatal("a plain client did not get a resp pool")
+		t.Fatal("a plain client did not get a hotpath pool")
 	}
 	if path == "go-redis" {
 		(*pool).Close()
@@ -130,7 +130,7 @@ func askBoth(t *testing.T, paths map[string]Limiter, i int) Decision {
 	t.Helper()
 	id := fmt.Sprintf("id-%d", i%2)
 	var got [2]Decision
-	for j, path := range []string{"resp", "go-redis"} {
+	for j, path := range []string{"hotpath", "go-redis"} {
 		d, err := paths[path].Allow(context.Background(), id, 1)
 		if err != nil {
 			t.Fatalf("%s request %d: %v", path, i, err)
@@ -138,7 +138,7 @@ func askBoth(t *testing.T, paths map[string]Limiter, i int) Decision {
 		got[j] = d
 	}
 	if !sameDecision(got[0], got[1]) {
-		t.Fatalf("request %d for %s: resp %+v, go-redis %+v", i, id, got[0], got[1])
+		t.Fatalf("request %d for %s: hotpath %+v, go-redis %+v", i, id, got[0], got[1])
 	}
 	return got[0]
 }

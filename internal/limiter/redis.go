@@ -13,29 +13,29 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/redisconn"
-	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // scriptLimiter runs one of the Lua designs: one EVALSHA per decision, one
 // round trip, atomic on the server.
 //
 // On a single server (standalone, or a Sentinel-resolved primary) the
-// decision goes through a resp.Pool that mirrors the client's options:
+// decision goes through a hotpath.Pool that mirrors the client's options:
 // go-redis's per-call cost would otherwise take the CPU the server under
-// test needs (see package resp). A Cluster keeps go-redis for its slot
+// test needs (see package hotpath). A Cluster keeps go-redis for its slot
 // routing.
 type scriptLimiter struct {
 	algo       string
 	script     luaScript
 	client     redis.UniversalClient
-	pool       *resp.Pool
+	pool       *hotpath.Pool
 	clock      Clock
 	readsClock bool // the script takes now after cost (design.Clock.Reads)
 	redisClock bool
 	prefix     string // "<prefix><tag>:{"
 	// fixed holds the ARGV that precede cost, built once at New.
-	fixed resp.Args
+	fixed hotpath.Args
 	// member makes sliding-log entries unique: a random nonce per limiter
 	// plus a counter.
 	nonce string
@@ -51,7 +51,7 @@ type scriptLimiter struct {
 // member (the sliding log's entries).
 type luaDesign struct {
 	script luaScript
-	fixed  func(cfg Config, a *resp.Args)
+	fixed  func(cfg Config, a *hotpath.Args)
 	member bool
 }
 
@@ -69,7 +69,7 @@ func registerLua(name string, d luaDesign) {
 
 // limitAndWindow is the ARGV most scripts take before cost: the limit's
 // count and its window in ms.
-func limitAndWindow(cfg Config, a *resp.Args) {
+func limitAndWindow(cfg Config, a *hotpath.Args) {
 	a.Int(cfg.Limit.Count)
 	a.Int(cfg.Limit.Window.Milliseconds())
 }
@@ -98,7 +98,7 @@ func newScriptLimiter(cfg Config, client redis.UniversalClient, clock Clock) (*s
 		s.nonce = hex.EncodeToString(b[:]) + "-"
 	}
 	d.fixed(cfg, &s.fixed)
-	s.pool = resp.ForClient(client)
+	s.pool = hotpath.ForClient(client)
 	return s, nil
 }
 
@@ -120,10 +120,10 @@ func (s *scriptLimiter) Warm(ctx context.Context, conns int) error {
 	return warm(ctx, s.pool, s.client, conns)
 }
 
-// warm opens conns connections where a Redis design's calls go: its resp
+// warm opens conns connections where a Redis design's calls go: its hotpath
 // pool on a single server, else the go-redis client's (a Cluster's, on
 // every primary).
-func warm(ctx context.Context, pool *resp.Pool, client redis.UniversalClient, conns int) error {
+func warm(ctx context.Context, pool *hotpath.Pool, client redis.UniversalClient, conns int) error {
 	if pool != nil {
 		return pool.Warm(ctx, conns)
 	}
@@ -141,12 +141,12 @@ func (s *scriptLimiter) key(id string) string {
 // Allow implements Limiter.
 func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decision, error) {
 	if s.pool != nil {
-		return s.allowResp(ctx, id, cost, time.Time{})
+		return s.allowPool(ctx, id, cost, time.Time{})
 	}
 	if s.replicas > 0 {
 		return s.allowWait(ctx, id, cost)
 	}
-	var a resp.Args
+	var a hotpath.Args
 	s.args(&a, id, cost)
 	keys, argv := a.Values()
 	r, err := s.script.redis.Run(ctx, s.client, keys, argv...).Int64Slice()
@@ -157,7 +157,7 @@ func (s *scriptLimiter) Allow(ctx context.Context, id string, cost int64) (Decis
 }
 
 // args builds one decision's key and arguments, the same for both clients.
-func (s *scriptLimiter) args(a *resp.Args, id string, cost int64) {
+func (s *scriptLimiter) args(a *hotpath.Args, id string, cost int64) {
 	a.Key(s.key(id))
 	a.Add(&s.fixed)
 	a.Int(cost)
@@ -177,23 +177,23 @@ func (s *scriptLimiter) args(a *resp.Args, id string, cost int64) {
 // allowBy is Allow with a deadline besides ctx's.
 func (s *scriptLimiter) allowBy(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
 	if s.pool != nil {
-		return s.allowResp(ctx, id, cost, deadline)
+		return s.allowPool(ctx, id, cost, deadline)
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	return s.Allow(ctx, id, cost)
 }
 
-// allowResp is Allow through the resp pool. A zero deadline means ctx's
+// allowPool is Allow through the hotpath pool. A zero deadline means ctx's
 // alone.
-func (s *scriptLimiter) allowResp(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
+func (s *scriptLimiter) allowPool(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
 	if s.replicas > 0 {
-		return s.allowRespWait(ctx, id, cost, deadline)
+		return s.allowPoolWait(ctx, id, cost, deadline)
 	}
-	var a resp.Args
+	var a hotpath.Args
 	s.args(&a, id, cost)
 	var buf [5]int64
-	r, err := s.pool.EvalIntsUntil(ctx, deadline, s.script.resp, &a, buf[:0])
+	r, err := s.pool.EvalIntsUntil(ctx, deadline, s.script.hot, &a, buf[:0])
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 // DefaultReplicateTimeout is WAIT's timeout when Config.ReplicateTimeout
@@ -63,12 +63,12 @@ func (s *scriptLimiter) replicated(r []int64, acked int64, id string) (Decision,
 	return Decision{}, fmt.Errorf("%s for %q: WAIT %d answered %d within %v: %w", s.algo, id, s.replicas, acked, s.waitFor, ErrNotReplicated)
 }
 
-// allowRespWait is allowResp with WAIT pipelined after the script.
-func (s *scriptLimiter) allowRespWait(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
-	var a resp.Args
+// allowPoolWait is allowPool with WAIT pipelined after the script.
+func (s *scriptLimiter) allowPoolWait(ctx context.Context, id string, cost int64, deadline time.Time) (Decision, error) {
+	var a hotpath.Args
 	s.args(&a, id, cost)
 	var buf [5]int64
-	r, acked, err := s.pool.EvalIntsWait(ctx, deadline, s.script.resp, &a, buf[:0], s.replicas, s.waitFor)
+	r, acked, err := s.pool.EvalIntsWait(ctx, deadline, s.script.hot, &a, buf[:0], s.replicas, s.waitFor)
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s script for %q: %w", s.algo, id, err)
 	}
@@ -79,7 +79,7 @@ func (s *scriptLimiter) allowRespWait(ctx context.Context, id string, cost int64
 // (on a Cluster, to the primary that owns the identity's slot, since a
 // keyless WAIT would go to any node).
 func (s *scriptLimiter) allowWait(ctx context.Context, id string, cost int64) (Decision, error) {
-	var a resp.Args
+	var a hotpath.Args
 	s.args(&a, id, cost)
 	keys, argv := a.Values()
 	var c redis.Cmdable = s.client

@@ -49,7 +49,7 @@ func pause(t *testing.T, pid int) (resume func()) {
 }
 
 // replicate: 1 on a real primary with a real replica, through both
-// clients a Lua design can use (the resp pool on a single server, and a
+// clients a Lua design can use (the hotpath pool on a single server, and a
 // go-redis pipeline where the pool cannot mirror the client, as on a
 // Cluster): every admission is on the replica by the time it is answered;
 // with the replica stopped, WAIT times out, an admission becomes
@@ -59,7 +59,7 @@ func TestReplicateWaitsForReplica(t *testing.T) {
 	t.Parallel()
 	primary, replica, pid := replicated(t)
 	ctx := context.Background()
-	// An OnConnect hook cannot be mirrored by the resp pool, so the
+	// An OnConnect hook cannot be mirrored by the hotpath pool, so the
 	// limiter keeps go-redis (the Cluster path).
 	hooked := redis.NewClient(&redis.Options{Addr: primary.Options().Addr, DisableIdentity: true,
 		OnConnect: func(context.Context, *redis.Conn) error { return nil }})
@@ -68,7 +68,7 @@ func TestReplicateWaitsForReplica(t *testing.T) {
 		name   string
 		client redis.UniversalClient
 	}{
-		{"resp pool", primary},
+		{"hotpath pool", primary},
 		{"go-redis pipeline", hooked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

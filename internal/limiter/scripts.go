@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 // preludeLua is shared by every script: each is prelude + body, so the
@@ -20,10 +20,10 @@ var preludeLua string
 var sources = map[string]string{}
 
 // luaScript is one design's script, for both clients: go-redis's and the
-// resp decision path's, each hashed once.
+// hotpath decision path's, each hashed once.
 type luaScript struct {
 	redis *redis.Script
-	resp  *resp.Script
+	hot   *hotpath.Script
 }
 
 // newScript records the Lua body of the named design and returns it ready
@@ -31,7 +31,7 @@ type luaScript struct {
 func newScript(name, body string) luaScript {
 	src := preludeLua + body
 	sources[name] = src
-	return luaScript{redis: redis.NewScript(src), resp: resp.NewScript(src)}
+	return luaScript{redis: redis.NewScript(src), hot: hotpath.NewScript(src)}
 }
 
 // Scripts returns every Lua source by algorithm name, prelude included, for

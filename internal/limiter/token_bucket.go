@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/rlctl/rlctl/internal/design"
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 // redis-token-bucket's script refills and spends one shared bucket; its
@@ -15,7 +15,7 @@ import (
 var tokenBucketLua string
 
 func init() {
-	registerLua(design.RedisTokenBucket, luaDesign{script: newScript(design.RedisTokenBucket, tokenBucketLua), fixed: func(cfg Config, a *resp.Args) {
+	registerLua(design.RedisTokenBucket, luaDesign{script: newScript(design.RedisTokenBucket, tokenBucketLua), fixed: func(cfg Config, a *hotpath.Args) {
 		a.Int(capacityOf(cfg))
 		a.String(strconv.FormatFloat(float64(cfg.Limit.Count)/float64(cfg.Limit.Window.Milliseconds()), 'g', -1, 64))
 	}})

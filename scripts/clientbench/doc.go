@@ -1,13 +1,14 @@
-// Package clientbench puts rlctl's hand-written clients beside the
-// well-kept libraries on the same work, for make bench: internal/resp
-// against github.com/redis/rueidis (with and without its auto-pipelining)
-// and go-redis, one decision's EVALSHA from 50 goroutines against a real
-// redis-server; the raw HTTP/1.1 client of internal/target/httptarget
+// Package clientbench puts rlctl's clients beside the well-kept libraries
+// on the same work, for make bench: the decision path of internal/hotpath
+// (github.com/redis/rueidis without auto-pipelining, as rlctl runs it)
+// against bare rueidis with and without its auto-pipelining and go-redis,
+// one decision's EVALSHA from 50 goroutines against a real redis-server;
+// the hand-written raw HTTP/1.1 client of internal/target/httptarget
 // against github.com/valyala/fasthttp and net/http, 50 goroutines against
 // the server CLIENTBENCH_URL names (make bench's nginx). Each benchmark
 // reports requests per second and the process's CPU µs per request, the
 // figure that limits what rlctl can prove on a small machine.
 //
-// It is a module of its own so that the libraries it compares against are
-// neither in rlctl's build nor compiled by make test.
+// It is a module of its own so that fasthttp, which it only compares
+// against, is neither in rlctl's build nor compiled by make test.
 package clientbench

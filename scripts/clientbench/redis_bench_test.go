@@ -8,9 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // The call every benchmark below makes: redis-fixed-window's script by
@@ -37,7 +37,11 @@ func benchSetup(b *testing.B) (srv *redistest.Server, src string, keys []string)
 }
 
 // BenchmarkDecisionClient is one decision's EVALSHA through each client
-// from 50 goroutines, in two shapes: "shared", one client with 50
+// from 50 goroutines: rlctl's decision path (internal/hotpath, rueidis
+// without auto-pipelining plus what rlctl adds: a probe of each idle
+// connection, deadlines, a bound on calls under way), bare rueidis with
+// and without auto-pipelining (what that glue costs, and what
+// auto-pipelining would), and go-redis. In two shapes: "shared", one client with 50
 // connections for all (rueidis with auto-pipelining multiplexes them on
 // one connection, its default), and "gateways", what rlctl's simulated
 // target runs: 50 gateways, each with its own client, one goroutine each
@@ -53,20 +57,20 @@ func BenchmarkDecisionClient(b *testing.B) {
 }
 
 func benchClients(b *testing.B, n, conns int) {
-	b.Run("resp", func(b *testing.B) {
+	b.Run("hotpath", func(b *testing.B) {
 		srv, src, keys := benchSetup(b)
-		pools := make([]*resp.Pool, n)
+		pools := make([]*hotpath.Pool, n)
 		for k := range pools {
-			pools[k] = resp.New(resp.Options{Dial: dialer(srv.Addr), Size: conns})
+			pools[k] = hotpath.New(hotpath.Options{Dial: dialer(srv.Addr), Size: conns})
 			defer pools[k].Close()
 			if err := pools[k].Warm(context.Background(), conns); err != nil {
 				b.Fatal(err)
 			}
 		}
-		s := resp.NewScript(src)
+		s := hotpath.NewScript(src)
 		dsts := make([][]int64, 1024) // one per goroutine (RunParallel starts 50 here)
 		measure(b, func(w, i int) error {
-			var a resp.Args
+			var a hotpath.Args
 			a.Key(keys[(w+i*clients)%benchKeys])
 			a.Int(benchLimit)
 			a.Int(benchWindow)

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/exitcode"
-	"github.com/rlctl/rlctl/internal/resp"
+	"github.com/rlctl/rlctl/internal/hotpath"
 )
 
 // defaultBusyThreshold is how long Redis runs a script before it starts
@@ -90,7 +90,7 @@ func busyWait(ctx context.Context, c redis.UniversalClient) time.Duration {
 // its script may still be running there. Waiting for a free connection
 // sent nothing.
 func timedOut(err error) bool {
-	if err == nil || errors.Is(err, resp.ErrPoolTimeout) {
+	if err == nil || errors.Is(err, hotpath.ErrPoolTimeout) {
 		return false
 	}
 	var ne net.Error

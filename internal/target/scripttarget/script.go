@@ -15,9 +15,9 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redisconn"
-	"github.com/rlctl/rlctl/internal/resp"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -64,11 +64,11 @@ type scriptTarget struct {
 	script  *redis.Script
 	clients []redis.UniversalClient
 	// pools run the script on a single server (not a Cluster), as the
-	// built-in designs do (see package resp), so a user's limiter and
+	// built-in designs do (see package hotpath), so a user's limiter and
 	// rlctl's own are measured through the same client; nil for a gateway
 	// that goes through go-redis.
-	pools     []*resp.Pool
-	rscript   *resp.Script
+	pools     []*hotpath.Pool
+	rscript   *hotpath.Script
 	names     []string
 	keys      []template
 	args      []template
@@ -101,7 +101,7 @@ func New(ctx context.Context, o Options) (traffic.Target, error) {
 	if err != nil {
 		return nil, exitcode.With(fmt.Errorf("redis-script target: %w", err), exitcode.Usage)
 	}
-	t := &scriptTarget{script: redis.NewScript(o.Source), rscript: resp.NewScript(o.Source), rule: rule, retry: retry, limit: o.Limit, timeout: o.Timeout}
+	t := &scriptTarget{script: redis.NewScript(o.Source), rscript: hotpath.NewScript(o.Source), rule: rule, retry: retry, limit: o.Limit, timeout: o.Timeout}
 	for _, group := range []struct {
 		src []string
 		dst *[]template
@@ -119,7 +119,7 @@ func New(ctx context.Context, o Options) (traffic.Target, error) {
 		c := o.NewClient()
 		t.clients = append(t.clients, c)
 		t.names = append(t.names, fmt.Sprintf("script-%d", i))
-		t.pools = append(t.pools, resp.ForClient(c))
+		t.pools = append(t.pools, hotpath.ForClient(c))
 	}
 	if err := t.script.Load(ctx, t.clients[0]).Err(); err != nil {
 		t.Close()

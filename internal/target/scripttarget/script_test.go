@@ -11,9 +11,9 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/resp"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 	"github.com/rlctl/rlctl/internal/workload"
@@ -217,7 +217,7 @@ func TestRule(t *testing.T) {
 		{"== 1", []any{[]any{int64(1)}}, false, true},
 		{"[2] != nil", []any{int64(0), []any{}}, false, true},
 		{"[1] != 'x'", []any{[]any{"x"}}, false, true},
-		{"!= nil", []any{resp.Error("ERR boom")}, false, true},
+		{"!= nil", []any{hotpath.Error("ERR boom")}, false, true},
 		{"!= nil", map[any]any{"allowed": int64(1)}, false, true},
 		{"[1] == 1", []any{int64(1), []any{int64(2)}}, true, false},
 	}
@@ -404,7 +404,7 @@ if n > tonumber(ARGV[1]) then return 0 end
 return 1`
 
 // On a Cluster the script goes through go-redis (its slot routing); on a
-// single server through the same resp pool as the built-in designs. Both
+// single server through the same hotpath pool as the built-in designs. Both
 // decide alike, and a hash tag written with doubled braces keeps a
 // two-key script in one slot.
 func TestRedisScriptClusterAndSingleServerAgree(t *testing.T) {
@@ -426,7 +426,7 @@ func TestRedisScriptClusterAndSingleServerAgree(t *testing.T) {
 		defer tgt.Close()
 		st := tgt.(*scriptTarget)
 		if usesPool := st.pools[0] != nil; usesPool != (name == "single") {
-			t.Errorf("%s: resp pool in use %v", name, usesPool)
+			t.Errorf("%s: hotpath pool in use %v", name, usesPool)
 		}
 		plan := traffic.Plan{Rate: perSecond(200), Duration: 200 * time.Millisecond, MaxRequests: 1000, Identities: 4}
 		h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})

@@ -1,4 +1,4 @@
-package resp_test
+package hotpath_test
 
 import (
 	"context"
@@ -14,17 +14,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // incr adds ARGV[1] to KEYS[1] and answers {new value, ARGV[2], -7}.
-var incr = resp.NewScript(`local v = redis.call('INCRBY', KEYS[1], ARGV[1]) return {v, tonumber(ARGV[2]), -7}`)
+var incr = hotpath.NewScript(`local v = redis.call('INCRBY', KEYS[1], ARGV[1]) return {v, tonumber(ARGV[2]), -7}`)
 
-func pool(t *testing.T, c *redis.Client) *resp.Pool {
+func pool(t *testing.T, c *redis.Client) *hotpath.Pool {
 	t.Helper()
-	p, ok := resp.FromClient(c)
+	p, ok := hotpath.FromClient(c)
 	if !ok {
 		t.Fatal("FromClient refused a plain client")
 	}
@@ -32,9 +32,9 @@ func pool(t *testing.T, c *redis.Client) *resp.Pool {
 	return p
 }
 
-func call(t *testing.T, p *resp.Pool, key string, by, echo int64) []int64 {
+func call(t *testing.T, p *hotpath.Pool, key string, by, echo int64) []int64 {
 	t.Helper()
-	var a resp.Args
+	var a hotpath.Args
 	a.Key(key)
 	a.Int(by)
 	a.Int(echo)
@@ -74,25 +74,25 @@ func TestEvalIntsErrorsKeepConnectionInStep(t *testing.T) {
 	c := srv.Client(t)
 	p := pool(t, c)
 	ctx := context.Background()
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("k")
 	a.String("not a number")
 	a.Int(0)
 	_, err := p.EvalInts(ctx, incr, &a, nil)
-	var re resp.Error
+	var re hotpath.Error
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("script error = %v, want a server error reply", err)
 	}
 	// A reply of the wrong shape (strings, nested arrays, nil) is a
 	// protocol error, and the next call still reads its own reply.
-	odd := resp.NewScript(`return {1, 'two', {3, {4}}, false, 5}`)
-	var b resp.Args
+	odd := hotpath.NewScript(`return {1, 'two', {3, {4}}, false, 5}`)
+	var b hotpath.Args
 	b.Key("k")
-	if _, err := p.EvalInts(ctx, odd, &b, nil); !errors.Is(err, resp.ErrProtocol) {
+	if _, err := p.EvalInts(ctx, odd, &b, nil); !errors.Is(err, hotpath.ErrProtocol) {
 		t.Fatalf("odd reply = %v, want ErrProtocol", err)
 	}
-	notArray := resp.NewScript(`return 'x'`)
-	if _, err := p.EvalInts(ctx, notArray, &b, nil); !errors.Is(err, resp.ErrProtocol) {
+	notArray := hotpath.NewScript(`return 'x'`)
+	if _, err := p.EvalInts(ctx, notArray, &b, nil); !errors.Is(err, hotpath.ErrProtocol) {
 		t.Fatalf("bulk reply = %v, want ErrProtocol", err)
 	}
 	if got := call(t, p, "k", 3, 4); !slices.Equal(got, []int64{3, 4, -7}) {
@@ -106,7 +106,7 @@ func TestEvalIntsErrorsKeepConnectionInStep(t *testing.T) {
 func TestPoolBoundsConnections(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 3}))
+	p, _ := hotpath.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 3}))
 	defer p.Close()
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
@@ -114,7 +114,7 @@ func TestPoolBoundsConnections(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
-				var a resp.Args
+				var a hotpath.Args
 				a.Key("n")
 				a.Int(1)
 				a.Int(0)
@@ -140,9 +140,9 @@ func TestPoolBoundsConnections(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("n")
-	if _, err := p.EvalInts(context.Background(), incr, &a, nil); !errors.Is(err, resp.ErrClosed) {
+	if _, err := p.EvalInts(context.Background(), incr, &a, nil); !errors.Is(err, hotpath.ErrClosed) {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 }
@@ -153,19 +153,19 @@ func TestPoolAuthenticatesWithACLUser(t *testing.T) {
 	if got := call(t, p, "acl", 1, 2); !slices.Equal(got, []int64{1, 2, -7}) {
 		t.Fatalf("call = %v", got)
 	}
-	wrong, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, Username: srv.Username, Password: "wrong-secret"}))
+	wrong, _ := hotpath.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, Username: srv.Username, Password: "wrong-secret"}))
 	defer wrong.Close()
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("acl")
 	_, err := wrong.EvalInts(context.Background(), incr, &a, nil)
-	if err == nil || !strings.Contains(err.Error(), "AUTH") || strings.Contains(err.Error(), "wrong-secret") {
+	if err == nil || !strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), "wrong-secret") {
 		t.Fatalf("wrong password: %v (want an AUTH error without the password)", err)
 	}
 }
 
 func TestPoolSelectsDatabase(t *testing.T) {
 	srv := redistest.Start(t)
-	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, DB: 3, ClientName: "rlctl-resp-test"}))
+	p, _ := hotpath.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, DB: 3, ClientName: "rlctl-hotpath-test"}))
 	defer p.Close()
 	call(t, p, "indb3", 1, 0)
 	c3 := redis.NewClient(&redis.Options{Addr: srv.Addr, DB: 3})
@@ -177,7 +177,7 @@ func TestPoolSelectsDatabase(t *testing.T) {
 		t.Fatal("the key landed in db 0")
 	}
 	list, _ := srv.Client(t).ClientList(context.Background()).Result()
-	if !strings.Contains(list, "name=rlctl-resp-test") {
+	if !strings.Contains(list, "name=rlctl-hotpath-test") {
 		t.Fatalf("client name not set: %s", list)
 	}
 }
@@ -197,10 +197,10 @@ func TestSentinelClientNotMirrored(t *testing.T) {
 	s := redistest.StartSentinel(t, primary)
 	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.MasterName, SentinelAddrs: []string{s.Addr}})
 	defer fc.Close()
-	if p, ok := resp.FromClient(fc); ok || p != nil {
+	if p, ok := hotpath.FromClient(fc); ok || p != nil {
 		t.Fatal("FromClient mirrored a Sentinel client")
 	}
-	if resp.ForClient(fc) != nil {
+	if hotpath.ForClient(fc) != nil {
 		t.Fatal("ForClient mirrored a Sentinel client")
 	}
 }
@@ -223,11 +223,11 @@ func TestEmbeddedRedis(t *testing.T) {
 // deadline, and a call without one at the pool's timeout.
 func TestSilentServerTimesOut(t *testing.T) {
 	addr, _ := redistest.Silent(t)
-	p := resp.New(resp.Options{Timeout: 200 * time.Millisecond, Dial: func(ctx context.Context) (net.Conn, error) {
+	p := hotpath.New(hotpath.Options{Timeout: 200 * time.Millisecond, Dial: func(ctx context.Context) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}})
 	defer p.Close()
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("k")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -248,11 +248,11 @@ func TestSilentServerTimesOut(t *testing.T) {
 // at the pool timeout: a policy's timeout bounds the whole decision.
 func TestPoolWaitEndsAtDeadline(t *testing.T) {
 	addr, _ := redistest.Silent(t)
-	p := resp.New(resp.Options{Size: 1, PoolTimeout: time.Minute, Dial: func(ctx context.Context) (net.Conn, error) {
+	p := hotpath.New(hotpath.Options{Size: 1, PoolTimeout: time.Minute, Dial: func(ctx context.Context) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}})
 	defer p.Close()
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("k")
 	held := make(chan struct{})
 	go func() {
@@ -264,7 +264,7 @@ func TestPoolWaitEndsAtDeadline(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
 	_, err := p.EvalIntsUntil(context.Background(), time.Now().Add(100*time.Millisecond), incr, &a, nil)
-	if !errors.Is(err, resp.ErrPoolTimeout) {
+	if !errors.Is(err, hotpath.ErrPoolTimeout) {
 		t.Fatalf("waiting call: %v, want ErrPoolTimeout", err)
 	}
 	// Far below the one-minute pool timeout; generous for a loaded machine.
@@ -315,7 +315,7 @@ func TestIdleConnectionClosedByServerIsReplaced(t *testing.T) {
 // packets must not hold a decision past its policy's timeout.
 func TestDialEndsAtDeadline(t *testing.T) {
 	t.Parallel()
-	p := resp.New(resp.Options{Dial: func(ctx context.Context) (net.Conn, error) {
+	p := hotpath.New(hotpath.Options{Dial: func(ctx context.Context) (net.Conn, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -324,7 +324,7 @@ func TestDialEndsAtDeadline(t *testing.T) {
 		}
 	}})
 	defer p.Close()
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("k")
 	_, err := p.EvalIntsUntil(context.Background(), time.Now().Add(100*time.Millisecond), incr, &a, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -339,7 +339,7 @@ func TestPoolWarmOpensConnections(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 4}))
+	p, _ := hotpath.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 4}))
 	defer p.Close()
 	if err := p.Warm(ctx, 3); err != nil {
 		t.Fatalf("Warm(3): %v", err)
@@ -358,7 +358,7 @@ func TestPoolWarmOpensConnections(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 25 {
-				var a resp.Args
+				var a hotpath.Args
 				a.Key("n")
 				a.Int(1)
 				a.Int(0)
@@ -399,11 +399,11 @@ func TestEvalReadsAnyReply(t *testing.T) {
 		{`return {}`, []any{}},
 		// Redis turns false inside a table into a nil element.
 		{`return {KEYS[1], 2, {3, 'four'}, false}`, []any{"k", int64(2), []any{int64(3), "four"}, nil}},
-		// error_reply prefixes ERR (Redis 7 and later).
-		{`return {1, redis.error_reply('inner')}`, []any{int64(1), resp.Error("ERR inner")}},
+		// error_reply prefixes ERR (Redis 7 and later), which rueidis drops.
+		{`return {1, redis.error_reply('inner')}`, []any{int64(1), hotpath.Error("inner")}},
 	}
 	for _, tt := range tests {
-		got, err := p.Eval(ctx, time.Time{}, resp.NewScript(tt.src), []string{"k"}, []string{long})
+		got, err := p.Eval(ctx, time.Time{}, hotpath.NewScript(tt.src), []string{"k"}, []string{long})
 		if err != nil {
 			t.Errorf("%s: %v", tt.src, err)
 			continue
@@ -417,11 +417,11 @@ func TestEvalReadsAnyReply(t *testing.T) {
 	}
 	// An error reply at the top is the error, and the connection stays in
 	// step for the next call.
-	var re resp.Error
-	if _, err := p.Eval(ctx, time.Time{}, resp.NewScript(`return redis.error_reply('no way')`), nil, nil); !errors.As(err, &re) || !strings.HasSuffix(err.Error(), "no way") {
+	var re hotpath.Error
+	if _, err := p.Eval(ctx, time.Time{}, hotpath.NewScript(`return redis.error_reply('no way')`), nil, nil); !errors.As(err, &re) || !strings.HasSuffix(err.Error(), "no way") {
 		t.Fatalf("error reply: %v", err)
 	}
-	if got, err := p.Eval(ctx, time.Time{}, resp.NewScript(`return 1`), nil, nil); err != nil || got != int64(1) {
+	if got, err := p.Eval(ctx, time.Time{}, hotpath.NewScript(`return 1`), nil, nil); err != nil || got != int64(1) {
 		t.Fatalf("after an error reply: %v, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package resp_test
+package hotpath_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // BenchmarkEvalInts is one decision-shaped call (EVALSHA with a key and
@@ -45,9 +45,9 @@ func BenchmarkEvalIntsParallel(b *testing.B) {
 }
 
 // warmPool is a pool of size connections to a new server, all open.
-func warmPool(b *testing.B, size int) *resp.Pool {
+func warmPool(b *testing.B, size int) *hotpath.Pool {
 	srv := redistest.Start(b)
-	p, _ := resp.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: size}))
+	p, _ := hotpath.FromClient(redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: size}))
 	b.Cleanup(func() { p.Close() })
 	if err := p.Warm(context.Background(), size); err != nil {
 		b.Fatal(err)
@@ -55,8 +55,8 @@ func warmPool(b *testing.B, size int) *resp.Pool {
 	return p
 }
 
-func benchCall(p *resp.Pool, dst []int64) ([]int64, error) {
-	var a resp.Args
+func benchCall(p *hotpath.Pool, dst []int64) ([]int64, error) {
+	var a hotpath.Args
 	a.Key("bench")
 	a.Int(1)
 	a.Int(0)

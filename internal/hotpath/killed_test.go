@@ -1,9 +1,12 @@
-package resp_test
+package hotpath_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -12,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/hotpath"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/resp"
 )
 
 // Connections the server closed (CLIENT KILL here; a restart or its idle
@@ -38,7 +41,7 @@ func TestKilledConnectionsAreReplaced(t *testing.T) {
 				admin := srv.Client(t)
 				o := admin.Options()
 				o.PoolSize = size
-				p, _ := resp.FromClient(redis.NewClient(o))
+				p, _ := hotpath.FromClient(redis.NewClient(o))
 				t.Cleanup(func() { p.Close() })
 				if err := p.Warm(ctx, size); err != nil {
 					t.Fatalf("Warm: %v", err)
@@ -53,7 +56,7 @@ func TestKilledConnectionsAreReplaced(t *testing.T) {
 				const calls = 3 * size
 				failed := 0
 				for range calls {
-					var a resp.Args
+					var a hotpath.Args
 					a.Key("killed")
 					a.Int(1)
 					a.Int(0)
@@ -85,9 +88,9 @@ func TestConnectionIdlePastItsDeadlineIsReused(t *testing.T) {
 	admin := srv.Client(t)
 	o := admin.Options()
 	o.PoolSize = 1
-	p, _ := resp.FromClient(redis.NewClient(o))
+	p, _ := hotpath.FromClient(redis.NewClient(o))
 	t.Cleanup(func() { p.Close() })
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("deadline")
 	a.Int(1)
 	a.Int(0)
@@ -128,11 +131,11 @@ func (c *faultConn) Write(b []byte) (int, error) {
 
 // faultPool is a pool of one connection to addr, warm, whose connections
 // are faultConns; dialed lists them in the order they were dialed.
-func faultPool(t *testing.T, addr string) (p *resp.Pool, dialed func() []*faultConn) {
+func faultPool(t *testing.T, addr string) (p *hotpath.Pool, dialed func() []*faultConn) {
 	t.Helper()
 	var mu sync.Mutex
 	var conns []*faultConn
-	p = resp.New(resp.Options{Size: 1, Timeout: 10 * time.Second, Dial: func(ctx context.Context) (net.Conn, error) {
+	p = hotpath.New(hotpath.Options{Size: 1, Timeout: 10 * time.Second, Dial: func(ctx context.Context) (net.Conn, error) {
 		nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
@@ -195,7 +198,7 @@ func TestSentRequestIsNotResent(t *testing.T) {
 		}
 		fc.Conn.Close()
 	}
-	var a resp.Args
+	var a hotpath.Args
 	a.Key("sent")
 	a.Int(1)
 	a.Int(0)
@@ -206,6 +209,111 @@ func TestSentRequestIsNotResent(t *testing.T) {
 		t.Fatalf("sent = %d (%v), want 2: the lost call ran once", v, err)
 	}
 	if got := call(t, p, "sent", 1, 0); got[0] != 3 {
+		t.Fatalf("next call = %v, want 3", got)
+	}
+}
+
+// A decision whose connection the server itself drops after running it,
+// before its reply goes out, is not sent again: the real server, no fake
+// connection. A blocker's script holds the server while the pool's
+// EVALSHA and then an admin's CLIENT KILL of the pool's connection queue
+// up behind it; when the blocker ends, Redis runs the two in that order
+// within one turn of its event loop, so the EVALSHA's increment is made
+// and its reply is dropped with the client before it is written. The
+// call must fail (rueidis with retries on would send it again on a new
+// connection and succeed, counting it twice), the counter must show one
+// run, and the next call runs on a new connection.
+func TestKilledMidRequestIsNotResent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	o := *admin.Options() // a copy: the admin's own stays unnamed
+	o.PoolSize = 1
+	o.ClientName = "victim"
+	o.ReadTimeout = 10 * time.Second
+	p, _ := hotpath.FromClient(redis.NewClient(&o))
+	t.Cleanup(func() { p.Close() })
+	call(t, p, "midway", 1, 0) // loads the script and opens the connection
+	list, err := admin.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for line := range strings.Lines(list) {
+		if strings.Contains(line, " name=victim ") {
+			id = strings.TrimPrefix(strings.Fields(line)[0], "id=")
+		}
+	}
+	if id == "" {
+		t.Fatalf("no client named victim in\n%s", list)
+	}
+	// The blocker and the killer are plain connections, open before the
+	// blocker starts: a client library's connection set-up (HELLO), or a
+	// fresh connection of its pool, would queue behind the blocker and
+	// let the victim's reply out before the kill.
+	dialRaw := func() net.Conn {
+		nc, err := net.Dial("tcp", srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		return nc
+	}
+	blocker, killer := dialRaw(), dialRaw()
+	send := func(nc net.Conn, args ...string) {
+		b := fmt.Appendf(nil, "*%d\r\n", len(args))
+		for _, a := range args {
+			b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := nc.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply := func(nc net.Conn) string {
+		line, err := bufio.NewReader(nc).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(line)
+	}
+	for _, nc := range []net.Conn{killer, blocker} {
+		send(nc, "PING")
+		if r := reply(nc); r != "+PONG" {
+			t.Fatalf("PING answered %q", r)
+		}
+	}
+	send(blocker, "EVAL", `local t = redis.call('TIME') local start = t[1] * 1e6 + t[2]
+		repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - start > 600000 return 1`, "0")
+	time.Sleep(150 * time.Millisecond) // the blocker's script is running
+	decided := make(chan error, 1)
+	go func() {
+		var a hotpath.Args
+		a.Key("midway")
+		a.Int(1)
+		a.Int(0)
+		_, err := p.EvalInts(ctx, incr, &a, nil)
+		decided <- err
+	}()
+	time.Sleep(150 * time.Millisecond) // the EVALSHA waits in the server's socket buffer
+	send(killer, "CLIENT", "KILL", "ID", id)
+	if r := reply(blocker); r != ":1" {
+		t.Fatalf("blocker answered %q", r)
+	}
+	if r := reply(killer); r != ":1" {
+		t.Fatalf("CLIENT KILL ID %s answered %q, want :1", id, r)
+	}
+	if err := <-decided; err == nil {
+		v, _ := admin.Get(ctx, "midway").Int()
+		t.Fatalf("the decision whose connection was killed after it ran succeeded (midway = %d): it was sent again, or the kill came after its reply", v)
+	} else {
+		t.Logf("the killed decision: %v", err)
+	}
+	if v, err := admin.Get(ctx, "midway").Int(); err != nil || v != 2 {
+		t.Fatalf("midway = %d (%v), want 2: the killed call ran once (0 would mean the kill came first)", v, err)
+	}
+	if got := call(t, p, "midway", 1, 0); got[0] != 3 {
 		t.Fatalf("next call = %v, want 3", got)
 	}
 }
