@@ -29,11 +29,9 @@ deps-go:
 deps-bench:
 	@./scripts/deps.sh bench
 
-# The built-in suite's end-to-end run (./scenarios) measures
-# timing-sensitive behaviour, so it starts once the slow packages are done
-# and runs beside the short ones only: it comes right after SLOW_TESTS.
-# Listed last, it ran its minute alone at the end while the other core
-# sat idle once the short packages were done.
+# The built-in suite's end-to-end run (./scenarios) goes last: it measures
+# timing-sensitive behaviour and starts once the slow packages are done,
+# beside the short ones only.
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
@@ -61,7 +59,7 @@ test: deps-test
 	$(OFFLINE) $(GO) list -race -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
 	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
 	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
-	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) ./scenarios $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$'))
+	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$')) ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.
