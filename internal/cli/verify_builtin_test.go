@@ -103,19 +103,24 @@ func TestNoBuiltinScenarioPassesOnATargetThatNeverAnswers(t *testing.T) {
 	}))
 	defer probeOnly.Close()
 
-	for _, tt := range []struct{ name, url string }{
-		{"silent", "http://" + silent + "/"},
-		{"answers only the probe", probeOnly.URL + "/"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := retarget(t, map[string]any{"kind": "http", "urls": []string{tt.url}, "timeout": "150ms"})
-			code, rep, stderr := verifyDir(t, dir)
-			if code != int(exitcode.Unreachable) {
-				t.Errorf("exit %d, want 3\n%s", code, stderr)
-			}
-			noPass(t, rep)
-		})
-	}
+	// The two targets' runs go side by side (they time nothing); the group
+	// returns once both are done.
+	t.Run("targets", func(t *testing.T) {
+		for _, tt := range []struct{ name, url string }{
+			{"silent", "http://" + silent + "/"},
+			{"answers only the probe", probeOnly.URL + "/"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				dir := retarget(t, map[string]any{"kind": "http", "urls": []string{tt.url}, "timeout": "150ms"})
+				code, rep, stderr := verifyDir(t, dir)
+				if code != int(exitcode.Unreachable) {
+					t.Errorf("exit %d, want 3\n%s", code, stderr)
+				}
+				noPass(t, rep)
+			})
+		}
+	})
 	if !answered.Load() {
 		t.Error("no run got past the probe: the validity check was not exercised")
 	}

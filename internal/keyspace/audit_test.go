@@ -165,6 +165,7 @@ func messageOf(rep *AuditReport, check string) string {
 }
 
 func TestAuditCleanStandalone(t *testing.T) {
+	t.Parallel()
 	c := startClean(t)
 	plantHealthy(t, c)
 	rep, err := Audit(context.Background(), c, auditOpts())
@@ -178,6 +179,7 @@ func TestAuditCleanStandalone(t *testing.T) {
 }
 
 func TestAuditPreparedStandalone(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t) // no password, no persistence: both planted
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -229,6 +231,7 @@ func TestAuditPreparedStandalone(t *testing.T) {
 }
 
 func TestAuditCeiling(t *testing.T) {
+	t.Parallel()
 	c := startClean(t)
 	plantHealthy(t, c)
 	o := auditOpts()
@@ -244,6 +247,7 @@ func TestAuditCeiling(t *testing.T) {
 }
 
 func TestAuditPreparedCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 	t.Cleanup(func() { c.Close() })
@@ -292,6 +296,7 @@ func TestAuditPreparedCluster(t *testing.T) {
 }
 
 func TestTrueCeiling(t *testing.T) {
+	t.Parallel()
 	l := rate.Limit{Count: 100, Window: time.Minute}
 	tests := []struct {
 		alg      string
@@ -328,6 +333,7 @@ func TestTrueCeiling(t *testing.T) {
 // is too long only when it is too long for both layouts, and a missing TTL
 // (older multi-region scripts never set one) is found either way.
 func TestAuditUpstashLayoutsSharingNames(t *testing.T) {
+	t.Parallel()
 	c := startClean(t)
 	ctx := context.Background()
 	opts := auditOpts()
@@ -364,6 +370,7 @@ func TestAuditUpstashLayoutsSharingNames(t *testing.T) {
 // block's expiry, longer than the window and recorded nowhere: an audit
 // must not call that TTL too long, yet still finds a key with none.
 func TestAuditFlexibleBlockedKeys(t *testing.T) {
+	t.Parallel()
 	c := startClean(t)
 	ctx := context.Background()
 	opts := auditOpts()
@@ -385,6 +392,7 @@ func TestAuditFlexibleBlockedKeys(t *testing.T) {
 // The Python limits library names each key's limit and window, so an
 // audit needs no --limit to find a TTL longer than the window, or none.
 func TestAuditPythonLimitsWithoutLimit(t *testing.T) {
+	t.Parallel()
 	c := startClean(t)
 	ctx := context.Background()
 	opts := auditOpts()
@@ -420,6 +428,7 @@ func TestAuditPythonLimitsWithoutLimit(t *testing.T) {
 // TestAuditCountsEveryHotAndBigKey: the findings count every hot counter
 // and big log, not the length of their bounded samples.
 func TestAuditCountsEveryHotAndBigKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -464,6 +473,7 @@ func TestAuditCountsEveryHotAndBigKey(t *testing.T) {
 // fails nothing: those keys are named in a warning, not counted as
 // limiter keys.
 func TestAuditLeavesOtherApplicationsKeysOut(t *testing.T) {
+	t.Parallel()
 	c := startClean(t)
 	plantHealthy(t, c)
 	foreign := redistest.SeedForeign(t, c)

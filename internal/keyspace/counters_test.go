@@ -78,6 +78,7 @@ func checkCounts(t *testing.T, got *Counts, want map[string]int64) {
 }
 
 func TestReadCountsOfRedisRate(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	lim := redis_rate.Limit{Rate: 10, Burst: 10, Period: time.Hour}
@@ -109,6 +110,7 @@ func TestReadCountsOfRedisRate(t *testing.T) {
 }
 
 func TestReadCountsOfRedisRateOnACluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 	t.Cleanup(func() { c.Close() })
@@ -160,6 +162,7 @@ func ululeHolds(t *testing.T, c redis.UniversalClient, r limiter.Rate, hits map[
 }
 
 func TestReadCountsOfUlule(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	r := limiter.Rate{Period: time.Hour, Limit: 5}
@@ -175,6 +178,7 @@ func TestReadCountsOfUlule(t *testing.T) {
 }
 
 func TestReadCountsOfUluleThroughSentinel(t *testing.T) {
+	t.Parallel()
 	primary := redistest.Start(t)
 	sen := redistest.StartSentinel(t, primary)
 	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sen.MasterName, SentinelAddrs: []string{sen.Addr}})
@@ -189,6 +193,7 @@ func TestReadCountsOfUluleThroughSentinel(t *testing.T) {
 // and a user's own pattern: the current window is read, a log's entries in
 // the window, a custom counter as it stands.
 func TestReadCountsOfWindowsLogsAndCustomPatterns(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()

@@ -277,6 +277,7 @@ func fixtures() []fixture {
 }
 
 func TestInspectFixtures(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -392,6 +393,7 @@ func TestInspectRedisRateWrittenByLibrary(t *testing.T) {
 }
 
 func TestInspectExactKey(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -415,6 +417,7 @@ func TestInspectExactKey(t *testing.T) {
 }
 
 func TestBlendSlidingWindows(t *testing.T) {
+	t.Parallel()
 	s := ownSchema(ownLayouts[5], Params{Limit: rate.Limit{Count: 10, Window: time.Minute}})
 	if s.Name != "redis-sliding-window" {
 		t.Fatal(s.Name)

@@ -76,6 +76,7 @@ func plantRepairFixture(t *testing.T, c redis.UniversalClient) (broken []string)
 }
 
 func TestRepairTTLFixesExactlyTheKeysWithoutTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -130,6 +131,7 @@ func TestRepairTTLFixesExactlyTheKeysWithoutTTL(t *testing.T) {
 }
 
 func TestRepairTTLSkipsKeysFixedMeanwhile(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -164,6 +166,7 @@ func TestRepairTTLSkipsKeysFixedMeanwhile(t *testing.T) {
 }
 
 func TestRepairTTLDryRunChangesNothing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -186,6 +189,7 @@ func TestRepairTTLDryRunChangesNothing(t *testing.T) {
 }
 
 func TestRepairTTLUnknownRuleAndMatch(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -232,6 +236,7 @@ func TestRepairTTLUnknownRuleAndMatch(t *testing.T) {
 // with or without a TTL given, only keys a layout claims get a TTL; the
 // others are counted and named, never changed.
 func TestRepairTTLMatchLeavesUnclaimedKeysAlone(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -264,6 +269,7 @@ func TestRepairTTLMatchLeavesUnclaimedKeysAlone(t *testing.T) {
 // alone and counted, while real limiter keys beside it are repaired. A dry
 // run reports the same without changing anything.
 func TestRepairTTLChecksTheValue(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -334,6 +340,7 @@ func TestRepairTTLChecksTheValue(t *testing.T) {
 // meanwhile) is left alone, since the check runs in the script that sets
 // the TTL.
 func TestRepairTTLChecksTheValueAtTheMomentOfTheRepair(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -355,6 +362,7 @@ func TestRepairTTLChecksTheValueAtTheMomentOfTheRepair(t *testing.T) {
 }
 
 func TestRepairTTLStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -380,6 +388,7 @@ func TestRepairTTLStopsWhenCancelled(t *testing.T) {
 }
 
 func TestPaceSchedulesFromStart(t *testing.T) {
+	t.Parallel()
 	// pace never waits when the work is behind schedule, and waits
 	// (cancellably) when ahead of it.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -396,6 +405,7 @@ func TestPaceSchedulesFromStart(t *testing.T) {
 // TestRepairTTLManyKeys crosses SCAN pages and script chunks: exactly the
 // keys without TTL are repaired, whatever page or chunk they fall in.
 func TestRepairTTLManyKeys(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -457,6 +467,7 @@ func TestRepairTTLManyKeys(t *testing.T) {
 // "user:42", a multi-region window of "user") gets the longer of their
 // TTLs: a bucket that expired early would refill at once.
 func TestRepairTTLAmbiguousKeyGetsTheLongerRule(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -479,6 +490,7 @@ func TestRepairTTLAmbiguousKeyGetsTheLongerRule(t *testing.T) {
 // --limit: the window for a fixed-window counter or a moving window's
 // list, two for a sliding window's current counter.
 func TestRepairTTLFromTheKeysOwnWindow(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // read it (the check runs in the deleting script). A dry run deletes
 // nothing and reports the same.
 func TestResetDeletesOnlyKeysThatFitTheirLayout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -64,6 +65,7 @@ func TestResetDeletesOnlyKeysThatFitTheirLayout(t *testing.T) {
 // one script per slot, each fitting key deleted and the others left; the
 // keys counted for progress are those of every primary.
 func TestResetOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 	t.Cleanup(func() { c.Close() })
@@ -111,6 +113,7 @@ func sorted(s []string) []string {
 // the plan and the delete stays. An argument naming another application's
 // key plans nothing, and applying that plan deletes nothing.
 func TestPlanResetTouchesNothingUntilApplied(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMatchSchemas(t *testing.T) {
+	t.Parallel()
 	reg := NewRegistry(Params{})
 	tests := []struct {
 		key, typ, schema, id, part string
@@ -80,6 +81,7 @@ func TestMatchSchemas(t *testing.T) {
 }
 
 func TestIdentityKeysCoverTheirKeys(t *testing.T) {
+	t.Parallel()
 	// For every schema, the keys of an identity (exact or by glob) are
 	// found from the identity alone, and never another identity's.
 	reg := NewRegistry(Params{})
@@ -116,6 +118,7 @@ func TestIdentityKeysCoverTheirKeys(t *testing.T) {
 }
 
 func TestGlobMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, name string
 		want          bool
@@ -208,6 +211,7 @@ func utf8Safe(s string) bool {
 }
 
 func TestSlotMatchesRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -240,6 +244,7 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func TestCustomSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		spec    CustomSpec
@@ -279,6 +284,7 @@ func TestCustomSchema(t *testing.T) {
 }
 
 func TestParseConfigRejectsUnknownFields(t *testing.T) {
+	t.Parallel()
 	_, err := ParseConfig("rlctl.yaml", []byte("schemas:\n  - pattern: 'x:{id}'\n    windw: 1m\n"))
 	if err == nil || !strings.Contains(err.Error(), "rlctl.yaml") || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("err %v", err)
@@ -286,6 +292,7 @@ func TestParseConfigRejectsUnknownFields(t *testing.T) {
 }
 
 func TestCustomSchemaInspectAndRepair(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := context.Background()
@@ -312,6 +319,7 @@ func TestCustomSchemaInspectAndRepair(t *testing.T) {
 }
 
 func TestDeleteExactlyOneIdentity(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"standalone", "cluster"} {
 		t.Run(mode, func(t *testing.T) {
 			var c redis.UniversalClient

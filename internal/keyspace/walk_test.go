@@ -58,6 +58,7 @@ func checkRepaired(t *testing.T, c redis.UniversalClient, st RepairStats, want m
 // keys) and scanned first, then only the limiter keys checked (here one in
 // four). The first page is read the first way, later pages the second.
 func TestRepairTTLMixedKeyspace(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	want := plantMixed(t, c, 1500, 3)
@@ -76,6 +77,7 @@ func TestRepairTTLMixedKeyspace(t *testing.T) {
 // primary of a Cluster: the server reads keys of several slots in one
 // script call, which a Cluster node allows for its own keys.
 func TestRepairTTLClusterManyKeys(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
 	t.Cleanup(func() { c.Close() })

@@ -17,6 +17,7 @@ import (
 )
 
 func TestConnectEveryMode(t *testing.T) {
+	t.Parallel()
 	standalone := redistest.Start(t)
 	acl := redistest.StartACL(t)
 	cluster := redistest.StartCluster(t)
@@ -105,6 +106,7 @@ func TestConnectEveryMode(t *testing.T) {
 }
 
 func TestCheckFailures(t *testing.T) {
+	t.Parallel()
 	acl := redistest.StartACL(t)
 	tlsSrv := redistest.StartTLS(t)
 	silent, _ := redistest.Silent(t)

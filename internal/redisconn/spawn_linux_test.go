@@ -210,6 +210,7 @@ func procsUnder(t *testing.T, dir string) []int {
 // forking thread; a server spawned from a goroutine whose locked thread
 // then exits must keep running.
 func TestSpawnSurvivesSpawningThreadExit(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	var d *redisconn.Deployment
 	var err error

@@ -18,6 +18,7 @@ import (
 )
 
 func TestSpawnReplicasPromoteKill(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 2})
 	if len(d.Servers) != 3 || d.Mode() != redisconn.ModeStandalone {
@@ -61,6 +62,7 @@ func TestSpawnReplicasPromoteKill(t *testing.T) {
 }
 
 func TestSpawnSentinelFailover(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 1, Sentinels: 1})
@@ -98,6 +100,7 @@ func TestSpawnRejectsBadOptions(t *testing.T) {
 }
 
 func TestSpawnBadDirectiveFailsWithLog(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	_, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Dir: t.TempDir(), Args: []string{"--no-such-directive", "1"}})
 	if err == nil {
@@ -109,6 +112,7 @@ func TestSpawnBadDirectiveFailsWithLog(t *testing.T) {
 }
 
 func TestSpawnCloseLeavesNothing(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	d, err := redisconn.Spawn(context.Background(), redisconn.SpawnOptions{Replicas: 1, Sentinels: 1, Dir: t.TempDir()})
 	if err != nil {
@@ -135,6 +139,7 @@ func TestSpawnCloseLeavesNothing(t *testing.T) {
 }
 
 func TestSpawnStopsWithContext(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := redisconn.Spawn(ctx, redisconn.SpawnOptions{Dir: t.TempDir()})
@@ -210,6 +215,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // delimiters and non-ASCII bytes survives redis.conf quoting and URL
 // escaping, and never shows on a process command line.
 func TestSpawnOddPassword(t *testing.T) {
+	t.Parallel()
 	const pw = "a b\"c\\d@e:f/g?h#i%j\u00e9"
 	for _, user := range []string{"", "ops@user"} {
 		t.Run("user="+user, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 // processes their names promise, in the roles they promise, and Close stops
 // every one of them.
 func TestOpenSpawnTopologies(t *testing.T) {
+	t.Parallel()
 	redistest.Binary(t)
 	for _, tc := range []struct {
 		spec                string

@@ -164,6 +164,7 @@ func stallAndReset(t *testing.T, ctx context.Context, c redis.UniversalClient, f
 // a reset and a failover, each leaving those keys byte-identical, and the
 // failover's election observed whole.
 func TestFaultsOnASentinelDeployment(t *testing.T) {
+	t.Parallel()
 	cfg := userDeployment(t, redisconn.SpawnOptions{Replicas: 1, Sentinels: 3})
 	c := client(t, cfg)
 	ctx := ctxFor(t, 40*time.Second)
@@ -219,6 +220,7 @@ func TestFaultsOnASentinelDeployment(t *testing.T) {
 // The same on a Cluster, where the failover is the shard's of a key's,
 // and the watch writes nothing.
 func TestFaultsOnAClusterDeployment(t *testing.T) {
+	t.Parallel()
 	cfg := userDeployment(t, redisconn.SpawnOptions{Cluster: true, ClusterReplicas: 1})
 	c := client(t, cfg)
 	ctx := ctxFor(t, 40*time.Second)
@@ -270,6 +272,7 @@ func TestFaultsOnAClusterDeployment(t *testing.T) {
 }
 
 func TestFailoverRefusals(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cfg, err := redisconn.Parse(redisconn.Options{URL: srv.URL()})
 	if err != nil {
@@ -286,6 +289,7 @@ func TestFailoverRefusals(t *testing.T) {
 
 // A WRITE stall holds a write back for the pause and lets reads through.
 func TestStallHoldsWritesAndKeepsForeignKeys(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	foreign := redistest.SeedForeign(t, c)
@@ -322,6 +326,7 @@ func TestStallHoldsWritesAndKeepsForeignKeys(t *testing.T) {
 }
 
 func TestStallWriteUndoneEarly(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxFor(t, 20*time.Second)
@@ -341,6 +346,7 @@ func TestStallWriteUndoneEarly(t *testing.T) {
 // A stall of ALL holds back reads too, and cannot be ended early: its undo
 // says so rather than pretend.
 func TestStallAllHoldsReads(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxFor(t, 20*time.Second)
@@ -362,6 +368,7 @@ func TestStallAllHoldsReads(t *testing.T) {
 }
 
 func TestStallRefusals(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxFor(t, 5*time.Second)
@@ -376,6 +383,7 @@ func TestStallRefusals(t *testing.T) {
 }
 
 func TestResetDeletesOnlyTheIdentitiesKeys(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := ctxFor(t, 10*time.Second)

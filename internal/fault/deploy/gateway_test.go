@@ -22,6 +22,7 @@ import (
 // graceful failover loses no count, and the read sees what the library
 // holds.
 func TestGatewayCountsSurviveAClusterFailover(t *testing.T) {
+	t.Parallel()
 	cfg := userDeployment(t, redisconn.SpawnOptions{Cluster: true, ClusterReplicas: 1})
 	gc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Target().Addrs})
 	t.Cleanup(func() { gc.Close() })
