@@ -83,28 +83,19 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	if st, err := os.Stat("scenarios"); err == nil && st.IsDir() {
 		t.Fatal("./scenarios exists here: verify would run it, not the embedded suite")
 	}
-	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	f := &cli.Factory{IO: &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		Getenv: func(string) string { return "" }, Now: time.Now}
-	args := append([]string{"verify", "--no-progress", "--report-dir", filepath.Join(dir, "reports")}, extra...)
-	code := cli.Run(f, args, nil, func(int) {})
-	if code != 0 {
-		// The failing lines first: a CI log that keeps only the head and
-		// tail of a long table still says which scenario failed and why.
-		t.Fatalf("rlctl %s exited %d\n%s\n%s\n%s", strings.Join(args, " "), code, failingLines(out.String()), out.String(), errOut.String())
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*-builtin", "report.json"))
-	if len(files) != 1 {
-		t.Fatalf("want one reports/*-builtin/report.json, found %v", files)
-	}
-	b, _ := os.ReadFile(files[0])
-	var rep map[string]any
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep["status"] != "pass" {
-		t.Errorf("report status %v", rep["status"])
+	rep := verifySuite(t, extra...)
+	if again := busyMisses(rep); len(again) > 0 {
+		// rlctl said these measured nothing because it could not keep its
+		// own schedule or race on a crowded machine (kept-time,
+		// concurrent): run them once more, and the second run must pass.
+		t.Logf("running again, rlctl having been too busy to measure them: %v", again)
+		rerun := verifySuite(t, append(extra, "--run", "^("+strings.Join(again, "|")+")$")...)
+		if rerun["status"] != "pass" {
+			t.Fatalf("%v were not measured twice in a row: %v", again, rerun["status"])
+		}
+		replaceScenarios(rep, rerun)
+	} else if rep["status"] != "pass" {
+		t.Fatalf("report status %v", rep["status"])
 	}
 	// A pass must rest on figures: requests were answered, mostly by the
 	// limiter, whatever the thresholds (several would hold on nothing).
@@ -141,6 +132,99 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 		}
 	}
 	return rep
+}
+
+// verifySuite runs the embedded suite with extra arguments and returns
+// its report.json; a run that failed for another reason than busyMisses
+// fails the test.
+func verifySuite(t *testing.T, extra ...string) map[string]any {
+	t.Helper()
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	f := &cli.Factory{IO: &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Getenv: func(string) string { return "" }, Now: time.Now}
+	args := append([]string{"verify", "--no-progress", "--report-dir", filepath.Join(dir, "reports")}, extra...)
+	code := cli.Run(f, args, nil, func(int) {})
+	var rep map[string]any
+	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*-builtin", "report.json"))
+	if len(files) == 1 {
+		b, _ := os.ReadFile(files[0])
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code != 0 && (rep == nil || len(busyMisses(rep)) == 0 || !onlyBusyMisses(rep)) {
+		// The failing lines first: a CI log that keeps only the head and
+		// tail of a long table still says which scenario failed and why.
+		t.Fatalf("rlctl %s exited %d\n%s\n%s\n%s", strings.Join(args, " "), code, failingLines(out.String()), out.String(), errOut.String())
+	}
+	if rep == nil {
+		t.Fatalf("want one reports/*-builtin/report.json, found %v", files)
+	}
+	return rep
+}
+
+// busyChecks are the validity checks by which rlctl says it was itself
+// too busy to measure: it sent late, or a race's requests went one after
+// another.
+var busyChecks = []string{"kept-time", "concurrent"}
+
+// busyMisses names the scenarios of rep that were not measured by a busy
+// check alone.
+func busyMisses(rep map[string]any) []string {
+	var out []string
+	for _, s := range rep["scenarios"].([]any) {
+		sc := s.(map[string]any)
+		if sc["status"] != "error" {
+			continue
+		}
+		failed := 0
+		busy := true
+		for _, v := range asList(sc["validity"]) {
+			c := v.(map[string]any)
+			if held, _ := c["held"].(bool); !held {
+				failed++
+				busy = busy && slices.Contains(busyChecks, c["name"].(string))
+			}
+		}
+		if failed > 0 && busy {
+			out = append(out, sc["name"].(string))
+		}
+	}
+	return out
+}
+
+// onlyBusyMisses reports whether every scenario of rep that did not pass
+// or skip is a busy miss.
+func onlyBusyMisses(rep map[string]any) bool {
+	misses := busyMisses(rep)
+	for _, s := range rep["scenarios"].([]any) {
+		sc := s.(map[string]any)
+		if st := sc["status"]; st != "pass" && st != "skipped" && !slices.Contains(misses, sc["name"].(string)) {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceScenarios puts the scenarios of rerun in rep in place of their
+// first runs.
+func replaceScenarios(rep, rerun map[string]any) {
+	again := map[string]any{}
+	for _, s := range rerun["scenarios"].([]any) {
+		again[s.(map[string]any)["name"].(string)] = s
+	}
+	list := rep["scenarios"].([]any)
+	for i, s := range list {
+		if r, ok := again[s.(map[string]any)["name"].(string)]; ok {
+			list[i] = r
+		}
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // failingLines returns the lines of verify's terminal report that name a
@@ -262,4 +346,30 @@ func TestBuiltinSuitePassesOnRealRedis(t *testing.T) {
 		}
 	}
 	foreign.AssertUnchanged(t, c)
+}
+
+// The suite is run again only for scenarios whose sole failed checks say
+// rlctl was too busy to measure; any other failure stands.
+func TestBusyMissesAreOnlyTheBusyChecks(t *testing.T) {
+	check := func(name string, held bool) any { return map[string]any{"name": name, "held": held} }
+	sc := func(name, status string, checks ...any) any {
+		return map[string]any{"name": name, "status": status, "validity": checks}
+	}
+	rep := map[string]any{"scenarios": []any{
+		sc("late", "error", check("complete", true), check("kept-time", false)),
+		sc("sequential", "error", check("concurrent", false)),
+		sc("late-and-unanswered", "error", check("kept-time", false), check("answered", false)),
+		sc("fine", "pass", check("kept-time", true)),
+		sc("cluster", "skipped"),
+	}}
+	if got := busyMisses(rep); !slices.Equal(got, []string{"late", "sequential"}) {
+		t.Errorf("busy misses %v", got)
+	}
+	if onlyBusyMisses(rep) {
+		t.Error("a scenario that also went unanswered counted as only busy")
+	}
+	rep["scenarios"] = rep["scenarios"].([]any)[:2]
+	if !onlyBusyMisses(rep) {
+		t.Error("two busy misses alone did not count as only busy")
+	}
 }
