@@ -79,18 +79,10 @@ func RegisterSection(s Section) {
 // Kinds lists the target kinds registered: the default first, then the
 // others sorted.
 func Kinds() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	out := make([]string, 0, len(registry.sections))
-	for k := range registry.sections {
-		out = append(out, k)
+	var out []string
+	for _, s := range sections() {
+		out = append(out, s.Kind)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if (out[i] == KindSimulated) != (out[j] == KindSimulated) {
-			return out[i] == KindSimulated
-		}
-		return out[i] < out[j]
-	})
 	return out
 }
 
@@ -105,11 +97,19 @@ func sectionOf(kind string) (Section, bool) {
 
 // sections are the registered sections, in Kinds order.
 func sections() []Section {
-	var out []Section
-	for _, k := range Kinds() {
-		s, _ := sectionOf(k)
+	registry.RLock()
+	out := make([]Section, 0, len(registry.sections))
+	for _, s := range registry.sections {
 		out = append(out, s)
 	}
+	registry.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Kind, out[j].Kind
+		if (a == KindSimulated) != (b == KindSimulated) {
+			return a == KindSimulated
+		}
+		return a < b
+	})
 	return out
 }
 
@@ -184,10 +184,8 @@ func (x Decoder) Ints(dst *[]int, lo, hi int64, what string) Handler {
 // Check is what a section validates with: it reports mistakes at a field's
 // line and reads the files the scenario names.
 type Check struct {
-	d    *decoder
-	bad  func(path, format string, args ...any)
-	src  source
-	file string
+	d   *decoder
+	bad func(path, format string, args ...any)
 }
 
 // Errorf reports a mistake in the field at path (at its line, or its
@@ -204,8 +202,8 @@ func (c Check) Failed(path string) bool { return c.d.failed[path] }
 // ReadFile reads a file the scenario names, relative to the scenario file,
 // and returns its path as resolved.
 func (c Check) ReadFile(name string) (string, []byte, error) {
-	p := c.src.rel(c.file, name)
-	b, err := c.src.read(p)
+	p := c.d.src.rel(c.d.file, name)
+	b, err := c.d.src.read(p)
 	return p, b, err
 }
 

@@ -201,7 +201,7 @@ func validateTarget(d *decoder, sc *Scenario, bad func(path, format string, args
 		bad("requires", "cluster needs a target whose Redis rlctl reaches (simulated or redis-script); an %s target's Redis is its own", t.Kind)
 	}
 	if sec.Validate != nil {
-		sec.Validate(Check{d: d, bad: bad, src: d.src, file: d.file}, sc)
+		sec.Validate(Check{d: d, bad: bad}, sc)
 	}
 	if t.Redis != "" && !slices.Contains([]string{RedisEmbedded, RedisSpawn, RedisSpawnSentinel, RedisSpawnCluster}, t.Redis) {
 		if u, err := url.Parse(t.Redis); err != nil || !slices.Contains([]string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster", "unix"}, u.Scheme) {
@@ -314,7 +314,7 @@ func validateFaults(d *decoder, sc *Scenario, bad func(path, format string, args
 			bad(p+".at", "%s is not before the end of the run (%s)", f.At, tr.Duration)
 		}
 		if sec, _ := sectionOf(t.Kind); sec.ValidateFault != nil {
-			sec.ValidateFault(Check{d: d, bad: bad, src: d.src, file: d.file}, t, f, p)
+			sec.ValidateFault(Check{d: d, bad: bad}, t, f, p)
 		} else if f.Action == design.FaultRedisStall {
 			bad(p+".action", "redis-stall pauses a deployment's own Redis (an http target's target.redis); simulated gateways feel redis-latency or redis-down instead")
 		}
