@@ -3,6 +3,7 @@ package discover
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,26 @@ func TestDiscoverEveryGatewayDesign(t *testing.T) {
 		if !slices.Contains(design.Names(), name) {
 			t.Errorf("known answer for %s, which is no design", name)
 		}
+	}
+}
+
+// TestDiscoverFirstBurstAcrossABoundary holds the sixth request of the
+// run until just after a whole second, so the first burst of a window
+// on the clock gets five in one window and the quota of the next: the
+// limit is still the quota of one window, and the run says why.
+func TestDiscoverFirstBurstAcrossABoundary(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	cfg := limiter.Config{Algorithm: design.RedisClockWindow, Prefix: "rl:straddle:", Limit: lim(12, time.Second)}
+	urls := gatewayOf(t, srv.Addr, cfg, 1)
+	res := discoverHeld(t, 300, func(n int) {
+		if n == 6 {
+			now := time.Now()
+			time.Sleep(now.Truncate(time.Second).Add(time.Second + 5*time.Millisecond).Sub(now))
+		}
+	}, urls...)
+	check(t, res, want{class: FixedWindow, limit: 12, window: time.Second, aligned: AlignEpoch})
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "across a window's boundary") }) {
+		t.Errorf("no note says the first burst crossed a boundary: %q", res.Notes)
 	}
 }

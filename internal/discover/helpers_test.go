@@ -21,16 +21,25 @@ import (
 
 // counting wraps a target and counts, by identity name, the requests that
 // really went out: what the budget assertion reads.
+// When before is set, it is called with each request's ordinal in the
+// run (from 1) before the request goes out: a test holds one back there.
 type counting struct {
 	traffic.Target
-	mu  sync.Mutex
-	per map[string]int
+	mu     sync.Mutex
+	per    map[string]int
+	n      int
+	before func(n int)
 }
 
 func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	c.mu.Lock()
 	c.per[r.ID]++
+	c.n++
+	n := c.n
 	c.mu.Unlock()
+	if c.before != nil {
+		c.before(n)
+	}
 	return c.Target.Do(ctx, r)
 }
 
@@ -42,7 +51,14 @@ func (c *counting) Probe(ctx context.Context) error {
 // the test when any identity was sent more than the budget.
 func discoverURLs(t *testing.T, budget int, urls ...string) *Result {
 	t.Helper()
-	res, over := discoverQuiet(t, budget, urls...)
+	return discoverHeld(t, budget, nil, urls...)
+}
+
+// discoverHeld is discoverURLs with before called ahead of each request
+// (see counting).
+func discoverHeld(t *testing.T, budget int, before func(n int), urls ...string) *Result {
+	t.Helper()
+	res, over := discoverWith(t, budget, before, urls...)
 	if res == nil {
 		t.FailNow()
 	}
@@ -64,13 +80,18 @@ func discoverURLs(t *testing.T, budget int, urls ...string) *Result {
 // returns nil (having logged why) when the run failed.
 func discoverQuiet(t *testing.T, budget int, urls ...string) (*Result, bool) {
 	t.Helper()
+	return discoverWith(t, budget, nil, urls...)
+}
+
+func discoverWith(t *testing.T, budget int, before func(n int), urls ...string) (*Result, bool) {
+	t.Helper()
 	tg, err := httptarget.New(httptarget.Options{URLs: urls, IdentityHeader: "X-API-Key", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Error(err)
 		return nil, false
 	}
 	defer tg.Close()
-	c := &counting{Target: tg, per: map[string]int{}}
+	c := &counting{Target: tg, per: map[string]int{}, before: before}
 	res, err := Run(context.Background(), Options{Target: c, Budget: budget, MaxDuration: 40 * time.Second})
 	if err != nil {
 		t.Errorf("discover: %v", err)

@@ -115,9 +115,42 @@ func (e *engine) classify(ctx context.Context) error {
 		}
 	}
 	if float64(back) >= half {
-		return e.windows(ctx, a, bA, ph, back, reDrain)
+		quota, err := e.quota(ctx, bA, back, rb)
+		if err != nil {
+			return err
+		}
+		return e.windows(ctx, a, bA, ph, back, quota, reDrain)
 	}
 	return e.bucket(ctx, a, bA, ph, back)
+}
+
+// quota is the most a window admits. A gateway may deny a little early
+// while it fetches more of a shared budget (leasing), so it is the most
+// seen at once, unless the first burst got well more than came back: a
+// burst begun just before a shared boundary gets the end of one window
+// and the whole of the next. A fresh identity's burst now, just after a
+// reset, then tells the two apart: it gets one window's quota if the
+// first burst straddled a boundary, and the first burst's count
+// otherwise.
+func (e *engine) quota(ctx context.Context, bA burstResult, back int, rb burstResult) (int, error) {
+	L := max(bA.admitted, back)
+	if rb.denial == nil || float64(bA.admitted) <= 1.1*float64(back) {
+		return L, nil
+	}
+	c, err := e.p.newID()
+	if err != nil {
+		return L, nil
+	}
+	bC, err := e.burst(ctx, c, 0, min(bA.admitted+10, e.p.left(c)))
+	if err != nil && !errors.Is(err, errBudget) {
+		return 0, err
+	}
+	if bC.denial == nil || float64(bC.admitted) > 1.1*float64(back) {
+		return max(L, bC.admitted), nil
+	}
+	e.note("the first burst got %d in %v, but a fresh identity's burst just after a reset got %d and %d came back: taken for a burst across a window's boundary",
+		bA.admitted, bA.denial.recv.Sub(bA.first().sent).Round(time.Millisecond), bC.admitted, back)
+	return max(back, bC.admitted), nil
 }
 
 // phaseOneResult is what the first polls found.
@@ -191,11 +224,8 @@ func (e *engine) phaseOne(ctx context.Context, a, s int, bA, bS burstResult) (ph
 // 1/150 of it, whose interval is the figure); probes placed at chosen offsets from the last reset
 // tell shared (epoch) boundaries from first-request ones, and a window
 // from a log.
-func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOneResult, back int, reDrain *obs) error {
+func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOneResult, back, L int, reDrain *obs) error {
 	p := &e.res.Policy
-	// A gateway may deny a little early while it fetches more of a
-	// shared budget (leasing): the quota is the most seen at once.
-	L := max(bA.admitted, back)
 	p.Limit = int64(L)
 	f := false
 	p.DenialsCount = &f
@@ -204,7 +234,12 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 	if math.Abs(float64(back-bA.admitted)) > 0.1*float64(L) {
 		conf = 0.6
 	}
-	e.fig("limit", conf, "%d admitted back to back by a fresh identity before the first denial (status %d); %d again once the quota came back", bA.admitted, bA.denial.status, back)
+	if L < bA.admitted {
+		conf = 0.8
+		e.fig("limit", conf, "%d admitted back to back by fresh identities just after a reset, and %d once the quota came back; the very first burst's %d crossed a boundary", L, back, bA.admitted)
+	} else {
+		e.fig("limit", conf, "%d admitted back to back by a fresh identity before the first denial (status %d); %d again once the quota came back", bA.admitted, bA.denial.status, back)
+	}
 	t1 := ph.aAdmit.mid().Sub(bA.first().mid())
 	// The polls count from the quota's return: the re-admission, or the
 	// requests drained after it, whose entries a log holds longest.
