@@ -230,14 +230,14 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 	f := false
 	p.DenialsCount = &f
 	e.fig("denials_count", 0.8, "a second identity probed sparsely got its quota back no sooner than the one polled densely (%d denials while waiting)", len(ph.aPoll.denials))
-	conf := 0.9
-	if math.Abs(float64(back-bA.admitted)) > 0.1*float64(L) {
-		conf = 0.6
-	}
-	if L < bA.admitted {
-		conf = 0.8
-		e.fig("limit", conf, "%d admitted back to back by fresh identities just after a reset, and %d once the quota came back; the very first burst's %d crossed a boundary", L, back, bA.admitted)
-	} else {
+	switch {
+	case L < bA.admitted:
+		e.fig("limit", 0.8, "at most %d admitted back to back just after a reset (%d once the quota came back); the very first burst's %d crossed a boundary", L, back, bA.admitted)
+	default:
+		conf := 0.9
+		if math.Abs(float64(back-bA.admitted)) > 0.1*float64(L) {
+			conf = 0.6
+		}
 		e.fig("limit", conf, "%d admitted back to back by a fresh identity before the first denial (status %d); %d again once the quota came back", bA.admitted, bA.denial.status, back)
 	}
 	t1 := ph.aAdmit.mid().Sub(bA.first().mid())

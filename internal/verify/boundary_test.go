@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/score"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 // ululeGateway serves ulule/limiter's own net/http middleware over its
@@ -85,19 +86,10 @@ thresholds: [boundary_allowed <= limit]
 	}
 }
 
-// aimedWithinSpan reports whether every boundary of a run was aimed to
-// within the shots' span.
+// aimedWithinSpan is traffictest.AimedWithinSpan of a run's history, if
+// it has one.
 func aimedWithinSpan(out *Outcome) bool {
-	h := out.History
-	if h == nil {
-		return true
-	}
-	for _, a := range h.Meta.Aims {
-		if a.Uncertainty < 0 || a.Uncertainty > h.Meta.BoundarySpan {
-			return false
-		}
-	}
-	return true
+	return out.History == nil || traffictest.AimedWithinSpan(out.History)
 }
 
 // kept reports whether a run kept its schedule (score's kept-time check

@@ -331,11 +331,7 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 		if len(h.Meta.Boundaries) < 2 {
 			t.Fatalf("boundaries %v; want at least 2 in 6.5 s", h.Meta.Boundaries)
 		}
-		aimed := true
-		for _, a := range h.Meta.Aims {
-			aimed = aimed && a.Uncertainty >= 0 && a.Uncertainty <= h.Meta.BoundarySpan
-		}
-		if onTime == 0 || !aimed {
+		if onTime == 0 || !traffictest.AimedWithinSpan(h) {
 			if attempt == 3 {
 				t.Fatalf("in three runs no boundary batch went out on time at an edge learned within the shots' span (aims %+v, span %v): the burst was never measured", h.Meta.Aims, h.Meta.BoundarySpan)
 			}

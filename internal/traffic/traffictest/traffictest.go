@@ -158,3 +158,16 @@ func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, o
 	}
 	return allowed, onTime
 }
+
+// AimedWithinSpan reports whether every boundary of a run was aimed at
+// an edge known to within the shots' span. Under load the answers that
+// teach an edge come late, and shots aimed less precisely than their
+// span may miss it: such a run measures no burst either way.
+func AimedWithinSpan(h *history.History) bool {
+	for _, a := range h.Meta.Aims {
+		if a.Uncertainty < 0 || a.Uncertainty > h.Meta.BoundarySpan {
+			return false
+		}
+	}
+	return true
+}
