@@ -43,6 +43,9 @@ OFFLINE := GOPROXY=off
 # clone the compiler never takes the cores from a timing-sensitive test.
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/analysis ./internal/redisconn \
 	./internal/keyspace ./internal/limiter ./internal/report ./internal/discover
+# -trimpath on vet, list and test: without it a package's directory is
+# part of Go's cache keys, so a clone at a new path recompiles every rlctl
+# package (about two minutes here) though nothing in them changed.
 # NONRACE builds the two things the tests build without the race detector,
 # the Dockerfile's static binary (cli's docker test) and analysis's soak
 # child, with the same flags, so the standard library is compiled once for
@@ -55,11 +58,11 @@ NONRACE := CGO_ENABLED=0 $(GO) list -trimpath -export -deps
 # caller's own GORACE comes after, so it wins.
 NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
 test: deps-test
-	$(OFFLINE) $(GO) vet -race ./... # -race: it compiles what the race tests below reuse
-	$(OFFLINE) $(GO) list -race -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
+	$(OFFLINE) $(GO) vet -race -trimpath ./... # -race: it compiles what the race tests below reuse
+	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
 	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
 	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
-	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$')) ./scenarios
+	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '/$(notdir $(p))$$')) ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.
