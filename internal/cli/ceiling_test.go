@@ -14,6 +14,7 @@ import (
 // measured under overload and a boundary burst admits more than L in some
 // window, and never more than the theory's 2L.
 func TestCeilingMeasureWithinTheory(t *testing.T) {
+	t.Parallel()
 	var out, errOut *syncBuffer
 	code := 0
 	for try := 1; try <= 3; try++ {
@@ -128,6 +129,7 @@ func runMeasure(t *testing.T, args ...string) measuredJSON {
 // A limit per 2s is measured at its own window, over at least one whole
 // window, and the figure lies between L and the theory.
 func TestCeilingMeasureCoversAWholeWindow(t *testing.T) {
+	t.Parallel()
 	res := runMeasure(t, "--limit", "5/2s", "--gateways", "3", "--algorithm", "local-fixed-window")
 	m := res.Measured
 	if m.Window != "2s" || !m.FullWindow || m.SpanMs < 2000 {
@@ -142,6 +144,7 @@ func TestCeilingMeasureCoversAWholeWindow(t *testing.T) {
 // and is compared with the theory for the span it covered, not with the
 // window's.
 func TestCeilingMeasureShorterThanTheWindow(t *testing.T) {
+	t.Parallel()
 	args := []string{"--limit", "10/2s", "--algorithm", "redis-token-bucket", "--measure-duration", "1s"}
 	res := runMeasure(t, args...)
 	m := res.Measured

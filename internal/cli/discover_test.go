@@ -138,6 +138,7 @@ func TestDiscoverScenarioPinsThePolicy(t *testing.T) {
 // TestDiscoverSharedGatewayServes runs two `rlctl gateway serve`
 // processes on one redis-server: discover finds them sharing one limit.
 func TestDiscoverSharedGatewayServes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var urls []string
 	for range 2 {

@@ -38,6 +38,7 @@ func scenarioMetrics(t *testing.T, r map[string]any) map[string]any {
 // A run split in two, as if its traffic came from two machines, merges back
 // to the whole run's figures exactly.
 func TestReportMergeOfHalvesEqualsWhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "s.yaml")
 	os.WriteFile(scen, []byte(`name: halves
@@ -108,6 +109,7 @@ thresholds: [ceiling <= 2*limit]
 // not measured (exit 1), never a pass on half a plan. A merge of both
 // says what it joined.
 func TestReportMergeRefusesWhatIsNotOnePlan(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "s.yaml")
 	os.WriteFile(scen, []byte(`name: halves
@@ -250,6 +252,7 @@ func copyFile(t *testing.T, from, to string) {
 // Ctrl-C during verify stops the traffic, still writes every report with
 // what was measured, marks it incomplete and exits 130.
 func TestVerifyInterruptedWritesIncompleteReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "long.yaml")
 	os.WriteFile(scen, []byte(`name: long

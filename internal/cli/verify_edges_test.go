@@ -146,6 +146,7 @@ var secretParams = []string{"pass", "pw", "sid", "ticket", "bearer", "hmac", "ot
 // gateway causes (some answers cut off; a third gateway answers nothing
 // but the probe, so the run's error quotes the requests' URLs).
 func TestVerifyNeverWritesURLSecrets(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1)%7 == 0 {
