@@ -171,9 +171,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, exitcode.With(fmt.Errorf("discover: %w", err), exitcode.Unreachable)
 		}
 	}
-	e := &engine{p: newProber(o.Target, o.Budget, o.MaxIdentities, o.IDPrefix), o: o, start: time.Now()}
-	e.deadline = e.start.Add(o.MaxDuration)
-	e.res = &Result{URLs: o.Target.Gateways(), Budget: o.Budget, Policy: Policy{Evidence: map[string]Figure{}}}
+	e := newEngine(o)
 	rctx, cancel := context.WithDeadline(ctx, e.deadline.Add(5*time.Second))
 	defer cancel()
 	err := e.run(rctx)
@@ -208,6 +206,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		e.res.Summary = e.summary()
 	}
 	return e.res, nil
+}
+
+// newEngine is a run's engine on o (its defaults applied), its clock
+// started.
+func newEngine(o Options) *engine {
+	e := &engine{p: newProber(o.Target, o.Budget, o.MaxIdentities, o.IDPrefix), o: o, start: time.Now()}
+	e.deadline = e.start.Add(o.MaxDuration)
+	e.res = &Result{URLs: o.Target.Gateways(), Budget: o.Budget, Policy: Policy{Evidence: map[string]Figure{}}}
+	return e
 }
 
 // summary is the policy in one line.

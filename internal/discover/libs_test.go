@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/target/httptarget"
 )
 
 // redisRateServer serves go-redis/redis_rate (GCRA) on srv behind a small
@@ -75,6 +77,45 @@ func TestDiscoverUlule(t *testing.T) {
 // TestDiscoverSharedGateways: two of rlctl's gateways on one Redis share
 // the limit; two running a design kept in each gateway's memory do not,
 // so the deployment admits twice the quota.
+// A run of slow answers ends a burst early (it is how a queue shows), so
+// the sharing check's drain of URL 1 once stopped at 6 of a shared 10 on
+// a loaded machine, and URL 2, admitting from what was left, read as a
+// limit of its own. Here URL 1's third to sixth answers come 40ms late.
+func TestDiscoverSharedThroughAStall(t *testing.T) {
+	srv := startRedis(t)
+	for _, tc := range []struct {
+		algorithm string
+		shared    bool
+	}{
+		{design.RedisFixedWindow, true},
+		{design.LocalFixedWindow, false},
+	} {
+		t.Run(tc.algorithm, func(t *testing.T) {
+			t.Parallel()
+			urls := gatewayOf(t, srv.Addr, limiter.Config{Algorithm: tc.algorithm, Limit: lim(10, time.Second), Prefix: "rl:stall-" + tc.algorithm + ":"}, 2)
+			tg, err := httptarget.New(httptarget.Options{URLs: urls, IdentityHeader: "X-API-Key", Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tg.Close()
+			c := &counting{Target: tg, per: map[string]int{}, before: func(n int) {
+				if n >= 3 && n <= 6 {
+					time.Sleep(40 * time.Millisecond)
+				}
+			}}
+			e := newEngine(Options{Target: c, Budget: 300, MaxIdentities: DefaultMaxIdentities, MaxDuration: 20 * time.Second})
+			e.res.Found = true
+			e.res.Policy.Algorithm, e.res.Policy.Limit = FixedWindow, 10
+			if err := e.shared(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if p := e.res.Policy; p.Shared == nil || *p.Shared != tc.shared {
+				t.Errorf("shared %s, want %v: %s (notes %q)", fmtBool(p.Shared), tc.shared, p.Evidence["shared"].Evidence, e.res.Notes)
+			}
+		})
+	}
+}
+
 func TestDiscoverSharedGateways(t *testing.T) {
 	srv := startRedis(t)
 	for _, tc := range []struct {
@@ -93,4 +134,12 @@ func TestDiscoverSharedGateways(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fmtBool is a judged bool, or "not judged".
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "not judged"
+	}
+	return strconv.FormatBool(*b)
 }
