@@ -77,63 +77,59 @@ func TestDiscoverUlule(t *testing.T) {
 // TestDiscoverSharedGateways: two of rlctl's gateways on one Redis share
 // the limit; two running a design kept in each gateway's memory do not,
 // so the deployment admits twice the quota.
+func TestDiscoverSharedGateways(t *testing.T) {
+	eachSharing(t, "rl:shared-", func(t *testing.T, urls []string, shared bool) {
+		res := discoverURLs(t, 300, urls...)
+		if res.Policy.Shared == nil || *res.Policy.Shared != shared {
+			t.Errorf("shared %s, want %v: %s", fmtBool(res.Policy.Shared), shared, res.Policy.Evidence["shared"].Evidence)
+		}
+	})
+}
+
+// eachSharing runs check, in parallel subtests, on two of rlctl's gateways
+// that share one limit in Redis and on two that each keep their own.
+func eachSharing(t *testing.T, prefix string, check func(t *testing.T, urls []string, shared bool)) {
+	srv := startRedis(t)
+	for _, tc := range []struct {
+		algorithm string
+		shared    bool
+	}{
+		{design.RedisFixedWindow, true},
+		{design.LocalFixedWindow, false},
+	} {
+		t.Run(tc.algorithm, func(t *testing.T) {
+			t.Parallel()
+			check(t, gatewayOf(t, srv.Addr, limiter.Config{Algorithm: tc.algorithm, Limit: lim(10, time.Second), Prefix: prefix + tc.algorithm + ":"}, 2), tc.shared)
+		})
+	}
+}
+
 // A run of slow answers ends a burst early (it is how a queue shows), so
 // the sharing check's drain of URL 1 once stopped at 6 of a shared 10 on
 // a loaded machine, and URL 2, admitting from what was left, read as a
 // limit of its own. Here URL 1's third to sixth answers come 40ms late.
 func TestDiscoverSharedThroughAStall(t *testing.T) {
-	srv := startRedis(t)
-	for _, tc := range []struct {
-		algorithm string
-		shared    bool
-	}{
-		{design.RedisFixedWindow, true},
-		{design.LocalFixedWindow, false},
-	} {
-		t.Run(tc.algorithm, func(t *testing.T) {
-			t.Parallel()
-			urls := gatewayOf(t, srv.Addr, limiter.Config{Algorithm: tc.algorithm, Limit: lim(10, time.Second), Prefix: "rl:stall-" + tc.algorithm + ":"}, 2)
-			tg, err := httptarget.New(httptarget.Options{URLs: urls, IdentityHeader: "X-API-Key", Timeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
+	eachSharing(t, "rl:stall-", func(t *testing.T, urls []string, shared bool) {
+		tg, err := httptarget.New(httptarget.Options{URLs: urls, IdentityHeader: "X-API-Key", Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tg.Close()
+		c := &counting{Target: tg, per: map[string]int{}, before: func(n int) {
+			if n >= 3 && n <= 6 {
+				time.Sleep(40 * time.Millisecond)
 			}
-			defer tg.Close()
-			c := &counting{Target: tg, per: map[string]int{}, before: func(n int) {
-				if n >= 3 && n <= 6 {
-					time.Sleep(40 * time.Millisecond)
-				}
-			}}
-			e := newEngine(Options{Target: c, Budget: 300, MaxIdentities: DefaultMaxIdentities, MaxDuration: 20 * time.Second})
-			e.res.Found = true
-			e.res.Policy.Algorithm, e.res.Policy.Limit = FixedWindow, 10
-			if err := e.shared(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if p := e.res.Policy; p.Shared == nil || *p.Shared != tc.shared {
-				t.Errorf("shared %s, want %v: %s (notes %q)", fmtBool(p.Shared), tc.shared, p.Evidence["shared"].Evidence, e.res.Notes)
-			}
-		})
-	}
-}
-
-func TestDiscoverSharedGateways(t *testing.T) {
-	srv := startRedis(t)
-	for _, tc := range []struct {
-		algorithm string
-		shared    bool
-	}{
-		{design.RedisFixedWindow, true},
-		{design.LocalFixedWindow, false},
-	} {
-		t.Run(tc.algorithm, func(t *testing.T) {
-			t.Parallel()
-			urls := gatewayOf(t, srv.Addr, limiter.Config{Algorithm: tc.algorithm, Limit: lim(10, time.Second), Prefix: "rl:shared-" + tc.algorithm + ":"}, 2)
-			res := discoverURLs(t, 300, urls...)
-			if res.Policy.Shared == nil || *res.Policy.Shared != tc.shared {
-				t.Errorf("shared %v, want %v: %s", res.Policy.Shared, tc.shared, res.Policy.Evidence["shared"].Evidence)
-			}
-		})
-	}
+		}}
+		e := newEngine(Options{Target: c, Budget: 300, MaxIdentities: DefaultMaxIdentities, MaxDuration: 20 * time.Second})
+		e.res.Found = true
+		e.res.Policy.Algorithm, e.res.Policy.Limit = FixedWindow, 10
+		if err := e.shared(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if p := e.res.Policy; p.Shared == nil || *p.Shared != shared {
+			t.Errorf("shared %s, want %v: %s (notes %q)", fmtBool(p.Shared), shared, p.Evidence["shared"].Evidence, e.res.Notes)
+		}
+	})
 }
 
 // fmtBool is a judged bool, or "not judged".
