@@ -602,16 +602,29 @@ func (e *engine) startWorkers(n int) {
 			defer e.workers.Done()
 			rb := recBatch{e: e}
 			defer rb.flush()
+			held := time.NewTimer(holdIdle)
+			held.Stop()
 			for {
 				var j job
 				var ok bool
 				select {
 				case j, ok = <-e.jobs:
 				default:
-					// Idle: hand over what is held so progress stays
-					// current, then wait.
-					rb.flush()
-					j, ok = <-e.jobs
+					if len(rb.b) == 0 {
+						j, ok = <-e.jobs
+						break
+					}
+					// Idle with records held: the next job usually comes
+					// within holdIdle; only then hand them over, so
+					// progress stays current.
+					held.Reset(holdIdle)
+					select {
+					case j, ok = <-e.jobs:
+						held.Stop()
+					case <-held.C:
+						rb.flush()
+						j, ok = <-e.jobs
+					}
 				}
 				if !ok {
 					return
@@ -933,6 +946,12 @@ func (e *engine) runClosed() {
 		}()
 	}
 }
+
+// holdIdle is how long an idle worker keeps its records before handing
+// them to the collector. Handing over at every idle moment woke the
+// collector once per request in a paced run, where every worker idles
+// between requests; progress lags by at most this.
+const holdIdle = 20 * time.Millisecond
 
 // batchSize is how many records a busy loop holds before handing them
 // over: small enough that progress lags by well under a millisecond of

@@ -457,3 +457,33 @@ func TestPlannedFaultHappensAfterTheScheduleEnded(t *testing.T) {
 		t.Errorf("the run took %s, shorter than its planned %s", took, plan.Duration)
 	}
 }
+
+// TestProgressCurrentAtALowRate: an idle worker keeps its records for
+// at most holdIdle before the collector counts them, so at 8 requests/s
+// over 4 workers (each idle half a second between requests) progress
+// almost never lags by more than the request just answered.
+func TestProgressCurrentAtALowRate(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var snaps, behind int
+	o := RunOptions{
+		ProgressEvery: 10 * time.Millisecond,
+		Progress: func(s Stats) {
+			mu.Lock()
+			defer mu.Unlock()
+			snaps++
+			if s.Sent > s.Completed()+1 {
+				behind++
+			}
+		},
+	}
+	plan := Plan{Rate: perSecond(8), Duration: 1500 * time.Millisecond, MaxRequests: 100, Workers: 4}
+	if _, err := Run(context.Background(), newInstant(1), plan, o); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if snaps < 20 || behind*10 > snaps {
+		t.Fatalf("%d of %d progress snapshots counted two or more requests fewer than were sent", behind, snaps)
+	}
+}
