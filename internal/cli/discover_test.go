@@ -149,7 +149,7 @@ func TestDiscoverSharedGatewayServes(t *testing.T) {
 	}
 	res := discoverJSON(t, 0, urls...)
 	if res.Policy.Shared == nil || !*res.Policy.Shared {
-		t.Errorf("shared %v, want true: %s", res.Policy.Shared, res.Policy.Evidence["shared"].Evidence)
+		t.Errorf("shared %v (nil: not judged), want true: %s; notes %q", deref(res.Policy.Shared), res.Policy.Evidence["shared"].Evidence, res.Notes)
 	}
 	if res.Policy.Algorithm != discover.FixedWindow || res.Policy.Limit != 10 {
 		t.Errorf("policy %+v, want a fixed window of 10", res.Policy)
@@ -206,4 +206,12 @@ func TestHelpDiscoverExplainsEveryFigure(t *testing.T) {
 	if !strings.Contains(help, "Exit status:") {
 		t.Error("help discover lists no exit codes")
 	}
+}
+
+// deref is what p points to, or nil.
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
