@@ -111,6 +111,28 @@ func TestDiscoverEveryGatewayDesign(t *testing.T) {
 	}
 }
 
+// TestDiscoverFirstBurstThroughAStall: the first burst's third to sixth
+// answers come 40ms late, as a loaded machine's stall can make them. Four
+// late answers in a row are how a queue shows, but the burst goes on
+// quick: the run finds the fixed window, not a leaky bucket, and says so.
+func TestDiscoverFirstBurstThroughAStall(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	cfg := limiter.Config{Algorithm: design.RedisFixedWindow, Prefix: "rl:stall:", Limit: lim(20, time.Second)}
+	urls := gatewayOf(t, srv.Addr, cfg, 1)
+	res := discoverHeld(t, 300, func(n int) {
+		if n >= 3 && n <= 6 {
+			time.Sleep(40 * time.Millisecond)
+		}
+	}, urls...)
+	if res.Policy.Algorithm != FixedWindow || !within(float64(res.Policy.Limit), 20) {
+		t.Errorf("found %s of %d, want fixed-window of 20±10%%", res.Policy.Algorithm, res.Policy.Limit)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "taken for a stall") }) {
+		t.Errorf("no note says the late answers were taken for a stall: %q", res.Notes)
+	}
+}
+
 // TestDiscoverFirstBurstAcrossABoundary holds the sixth request of the
 // run until just after a whole second, so the first burst of a window
 // on the clock gets five in one window and the quota of the next: the

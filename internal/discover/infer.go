@@ -42,7 +42,19 @@ func (e *engine) classify(ctx context.Context) error {
 		return err
 	}
 	if bA.queued {
-		return e.queue(ctx, a, bA)
+		// A loaded machine's stall also gives late answers in a row, but
+		// a queue's stay late as the burst goes on: go on, judged against
+		// the quickest answer so far.
+		more, err := e.burstFrom(ctx, a, 0, max(e.o.Budget-80, e.o.Budget/2)-len(bA.obs), bA.base)
+		if err != nil {
+			return err
+		}
+		queued := more.queued
+		bA = bA.joined(more)
+		if queued {
+			return e.queue(ctx, a, bA)
+		}
+		e.note("four answers in a row came late in the first burst, then quick ones again: taken for a stall, not a queue")
 	}
 	if bA.denial == nil {
 		return e.noDenial(ctx, bA)

@@ -15,16 +15,34 @@ type burstResult struct {
 	// queued says the answers came slower and slower while admitted: a
 	// limiter that delays requests instead of denying them.
 	queued bool
+	// base is the quickest admitted answer's latency, -1 when none came.
+	base time.Duration
 }
 
 func (b burstResult) first() obs { return b.obs[0] }
+
+// joined is b and then more, one identity's burst that went on: b ended
+// on late answers, not a denial.
+func (b burstResult) joined(more burstResult) burstResult {
+	out := burstResult{obs: append(slices.Clip(b.obs), more.obs...), admitted: b.admitted + more.admitted,
+		queued: more.queued, base: more.base}
+	if more.denial != nil {
+		out.denial = &out.obs[len(b.obs)+slices.IndexFunc(more.obs, func(o obs) bool { return o.denied() })]
+	}
+	return out
+}
 
 // burst sends requests of identity id back to back (each once the previous
 // answered) until the first denial, at most n. It stops early when the
 // admitted answers come late again and again: a queue.
 func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) {
-	var b burstResult
-	base := time.Duration(-1)
+	return e.burstFrom(ctx, id, gw, n, -1)
+}
+
+// burstFrom is burst with late answers judged against base, the quickest
+// answer an earlier burst saw (-1: none).
+func (e *engine) burstFrom(ctx context.Context, id, gw, n int, base time.Duration) (b burstResult, err error) {
+	defer func() { b.base = base }()
 	slow := 0
 	for len(b.obs) < n && e.before(time.Now()) {
 		o, err := e.p.do(ctx, id, gw)
