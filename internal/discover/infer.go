@@ -49,7 +49,9 @@ func (e *engine) classify(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		queued := more.queued
+		// Too few answers after it to tell (the budget's end) keep the
+		// queue.
+		queued := more.queued || (more.denial == nil && more.admitted < 4)
 		bA = bA.joined(more)
 		if queued {
 			return e.queue(ctx, a, bA)
