@@ -106,22 +106,14 @@ func (e *engine) shared(ctx context.Context) error {
 		}
 		spent, _ = count(got)
 	} else {
-		// Only a denial says URL 1's quota is spent: a burst also ends on
-		// a run of slow answers (a queue's sign, or a loaded machine's
-		// stall), after which the other URLs would admit from the quota
-		// left even when they share it.
-		n := min(quota+10, e.p.left(x)/2)
-		var denied bool
-		for sent := 0; !denied && sent < n && e.before(time.Now()); {
-			b, err := e.burst(ctx, x, 0, n-sent)
-			if err != nil {
-				return err
-			}
-			spent += b.admitted
-			sent += len(b.obs)
-			denied = b.denial != nil
+		var denial *obs
+		spent, denial, err = e.drain(ctx, x, 0, min(quota+10, e.p.left(x)/2))
+		if err != nil {
+			return err
 		}
-		if !denied {
+		// Only a denial says URL 1's quota is spent: otherwise the other
+		// URLs would admit from what is left even when they share it.
+		if denial == nil {
 			e.note("whether the URLs share one limit was not judged: URL 1 admitted all %d sent for one identity and denied none", spent)
 			return nil
 		}

@@ -37,7 +37,7 @@ func (e *engine) classify(ctx context.Context) error {
 	}
 	// The first burst may take most of the budget: what is left is for
 	// the polls that follow.
-	bA, err := e.burst(ctx, a, 0, max(e.o.Budget-80, e.o.Budget/2))
+	bA, err := e.sendBurst(ctx, a, 0, max(e.o.Budget-80, e.o.Budget/2), -1, true)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (e *engine) classify(ctx context.Context) error {
 		// A loaded machine's stall also gives late answers in a row, but
 		// a queue's stay late as the burst goes on: go on, judged against
 		// the quickest answer so far.
-		more, err := e.burstFrom(ctx, a, 0, max(e.o.Budget-80, e.o.Budget/2)-len(bA.obs), bA.base)
+		more, err := e.sendBurst(ctx, a, 0, max(e.o.Budget-80, e.o.Budget/2)-len(bA.obs), bA.base, true)
 		if err != nil {
 			return err
 		}

@@ -33,15 +33,17 @@ func (b burstResult) joined(more burstResult) burstResult {
 }
 
 // burst sends requests of identity id back to back (each once the previous
-// answered) until the first denial, at most n. It stops early when the
-// admitted answers come late again and again: a queue.
+// answered) until the first denial, at most n.
 func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) {
-	return e.burstFrom(ctx, id, gw, n, -1)
+	return e.sendBurst(ctx, id, gw, n, -1, false)
 }
 
-// burstFrom is burst with late answers judged against base, the quickest
-// answer an earlier burst saw (-1: none).
-func (e *engine) burstFrom(ctx context.Context, id, gw, n int, base time.Duration) (b burstResult, err error) {
+// sendBurst is burst; with watch it also stops when the admitted answers
+// come late again and again (a queue), late against base, the quickest
+// answer an earlier watched burst saw (-1: none) or this one's. Only the first
+// burst watches: once the class is known, late answers are a loaded
+// machine's, and a burst that stopped on them would leave quota unspent.
+func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duration, watch bool) (b burstResult, err error) {
 	defer func() { b.base = base }()
 	slow := 0
 	for len(b.obs) < n && e.before(time.Now()) {
@@ -58,6 +60,9 @@ func (e *engine) burstFrom(ctx context.Context, id, gw, n int, base time.Duratio
 			continue
 		}
 		b.admitted++
+		if !watch {
+			continue
+		}
 		lat := o.latency()
 		if base < 0 || lat < base {
 			base = lat
