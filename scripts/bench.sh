@@ -101,18 +101,15 @@ for model in closed open paced; do
 done
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 
-# clients_table BENCH [keep]: runs scripts/clientbench's benchmark BENCH
-# five times over (each round runs every client once, so the machine's
-# noise falls on all of them alike) and prints each client's median CPU µs
-# and requests per second per shape beside the first (rlctl's own) of that
-# shape; with keep, also what the keep rule of issue #28 says: the
-# hand-written client stays only where the library is more than 10% worse
-# on CPU per request, the figure that limits what rlctl proves.
+# clients_table BENCH: runs scripts/clientbench's benchmark BENCH five
+# times over (each round runs every client once, so the machine's noise
+# falls on all of them alike) and prints each client's median CPU µs and
+# requests per second per shape beside the first (rlctl's own) of that
+# shape.
 clients_table() {
 	(cd scripts/clientbench && go test -run '^$' -bench "$1" -benchtime 50000x -count 5 .) >"$work/cb.out" 2>&1 || { cat "$work/cb.out"; exit 1; }
-	python3 - "$work/cb.out" "${2:-}" <<'PY'
+	python3 - "$work/cb.out" <<'PY'
 import re, statistics, sys
-keep = sys.argv[2] == "keep"
 runs = {}
 for line in open(sys.argv[1]):
     m = re.match(r"Benchmark[^/]*/(\S+?)-\d+\s", line)
@@ -128,13 +125,8 @@ for name, rs in runs.items():
     rps = statistics.median(r[1] for r in rs)
     if shape not in own:
         own[shape] = (cpu, rps)
-        verdict = ""
-    elif not keep:
-        verdict = ""
-    else:
-        verdict = "library >10% worse: keep ours" if cpu / own[shape][0] > 1.10 else "library within 10%: switch"
-    print("   %-38s %7.2f cpu-µs/req (%5.2f×, %d runs %.1f-%.1f)  %8.0f req/s (%5.2f×)  %s" % (
-        name, cpu, cpu / own[shape][0], len(rs), min(r[0] for r in rs), max(r[0] for r in rs), rps, rps / own[shape][1], verdict))
+    print("   %-38s %7.2f cpu-µs/req (%5.2f×, %d runs %.1f-%.1f)  %8.0f req/s (%5.2f×)" % (
+        name, cpu, cpu / own[shape][0], len(rs), min(r[0] for r in rs), max(r[0] for r in rs), rps, rps / own[shape][1]))
 PY
 }
 echo "== 1c. rlctl's decision path (internal/hotpath on rueidis v1.0.79) vs bare rueidis (with and without auto-pipelining) and go-redis: one decision's EVALSHA from 50 goroutines"
@@ -193,8 +185,8 @@ for rate in 5000 20000; do
 	echo "   $rate/s: vegeta $vg_us µs/request ($vg_n of $vg_req answered 2xx)   rlctl $rl_us µs/request ($((req - bad)) answered, $bad dropped or errors, send lag p99 $lag ms)   ratio: $(ratio "$rl_us" "$vg_us")× (target ≤ 1.0, nothing dropped)$failed"
 done
 
-echo "== 2c. the raw HTTP/1.1 client vs github.com/valyala/fasthttp v1.78.0 and net/http: 50 goroutines, 50 keep-alive connections, against the nginx above"
-CLIENTBENCH_URL="http://127.0.0.1:$hport/index.html" clients_table HTTPClient keep
+echo "== 2c. the http target (on github.com/valyala/fasthttp v1.78.0) vs bare fasthttp doing the same work, and net/http: 50 goroutines, 50 keep-alive connections, against the nginx above (ratios against the target)"
+CLIENTBENCH_URL="http://127.0.0.1:$hport/index.html" clients_table HTTPClient
 
 echo "== 3. analysis of 10 million history records (target ≤ 2 s, ≤ 48 bytes/record at peak)"
 go test -run '^$' -bench 'Analyze10M' -benchtime 1x ./internal/analysis/ | grep -E 'Benchmark|ns/op'

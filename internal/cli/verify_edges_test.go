@@ -142,7 +142,7 @@ var secretParams = []string{"pass", "pw", "sid", "ticket", "bearer", "hmac", "ot
 
 // No query value of a target URL reaches the terminal, the reports or the
 // saved histories but those of show_query and the identity parameter,
-// over the raw HTTP client and net/http alike, and in the errors a failing
+// over the fast HTTP client and net/http alike, and in the errors a failing
 // gateway causes (some answers cut off; a third gateway answers nothing
 // but the probe, so the run's error quotes the requests' URLs).
 func TestVerifyNeverWritesURLSecrets(t *testing.T) {

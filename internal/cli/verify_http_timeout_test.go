@@ -28,7 +28,7 @@ func slowGateway(delay time.Duration, seen *atomic.Int64) http.Handler {
 }
 
 // A real gateway answering in 60ms is measured with an http target's
-// default timeout (request_timeout 5s), over the raw client (http://) and
+// default timeout (request_timeout 5s), over the fast client (http://) and
 // net/http (https://) alike; with request_timeout shorter than its answers,
 // the run's error names the field and its value.
 func TestVerifyHTTPRequestTimeout(t *testing.T) {

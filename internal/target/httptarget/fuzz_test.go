@@ -1,28 +1,34 @@
 package httptarget
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
-// FuzzReadRawResponse builds a response from fuzzed parts (status, one
-// header, body and its framing) followed by a second, known response on
-// the same connection. The raw reader must read the first one's status
-// and hint header as written and, when it says the connection can carry
-// another, consume exactly its bytes: the second response then reads as
-// itself. A misread framing would hand the next request the wrong answer.
-func FuzzReadRawResponse(f *testing.F) {
+// FuzzResponseFraming builds a response from fuzzed parts (status, one
+// header, body and its framing); a real server on loopback sends it to
+// the target's first request and a known 418 to every later one. The
+// target must read the first one's status and hint header as written and
+// consume exactly its bytes: the second request then reads the 418. A
+// misread framing would hand the next request the wrong answer.
+func FuzzResponseFraming(f *testing.F) {
 	f.Add(429, "Retry-After", "3", []byte("slow down"), uint8(0))
 	f.Add(200, "RateLimit-Remaining", "0", []byte{}, uint8(1))
 	f.Add(503, "X-Other", "x", []byte("0123456789abcdef"), uint8(2))
 	f.Add(103, "Link", "</a>", []byte{}, uint8(0))
 	f.Fuzz(func(t *testing.T, status int, name, value string, body []byte, mode uint8) {
 		if status < 200 || status > 599 || status == 204 || status == 304 ||
-			!validToken(name) || strings.ContainsAny(value, "\r\n") || len(body) > 4096 {
+			!validToken(name) || !validFieldValue(value) || len(body) > 4096 {
 			return
 		}
 		lname := strings.ToLower(name)
@@ -49,46 +55,67 @@ func FuzzReadRawResponse(f *testing.F) {
 			b.WriteString("Connection: close\r\n\r\n")
 			b.Write(body)
 		}
-		b.WriteString("HTTP/1.1 418 Teapot\r\nContent-Length: 0\r\n\r\n")
-		br := bufio.NewReader(&b)
-		a, keep, err := readRawResponse(br, false)
-		if err != nil {
-			t.Fatalf("%q: %v", b.String(), err)
-		}
-		if a.status != status {
-			t.Fatalf("status %d, wrote %d", a.status, status)
+		tgt := scriptedTarget(t, b.Bytes(), mode%3 == 2)
+		first := tgt.Do(context.Background(), traffic.Request{ID: "u"})
+		if first.Status != status {
+			t.Fatalf("status %d (%v), wrote %d: %q", first.Status, first.Err, status, b.String())
 		}
 		hinted := lname == "retry-after" || strings.HasPrefix(lname, "ratelimit") || strings.HasPrefix(lname, "x-ratelimit") || strings.HasPrefix(lname, "x-rate-limit")
-		if got := a.hints.Get(name); hinted && got != strings.TrimSpace(value) {
-			t.Fatalf("hint %s = %q, wrote %q", name, got, value)
-		}
-		if mode%3 == 2 {
-			if keep {
-				t.Fatal("Connection: close, yet kept")
+		if hinted && lname == "retry-after" && status == 429 {
+			if want, err := strconv.Atoi(strings.TrimSpace(value)); err == nil && want >= 0 && want < 1<<20 && first.RetryAfter != time.Duration(want)*time.Second {
+				t.Fatalf("Retry-After %q read as %v", value, first.RetryAfter)
 			}
-			return
 		}
-		if !keep {
-			t.Fatalf("mode %d: connection not kept", mode%3)
-		}
-		next, _, err := readRawResponse(br, false)
-		if err != nil || next.status != 418 {
-			t.Fatalf("the next response read as %d, %v: the first one's framing was misread", next.status, err)
+		if next := tgt.Do(context.Background(), traffic.Request{ID: "u"}); next.Status != http.StatusTeapot {
+			t.Fatalf("the next response read as %d, %v: the first one's framing was misread", next.Status, next.Err)
 		}
 	})
 }
 
-// FuzzReadRawResponseBytes feeds arbitrary bytes: an error or a status of
-// three digits, never a panic, and never more than the bounded drain.
-func FuzzReadRawResponseBytes(f *testing.F) {
+// scriptedTarget is a target on a loopback server that answers the first
+// request with first (closing the connection after it when closeAfter)
+// and every later one with 418.
+func scriptedTarget(t *testing.T, first []byte, closeAfter bool) traffic.Target {
+	t.Helper()
+	var answered atomic.Bool
+	addr := scriptServer(t, func(int) ([]byte, bool) {
+		if answered.CompareAndSwap(false, true) {
+			return first, closeAfter
+		}
+		return []byte("HTTP/1.1 418 Teapot\r\nContent-Length: 0\r\n\r\n"), false
+	})
+	tgt, err := New(Options{URLs: []string{"http://" + addr}, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tgt.Close() })
+	return tgt
+}
+
+// FuzzResponseBytes has a server send arbitrary bytes and close: the
+// target returns an error or a status of three digits, within its
+// timeout, and never panics.
+func FuzzResponseBytes(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
 	f.Add([]byte("HTTP/1.1 103 Early\r\n\r\nHTTP/1.1 429 X\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		a, _, err := readRawResponse(bufio.NewReader(bytes.NewReader(in)), false)
-		if err == nil && (a.status < 0 || a.status > 999) {
-			t.Fatalf("status %d from %q", a.status, in)
+		tgt := scriptedTarget(t, in, true)
+		r := tgt.Do(context.Background(), traffic.Request{ID: "u"})
+		if r.Err == nil && (r.Status < 100 || r.Status > 999) {
+			t.Fatalf("status %d from %q", r.Status, in)
 		}
 	})
+}
+
+// validFieldValue is RFC 9110's field-value: visible characters, spaces
+// and tabs (a control character makes the answer malformed).
+func validFieldValue(s string) bool {
+	for _, c := range []byte(s) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func validToken(s string) bool {

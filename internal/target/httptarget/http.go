@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/redact"
 	"github.com/rlctl/rlctl/internal/traffic"
@@ -90,12 +92,11 @@ type httpTarget struct {
 	// nets are net/http clients, one per source address (one in all when
 	// the target has no Sources).
 	nets []*netClient
-	// raw holds, per source address, one fast HTTP/1.1 pool per gateway
-	// when every URL is plain http:// (see rawPool); nil means net/http
-	// does the work.
-	raw      [][]*rawPool
-	rawFixed []byte // header lines that do not depend on the identity
-	sources  int    // len(Options.Sources)
+	// fast holds, per source address, one fasthttp pool per gateway when
+	// every URL is plain http:// (see fastPool); nil means net/http does
+	// the work.
+	fast     [][]*fastPool
+	sources  int // len(Options.Sources)
 	tlsConf  *tls.Config
 	timeout  time.Duration
 	probeSrc netip.Addr
@@ -131,27 +132,6 @@ func newNetClient(dialer *net.Dialer, conf *tls.Config, timeout time.Duration, c
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return n
-}
-
-// appendHeaders appends the request's header lines for identity id.
-func (t *httpTarget) appendHeaders(b []byte, id string) []byte {
-	b = append(b, t.rawFixed...)
-	for _, h := range t.headers {
-		if !h.hasID {
-			continue
-		}
-		b = append(b, h.key...)
-		b = append(b, ": "...)
-		b = append(b, strings.ReplaceAll(h.value, "{id}", id)...)
-		b = append(b, "\r\n"...)
-	}
-	if t.idHeader != "" {
-		b = append(b, t.idHeader...)
-		b = append(b, ": "...)
-		b = append(b, id...)
-		b = append(b, "\r\n"...)
-	}
-	return b
 }
 
 // maxDrain bounds how much of an answer's body is read before the
@@ -254,25 +234,18 @@ func New(o Options) (traffic.Target, error) {
 		// idle connections kept.
 		conns = max(1, (conns+len(locals)-1)/len(locals))
 	}
-	plain := allPlainHTTP(parsed)
-	if plain {
-		for _, h := range t.headers {
-			if !h.hasID {
-				t.rawFixed = append(t.rawFixed, h.key+": "+h.value+"\r\n"...)
-			}
-		}
-	}
+	plain := allPlainHTTP(parsed) && fastSends(t.method, t.body)
 	for _, local := range locals {
 		dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, LocalAddr: local}
 		if !plain {
 			t.nets = append(t.nets, newNetClient(dialer, o.TLS, timeout, conns, len(t.gws)))
 			continue
 		}
-		pools := make([]*rawPool, len(parsed))
+		pools := make([]*fastPool, len(parsed))
 		for i, u := range parsed {
-			pools[i] = newRawPool(u, t.method, queries[i], conns, dialer)
+			pools[i] = newFastPool(u, t.method, queries[i], conns, dialer)
 		}
-		t.raw = append(t.raw, pools)
+		t.fast = append(t.fast, pools)
 	}
 	return t, nil
 }
@@ -300,7 +273,7 @@ func (t *httpTarget) source(r traffic.Request) (int, error) {
 }
 
 // allPlainHTTP reports whether every URL is plain http:// with no user
-// info (which the raw client does not send) and no fragment.
+// info (which the fast client does not send) and no fragment.
 func allPlainHTTP(urls []*url.URL) bool {
 	for _, u := range urls {
 		if u.Scheme != "http" || u.User != nil || u.Fragment != "" {
@@ -315,8 +288,8 @@ func (t *httpTarget) Do(ctx context.Context, r traffic.Request) traffic.Response
 	if err != nil {
 		return traffic.ErrResponse(err)
 	}
-	if t.raw != nil {
-		return t.doRaw(ctx, r, t.raw[src][r.Gateway])
+	if t.fast != nil {
+		return t.doFast(ctx, r, t.fast[src][r.Gateway])
 	}
 	g := &t.gws[r.Gateway]
 	req, err := t.netRequest(ctx, g, r.ID)
@@ -418,7 +391,7 @@ func (t *httpTarget) Probe(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (t *httpTarget) doRaw(ctx context.Context, r traffic.Request, p *rawPool) traffic.Response {
+func (t *httpTarget) doFast(ctx context.Context, r traffic.Request, p *fastPool) traffic.Response {
 	g := &t.gws[r.Gateway]
 	a, err := p.do(ctx, t, r.ID)
 	if err != nil {
@@ -498,11 +471,11 @@ func (t *httpTarget) timedOut(ctx context.Context, err error) error {
 	return fmt.Errorf("no answer after %s %s: %w", TimeoutField, t.timeout, err)
 }
 
-// isTimeout reports whether err is a deadline that passed: the raw
-// client's connection deadline, net/http's Client.Timeout, a dial's.
+// isTimeout reports whether err is a deadline that passed: the fast
+// client's, net/http's Client.Timeout, a dial's.
 func isTimeout(err error) bool {
 	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+	return errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // lostResponse is the error of a request whose answer never came: once
@@ -518,15 +491,15 @@ func lostResponse(err error) traffic.Response {
 }
 
 // Warm opens conns connections to every gateway at once, as wrk connects
-// before it measures: in the raw client's pools, or (https://, and URLs the
-// raw client cannot send) handshaken ahead for net/http to take when it
+// before it measures: in the fast client's pools, or (https://, and URLs the
+// fast client cannot send) handshaken ahead for net/http to take when it
 // next dials. Nothing is sent, so no limiter counts a warm-up.
 //
 // With source addresses each identity's connections warm their share,
 // at least one each, so the run's first request from every address finds
 // a connection too.
 func (t *httpTarget) Warm(ctx context.Context, conns int) error {
-	sets := max(len(t.raw), len(t.nets))
+	sets := max(len(t.fast), len(t.nets))
 	conns = max(1, (conns+sets-1)/sets)
 	var wg sync.WaitGroup
 	errs := make([]error, len(t.gws))
@@ -534,8 +507,8 @@ func (t *httpTarget) Warm(ctx context.Context, conns int) error {
 		wg.Go(func() {
 			for s := range sets {
 				var err error
-				if t.raw != nil {
-					err = t.raw[s][i].warm(ctx, conns)
+				if t.fast != nil {
+					err = t.fast[s][i].warm(ctx, conns)
 				} else {
 					err = t.nets[s].dials.warm(ctx, g.url, conns)
 				}
@@ -565,7 +538,7 @@ func (t *httpTarget) Close() error {
 		n.transport.CloseIdleConnections()
 		n.dials.close()
 	}
-	for _, pools := range t.raw {
+	for _, pools := range t.fast {
 		for _, p := range pools {
 			p.close()
 		}

@@ -225,8 +225,8 @@ func TestHTTPTargetStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tgt3.(*httpTarget).raw != nil {
-		t.Fatal("a URL with user info took the raw client")
+	if tgt3.(*httpTarget).fast != nil {
+		t.Fatal("a URL with user info took the fast client")
 	}
 	if resp := tgt3.Do(context.Background(), traffic.Request{ID: "x"}); resp.Outcome != decision.Error || resp.By != decision.ByUnknown {
 		t.Fatalf("refused connection over net/http gave %+v", resp)
@@ -345,7 +345,7 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 }
 
 // An identity in the URL's path and query ({id}), escaped for each, over
-// the raw client (http://) and net/http (https://).
+// the fast client (http://) and net/http (https://).
 func TestHTTPTargetPathIdentity(t *testing.T) {
 	t.Parallel()
 	for _, secure := range []bool{false, true} {
@@ -404,7 +404,7 @@ func TestHTTPTargetRejectsIdentityInHost(t *testing.T) {
 }
 
 // Source addresses: every identity's requests leave from its own address,
-// as a gateway keying on the client's address needs, over the raw client
+// as a gateway keying on the client's address needs, over the fast client
 // and net/http alike.
 func TestHTTPTargetSourceIdentity(t *testing.T) {
 	t.Parallel()

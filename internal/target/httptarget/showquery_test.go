@@ -13,7 +13,7 @@ import (
 
 // Gateway names and request errors show no query value but those of
 // ShowQuery and the parameters that carry the identity, over net/http
-// (https://, whose errors quote the whole URL) and the raw client.
+// (https://, whose errors quote the whole URL) and the fast client.
 func TestShowQuery(t *testing.T) {
 	t.Parallel()
 	cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,7 @@ import (
 )
 
 // A request slower than the timeout is an unanswered error naming the
-// scenario field and its value, over the raw client (http://) and
+// scenario field and its value, over the fast client (http://) and
 // net/http (https://); one cut short by the run's own end does not blame
 // the timeout.
 func TestTimeoutNamesItsField(t *testing.T) {
@@ -32,7 +32,7 @@ func TestTimeoutNamesItsField(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{"raw", Options{URLs: []string{plain.URL}, Timeout: 80 * time.Millisecond}},
+		{"fasthttp", Options{URLs: []string{plain.URL}, Timeout: 80 * time.Millisecond}},
 		{"net/http", Options{URLs: []string{secure.URL}, Timeout: 80 * time.Millisecond, TLS: secure.Client().Transport.(*http.Transport).TLSClientConfig}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,9 +18,9 @@ import (
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
-// The raw HTTP/1.1 client against real servers on loopback: every body
+// The fast HTTP/1.1 client against real servers on loopback: every body
 // framing a gateway may use, connection reuse, and the limiter headers.
-func TestRawHTTPFramings(t *testing.T) {
+func TestFastHTTPFramings(t *testing.T) {
 	t.Parallel()
 	handlers := map[string]http.HandlerFunc{
 		"content-length": func(w http.ResponseWriter, r *http.Request) {
@@ -65,8 +65,8 @@ func TestRawHTTPFramings(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tg.Close()
-			if tg.(*httpTarget).raw == nil {
-				t.Fatal("plain http:// did not take the raw client")
+			if tg.(*httpTarget).fast == nil {
+				t.Fatal("plain http:// did not take the fast client")
 			}
 			for i := 0; i < 5; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -107,7 +107,7 @@ func TestRawHTTPFramings(t *testing.T) {
 }
 
 // The identity reaches the gateway escaped in the query, and as a header.
-func TestRawHTTPSendsIdentity(t *testing.T) {
+func TestFastHTTPSendsIdentity(t *testing.T) {
 	t.Parallel()
 	got := make(chan string, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +135,7 @@ func TestRawHTTPSendsIdentity(t *testing.T) {
 // A keep-alive connection the gateway closed while idle is not reused: the
 // request after the idle spell reaches the gateway instead of being
 // recorded as its error.
-func TestRawHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
+func TestFastHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +167,7 @@ func TestRawHTTPReplacesConnectionsClosedWhileIdle(t *testing.T) {
 // A keep-alive connection the gateway closed an instant ago (a restart, a
 // limit of requests per connection) is not reused either: a POST, which is
 // never sent twice, reaches the gateway instead of being lost.
-func TestRawHTTPReplacesConnectionsJustClosed(t *testing.T) {
+func TestFastHTTPReplacesConnectionsJustClosed(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
@@ -180,14 +180,22 @@ func TestRawHTTPReplacesConnectionsJustClosed(t *testing.T) {
 	if err := tgt.(traffic.Warmer).Warm(context.Background(), 4); err != nil {
 		t.Fatal(err)
 	}
-	srv.CloseClientConnections()
-	for i := range 8 {
-		if resp := tgt.Do(context.Background(), traffic.Request{ID: "u"}); resp.Err != nil || resp.Outcome != decision.Allowed {
-			t.Fatalf("request %d right after the gateway closed its connections: %+v", i, resp)
+	// First the connections opened ahead, then those that have carried
+	// requests already.
+	for round := range 2 {
+		srv.CloseClientConnections()
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				if resp := tgt.Do(context.Background(), traffic.Request{ID: "u"}); resp.Err != nil || resp.Outcome != decision.Allowed {
+					t.Errorf("round %d, request %d right after the gateway closed its connections: %+v", round, i, resp)
+				}
+			})
 		}
-	}
-	if hits.Load() != 8 {
-		t.Fatalf("server saw %d requests, want 8", hits.Load())
+		wg.Wait()
+		if want := int64(8 * (round + 1)); hits.Load() != want {
+			t.Fatalf("round %d: server saw %d requests, want %d", round, hits.Load(), want)
+		}
 	}
 }
 
@@ -197,12 +205,27 @@ func TestRawHTTPReplacesConnectionsJustClosed(t *testing.T) {
 // the idle connection cannot foresee. It counts the requests it answered.
 func oneShotServer(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
+	var served atomic.Int64
+	addr := scriptServer(t, func(n int) ([]byte, bool) {
+		if n > 0 {
+			return nil, true
+		}
+		served.Add(1)
+		return []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), false
+	})
+	return "http://" + addr, &served
+}
+
+// scriptServer is a server on loopback that reads each request's head and
+// writes what reply says for the n-th request on its connection (nothing
+// when nil), closing the connection after it when close.
+func scriptServer(t *testing.T, reply func(n int) (b []byte, close bool)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var served atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -222,21 +245,21 @@ func oneShotServer(t *testing.T) (string, *atomic.Int64) {
 							break
 						}
 					}
-					if n > 0 {
+					b, end := reply(n)
+					c.Write(b)
+					if end {
 						return
 					}
-					served.Add(1)
-					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
 				}
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String(), &served
+	return ln.Addr().String()
 }
 
 // A GET lost on a reused connection the gateway had closed is sent again
 // on a new one; a POST is not (it may not be safe to repeat).
-func TestRawHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
+func TestFastHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
 	t.Parallel()
 	for _, method := range []string{"GET", "POST"} {
 		t.Run(method, func(t *testing.T) {
@@ -269,7 +292,7 @@ func TestRawHTTPRetriesIdempotentRequestsLostOnReuse(t *testing.T) {
 
 // Warm opens the connections before any request, and requests that come
 // at once afterwards use them: the gateway sees no new connection.
-func TestRawHTTPWarm(t *testing.T) {
+func TestFastHTTPWarm(t *testing.T) {
 	t.Parallel()
 	srv, conns := countingServer()
 	srv.Start()
@@ -367,6 +390,53 @@ func waitConns(t *testing.T, conns *atomic.Int64, want int64, when string) {
 	for deadline := time.Now().Add(5 * time.Second); conns.Load() != want; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d connections %s, want %d", conns.Load(), when, want)
+		}
+	}
+}
+
+// A run cancelled while its requests wait on a slow gateway ends them at
+// once, not after the timeout; the connections left idle then carry the
+// next run's requests as usual.
+func TestFastHTTPCancelCutsRequestsShort(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("key") == "slow" {
+			<-release
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	tgt, err := New(Options{URLs: []string{srv.URL}, IdentityQuery: "key", Timeout: 30 * time.Second, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	for range 4 { // connections that are idle when the run is cancelled
+		if r := tgt.Do(context.Background(), traffic.Request{ID: "quick"}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan traffic.Response, 3)
+	for range 3 {
+		go func() { done <- tgt.Do(ctx, traffic.Request{ID: "slow"}) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	for range 3 {
+		select {
+		case r := <-done:
+			if r.Err == nil {
+				t.Fatalf("a cancelled request answered: %+v", r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a cancelled request still waits on the gateway")
+		}
+	}
+	for i := range 8 {
+		if r := tgt.Do(context.Background(), traffic.Request{ID: "quick"}); r.Err != nil || r.Outcome != decision.Allowed {
+			t.Fatalf("request %d after the cancelled run: %+v", i, r)
 		}
 	}
 }
