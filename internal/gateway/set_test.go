@@ -101,6 +101,12 @@ func TestLocalDesignsAdmitNTimesL(t *testing.T) {
 	}
 }
 
+// patient is one endpoint whose policy waits for Redis far longer than the
+// default: the tests that count admissions through Redis are not about its
+// latency, and a first call (dial, script load) on a loaded machine can
+// take longer than the default timeout.
+var patient = []Endpoint{{Name: "default", Share: 1, Policy: limiter.Policy{Timeout: 10 * time.Second}}}
+
 // TestSharedDesignsAdmitL: the same traffic through a Redis design admits L
 // in all, however many gateways.
 func TestSharedDesignsAdmitL(t *testing.T) {
@@ -109,7 +115,7 @@ func TestSharedDesignsAdmitL(t *testing.T) {
 	srv := redistest.Start(t)
 	now := newFakeNow(epoch)
 	s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Second}},
-		NewClient: clientsOf(srv.Addr, false), Now: now.Now})
+		NewClient: clientsOf(srv.Addr, false), Now: now.Now, Endpoints: patient})
 	if got := sum(admittedThrough(t, s, "ben", 2*L)); got != L {
 		t.Fatalf("admitted %d through %d gateways, want %d", got, N, L)
 	}
@@ -132,7 +138,7 @@ func TestClockSkewAcrossGateways(t *testing.T) {
 			// window keeps Redis's real clock away from its boundaries.
 			now := newFakeNow(epoch.Add(time.Hour - 50*time.Millisecond))
 			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: tt.clock + ":"},
-				NewClient: clientsOf(srv.Addr, false), ClockSkew: 100 * time.Millisecond, Now: now.Now})
+				NewClient: clientsOf(srv.Addr, false), ClockSkew: 100 * time.Millisecond, Now: now.Now, Endpoints: patient})
 			if s.Offset(0) != -100*time.Millisecond || s.Offset(1) != 0 || s.Offset(2) != 100*time.Millisecond {
 				t.Fatalf("offsets %v %v %v, want -100ms 0 +100ms", s.Offset(0), s.Offset(1), s.Offset(2))
 			}
