@@ -25,6 +25,7 @@ deps-go:
 	$(GO) list -deps -test ./... >/dev/null
 	GOOS=darwin $(GO) list -deps -test ./... >/dev/null
 	GOOS=windows $(GO) list -deps -test ./... >/dev/null
+	$(GO) list -deps tool >/dev/null
 
 deps-bench:
 	@./scripts/deps.sh bench
@@ -53,6 +54,9 @@ SLOW_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/re
 # the Dockerfile's static binary (cli's docker test) and analysis's soak
 # child, with the same flags, so the standard library is compiled once for
 # both.
+# TOXIPROXY is the server the fault tests start (internal/redistest/toxitest),
+# go.mod's tool: go tool -n builds it into Go's cache and prints its path.
+TOXIPROXY := github.com/Shopify/toxiproxy/v2/cmd/server
 NONRACE := CGO_ENABLED=0 $(GO) list -trimpath -export -deps
 # -p 3: three test binaries at once on two cores. Most packages mostly
 # wait (on windows, timeouts, servers starting), so two left the cores
@@ -69,6 +73,7 @@ test: deps-test
 	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
 	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
 	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
+	$(OFFLINE) $(GO) tool -n $(TOXIPROXY) >/dev/null # the fault tests' Toxiproxy server, see TOXIPROXY
 	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -p 3 -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing

@@ -1,6 +1,11 @@
-// Package toxitest runs a real Toxiproxy server, from its own Go module,
-// inside a test binary, for the tests of network faults on a deployment.
-// Only tests import it.
+// Package toxitest runs a real Toxiproxy server, built from its own Go
+// module (go.mod's tool directive), as a process of its own for each test
+// of network faults on a deployment. Only tests import it.
+//
+// Out of process, as a user runs it: in the test binary, under the race
+// detector, Toxiproxy's own unsynchronised read of a proxy while its
+// update runs (its API's show beside a disable) was reported as a race of
+// the test's.
 package toxitest
 
 import (
@@ -8,49 +13,88 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	toxiserver "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
-
 	"github.com/rlctl/rlctl/internal/redistest"
 )
 
-var server struct {
+// toolPath is Toxiproxy's server package, as go.mod's tool directive names it.
+const toolPath = "github.com/Shopify/toxiproxy/v2/cmd/server"
+
+var binary struct {
 	once sync.Once
-	api  string
+	path string
 	err  error
 }
 
-// API starts the test binary's Toxiproxy on a free loopback port the first
-// time it is called (its API server cannot be stopped: one per binary, the
-// tests each with proxies of their own) and returns its API's URL.
+// serverBinary is the Toxiproxy server's executable, built once per test
+// binary into Go's build cache (make test builds it before any test runs).
+func serverBinary() (string, error) {
+	binary.once.Do(func() {
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		out, err := exec.Command(gobin, "tool", "-n", toolPath).Output()
+		if err != nil {
+			binary.err = fmt.Errorf("build toxiproxy's server (go tool -n %s): %w", toolPath, err)
+			if ee, ok := err.(*exec.ExitError); ok {
+				binary.err = fmt.Errorf("%w\n%s", binary.err, ee.Stderr)
+			}
+			return
+		}
+		binary.path = strings.TrimSpace(string(out))
+	})
+	return binary.path, binary.err
+}
+
+// API starts a Toxiproxy server of t's own on a free loopback port, killed
+// when t ends, and returns its API's URL.
 func API(t testing.TB) string {
 	t.Helper()
-	server.once.Do(func() {
-		port := redistest.FreePort(t)
-		srv := toxiserver.NewServer(toxiserver.NewMetricsContainer(nil), zerolog.Nop())
-		go srv.Listen("127.0.0.1", strconv.Itoa(port))
-		server.api = fmt.Sprintf("http://127.0.0.1:%d", port)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			resp, err := http.Get(server.api + "/version")
-			if err == nil {
-				resp.Body.Close()
-				return
-			}
-			if time.Now().After(deadline) {
-				server.err = fmt.Errorf("toxiproxy never answered on %s: %w", server.api, err)
-				return
-			}
-		}
-	})
-	if server.err != nil {
-		t.Fatal(server.err)
+	bin, err := serverBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return server.api
+	port := redistest.FreePort(t)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "LOG_LEVEL=warn")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start toxiproxy: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	api := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get(api + "/version")
+		if err == nil {
+			resp.Body.Close()
+			return api
+		}
+		select {
+		case <-exited:
+			t.Fatalf("toxiproxy exited before answering on %s: %s", api, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toxiproxy never answered on %s: %v", api, err)
+		}
+	}
 }
 
 // Call sends in (JSON, when not nil) to the Toxiproxy API api as another
