@@ -23,11 +23,18 @@ func TestCeilingMeasureWithinTheory(t *testing.T) {
 		f, errOut = testFactory(out, nil)
 		code = Run(f, []string{"ceiling", "--limit", "10/1s", "--gateways", "3", "--algorithm", "redis-fixed-window",
 			"--measure", "--measure-duration", "2s", "-o", "json"}, nil, noExit(t))
-		if code == 0 || !strings.Contains(errOut.String(), "late (its own CPU or scheduling") {
+		busy := false
+		for _, why := range []string{"late (its own CPU or scheduling", "straddle a window edge", "dropped, no worker being free"} {
+			busy = busy || strings.Contains(errOut.String(), why)
+		}
+		if code == 0 || !busy {
 			break
 		}
-		// A machine so busy rlctl sent its boundary shots late measured
-		// nothing (score's kept-time): try again.
+		// A machine so busy rlctl sent its boundary shots late (score's
+		// kept-time), answers came too unevenly to learn the window's edge
+		// from (straddled), or no worker was free for a request (executed)
+		// measured nothing: try again.
+		t.Logf("try %d: %s", try, errOut)
 	}
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

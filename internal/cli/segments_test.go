@@ -177,6 +177,48 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 	return dirs
 }
 
+// runSegmentsOnTime is runSegments with the common start lead from now
+// (args gives each segment's arguments for it), run again, up to three
+// times in all, while a segment's history says it started more than late
+// after it, or the segments' starts spread more than late apart: a
+// machine too busy to start a process on time measured nothing about a
+// shared start. Each try starts on an emptied Redis, and the gateways'
+// log taken anew; it returns the run directories and that log.
+func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log *admissions, lead, late time.Duration, args func(start string) [][]string) ([]string, map[string][]time.Time) {
+	t.Helper()
+	for try := 1; ; try++ {
+		if err := srv.Client(t).FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		log.take()
+		start := time.Now().Add(lead).UTC().Format(time.RFC3339Nano)
+		dirs := runSegments(t, scenario, args(start))
+		took := log.take()
+		var first, last time.Time
+		var worst time.Duration
+		for _, d := range dirs {
+			rd, err := rundir.OpenRunDir(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range rd.History {
+				worst = max(worst, h.Meta.Late)
+				if first.IsZero() || h.Meta.Start.Before(first) {
+					first = h.Meta.Start
+				}
+				if h.Meta.Start.After(last) {
+					last = h.Meta.Start
+				}
+			}
+			rd.Close()
+		}
+		if (worst <= late && last.Sub(first) <= late) || try == 3 {
+			return dirs, took
+		}
+		t.Logf("try %d: a segment started %v late, the starts %v apart (a busy machine); again", try, worst, last.Sub(first))
+	}
+}
+
 // metrics reads a run directory's only scenario's figures.
 func metrics(t *testing.T, dir string) analysis.Metrics {
 	t.Helper()
@@ -232,13 +274,14 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	whole := metrics(t, one)
 	wholeTruth := ceiling(log.take(), lim.Window)
 
-	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
-	var args [][]string
-	for i := range 3 {
-		args = append(args, []string{"--segment", fmt.Sprintf("%d/3", i), "--start-at", start, "--redis", "redis://" + srv.Addr})
-	}
-	dirs := runSegments(t, sc, args)
-	truth := ceiling(log.take(), lim.Window)
+	dirs, took := runSegmentsOnTime(t, sc, srv, log, 2*time.Second, 100*time.Millisecond, func(start string) [][]string {
+		var args [][]string
+		for i := range 3 {
+			args = append(args, []string{"--segment", fmt.Sprintf("%d/3", i), "--start-at", start, "--redis", "redis://" + srv.Addr})
+		}
+		return args
+	})
+	truth := ceiling(took, lim.Window)
 
 	var starts []time.Time
 	for i, d := range dirs {
@@ -300,13 +343,16 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	lim := rate.Limit{Count: 10, Window: 3 * time.Second}
 	urls, log, srv := startGateways(t, design.RedisSlidingLog, lim, false)
 	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
-	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
-	common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}
-	dirs := runSegments(t, sc, [][]string{
-		append([]string{"--segment", "0/2"}, common...),
-		append([]string{"--segment", "1/2", "--clock-skew", skew.String()}, common...),
+	// The skewed segment's start, a second late by its own clock, is
+	// no lateness: its history measures Late against the clock it read.
+	dirs, took := runSegmentsOnTime(t, sc, srv, log, 1500*time.Millisecond, 100*time.Millisecond, func(start string) [][]string {
+		common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}
+		return [][]string{
+			append([]string{"--segment", "0/2"}, common...),
+			append([]string{"--segment", "1/2", "--clock-skew", skew.String()}, common...),
+		}
 	})
-	truth := ceiling(log.take(), lim.Window)
+	truth := ceiling(took, lim.Window)
 	// A sliding log admits at most L in any window, and each run alone
 	// asks for more than that.
 	if truth != int(lim.Count) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -143,11 +144,18 @@ thresholds: [ceiling <= limit]
 	if err := os.WriteFile(filepath.Join(dir, "dies.yaml"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The kill is timed from before the run's setup, so it is compared
-	// with the run's start afterwards.
+	// The kill comes half a second after the run's first key appears, its
+	// traffic under way however long a busy machine took to set it up, and
+	// is compared with the run's start afterwards.
 	killed := make(chan time.Time, 1)
+	watch := srv.Client(t)
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if n, err := watch.DBSize(context.Background()).Result(); err == nil && n > 0 {
+				break
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
 		srv.Deployment.Kill(0)
 		killed <- time.Now()
 	}()

@@ -62,7 +62,9 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 	} {
 		t.Run(strings.SplitN(tc.redis, ":", 2)[0], func(t *testing.T) {
 			t.Parallel()
-			out := run(t, parse(t, fmt.Sprintf(`name: network-faults
+			// A stall of the machine as long as the timeout's margin over
+			// the latency would time requests out under it.
+			out := runCalm(t, parse(t, fmt.Sprintf(`name: network-faults
 limit: 1000/1s
 target:
   algorithm: redis-fixed-window
@@ -77,7 +79,7 @@ faults:
   - {at: %s, for: %s, action: redis-down}
   - {at: %s, for: %s, action: redis-latency, latency: %s}
 max_error_rate: 1
-`, tc.redis, downAt, downFor, latAt, latFor, latency)))
+`, tc.redis, downAt, downFor, latAt, latFor, latency)), 100*time.Millisecond)
 			h := out.History
 			// The windows the faults were actually applied in: a hook may
 			// start late on a loaded machine, and the run records when.
@@ -142,7 +144,7 @@ max_error_rate: 1
 			if added := under - base; added < latency-15*time.Millisecond || added > latency+50*time.Millisecond {
 				t.Errorf("median latency %v under %v injected, %v without: added %v", under, latency, base, added)
 			}
-			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected", worst, back, base, under, latency)
+			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected; rlctl's worst send lag %v", worst, back, base, under, latency, worstSendLag(h))
 		})
 	}
 }

@@ -54,6 +54,35 @@ func run(t *testing.T, sc *scenario.Scenario) *Outcome {
 	}
 }
 
+// runCalm is run, again (up to three times in all) while rlctl itself
+// sent some request more than stall after its time: a machine that froze
+// its sender that long froze its clients' timers too, so timing figures
+// judged against a timeout measure the machine, not the design. The third
+// run is returned whatever its lag.
+func runCalm(t *testing.T, sc *scenario.Scenario, stall time.Duration) *Outcome {
+	t.Helper()
+	for try := 1; ; try++ {
+		out := run(t, sc)
+		lag := worstSendLag(out.History)
+		if lag <= stall || try == 3 {
+			return out
+		}
+		t.Logf("verify %s, try %d: rlctl sent a request %v late (a stalled machine); again", sc.Name, try, lag)
+		out.History.Close()
+	}
+}
+
+// worstSendLag is the most any request of h left after its intended time.
+func worstSendLag(h *history.History) time.Duration {
+	var worst time.Duration
+	for i := range h.Len() {
+		if s := h.Sent(i); s != history.NoTime {
+			worst = max(worst, s-h.Intended(i))
+		}
+	}
+	return worst
+}
+
 func measured(t *testing.T, out *Outcome, name string) float64 {
 	t.Helper()
 	v, ok := out.Report.Metrics[name]
