@@ -394,49 +394,83 @@ func waitConns(t *testing.T, conns *atomic.Int64, want int64, when string) {
 	}
 }
 
-// A run cancelled while its requests wait on a slow gateway ends them at
-// once, not after the timeout; the connections left idle then carry the
-// next run's requests as usual.
-func TestFastHTTPCancelCutsRequestsShort(t *testing.T) {
-	t.Parallel()
+// slowGateway is a target whose gateway holds every request for the
+// identity "slow" until the test ends and answers the others at once,
+// with a 30s timeout no test waits out.
+func slowGateway(t *testing.T) traffic.Target {
+	t.Helper()
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("key") == "slow" {
 			<-release
 		}
 	}))
-	defer srv.Close()
-	defer close(release)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
 	tgt, err := New(Options{URLs: []string{srv.URL}, IdentityQuery: "key", Timeout: 30 * time.Second, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tgt.Close()
+	t.Cleanup(func() { tgt.Close() })
+	return tgt
+}
+
+// cancelCutsShort sends n requests that the gateway holds under a context
+// of their own and fails unless cancelling it ends each of them at once,
+// with an error.
+func cancelCutsShort(t *testing.T, tgt traffic.Target, what string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan traffic.Response, n)
+	for range n {
+		go func() { done <- tgt.Do(ctx, traffic.Request{ID: "slow"}) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	for range n {
+		select {
+		case r := <-done:
+			if r.Err == nil {
+				t.Fatalf("%s: a cancelled request answered: %+v", what, r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: a cancelled request still waits on the gateway", what)
+		}
+	}
+}
+
+// A run cancelled while its requests wait on a slow gateway ends them at
+// once, not after the timeout; the connections left idle then carry the
+// next run's requests as usual.
+func TestFastHTTPCancelCutsRequestsShort(t *testing.T) {
+	t.Parallel()
+	tgt := slowGateway(t)
 	for range 4 { // connections that are idle when the run is cancelled
 		if r := tgt.Do(context.Background(), traffic.Request{ID: "quick"}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan traffic.Response, 3)
-	for range 3 {
-		go func() { done <- tgt.Do(ctx, traffic.Request{ID: "slow"}) }()
-	}
-	time.Sleep(100 * time.Millisecond)
-	cancel()
-	for range 3 {
-		select {
-		case r := <-done:
-			if r.Err == nil {
-				t.Fatalf("a cancelled request answered: %+v", r)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("a cancelled request still waits on the gateway")
-		}
-	}
+	cancelCutsShort(t, tgt, "a run", 3)
 	for i := range 8 {
 		if r := tgt.Do(context.Background(), traffic.Request{ID: "quick"}); r.Err != nil || r.Outcome != decision.Allowed {
 			t.Fatalf("request %d after the cancelled run: %+v", i, r)
 		}
 	}
+}
+
+// The pool watches one context for all its requests: each run in turn
+// gets the watch once the one before is done, and a run whose context
+// comes while another's is live still has its requests cut.
+func TestFastHTTPCancelCutsEachRunInTurn(t *testing.T) {
+	t.Parallel()
+	tgt := slowGateway(t)
+	for _, run := range []string{"first run", "second run"} {
+		cancelCutsShort(t, tgt, run, 2)
+	}
+	live, stop := context.WithCancel(context.Background())
+	defer stop()
+	if r := tgt.Do(live, traffic.Request{ID: "quick"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	cancelCutsShort(t, tgt, "a run beside a live one", 2)
 }
