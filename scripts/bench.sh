@@ -178,11 +178,14 @@ for rate in 5000 20000; do
 	read -r vg_req vg_ok < <("$VEGETA" report -type json "$work/vg.bin" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["requests"], r["success"])')
 	vg_n=$(awk -v n="$vg_req" -v s="$vg_ok" 'BEGIN { printf "%.0f", n * s }')
 	vg_us=$(cpu_us "$work/vg.cpu" "$vg_n")
+	# vegeta's own send lag, from each hit's start and sequence number
+	# (benchtool sendlag): the precision its CPU figure buys, beside rlctl's.
+	vg_lag=$("$VEGETA" encode --to csv "$work/vg.bin" | go run ./scripts/benchtool sendlag "$rate")
 	sed -e "s/PORT/$hport/" -e "s/RATE/$rate/" -e "s/COUNT/$((rate * 5))/" scripts/bench/http-paced.yaml >"$work/http-paced.yaml"
 	bench_verify "$work/v2.err" "$work/r2" /usr/bin/time -f '%U %S' -o "$work/rh.cpu" "$RLCTL" verify "$work/http-paced.yaml" --no-progress --report-dir "$work/r2" --format json
 	{ read -r req bad; read -r lag; } < <(go run ./scripts/benchtool rate "$work"/r2/*/report.json send_lag_p99_ms)
 	rl_us=$(cpu_us "$work/rh.cpu" $((req - bad)))
-	echo "   $rate/s: vegeta $vg_us µs/request ($vg_n of $vg_req answered 2xx)   rlctl $rl_us µs/request ($((req - bad)) answered, $bad dropped or errors, send lag p99 $lag ms)   ratio: $(ratio "$rl_us" "$vg_us")× (target ≤ 1.0, nothing dropped)$failed"
+	echo "   $rate/s: vegeta $vg_us µs/request ($vg_n of $vg_req answered 2xx, send lag p99 $vg_lag ms)   rlctl $rl_us µs/request ($((req - bad)) answered, $bad dropped or errors, send lag p99 $lag ms)   ratio: $(ratio "$rl_us" "$vg_us")× (target ≤ 1.0, nothing dropped)$failed"
 done
 
 echo "== 2c. the http target (on github.com/valyala/fasthttp v1.78.0) vs bare fasthttp doing the same work, and net/http: 50 goroutines, 50 keep-alive connections, against the nginx above (ratios against the target)"

@@ -2,8 +2,8 @@
 // tools on the same work: it prints the Lua source rlctl runs for a design
 // (so redis-benchmark can EVALSHA exactly the same script), reads a
 // figure out of a report.json, runs the bare go-redis loop the decision
-// benchmark's premise names, and times the reference SCAN passes of
-// scripts/bench-keys.sh.
+// benchmark's premise names, times the reference SCAN passes of
+// scripts/bench-keys.sh, and reads vegeta's send lag from its results.
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL")
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL | benchtool sendlag RATE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -39,6 +39,8 @@ func main() {
 		}
 	case "scanfloor":
 		runScanFloor(os.Args[2:])
+	case "sendlag":
+		runSendLag(os.Args[2:])
 	case "rate":
 		// The first scenario's requests and its errors+dropped, from which
 		// the script works out requests per second over the planned
