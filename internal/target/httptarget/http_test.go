@@ -236,9 +236,12 @@ func TestHTTPTargetStatuses(t *testing.T) {
 func TestHTTPTargetThatStopsAnswering(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
+	// Silent until the test ends, and silent once the client has gone too
+	// (see TestTimeoutNamesItsField).
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
+			panic(http.ErrAbortHandler)
 		case <-release:
 		}
 	}))
