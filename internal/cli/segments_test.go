@@ -343,8 +343,8 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	lim := rate.Limit{Count: 10, Window: 3 * time.Second}
 	urls, log, srv := startGateways(t, design.RedisSlidingLog, lim, false)
 	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
-	// The skewed segment's start, a second late by its own clock, is
-	// no lateness: its history measures Late against the clock it read.
+	// The skewed segment starts its skew late without knowing it: its
+	// history measures Late on its own clock, so that is no lateness here.
 	dirs, took := runSegmentsOnTime(t, sc, srv, log, 1500*time.Millisecond, 100*time.Millisecond, func(start string) [][]string {
 		common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}
 		return [][]string{

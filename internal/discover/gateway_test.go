@@ -113,8 +113,8 @@ func TestDiscoverEveryGatewayDesign(t *testing.T) {
 
 // TestDiscoverFirstBurstThroughAStall: the first burst's third to sixth
 // answers come 100ms late, as a loaded machine's stall can make them (a
-// late answer is one over 8 times the quickest so far: 40ms was not, once
-// a loaded test machine answered the first two in 6ms). Four
+// late answer is one over 8 times the quickest so far, so 40ms was not
+// late once the first two answers took 5ms or more). Four
 // late answers in a row are how a queue shows, but the burst goes on
 // quick: the run finds the fixed window, not a leaky bucket, and says so.
 func TestDiscoverFirstBurstThroughAStall(t *testing.T) {
