@@ -165,11 +165,18 @@ type sampler struct {
 	names []string
 }
 
+// add counts name and keeps it if it is among the n first by name: the
+// sample is the same whatever order the pages came in.
 func (s *sampler) add(name string) {
 	s.count++
-	if len(s.names) < s.n {
-		s.names = append(s.names, name)
+	i, found := slices.BinarySearch(s.names, name)
+	if found || (len(s.names) == s.n && i == s.n) {
+		return
 	}
+	if len(s.names) == s.n {
+		s.names = s.names[:s.n-1]
+	}
+	s.names = slices.Insert(s.names, i, name)
 }
 
 type hotKey struct {
@@ -219,6 +226,12 @@ type auditState struct {
 
 const maxSlotsTracked = 100000
 
+// auditPages is how many pages of one primary the audit reads at once:
+// while one page's pipeline waits on Redis, the other's answers are
+// checked. Each is one pipeline of ScanCount keys' reads, so another
+// client waits behind two at most.
+const auditPages = 2
+
 // Audit makes one pass over the deployment's Redis — every primary on a
 // Cluster — and reports findings. Reads are pipelined per SCAN page and
 // only counts and bounded samples are kept.
@@ -254,7 +267,7 @@ func Audit(ctx context.Context, c redis.UniversalClient, opts AuditOptions) (*Au
 		st.mu.Lock()
 		st.shards[n.Addr] = &ShardStats{Node: n.Addr, Keys: nc.keys, OpsPerSec: nc.ops}
 		st.mu.Unlock()
-		return ScanNode(ctx, n, "*", func(keys []string) error { return st.page(ctx, n, nc.cluster, keys) })
+		return ScanNodeConcurrently(ctx, n, "*", auditPages, func(keys []string) error { return st.page(ctx, n, nc.cluster, keys) })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -565,10 +578,16 @@ func limitFor(s *Schema, p Parsed) int64 {
 	return s.params.Limit.Count
 }
 
-// keepTop keeps the n entries with the largest ratio.
+// keepTop keeps the n entries with the largest ratio, the first by key
+// among equal ones.
 func keepTop(list []hotKey, h hotKey, n int) []hotKey {
 	list = append(list, h)
-	sort.Slice(list, func(i, j int) bool { return list[i].ratio > list[j].ratio })
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].ratio != list[j].ratio {
+			return list[i].ratio > list[j].ratio
+		}
+		return list[i].key < list[j].key
+	})
 	if len(list) > n {
 		list = list[:n]
 	}

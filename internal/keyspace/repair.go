@@ -177,7 +177,7 @@ func RepairTTL(ctx context.Context, c redis.UniversalClient, opts RepairOptions)
 		if err := repairScript.Load(ctx, n.Client).Err(); err != nil {
 			return fmt.Errorf("load repair script on %s: %w", n.Addr, err)
 		}
-		return scanPages(ctx, j.fetch(n), func(p repairPage) error { return j.page(ctx, n, p) })
+		return scanPages(ctx, j.fetch(n), 1, func(p repairPage) error { return j.page(ctx, n, p) })
 	})
 	j.mu.Lock()
 	defer j.mu.Unlock()

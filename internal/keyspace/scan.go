@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -66,20 +67,28 @@ func CountKeys(ctx context.Context, c redis.UniversalClient) (int64, error) {
 // (on a second connection of the client's pool) keeps memory bounded to
 // three pages and lets both sides work at once.
 func ScanNode(ctx context.Context, n Node, pattern string, fn func(keys []string) error) error {
+	return ScanNodeConcurrently(ctx, n, pattern, 1, fn)
+}
+
+// ScanNodeConcurrently is ScanNode handing up to workers pages to fn at
+// once, in no set order, for an fn safe for concurrent use: while one
+// page's reads wait on Redis, another's answers are worked through.
+func ScanNodeConcurrently(ctx context.Context, n Node, pattern string, workers int, fn func(keys []string) error) error {
 	return scanPages(ctx, func(ctx context.Context, cursor uint64) ([]string, bool, uint64, error) {
 		keys, next, err := n.Client.Scan(ctx, cursor, pattern, ScanCount).Result()
 		if err != nil {
 			return nil, false, 0, fmt.Errorf("scan %s on %s: %w", pattern, n.Addr, err)
 		}
 		return keys, len(keys) > 0, next, nil
-	}, fn)
+	}, workers, fn)
 }
 
 // scanPages is ScanNode's engine for any way of reading a page: fetch
 // reads the page at cursor (ok false when it is empty) and returns the
 // next cursor, 0 at the end; it runs one page ahead of fn, on its own
-// goroutine.
-func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, cursor uint64) (page P, ok bool, next uint64, err error), fn func(P) error) error {
+// goroutine. Up to workers calls of fn run at once (1: one at a time, in
+// order); the first error stops the walk.
+func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, cursor uint64) (page P, ok bool, next uint64, err error), workers int, fn func(P) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,15 +123,36 @@ func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, curso
 			cursor = next
 		}
 	}()
-	for page := range pages {
-		if err := fn(page); err != nil {
-			// Stop the scanner and wait for it, so nothing of this walk
-			// runs after scanPages returns.
-			stop()
-			for range pages {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for page := range pages {
+				mu.Lock()
+				failed := first != nil
+				mu.Unlock()
+				if failed {
+					continue // drain: the scanner stops at stop()
+				}
+				if err := fn(page); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					stop()
+				}
 			}
-			return err
-		}
+		})
+	}
+	// The scanner closes pages once stopped or done, and every worker
+	// returns after it: nothing of this walk runs after scanPages returns.
+	wg.Wait()
+	if first != nil {
+		return first
 	}
 	if scanErr != nil && ctx.Err() != nil {
 		return ctx.Err()
