@@ -124,32 +124,35 @@ func scanPages[P any](ctx context.Context, fetch func(ctx context.Context, curso
 		}
 	}()
 	var (
-		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
 	)
-	for range max(workers, 1) {
-		wg.Go(func() {
-			for page := range pages {
-				mu.Lock()
-				failed := first != nil
-				mu.Unlock()
-				if failed {
-					continue // drain: the scanner stops at stop()
-				}
-				if err := fn(page); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					stop()
-				}
+	consume := func() {
+		for page := range pages {
+			mu.Lock()
+			failed := first != nil
+			mu.Unlock()
+			if failed {
+				continue // drain: the scanner stops at stop()
 			}
-		})
+			if err := fn(page); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				stop()
+			}
+		}
 	}
-	// The scanner closes pages once stopped or done, and every worker
+	// The scanner closes pages once stopped or done, and every consumer
 	// returns after it: nothing of this walk runs after scanPages returns.
+	// One consumer is the caller itself, as fn always ran.
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(consume)
+	}
+	consume()
 	wg.Wait()
 	if first != nil {
 		return first
