@@ -183,8 +183,9 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 // after it, or the segments' starts spread more than late apart: a
 // machine too busy to start a process on time measured nothing about a
 // shared start. Each try starts on an emptied Redis, and the gateways'
-// log taken anew; it returns the run directories and that log.
-func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log *admissions, lead, late time.Duration, args func(start string) [][]string) ([]string, map[string][]time.Time) {
+// log taken anew. It returns the run directories, each opened (closed
+// when the test ends), and that log.
+func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log *admissions, lead, late time.Duration, args func(start string) [][]string) ([]string, []*rundir.SavedRun, map[string][]time.Time) {
 	t.Helper()
 	for try := 1; ; try++ {
 		if err := srv.Client(t).FlushAll(context.Background()).Err(); err != nil {
@@ -194,6 +195,7 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 		start := time.Now().Add(lead).UTC().Format(time.RFC3339Nano)
 		dirs := runSegments(t, scenario, args(start))
 		took := log.take()
+		var rds []*rundir.SavedRun
 		var first, last time.Time
 		var worst time.Duration
 		for _, d := range dirs {
@@ -201,6 +203,7 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 			if err != nil {
 				t.Fatal(err)
 			}
+			rds = append(rds, rd)
 			for _, h := range rd.History {
 				worst = max(worst, h.Meta.Late)
 				if first.IsZero() || h.Meta.Start.Before(first) {
@@ -210,10 +213,17 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 					last = h.Meta.Start
 				}
 			}
-			rd.Close()
 		}
 		if (worst <= late && last.Sub(first) <= late) || try == 3 {
-			return dirs, took
+			t.Cleanup(func() {
+				for _, rd := range rds {
+					rd.Close()
+				}
+			})
+			return dirs, rds, took
+		}
+		for _, rd := range rds {
+			rd.Close()
 		}
 		t.Logf("try %d: a segment started %v late, the starts %v apart (a busy machine); again", try, worst, last.Sub(first))
 	}
@@ -274,7 +284,7 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	whole := metrics(t, one)
 	wholeTruth := ceiling(log.take(), lim.Window)
 
-	dirs, took := runSegmentsOnTime(t, sc, srv, log, 2*time.Second, 100*time.Millisecond, func(start string) [][]string {
+	dirs, rds, took := runSegmentsOnTime(t, sc, srv, log, 2*time.Second, 100*time.Millisecond, func(start string) [][]string {
 		var args [][]string
 		for i := range 3 {
 			args = append(args, []string{"--segment", fmt.Sprintf("%d/3", i), "--start-at", start, "--redis", "redis://" + srv.Addr})
@@ -284,12 +294,7 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	truth := ceiling(took, lim.Window)
 
 	var starts []time.Time
-	for i, d := range dirs {
-		rd, err := rundir.OpenRunDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rd.Close() })
+	for i, rd := range rds {
 		h := rd.History["segments"]
 		m := h.Meta
 		if m.Segment == "" || m.Clock.Reference != "redis TIME" || m.Clock.Uncertainty <= 0 || m.Late > 200*time.Millisecond {
@@ -345,7 +350,7 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
 	// The skewed segment starts its skew late without knowing it: its
 	// history measures Late on its own clock, so that is no lateness here.
-	dirs, took := runSegmentsOnTime(t, sc, srv, log, 1500*time.Millisecond, 100*time.Millisecond, func(start string) [][]string {
+	dirs, rds, took := runSegmentsOnTime(t, sc, srv, log, 1500*time.Millisecond, 100*time.Millisecond, func(start string) [][]string {
 		common := []string{"--start-at", start, "--redis", "redis://" + srv.Addr}
 		return [][]string{
 			append([]string{"--segment", "0/2"}, common...),
@@ -361,12 +366,7 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 
 	var hs []*history.History
 	var saved rundir.Saved
-	for _, d := range dirs {
-		rd, err := rundir.OpenRunDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rd.Close() })
+	for _, rd := range rds {
 		hs, saved = append(hs, rd.History["skewed"]), rd.Saved["skewed"]
 	}
 	if off := hs[1].Meta.Clock.Offset; off < skew-50*time.Millisecond || off > skew+50*time.Millisecond || hs[1].Meta.Late > 100*time.Millisecond {
