@@ -85,12 +85,21 @@ func (p *fastPool) watching(ctx context.Context) *ctxWatch {
 	context.AfterFunc(ctx, func() {
 		// A request counts itself before it checks ctx, so one not
 		// counted here sees the cancellation itself.
-		if errors.Is(ctx.Err(), context.Canceled) && w.inflight.Load() > 0 {
-			p.cut(done)
+		if w.inflight.Load() > 0 {
+			p.cutIfCancelled(ctx)
 		}
 	})
 	p.watch.Store(w)
 	return w
+}
+
+// cutIfCancelled cuts the requests in flight when ctx ended by
+// cancellation. A deadline that passed needs no cut: the connection's own
+// deadline is set from it.
+func (p *fastPool) cutIfCancelled(ctx context.Context) {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		p.cut(ctx.Done())
+	}
 }
 
 func newFastPool(u *url.URL, method, query string, conns int, dialer *net.Dialer) *fastPool {
@@ -229,18 +238,13 @@ func replaceID(s, id string) string { return strings.ReplaceAll(s, "{id}", id) }
 // do sends one request for identity id and returns its status and hints.
 func (p *fastPool) do(ctx context.Context, t *httpTarget, id string) (fastAnswer, error) {
 	// A cancelled run must not wait for a slow gateway: its requests in
-	// flight are cut. A deadline that passes needs no cut: the
-	// connection's own deadline is set from it.
+	// flight are cut (cutIfCancelled).
 	if ctx.Done() != nil {
 		if w := p.watching(ctx); w != nil {
 			w.inflight.Add(1)
 			defer w.inflight.Add(-1)
 		} else {
-			stop := context.AfterFunc(ctx, func() {
-				if errors.Is(ctx.Err(), context.Canceled) {
-					p.cut(ctx.Done())
-				}
-			})
+			stop := context.AfterFunc(ctx, func() { p.cutIfCancelled(ctx) })
 			defer stop()
 		}
 	}
