@@ -17,11 +17,11 @@ const module = "github.com/rlctl/rlctl/"
 
 // allowed lists, for every package of the module, the module packages it
 // may import. Data flows one way: scenario → verify → target (gateway →
-// limiter) → traffic → history → analysis → score → report; leaf packages
-// (decision, metric, workload, fault, rate, exitcode, atomicfile, redact,
-// netcheck, textfmt, suggest) import none of ours, threshold only leaves,
-// and design (the registry of limiter designs every package reads) only
-// rate.
+// limiter) → traffic → history → analysis → score → report; leaf
+// packages (decision, metric, workload, fault, rate, exitcode, atomicfile,
+// redact, netcheck, rawsock, textfmt, suggest) import none of ours,
+// threshold only leaves, and design (the registry of limiter designs every
+// package reads) only rate.
 // scenario, the file format, imports only leaves: each target kind
 // registers its own section of the format from above (scenario.Section).
 // fault/inject turns a scenario's faults into hooks on the run's
@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"internal/fault":        {},
 	"internal/fault/inject": {"internal/design", "internal/exitcode", "internal/fault", "internal/history", "internal/keyspace", "internal/limiter", "internal/metric", "internal/redisconn", "internal/scenario", "internal/traffic"},
 	"internal/redisconn":    {"internal/exitcode", "internal/redact"},
-	"internal/hotpath":      {"internal/netcheck"},
+	"internal/hotpath":      {"internal/netcheck", "internal/rawsock"},
 	"internal/redistest":    {"internal/redisconn"},
 	"internal/decision":     {},
 	"internal/design":       {"internal/rate"},
@@ -64,6 +64,7 @@ var allowed = map[string][]string{
 	"internal/suggest":      {},
 	"internal/textfmt":      {},
 	"internal/netcheck":     {},
+	"internal/rawsock":      {},
 	"internal/arch":         {},
 	"scenarios":             {},
 	"scripts/benchtool":     {"internal/limiter"},
@@ -71,7 +72,7 @@ var allowed = map[string][]string{
 	// Each target kind registers itself with internal/target, which verify
 	// builds through; the engine knows them only through its Target
 	// interface, and none of them knows another.
-	"internal/target/httptarget":   {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/deploy", "internal/fault/toxiproxy", "internal/history", "internal/keyspace", "internal/metric", "internal/netcheck", "internal/redact", "internal/redisconn", "internal/scenario", "internal/suggest", "internal/target", "internal/traffic"},
+	"internal/target/httptarget":   {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/deploy", "internal/fault/toxiproxy", "internal/history", "internal/keyspace", "internal/metric", "internal/netcheck", "internal/rawsock", "internal/redact", "internal/redisconn", "internal/scenario", "internal/suggest", "internal/target", "internal/traffic"},
 	"internal/target/scripttarget": {"internal/decision", "internal/exitcode", "internal/fault/inject", "internal/history", "internal/hotpath", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target/simtarget":    {"internal/decision", "internal/design", "internal/exitcode", "internal/fault", "internal/fault/inject", "internal/gateway", "internal/history", "internal/limiter", "internal/metric", "internal/rate", "internal/redisconn", "internal/scenario", "internal/target", "internal/traffic"},
 	"internal/target":              {"internal/exitcode", "internal/fault/inject", "internal/history", "internal/keyspace", "internal/rate", "internal/redisconn", "internal/scenario", "internal/traffic"},

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/rlctl/rlctl/internal/netcheck"
+	"github.com/rlctl/rlctl/internal/rawsock"
 )
 
 // notSent marks a failed write of which no byte of the request went out:
@@ -47,7 +48,7 @@ func (p *Pool) dial(ctx context.Context, _ string, _ *net.Dialer, _ *tls.Config)
 		return nil, err
 	}
 	p.conns.Add(1)
-	return &conn{Conn: nc, p: p, probe: netcheck.NewProbe(nc), gen: p.gen.Load()}, nil
+	return &conn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc), gen: p.gen.Load()}, nil
 }
 
 // conn is one connection as rueidis uses it with auto-pipelining off: a

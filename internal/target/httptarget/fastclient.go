@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rlctl/rlctl/internal/netcheck"
+	"github.com/rlctl/rlctl/internal/rawsock"
 )
 
 // fastPool sends one plain http:// gateway's requests for one source
@@ -157,7 +158,7 @@ func (p *fastPool) dial(ctx context.Context) (*fastConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &fastConn{Conn: nc, p: p, probe: netcheck.NewProbe(nc)}
+	c := &fastConn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc)}
 	c.local = &connAddr{Addr: nc.LocalAddr(), c: c}
 	p.mu.Lock()
 	p.live[c] = struct{}{}

@@ -1,0 +1,172 @@
+//go:build unix
+
+package rawsock_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/rawsock"
+)
+
+// loopback returns a wrapped client connection and the server's end.
+func loopback(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	client := rawsock.Wrap(nc)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// A bare TCP connection is wrapped; anything else keeps its own Read and
+// Write.
+func TestWrapTakesOnlyBareTCP(t *testing.T) {
+	client, _ := loopback(t)
+	if _, ok := client.(*rawsock.Conn); !ok {
+		t.Fatalf("a TCP connection came back as %T", client)
+	}
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	if rawsock.Wrap(p1) != p1 {
+		t.Fatal("a pipe was wrapped")
+	}
+}
+
+// Bytes go both ways whole, a write larger than the socket's buffers
+// included: it waits for room while the peer reads, as net.Conn's does.
+func TestReadWriteRoundTrip(t *testing.T) {
+	client, server := loopback(t)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(server, int64(len(big))))
+		got <- b
+	}()
+	if n, err := client.Write(big); err != nil || n != len(big) {
+		t.Fatalf("Write: %d, %v", n, err)
+	}
+	if b := <-got; !bytes.Equal(b, big) {
+		t.Fatalf("server read %d bytes, not what was written", len(b))
+	}
+	if _, err := server.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 16)
+	n, err := io.ReadAtLeast(client, b, 4)
+	if err != nil || string(b[:n]) != "pong" {
+		t.Fatalf("Read: %q, %v", b[:n], err)
+	}
+}
+
+// A read that waits past the connection's deadline ends with the same
+// error net.Conn gives: a timeout, op "read", and the connection reads
+// again once the deadline is cleared.
+func TestReadDeadline(t *testing.T) {
+	client, server := loopback(t)
+	if err := client.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := client.Read(make([]byte, 8))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past the deadline: %v, want a deadline error", err)
+	}
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "read" || !strings.Contains(err.Error(), "i/o timeout") {
+		t.Fatalf("error %q is not shaped as net.Conn's", err)
+	}
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("returned after %v, before the deadline", d)
+	}
+	if err := client.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := client.Read(make([]byte, 8)); n != 1 || err != nil {
+		t.Fatalf("Read after the deadline was cleared: %d, %v", n, err)
+	}
+}
+
+// The peer's close reads as io.EOF; its reset as the socket's error.
+func TestPeerCloseAndReset(t *testing.T) {
+	t.Run("close", func(t *testing.T) {
+		client, server := loopback(t)
+		server.Close()
+		if _, err := client.Read(make([]byte, 8)); err != io.EOF {
+			t.Fatalf("Read after the peer closed: %v, want io.EOF", err)
+		}
+	})
+	t.Run("reset", func(t *testing.T) {
+		client, server := loopback(t)
+		if err := server.(*net.TCPConn).SetLinger(0); err != nil {
+			t.Fatal(err)
+		}
+		server.Close()
+		if _, err := client.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("Read after the peer reset: %v, want ECONNRESET", err)
+		}
+	})
+}
+
+// A connection closed here fails its reads and writes with net.ErrClosed.
+func TestUseAfterClose(t *testing.T) {
+	client, _ := loopback(t)
+	client.Close()
+	if _, err := client.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Write after Close: %v", err)
+	}
+	if _, err := client.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Read after Close: %v", err)
+	}
+}
+
+// A read and a write allocate nothing.
+func TestNoAllocations(t *testing.T) {
+	client, server := loopback(t)
+	b := []byte("ping")
+	rb := make([]byte, 4)
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := client.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(server, rb); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := server.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, rb); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per round trip", n)
+	}
+}

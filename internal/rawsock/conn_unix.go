@@ -1,0 +1,127 @@
+//go:build unix
+
+package rawsock
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// Conn is a TCP connection whose Read and Write are raw system calls;
+// everything else (deadlines, Close, addresses, SyscallConn) is the
+// TCPConn's own. Like any net.Conn, one Read and one Write may run at
+// once.
+type Conn struct {
+	*net.TCPConn
+	rc syscall.RawConn
+	r  op
+	w  op
+}
+
+// op is one direction's call in progress, its function bound once so
+// that a call allocates nothing.
+type op struct {
+	fn    func(fd uintptr) bool
+	buf   []byte
+	n     int
+	errno syscall.Errno
+	eof   bool
+}
+
+// Wrap returns nc as a *Conn when it is a bare TCP connection, and nc
+// itself otherwise: TLS, and connections whose own Read and Write do
+// more (the fault switch's carry its network faults), keep theirs.
+func Wrap(nc net.Conn) net.Conn {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nc
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	c := &Conn{TCPConn: tc, rc: rc}
+	c.r.fn, c.w.fn = c.readFD, c.writeFD
+	return c
+}
+
+// Read reads as net.Conn.Read does. It reads before it waits: RawConn's
+// Read forgets the readiness seen so far before its first call, so a
+// wait first would miss data already there.
+func (c *Conn) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	c.r = op{fn: c.r.fn, buf: b}
+	err := c.rc.Read(c.r.fn)
+	c.r.buf = nil
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case c.r.errno != 0:
+		return 0, c.opError("read", os.NewSyscallError("read", c.r.errno))
+	case c.r.eof:
+		return 0, io.EOF
+	}
+	return c.r.n, nil
+}
+
+func (c *Conn) readFD(fd uintptr) bool {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.r.buf[0])), uintptr(len(c.r.buf)))
+		switch e {
+		case 0:
+			c.r.n, c.r.eof = int(n), n == 0
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		c.r.errno = e
+		return true
+	}
+}
+
+// Write writes all of b, or returns how much went out before an error.
+func (c *Conn) Write(b []byte) (int, error) {
+	c.w = op{fn: c.w.fn, buf: b}
+	err := c.rc.Write(c.w.fn)
+	c.w.buf = nil
+	switch {
+	case err != nil:
+		return c.w.n, c.opError("write", err)
+	case c.w.errno != 0:
+		return c.w.n, c.opError("write", os.NewSyscallError("write", c.w.errno))
+	}
+	return c.w.n, nil
+}
+
+func (c *Conn) writeFD(fd uintptr) bool {
+	for c.w.n < len(c.w.buf) {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.w.buf[c.w.n])), uintptr(len(c.w.buf)-c.w.n))
+		switch e {
+		case 0:
+			c.w.n += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.w.errno = e
+			return true
+		}
+	}
+	return true
+}
+
+// opError shapes err as net.Conn's Read and Write do, so errors read the
+// same ("read tcp a->b: i/o timeout"), not as RawConn's ("raw-read").
+func (c *Conn) opError(op string, err error) error {
+	if oe, ok := err.(*net.OpError); ok {
+		err = oe.Err
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
