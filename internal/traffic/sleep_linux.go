@@ -2,7 +2,9 @@ package traffic
 
 import (
 	"os"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,9 +15,17 @@ import (
 // would round up to the millisecond. The goroutine parks like any network
 // wait, so it holds no thread or P while it sleeps, which a nanosleep
 // would (and the P's other goroutines would wait for it).
+//
+// Its calls never block, so they go as raw system calls: one through
+// syscall.Syscall would wake the runtime's monitor thread from the idle
+// sleep a paced run puts it in, at every wake of the pacer.
 type timerfd struct {
-	f  *os.File
-	fd int
+	f      *os.File
+	rc     syscall.RawConn
+	fd     int
+	readFn func(fd uintptr) bool // bound once, so a sleep allocates nothing
+	buf    [8]byte
+	failed bool
 }
 
 // newSleeper returns a timerfd sleeper, or the runtime's timer where no
@@ -27,18 +37,42 @@ func newSleeper() sleeper {
 	}
 	// A non-blocking fd makes a pollable File; fd stays usable for
 	// timerfd_settime (File.Fd would turn it blocking).
-	return &timerfd{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
+	t := &timerfd{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
+	if t.rc, err = t.f.SyscallConn(); err != nil {
+		t.f.Close()
+		return coarse{}
+	}
+	t.readFn = t.readFD
+	return t
 }
 
 func (t *timerfd) sleep(d time.Duration) {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	if err := unix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
+	_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if e != 0 {
 		time.Sleep(d)
 		return
 	}
-	var expirations [8]byte
-	if _, err := t.f.Read(expirations[:]); err != nil {
+	t.failed = false
+	if err := t.rc.Read(t.readFn); err != nil || t.failed {
 		time.Sleep(d)
+	}
+}
+
+// readFD reads the expiration count: false (wait) until the timer fired.
+func (t *timerfd) readFD(fd uintptr) bool {
+	for {
+		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
+		switch e {
+		case 0:
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		t.failed = true
+		return true
 	}
 }
 
