@@ -29,7 +29,7 @@ var repairScanScript = redis.NewScript(repairScanLua)
 // in one script call: small enough that one call stays well under a
 // millisecond of Redis's time, so other clients' latency barely moves,
 // large enough that the round trips stay few. make bench measures both.
-const WalkCount = 250
+const WalkCount = 500
 
 // RepairOptions select the keys repair-ttl looks at and how it works.
 type RepairOptions struct {
