@@ -17,7 +17,7 @@ import (
 )
 
 // loopback returns a wrapped client connection and the server's end.
-func loopback(t *testing.T) (net.Conn, net.Conn) {
+func loopback(t testing.TB) (net.Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

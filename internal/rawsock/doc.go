@@ -10,4 +10,11 @@
 // that bookkeeping, and a call that finds nothing to read or no room to
 // write waits through the netpoller as net.Conn's does, deadlines
 // included.
+//
+// It is hand-written where a library would do by the rule of issue #28
+// (keep one only where the library is more than 10% worse on the figure
+// that matters): in make bench's client comparison, bare rueidis without
+// auto-pipelining cost 1.26× and 1.30× the CPU per decision of the hot
+// path on rawsock (one client shared, one per gateway), and bare fasthttp
+// 1.11× the http target's per request.
 package rawsock
