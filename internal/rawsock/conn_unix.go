@@ -70,19 +70,29 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 func (c *Conn) readFD(fd uintptr) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.r.buf[0])), uintptr(len(c.r.buf)))
-		switch e {
-		case 0:
-			c.r.n, c.r.eof = int(n), n == 0
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		}
+	n, e := ReadFD(fd, c.r.buf)
+	switch e {
+	case 0:
+		c.r.n, c.r.eof = n, n == 0
+	case syscall.EAGAIN:
+		return false
+	default:
 		c.r.errno = e
-		return true
+	}
+	return true
+}
+
+// ReadFD reads from the non-blocking descriptor fd into b (not empty)
+// with a raw system call, made again when a signal interrupts it: the
+// bytes read, or the call's error, EAGAIN when nothing is there yet. It
+// is the read for a syscall.RawConn's Read function, the netpoller
+// waiting between calls.
+func ReadFD(fd uintptr, b []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e != syscall.EINTR {
+			return int(n), e
+		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rlctl/rlctl/internal/rawsock"
 )
 
 // timerfd sleeps on a Linux timerfd read through the netpoller: the
@@ -61,19 +63,12 @@ func (t *timerfd) sleep(d time.Duration) {
 
 // readFD reads the expiration count: false (wait) until the timer fired.
 func (t *timerfd) readFD(fd uintptr) bool {
-	for {
-		_, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
-		switch e {
-		case 0:
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		}
-		t.failed = true
-		return true
+	_, e := rawsock.ReadFD(fd, t.buf[:])
+	if e == syscall.EAGAIN {
+		return false
 	}
+	t.failed = e != 0
+	return true
 }
 
 func (t *timerfd) close() { t.f.Close() }
