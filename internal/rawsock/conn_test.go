@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -144,6 +146,60 @@ func TestUseAfterClose(t *testing.T) {
 	}
 	if _, err := client.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Read after Close: %v", err)
+	}
+}
+
+// Goroutines may share a connection, as any net.Conn: concurrent Writes
+// each go out whole, and concurrent Reads together take every byte once.
+func TestConcurrentReadsAndWrites(t *testing.T) {
+	client, server := loopback(t)
+	const writers, each, size = 8, 200, 1000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := bytes.Repeat([]byte{byte('a' + w)}, size)
+			for range each {
+				if _, err := client.Write(msg); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	got := make([]byte, writers*each*size)
+	server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(server, got); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := 0; i < len(got); i += size {
+		if m := got[i : i+size]; !bytes.Equal(m, bytes.Repeat(m[:1], size)) {
+			t.Fatalf("message at byte %d is interleaved with another: %q...", i, m[:40])
+		}
+	}
+
+	var total atomic.Int64
+	stop := time.Now().Add(10 * time.Second)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := make([]byte, 333)
+			for total.Load() < int64(len(got)) && time.Now().Before(stop) {
+				client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				n, _ := client.Read(b)
+				total.Add(int64(n))
+			}
+		}()
+	}
+	if _, err := server.Write(got); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if total.Load() != int64(len(got)) {
+		t.Fatalf("the readers took %d bytes of %d", total.Load(), len(got))
 	}
 }
 

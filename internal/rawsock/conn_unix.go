@@ -6,19 +6,23 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
 
 // Conn is a TCP connection whose Read and Write are raw system calls;
 // everything else (deadlines, Close, addresses, SyscallConn) is the
-// TCPConn's own. Like any net.Conn, one Read and one Write may run at
-// once.
+// TCPConn's own. Like any net.Conn it may be used from several goroutines
+// at once: concurrent Reads (or Writes) take turns, each Write whole.
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
-	r  op
-	w  op
+	// rmu and wmu hold one direction's op for its call: the op is shared
+	// so that a call allocates nothing.
+	rmu, wmu sync.Mutex
+	r        op
+	w        op
 }
 
 // op is one direction's call in progress, its function bound once so
@@ -55,6 +59,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
 	c.r = op{fn: c.r.fn, buf: b}
 	err := c.rc.Read(c.r.fn)
 	c.r.buf = nil
@@ -98,6 +104,8 @@ func ReadFD(fd uintptr, b []byte) (int, syscall.Errno) {
 
 // Write writes all of b, or returns how much went out before an error.
 func (c *Conn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	c.w = op{fn: c.w.fn, buf: b}
 	err := c.rc.Write(c.w.fn)
 	c.w.buf = nil
