@@ -17,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL | benchtool sendlag RATE")
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL | benchtool sendlag RATE | benchtool late HISTORY.rlh")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -41,6 +41,8 @@ func main() {
 		runScanFloor(os.Args[2:])
 	case "sendlag":
 		runSendLag(os.Args[2:])
+	case "late":
+		runLate(os.Args[2:])
 	case "rate":
 		// The first scenario's requests and its errors+dropped, from which
 		// the script works out requests per second over the planned
