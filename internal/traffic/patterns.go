@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -291,7 +292,7 @@ func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, 
 			if !ok {
 				return 0, history.Aim{}, false
 			}
-			if b, err, ok := openedAt(recs); ok {
+			if b, err, ok := openedAt(recs, W); ok {
 				return b + W, history.Aim{How: workload.AlignFirstRequest, Uncertainty: err}, true
 			}
 			if !e.sleepUntil(e.elapsed() + max(W/20, time.Millisecond)) {
@@ -319,8 +320,11 @@ func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, 
 			return e.nextBoundary(mode, epochErr, notBefore, span, seq)
 		}
 		*mode = m
-		if m == workload.AlignEpoch {
+		switch m {
+		case workload.AlignEpoch:
 			*epochErr = err
+		case workload.AlignFirstRequest:
+			err = max(err, othersOff(recs, e.share.lo, b, W))
 		}
 		for b-lead < e.elapsed() {
 			b += W
@@ -393,28 +397,52 @@ func (e *engine) wait(wg *sync.WaitGroup) bool {
 }
 
 // openedAt is when the allowed probes opened their windows (the median),
-// and how far off that may be (the longest half round trip).
-func openedAt(recs []history.Record) (time.Duration, time.Duration, bool) {
-	var ts []time.Duration
-	var err time.Duration
+// and how far the window of any identity probed may open from it: each
+// allowed probe's distance from the median plus its half round trip, so
+// identities decided apart (one probe held up under load) widen it. A
+// probe not allowed left its identity's window open, its edge unknown:
+// then the edges are known only to within a window.
+func openedAt(recs []history.Record, window time.Duration) (time.Duration, time.Duration, bool) {
+	var ts, errs []time.Duration
+	unknown := false
 	for _, r := range recs {
 		if r.Outcome == decision.Allowed {
 			ts = append(ts, decidedAt(r))
-			err = max(err, halfTrip(r))
+			errs = append(errs, halfTrip(r))
+		} else {
+			unknown = true
 		}
 	}
-	b, ok := median(ts)
+	b, err, ok := spread(ts, errs)
+	if unknown {
+		err = max(err, window)
+	}
+	return b, err, ok
+}
+
+// spread is the median of the estimates ts, each known to within errs,
+// and how far the truth behind any of them may lie from that median.
+func spread(ts, errs []time.Duration) (time.Duration, time.Duration, bool) {
+	b, ok := median(slices.Clone(ts))
+	var err time.Duration
+	for i, t := range ts {
+		d := t - b
+		if d < 0 {
+			d = -d
+		}
+		err = max(err, d+errs[i])
+	}
 	return b, err, ok
 }
 
 // fromHeaders is the boundary the probes' answers announce: when the window
 // resets (RateLimit-Reset and the like), or for a denial, when to retry;
-// and how far off it may be (the hint's precision and the round trip).
+// and how far off any answer's edge may lie from it (see spread; each
+// hint's precision and round trip).
 // Hints coarser than span are passed over: a reset stated in whole
 // seconds cannot aim shots ±span wide at a window edge.
 func fromHeaders(recs []history.Record, resps []Response, span time.Duration) (time.Duration, time.Duration, bool) {
-	var ts []time.Duration
-	var err time.Duration
+	var ts, errs []time.Duration
 	for i, resp := range resps {
 		if resp.HintPrecision > span {
 			continue
@@ -429,10 +457,9 @@ func fromHeaders(recs []history.Record, resps []Response, span time.Duration) (t
 			continue
 		}
 		ts = append(ts, at)
-		err = max(err, resp.HintPrecision+halfTrip(recs[i]))
+		errs = append(errs, resp.HintPrecision+halfTrip(recs[i]))
 	}
-	b, ok := median(ts)
-	return b, err, ok
+	return spread(ts, errs)
 }
 
 func median(ts []time.Duration) (time.Duration, bool) {
@@ -514,6 +541,29 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration) (string, time.D
 		return workload.AlignFirstRequest, decidedAt(r), halfTrip(r), true
 	}
 	return "", 0, 0, false
+}
+
+// othersOff is how far the window edges of the identities probed in recs,
+// other than first, may lie from b, an edge learned from first's answers
+// alone where windows open at a first request: each other identity's
+// windows roll a whole number of windows after its probe opened one, and
+// a probe not allowed left its edge unknown (a whole window).
+func othersOff(recs []history.Record, first int, b, window time.Duration) time.Duration {
+	var off time.Duration
+	for _, r := range recs {
+		if int(r.Identity) == first {
+			continue
+		}
+		if r.Outcome != decision.Allowed {
+			return window
+		}
+		d := (b - decidedAt(r)) % window
+		if d < 0 {
+			d += window
+		}
+		off = max(off, min(d, window-d)+halfTrip(r))
+	}
+	return off
 }
 
 // alignOf says whether a boundary observed at b looks epoch-aligned.

@@ -246,3 +246,66 @@ func TestPatternsBoundedWhenTargetHangs(t *testing.T) {
 		})
 	}
 }
+
+// rec is a probe's record: sent at sent, answered rtt later, decided at
+// the server at decided (NoTime: the server did not say).
+func rec(id uint32, sent, rtt time.Duration, out decision.Outcome) history.Record {
+	return history.Record{Identity: id, Sent: sent, Received: sent + rtt, Decided: history.NoTime, Outcome: out}
+}
+
+// The edge probes teach is known only as well as the probes agree: one
+// identity's probe held up 6 ms puts its window's edge 3 ms from the
+// median of two, beyond their half round trips of 0.5 ms; a probe denied
+// leaves its identity's edge unknown within a window.
+func TestOpenedAtCountsTheProbesSpread(t *testing.T) {
+	ms := time.Millisecond
+	b, err, ok := openedAt([]history.Record{rec(0, 10*ms, ms, decision.Allowed), rec(1, 10*ms, ms, decision.Allowed)}, time.Second)
+	if !ok || b != 10*ms+ms/2 || err != ms/2 {
+		t.Errorf("agreeing probes: edge %v ±%v, %v; want 10.5ms ±0.5ms", b, err, ok)
+	}
+	b, err, ok = openedAt([]history.Record{rec(0, 10*ms, ms, decision.Allowed), rec(1, 16*ms, ms, decision.Allowed)}, time.Second)
+	if !ok || b != 16*ms+ms/2 || err != 6*ms+ms/2 {
+		t.Errorf("probes 6 ms apart: edge %v ±%v, %v; want 16.5ms ±6.5ms", b, err, ok)
+	}
+	_, err, ok = openedAt([]history.Record{rec(0, 10*ms, ms, decision.Allowed), rec(1, 10*ms, ms, decision.Denied)}, time.Second)
+	if !ok || err != time.Second {
+		t.Errorf("one probe denied: ±%v, %v; want ±1s", err, ok)
+	}
+	if _, _, ok := openedAt([]history.Record{rec(0, 10*ms, ms, decision.Denied)}, time.Second); ok {
+		t.Error("no probe allowed: an edge")
+	}
+}
+
+// Reset hints that disagree (windows opened apart) widen the edge's
+// uncertainty by their distance from the median, beyond each hint's own.
+func TestFromHeadersCountsTheHintsSpread(t *testing.T) {
+	ms := time.Millisecond
+	recs := []history.Record{rec(0, 0, 2*ms, decision.Allowed), rec(1, 0, 2*ms, decision.Allowed), rec(2, 0, 2*ms, decision.Allowed)}
+	resps := []Response{{Reset: 100 * ms, HintPrecision: ms}, {Reset: 100 * ms, HintPrecision: ms}, {Reset: 140 * ms, HintPrecision: ms}}
+	b, err, ok := fromHeaders(recs, resps, 50*ms)
+	if want := 101 * ms; !ok || b != want || err != 40*ms+2*ms {
+		t.Errorf("edge %v ±%v, %v; want %v ±42ms", b, err, ok, want)
+	}
+}
+
+// Where windows open at a first request, an edge learned from the first
+// identity's answers is the others' only as far as their own windows,
+// opened by their probes, roll near it.
+func TestOthersOff(t *testing.T) {
+	ms, W := time.Millisecond, time.Second
+	probes := []history.Record{rec(0, 0, 2*ms, decision.Allowed), rec(1, 0, 2*ms, decision.Allowed), rec(2, 5*ms, 2*ms, decision.Allowed)}
+	// Identity 1's windows roll at 1ms + k·W, identity 2's at 6ms + k·W.
+	if got := othersOff(probes, 0, 3*W+ms, W); got != 5*ms+ms {
+		t.Errorf("edge at 3.001s: others off by %v; want 6ms", got)
+	}
+	if got := othersOff(probes, 0, 3*W-2*ms, W); got != 8*ms+ms {
+		t.Errorf("edge at 2.998s: others off by %v; want 9ms", got)
+	}
+	probes[2].Outcome = decision.Denied
+	if got := othersOff(probes, 0, 3*W+ms, W); got != W {
+		t.Errorf("a probe denied: others off by %v; want a window", got)
+	}
+	if got := othersOff(probes[:1], 0, 3*W+ms, W); got != 0 {
+		t.Errorf("one identity: off by %v", got)
+	}
+}
