@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL | benchtool sendlag RATE | benchtool late HISTORY.rlh")
+		fmt.Fprintln(os.Stderr, "usage: benchtool lua ALGORITHM | benchtool rate REPORT.json [METRIC] | benchtool loop REDIS_URL SHA | benchtool scanfloor scan|pttl|value REDIS_URL | benchtool sendlag RATE | benchtool late HISTORY.rlh | benchtool pacedfloor HOST:PORT SHA RATE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -43,6 +44,19 @@ func main() {
 		runSendLag(os.Args[2:])
 	case "late":
 		runLate(os.Args[2:])
+	case "pacedfloor":
+		rate := 0
+		if len(os.Args) == 5 {
+			rate, _ = strconv.Atoi(os.Args[4])
+		}
+		if rate <= 0 {
+			fmt.Fprintln(os.Stderr, "usage: benchtool pacedfloor HOST:PORT SHA RATE")
+			os.Exit(2)
+		}
+		if err := pacedFloor(os.Args[2], os.Args[3], rate, 5*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtool:", err)
+			os.Exit(1)
+		}
 	case "rate":
 		// The first scenario's requests and its errors+dropped, from which
 		// the script works out requests per second over the planned
