@@ -21,7 +21,7 @@
 # a separate client saw during each run (target < 2 ms), measured with
 # redis-benchmark in short rounds. The floors come from scripts/benchtool.
 #
-# Usage: scripts/bench-keys.sh            (N=100000 BROKEN=1000 for a quick run)
+# Usage: scripts/bench-keys.sh            (N=100000 BROKEN=1000 for a quick run; ROUNDS, default 3)
 set -euo pipefail
 
 N=${N:-1000000}
@@ -116,19 +116,48 @@ floor() { # floor NAME MODE: a benchtool reference pass under the probe, which m
 	[ "$seen" = "$listed" ] || { echo "bench-keys: floor $1 saw '$seen' keys, not $listed" >&2; exit 1; }
 	echo "$t"
 }
+# break KEYS: takes the TTL off the keys the load left without one, so
+# every round's repair-ttl has the same work (outside its timing).
+rebreak() {
+	awk -v n="$N" -v broken="$BROKEN" 'BEGIN {
+		every = int(n / broken); if (every < 1) every = 1
+		for (i = 0; i < n && b < broken; i += every) {
+			b++; k = "rl:fw:{u" i "}"
+			printf "*2\r\n$7\r\nPERSIST\r\n$%d\r\n%s\r\n", length(k), k
+		}
+	}' | redis-cli -p "$port" --pipe >/dev/null
+}
+
+# Each figure is the median of ROUNDS rounds, each running the floors and
+# rlctl back to back, so one slow pass on a shared machine does not decide
+# a ratio; the p99 PING meanwhile is over every round.
+ROUNDS=${ROUNDS:-3}
 t_fscan=$(floor fscan scan)
 lat_fscan=$(p99s)
-t_fpttl=$(floor fpttl pttl)
-lat_fpttl=$(p99s)
-t_ftype=$(floor ftype value)
-lat_ftype=$(p99s)
-
-t_audit=$(timed audit "$tmp/rlctl" audit --redis "$url" --limit 100/1h --no-progress)
-lat_audit=$(p99s)
-t_repair=$(timed repair "$tmp/rlctl" keys repair-ttl --redis "$url" --limit 100/1h --yes --no-progress)
-lat_repair=$(p99s)
+rm -f "$tmp"/all.*
+for round in $(seq "$ROUNDS"); do
+	for run in fpttl ftype audit repair; do
+		case $run in
+		fpttl) t=$(floor fpttl pttl) ;;
+		ftype) t=$(floor ftype value) ;;
+		audit) t=$(timed audit "$tmp/rlctl" audit --redis "$url" --limit 100/1h --no-progress) ;;
+		repair)
+			[ "$round" = 1 ] || rebreak
+			t=$(timed repair "$tmp/rlctl" keys repair-ttl --redis "$url" --limit 100/1h --yes --no-progress)
+			grep -q "$BROKEN of them without TTL" "$tmp/repair.out" || { echo "bench-keys: round $round's repair-ttl did not find the $BROKEN keys without TTL:" >&2; cat "$tmp/repair.out" >&2; exit 1; }
+			[ "$(redis-cli -p "$port" ttl 'rl:fw:{u0}')" -gt 0 ] || { echo "bench-keys: repair-ttl did not repair rl:fw:{u0}" >&2; exit 1; }
+			;;
+		esac
+		echo "$t" >>"$tmp/all.$run"
+		cat "$tmp/p99" >>"$tmp/all.p99.$run"
+	done
+done
 grep -h "without TTL" "$tmp/repair.out" || cat "$tmp/repair.out"
-[ "$(redis-cli -p "$port" ttl 'rl:fw:{u0}')" -gt 0 ] || { echo "bench-keys: repair-ttl did not repair rl:fw:{u0}" >&2; exit 1; }
+med() { sort -n "$tmp/all.$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+lat() { cp "$tmp/all.p99.$1" "$tmp/p99"; p99s; }
+t_fpttl=$(med fpttl) t_ftype=$(med ftype) t_audit=$(med audit) t_repair=$(med repair)
+lat_fpttl=$(lat fpttl) lat_ftype=$(lat ftype) lat_audit=$(lat audit) lat_repair=$(lat repair)
+echo "rounds: $ROUNDS; each time below is the median (SCAN+PTTL $(tr '\n' ' ' <"$tmp/all.fpttl")s, audit $(tr '\n' ' ' <"$tmp/all.audit")s, repair-ttl $(tr '\n' ' ' <"$tmp/all.repair")s)"
 
 awk -v s="$t_scan" -v fs="$t_fscan" -v fp="$t_fpttl" -v ft="$t_ftype" -v a="$t_audit" -v r="$t_repair" \
 	-v lfs="$lat_fscan" -v lfp="$lat_fpttl" -v lft="$lat_ftype" -v la="$lat_audit" -v lr="$lat_repair" 'BEGIN {
