@@ -67,7 +67,7 @@ var allowed = map[string][]string{
 	"internal/rawsock":      {},
 	"internal/arch":         {},
 	"scenarios":             {},
-	"scripts/benchtool":     {"internal/limiter"},
+	"scripts/benchtool":     {"internal/history", "internal/limiter", "internal/rawsock"},
 
 	// Each target kind registers itself with internal/target, which verify
 	// builds through; the engine knows them only through its Target
