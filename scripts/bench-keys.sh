@@ -60,12 +60,13 @@ go build -o "$tmp/rlctl" ./cmd/rlctl
 go build -o "$tmp/benchtool" ./scripts/benchtool
 
 echo "loading $N limiter keys ($BROKEN without TTL) into $url ..."
-awk -v n="$N" -v broken="$BROKEN" 'BEGIN {
+awk -v n="$N" -v broken="$BROKEN" -v list="$tmp/broken" 'BEGIN {
 	every = int(n / broken); if (every < 1) every = 1
 	for (i = 0; i < n; i++) {
 		k = "rl:fw:{u" i "}"
 		if (i % every == 0 && b < broken) {
 			b++
+			print k > list
 			printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n1\r\n", length(k), k
 		} else {
 			printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n1\r\n$2\r\nEX\r\n$4\r\n3600\r\n", length(k), k
@@ -116,16 +117,12 @@ floor() { # floor NAME MODE: a benchtool reference pass under the probe, which m
 	[ "$seen" = "$listed" ] || { echo "bench-keys: floor $1 saw '$seen' keys, not $listed" >&2; exit 1; }
 	echo "$t"
 }
-# break KEYS: takes the TTL off the keys the load left without one, so
-# every round's repair-ttl has the same work (outside its timing).
+# rebreak takes the TTL off the keys the load left without one (listed in
+# $tmp/broken), so every round's repair-ttl has the same work (outside its
+# timing).
 rebreak() {
-	awk -v n="$N" -v broken="$BROKEN" 'BEGIN {
-		every = int(n / broken); if (every < 1) every = 1
-		for (i = 0; i < n && b < broken; i += every) {
-			b++; k = "rl:fw:{u" i "}"
-			printf "*2\r\n$7\r\nPERSIST\r\n$%d\r\n%s\r\n", length(k), k
-		}
-	}' | redis-cli -p "$port" --pipe >/dev/null
+	awk '{ printf "*2\r\n$7\r\nPERSIST\r\n$%d\r\n%s\r\n", length($0), $0 }' "$tmp/broken" |
+		redis-cli -p "$port" --pipe >/dev/null
 }
 
 # Each figure is the median of ROUNDS rounds, each running the floors and
