@@ -314,22 +314,31 @@ func (e *engine) nextBoundary(mode *string, epochErr *time.Duration, notBefore, 
 			}
 			return b, history.Aim{How: aimHeaders, Uncertainty: err}, true
 		}
-		m, b, err, ok := e.learnByDenial(seq, span)
+		l, ok := e.learnByDenial(seq, span, recs)
 		if !ok {
 			*mode, *epochErr = workload.AlignEpoch, -1
 			return e.nextBoundary(mode, epochErr, notBefore, span, seq)
 		}
-		*mode = m
-		switch m {
-		case workload.AlignEpoch:
-			*epochErr = err
-		case workload.AlignFirstRequest:
-			err = max(err, othersOff(recs, e.share.lo, b, W))
+		*mode = l.mode
+		if l.mode == workload.AlignEpoch {
+			// The learning spent the window before l.edge: aim at a later one.
+			*epochErr = l.err
+			b := l.edge + W
+			for b-lead < e.elapsed() {
+				b += W
+			}
+			return b, history.Aim{How: l.mode, Uncertainty: l.err}, true
 		}
-		for b-lead < e.elapsed() {
-			b += W
+		if l.ready && l.edge-lead >= e.elapsed() {
+			return l.edge, history.Aim{How: l.mode, Uncertainty: l.err}, true
 		}
-		return b, history.Aim{How: m, Uncertainty: err}, true
+		// Windows that open at a first request have no later edge until a
+		// request opens the next: the probes open them once they all end.
+		resume := l.edge
+		if l.ready {
+			resume += l.err
+		}
+		return e.nextBoundary(mode, epochErr, max(notBefore, resume+2*time.Millisecond), span, seq)
 	}
 }
 
@@ -342,9 +351,14 @@ func halfTrip(r history.Record) time.Duration {
 	return (r.Received - r.Sent + 1) / 2
 }
 
-// probe sends one request per identity of the process, in turn.
+// probe sends one request per identity of the process, at once.
 func (e *engine) probe(seq []uint64) ([]history.Record, []Response, bool) {
-	lo, n := e.share.lo, e.share.hi-e.share.lo
+	return e.probeIDs(seq, e.share.lo, e.share.hi)
+}
+
+// probeIDs sends one request to each identity in [lo, hi), at once.
+func (e *engine) probeIDs(seq []uint64, lo, hi int) ([]history.Record, []Response, bool) {
+	n := hi - lo
 	if e.ctx.Err() != nil || !e.take(int64(n)) {
 		return nil, nil, false
 	}
@@ -470,100 +484,210 @@ func median(ts []time.Duration) (time.Duration, bool) {
 	return ts[len(ts)/2], true
 }
 
+// learned is what learnByDenial found out about the target's windows.
+type learned struct {
+	mode string
+	// edge is, for epoch-aligned windows, one of their edges. Where
+	// windows open at a first request it is the edge of windows every
+	// identity opened together (ready), or else when every window the
+	// learning filled has surely ended, so that probes may open them
+	// together.
+	edge, err time.Duration
+	ready     bool
+}
+
 // learnByDenial spends the process's first identity's quota until a
-// denial, then finds when requests are allowed again: that is a boundary,
-// known to within the returned uncertainty. Whether it sits on an epoch
-// multiple of W says which alignment the target uses. A denial's
-// Retry-After finer than span says it at once; a coarser one is passed
-// over for the answers themselves.
-func (e *engine) learnByDenial(seq []uint64, span time.Duration) (string, time.Duration, time.Duration, bool) {
-	L, W := e.p.Limit.Count, e.p.Limit.Window
-	send := func() (history.Record, Response, bool) {
-		if e.ctx.Err() != nil || !e.take(1) {
-			return history.Record{}, Response{}, false
-		}
-		id := uint32(e.share.lo) // the process's first identity
-		recs, resps, ok := e.doAll([]job{{
-			intended: e.elapsed(), identity: id, round: history.NoRound,
-			gateway: uint16(e.bal.Pick(id, seq[id])),
-		}})
-		seq[id]++
-		if !ok {
-			return history.Record{}, Response{}, false
-		}
-		return recs[0], resps[0], true
+// denial, then finds when requests are allowed again: that is an edge,
+// known to within err. Whether it sits on an epoch multiple of W says
+// which alignment the target uses, unless the window the identity's
+// probe opened would have ended there too: then settle tells them apart.
+// A denial's Retry-After finer than span says the edge at once; a
+// coarser one is passed over for the answers themselves.
+func (e *engine) learnByDenial(seq []uint64, span time.Duration, probes []history.Record) (learned, bool) {
+	W := e.p.Limit.Window
+	id := uint32(e.share.lo) // the process's first identity
+	_, denied, resp, ok := e.spendUntilDenied(seq, id)
+	if !ok {
+		return learned{}, false
 	}
-	var denied history.Record
-	found := false
-	for range L + 1 {
-		r, resp, ok := send()
-		if !ok {
-			return "", 0, 0, false
-		}
-		if r.Outcome == decision.Denied {
-			denied, found = r, true
-			if resp.RetryAfter > 0 && resp.HintPrecision <= span {
-				b := decidedAt(r) + resp.RetryAfter
-				return e.alignOf(b), b, resp.HintPrecision + halfTrip(r), true
-			}
-			break
-		}
-	}
-	if !found {
-		return "", 0, 0, false
-	}
-	step := max(W/50, 2*time.Millisecond)
-	until := denied.Received + W + W/10
-	last := denied
-	for at := e.elapsed() + step; at <= until; at += step {
-		if !e.sleepUntil(at) {
-			return "", 0, 0, false
-		}
-		r, _, ok := send()
-		if !ok {
-			return "", 0, 0, false
-		}
-		if r.Outcome != decision.Allowed {
-			last = r
-			continue
+	var b, err, lo, hi time.Duration
+	epoch, hinted := false, resp.RetryAfter > 0 && resp.HintPrecision <= span
+	var opened history.Record // the request that opened a window, when a step found one
+	if hinted {
+		b, err = decidedAt(denied)+resp.RetryAfter, resp.HintPrecision+halfTrip(denied)
+		lo, hi = b-err, b+err
+		epoch = e.alignOf(b) == workload.AlignEpoch
+	} else {
+		var last history.Record
+		if last, opened, ok = e.stepUntilAllowed(seq, id, denied); !ok {
+			return learned{}, false
 		}
 		// The window rolled between the last denial and this answer. If an
 		// epoch multiple of W lies in that interval (and the interval is
-		// short enough to mean something), the windows are epoch-aligned
-		// and the boundary is exactly that multiple; otherwise this request
+		// short enough to mean something), the windows look epoch-aligned
+		// and the edge is exactly that multiple; otherwise this request
 		// opened its window.
-		lo, hi := last.Sent, r.Received
+		lo, hi = last.Sent, opened.Received
+		b, err = decidedAt(opened), halfTrip(opened)
 		if hi-lo <= W/4 {
-			if b := e.epochAtOrAfter(lo, W); b <= hi {
-				return workload.AlignEpoch, b, hi - lo, true
+			if eb := e.epochAtOrAfter(lo, W); eb <= hi {
+				epoch, b, err = true, eb, hi-lo
 			}
 		}
-		return workload.AlignFirstRequest, decidedAt(r), halfTrip(r), true
 	}
-	return "", 0, 0, false
+	if epoch {
+		for _, p := range probes {
+			if p.Identity == id && p.Outcome == decision.Allowed {
+				if flo, fhi := freshEdge(p, W); flo <= hi && lo <= fhi {
+					return e.settle(seq, b, err)
+				}
+			}
+		}
+		return learned{mode: workload.AlignEpoch, edge: b, err: err}, true
+	}
+	if hinted {
+		// The first identity's window is full until b; every other
+		// identity's, opened by its probe, ends within a window of it.
+		return learned{mode: workload.AlignFirstRequest, edge: max(b+err, windowsEnd(probes, W))}, true
+	}
+	return e.openOthers(seq, probes, opened)
 }
 
-// othersOff is how far the window edges of the identities probed in recs,
-// other than first, may lie from b, an edge learned from first's answers
-// alone where windows open at a first request: each other identity's
-// windows roll a whole number of windows after its probe opened one, and
-// a probe not allowed left its edge unknown (a whole window).
-func othersOff(recs []history.Record, first int, b, window time.Duration) time.Duration {
-	var off time.Duration
-	for _, r := range recs {
-		if int(r.Identity) == first {
-			continue
-		}
-		if r.Outcome != decision.Allowed {
-			return window
-		}
-		d := (b - decidedAt(r)) % window
-		if d < 0 {
-			d += window
-		}
-		off = max(off, min(d, window-d)+halfTrip(r))
+// once sends one request to identity id now and waits for its answer.
+func (e *engine) once(seq []uint64, id uint32) (history.Record, Response, bool) {
+	if e.ctx.Err() != nil || !e.take(1) {
+		return history.Record{}, Response{}, false
 	}
-	return off
+	recs, resps, ok := e.doAll([]job{{
+		intended: e.elapsed(), identity: id, round: history.NoRound,
+		gateway: uint16(e.bal.Pick(id, seq[id])),
+	}})
+	seq[id]++
+	if !ok {
+		return history.Record{}, Response{}, false
+	}
+	return recs[0], resps[0], true
+}
+
+// spendUntilDenied sends identity id up to L+1 requests one after
+// another until one is denied: the first request's record, the denied
+// one's and its answer; false when none was denied.
+func (e *engine) spendUntilDenied(seq []uint64, id uint32) (first, denied history.Record, resp Response, ok bool) {
+	for i := range e.p.Limit.Count + 1 {
+		r, resp, ok := e.once(seq, id)
+		if !ok {
+			return first, denied, resp, false
+		}
+		if i == 0 {
+			first = r
+		}
+		if r.Outcome == decision.Denied {
+			return first, r, resp, true
+		}
+	}
+	return first, denied, resp, false
+}
+
+// stepUntilAllowed sends identity id a request every W/50 after denied
+// until one is allowed, for a little more than a window: the last one
+// denied and the one allowed.
+func (e *engine) stepUntilAllowed(seq []uint64, id uint32, denied history.Record) (last, allowed history.Record, ok bool) {
+	W := e.p.Limit.Window
+	step := max(W/50, 2*time.Millisecond)
+	until := denied.Received + W + W/10
+	last = denied
+	for at := e.elapsed() + step; at <= until; at += step {
+		if !e.sleepUntil(at) {
+			return last, allowed, false
+		}
+		r, _, ok := e.once(seq, id)
+		if !ok {
+			return last, allowed, false
+		}
+		if r.Outcome == decision.Allowed {
+			return last, r, true
+		}
+		last = r
+	}
+	return last, allowed, false
+}
+
+// settle tells epoch-aligned windows from windows that open at a first
+// request, where both put the edge at b: the window the first identity's
+// probe opened would have ended there too. Half a window past the next
+// epoch edge, when every window has ended either way, the identity opens
+// a window and fills it; a quarter of a window past the epoch edge after
+// that, a request is allowed only if windows are epoch-aligned (a window
+// opened at a first request is still full).
+func (e *engine) settle(seq []uint64, b, err time.Duration) (learned, bool) {
+	W := e.p.Limit.Window
+	id := uint32(e.share.lo)
+	if !e.sleepUntil(b + err + W + W/2) {
+		return learned{}, false
+	}
+	first, denied, _, ok := e.spendUntilDenied(seq, id)
+	// The filling must end inside the epoch window it began in.
+	if !ok || first.Outcome != decision.Allowed || denied.Received >= b+2*W {
+		return learned{}, false
+	}
+	if !e.sleepUntil(b + 2*W + W/4) {
+		return learned{}, false
+	}
+	r, _, ok := e.once(seq, id)
+	ends, ended := freshEdge(first, W)
+	if !ok || r.Received >= ends {
+		return learned{}, false // too late to tell: the first-request window may have ended
+	}
+	switch r.Outcome {
+	case decision.Allowed:
+		return learned{mode: workload.AlignEpoch, edge: b + 2*W, err: err}, true
+	case decision.Denied:
+		return learned{mode: workload.AlignFirstRequest, edge: ended}, true
+	}
+	return learned{}, false
+}
+
+// openOthers opens the other identities' windows beside the one opened
+// for the first identity (where windows open at a first request): theirs,
+// opened by their probes, have ended by now or soon, and none opens again
+// until a request comes. The edge of them all is a window after they
+// opened, as uncertain as the openings spread (see openedAt).
+func (e *engine) openOthers(seq []uint64, probes []history.Record, opened history.Record) (learned, bool) {
+	W := e.p.Limit.Window
+	recs := []history.Record{opened}
+	if e.share.hi-e.share.lo > 1 {
+		if !e.sleepUntil(max(e.elapsed(), windowsEnd(probes, W))) {
+			return learned{}, false
+		}
+		others, _, ok := e.probeIDs(seq, e.share.lo+1, e.share.hi)
+		if !ok {
+			return learned{}, false
+		}
+		recs = append(recs, others...)
+	}
+	at, err, _ := openedAt(recs, W)
+	return learned{mode: workload.AlignFirstRequest, edge: at + W, err: err, ready: true}, true
+}
+
+// freshEdge is where the window r opened would end, were windows opened
+// at a first request and r the first: W after the target decided it.
+func freshEdge(r history.Record, window time.Duration) (lo, hi time.Duration) {
+	if r.Decided != history.NoTime {
+		return r.Decided + window, r.Decided + window
+	}
+	return r.Sent + window, r.Received + window
+}
+
+// windowsEnd is when every window the probes were decided in has ended,
+// where windows open at a first request: no later than W after the last
+// answer.
+func windowsEnd(probes []history.Record, window time.Duration) time.Duration {
+	var end time.Duration
+	for _, p := range probes {
+		_, hi := freshEdge(p, window)
+		end = max(end, hi)
+	}
+	return end
 }
 
 // alignOf says whether a boundary observed at b looks epoch-aligned.

@@ -185,7 +185,7 @@ func TestBoundary(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				allowed, onTime := traffictest.BoundaryShape(t, h, 2, l)
+				allowed, onTime, least := traffictest.BoundaryShape(t, h, 2, l)
 				if tt.epoch && tt.align != workload.AlignFirstRequest {
 					for _, b := range h.Meta.Boundaries {
 						off := (h.Meta.Start.UnixNano() + int64(b)) % int64(w)
@@ -206,6 +206,11 @@ func TestBoundary(t *testing.T) {
 				if limitOnly := onTime * l * 2; allowed <= limitOnly { // 2 identities
 					t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d",
 						allowed, onTime, limitOnly)
+				}
+				// The limiter says when it decided, so every edge is known
+				// to the µs: every identity's shots straddle its own.
+				if least <= l {
+					t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
 				}
 				return
 			}
@@ -288,24 +293,107 @@ func TestFromHeadersCountsTheHintsSpread(t *testing.T) {
 	}
 }
 
-// Where windows open at a first request, an edge learned from the first
-// identity's answers is the others' only as far as their own windows,
-// opened by their probes, roll near it.
-func TestOthersOff(t *testing.T) {
+// A window opened at a first request ends W after the target decided the
+// request: exactly when the target said when, else somewhere in the
+// round trip; every window the probes were decided in has ended by the
+// latest of those.
+func TestFreshEdgeAndWindowsEnd(t *testing.T) {
 	ms, W := time.Millisecond, time.Second
-	probes := []history.Record{rec(0, 0, 2*ms, decision.Allowed), rec(1, 0, 2*ms, decision.Allowed), rec(2, 5*ms, 2*ms, decision.Allowed)}
-	// Identity 1's windows roll at 1ms + k·W, identity 2's at 6ms + k·W.
-	if got := othersOff(probes, 0, 3*W+ms, W); got != 5*ms+ms {
-		t.Errorf("edge at 3.001s: others off by %v; want 6ms", got)
+	r := rec(0, 10*ms, 4*ms, decision.Allowed)
+	if lo, hi := freshEdge(r, W); lo != W+10*ms || hi != W+14*ms {
+		t.Errorf("no decision time: edge in [%v, %v]; want [1.01s, 1.014s]", lo, hi)
 	}
-	if got := othersOff(probes, 0, 3*W-2*ms, W); got != 8*ms+ms {
-		t.Errorf("edge at 2.998s: others off by %v; want 9ms", got)
+	r.Decided = 13 * ms
+	if lo, hi := freshEdge(r, W); lo != W+13*ms || hi != lo {
+		t.Errorf("decided at 13ms: edge in [%v, %v]; want 1.013s", lo, hi)
 	}
-	probes[2].Outcome = decision.Denied
-	if got := othersOff(probes, 0, 3*W+ms, W); got != W {
-		t.Errorf("a probe denied: others off by %v; want a window", got)
+	probes := []history.Record{r, rec(1, 10*ms, 9*ms, decision.Denied), rec(2, 11*ms, 2*ms, decision.Allowed)}
+	if got := windowsEnd(probes, W); got != W+19*ms {
+		t.Errorf("windows end at %v; want 1.019s, the denied probe's answer plus a window", got)
 	}
-	if got := othersOff(probes[:1], 0, 3*W+ms, W); got != 0 {
-		t.Errorf("one identity: off by %v", got)
+}
+
+// A window that opened at a first request and happens to end on an epoch
+// multiple looks, from the denials, like an epoch-aligned edge; so does an
+// epoch-aligned window probed just after its edge. Learning tells them
+// apart and aims every boundary as the target really rolls its windows.
+// The run starts just after an epoch multiple of the window, so the
+// probes open (or land in) windows at one; a run in which the first
+// identity's denials did not end astride an epoch multiple did not set up
+// the ambiguity, and is run again.
+func TestBoundaryLearnsAlignmentWhenAnEdgeLooksEpochAligned(t *testing.T) {
+	t.Parallel()
+	// A window long enough that the denials' steps (W/50) are wider
+	// than the few ms a run takes to send its first probe.
+	const w = time.Second
+	const l = 5
+	for _, epoch := range []bool{false, true} {
+		want := map[bool]string{false: workload.AlignFirstRequest, true: workload.AlignEpoch}[epoch]
+		t.Run(want, func(t *testing.T) {
+			t.Parallel()
+			for attempt := 1; ; attempt++ {
+				lim := newWindowLimiter(l, w, 2)
+				lim.epoch, lim.noHints = epoch, true
+				plan := Plan{Pattern: workload.PatternBoundary, Align: workload.AlignAuto, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
+					Duration: 5200 * time.Millisecond, MaxRequests: 100000}
+				now := time.Now().UnixNano()
+				time.Sleep(time.Duration(int64(w) - now%int64(w)))
+				h, err := Run(context.Background(), lim, plan, RunOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rolledAstrideEpoch(h, w) {
+					if attempt == 3 {
+						t.Fatal("in three runs the first identity's window never rolled astride an epoch multiple: the case was never set up")
+					}
+					continue
+				}
+				if len(h.Meta.Aims) == 0 {
+					t.Fatalf("no boundary aimed in %v", plan.Duration)
+				}
+				for i, a := range h.Meta.Aims {
+					if a.How != want {
+						t.Fatalf("boundary %d aimed as %q (aims %+v); the target's windows are %s", i, a.How, h.Meta.Aims, want)
+					}
+				}
+				allowed, onTime, least := traffictest.BoundaryShape(t, h, 2, l)
+				if onTime == 0 || !traffictest.AimedWithinSpan(h) {
+					if attempt == 3 {
+						t.Fatalf("in three runs no boundary batch went out on time at an edge learned within the shots' span (aims %+v)", h.Meta.Aims)
+					}
+					continue
+				}
+				// Each identity's quota before the edge (less the probe's)
+				// and after it: far more than the limit.
+				if limitOnly := onTime * l * 2; allowed <= limitOnly {
+					t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d", allowed, onTime, limitOnly)
+				}
+				if least <= l {
+					t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
+				}
+				return
+			}
+		})
 	}
+}
+
+// rolledAstrideEpoch reports whether identity 0's first denial was
+// followed by an allowed request with an epoch multiple of w between the
+// last denial's sending and the allowed answer.
+func rolledAstrideEpoch(h *history.History, w time.Duration) bool {
+	var last *history.Record
+	for i := range h.Len() {
+		r := h.At(i)
+		if r.Identity != 0 {
+			continue
+		}
+		switch {
+		case r.Outcome == decision.Denied:
+			last = &r
+		case r.Outcome == decision.Allowed && last != nil:
+			lo, hi := h.Meta.Start.UnixNano()+int64(last.Sent), h.Meta.Start.UnixNano()+int64(r.Received)
+			return (lo+int64(w)-1)/int64(w)*int64(w) <= hi
+		}
+	}
+	return false
 }

@@ -91,8 +91,10 @@ func RaceShape(t *testing.T, h *history.History, n, gws int, l int64) map[[2]int
 // whose batches went out on time (every "before" request answered before B,
 // every "after" one sent at or after it), and how many such boundaries
 // there were: on a machine stalled for longer than the span, a batch can
-// slip past its boundary, and then it measures nothing.
-func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, onTime int) {
+// slip past its boundary, and then it measures nothing. least is the
+// fewest any identity had allowed around one of those boundaries (-1
+// when none went out on time).
+func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, onTime, least int) {
 	t.Helper()
 	m := h.Meta
 	if len(m.Boundaries) == 0 || m.BoundarySpan <= 0 {
@@ -104,9 +106,14 @@ func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, o
 		}
 	}
 	nb := len(m.Boundaries)
+	least = -1
 	before, after := make([]int, nb), make([]int, nb)
 	late := make([]bool, nb)
 	allowedAt := make([]int, nb)
+	byIdentity := make([]map[uint32]int, nb)
+	for k := range byIdentity {
+		byIdentity[k] = map[uint32]int{}
+	}
 	for i := range h.Len() {
 		r := h.At(i)
 		if r.Round != history.NoRound {
@@ -129,8 +136,12 @@ func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, o
 			after[k]++
 			late[k] = late[k] || r.Sent < b || r.Outcome == decision.Dropped
 		}
+		if _, ok := byIdentity[k][r.Identity]; !ok {
+			byIdentity[k][r.Identity] = 0
+		}
 		if r.Outcome == decision.Allowed {
 			allowedAt[k]++
+			byIdentity[k][r.Identity]++
 		}
 	}
 	// A dropped request has no record, only a slice of the schedule: a
@@ -154,9 +165,14 @@ func BoundaryShape(t *testing.T, h *history.History, n int, l int64) (allowed, o
 		if !late[k] {
 			allowed += allowedAt[k]
 			onTime++
+			for _, a := range byIdentity[k] {
+				if least < 0 || a < least {
+					least = a
+				}
+			}
 		}
 	}
-	return allowed, onTime
+	return allowed, onTime, least
 }
 
 // AimedWithinSpan reports whether every boundary of a run was aimed at
