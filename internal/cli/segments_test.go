@@ -395,6 +395,29 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	}
 	t.Logf("gateways' own ceiling %d; merged [%v, %v]; merged without the correction from %v", truth, m[metric.Ceiling], m[metric.CeilingUpper], r.Metrics[metric.Ceiling])
 	if lo := r.Metrics[metric.Ceiling]; lo <= float64(truth) {
-		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one)", lo, truth)
+		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one); segments: %s",
+			lo, truth, segmentsSeen(hs))
 	}
+}
+
+// segmentsSeen says, for each segment's history, when it started and
+// what its requests got, so a failure shows which segment saw what.
+func segmentsSeen(hs []*history.History) string {
+	var b strings.Builder
+	for i, h := range hs {
+		c := map[decision.Outcome]int{}
+		first, last := time.Duration(-1), time.Duration(-1)
+		for k := range h.Len() {
+			r := h.At(k)
+			c[r.Outcome]++
+			if r.Outcome == decision.Allowed {
+				if first < 0 {
+					first = r.Sent
+				}
+				last = r.Sent
+			}
+		}
+		fmt.Fprintf(&b, "[%d: start %s late %v, outcomes %v, allowed sent from %v to %v] ", i, h.Meta.Start.Format(time.RFC3339Nano), h.Meta.Late, c, first, last)
+	}
+	return b.String()
 }
