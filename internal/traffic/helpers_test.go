@@ -24,6 +24,7 @@ type windowLimiter struct {
 	checkThenSet bool
 	pause        time.Duration
 	noHints      bool // answer without Reset or RetryAfter, like a bare 429
+	retryOnly    bool // answer a denial with RetryAfter and nothing with Reset
 
 	mu    sync.Mutex
 	state map[string]*fixedWin
@@ -100,11 +101,15 @@ func (l *windowLimiter) Do(ctx context.Context, r Request) Response {
 	now := time.Now()
 	w := l.current(r.ID, now)
 	out := Response{Outcome: decision.Allowed, By: decision.ByLocal, RetryAfter: -1, Reset: -1, Decided: now}
-	if reset := w.start.Add(l.window).Sub(now); !l.noHints && reset > 0 {
+	reset := w.start.Add(l.window).Sub(now)
+	if !l.noHints && !l.retryOnly && reset > 0 {
 		out.Reset = reset
 	}
 	if w.count >= l.limit {
-		out.Outcome, out.Remaining, out.RetryAfter = decision.Denied, 0, out.Reset
+		out.Outcome, out.Remaining = decision.Denied, 0
+		if !l.noHints && reset > 0 {
+			out.RetryAfter = reset
+		}
 		return out
 	}
 	w.count++

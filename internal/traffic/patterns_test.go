@@ -159,16 +159,19 @@ func TestBoundary(t *testing.T) {
 	const w = 400 * time.Millisecond
 	const l = 5
 	tests := []struct {
-		name    string
-		align   string
-		epoch   bool
-		noHints bool
+		name      string
+		align     string
+		epoch     bool
+		noHints   bool
+		retryOnly bool
 	}{
-		{"epoch", workload.AlignEpoch, true, false},
-		{"first request", workload.AlignFirstRequest, false, false},
-		{"auto from reset", workload.AlignAuto, true, false},
-		{"auto from denials, epoch", workload.AlignAuto, true, true},
-		{"auto from denials, first request", workload.AlignAuto, false, true},
+		{"epoch", workload.AlignEpoch, true, false, false},
+		{"first request", workload.AlignFirstRequest, false, false, false},
+		{"auto from reset", workload.AlignAuto, true, false, false},
+		{"auto from denials, epoch", workload.AlignAuto, true, true, false},
+		{"auto from denials, first request", workload.AlignAuto, false, true, false},
+		{"auto from retry-after, epoch", workload.AlignAuto, true, false, true},
+		{"auto from retry-after, first request", workload.AlignAuto, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +181,7 @@ func TestBoundary(t *testing.T) {
 			// runs fail.
 			for attempt := 1; ; attempt++ {
 				lim := newWindowLimiter(l, w, 3)
-				lim.epoch, lim.noHints = tt.epoch, tt.noHints
+				lim.epoch, lim.noHints, lim.retryOnly = tt.epoch, tt.noHints, tt.retryOnly
 				plan := Plan{Pattern: workload.PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
 					Duration: 2500 * time.Millisecond, MaxRequests: 100000}
 				h, err := Run(context.Background(), lim, plan, RunOptions{})
@@ -186,6 +189,14 @@ func TestBoundary(t *testing.T) {
 					t.Fatal(err)
 				}
 				allowed, onTime, least := traffictest.BoundaryShape(t, h, 2, l)
+				if tt.noHints || tt.retryOnly {
+					want := map[bool]string{false: workload.AlignFirstRequest, true: workload.AlignEpoch}[tt.epoch]
+					for i, a := range h.Meta.Aims {
+						if a.How != want {
+							t.Fatalf("boundary %d aimed as %q (aims %+v); the windows are %s", i, a.How, h.Meta.Aims, want)
+						}
+					}
+				}
 				if tt.epoch && tt.align != workload.AlignFirstRequest {
 					for _, b := range h.Meta.Boundaries {
 						off := (h.Meta.Start.UnixNano() + int64(b)) % int64(w)
