@@ -1,14 +1,18 @@
 package discover
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // want is a known answer: the class, and the figures of that class.
@@ -133,6 +137,48 @@ func TestDiscoverFirstBurstThroughAStall(t *testing.T) {
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "taken for a stall") }) {
 		t.Errorf("no note says the late answers were taken for a stall: %q", res.Notes)
 	}
+}
+
+// TestDiscoverWindowThroughALostAnswer loses the answer to the request
+// that first gets an identity's quota back (the gateway counted it and
+// opened the next window with it; the answer never came, as a request
+// timed out on a loaded machine does), after 400 ms. The next request
+// admitted is then well inside a window it did not open, so the reset
+// after it comes far less than a window later: the window is still
+// measured from resets seen on both sides, and is the configured one.
+func TestDiscoverWindowThroughALostAnswer(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	cfg := limiter.Config{Algorithm: design.RedisFixedWindow, Prefix: "rl:lost:", Limit: lim(10, time.Second)}
+	urls := gatewayOf(t, srv.Addr, cfg, 1)
+	var mu sync.Mutex
+	denied := map[string]bool{}
+	lost := false
+	c := &counting{answer: func(r traffic.Request, resp traffic.Response) traffic.Response {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case resp.Outcome == decision.Denied:
+			denied[r.ID] = true
+		case resp.Outcome == decision.Allowed && denied[r.ID] && !lost:
+			lost = true
+			time.Sleep(400 * time.Millisecond)
+			return traffic.ErrResponse(errors.New("the answer was lost"))
+		}
+		return resp
+	}}
+	res, over := discoverThrough(t, 300, c, urls...)
+	if res == nil {
+		t.FailNow()
+	}
+	if over {
+		t.Errorf("an identity was sent more than the budget of 300")
+	}
+	if !lost {
+		t.Fatal("no identity got its quota back: no answer was lost")
+	}
+	t.Logf("%s: %+v; window: %s", res.Summary, res.Policy, res.Policy.Evidence["window_ms"].Evidence)
+	check(t, res, want{class: FixedWindow, limit: 10, window: time.Second, aligned: AlignFirstRequest})
 }
 
 // TestDiscoverFirstBurstAcrossABoundary holds the sixth request of the

@@ -29,6 +29,8 @@ type counting struct {
 	per    map[string]int
 	n      int
 	before func(n int)
+	// answer, when set, sees every answer and returns what discover gets.
+	answer func(r traffic.Request, resp traffic.Response) traffic.Response
 }
 
 func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
@@ -40,7 +42,11 @@ func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	if c.before != nil {
 		c.before(n)
 	}
-	return c.Target.Do(ctx, r)
+	resp := c.Target.Do(ctx, r)
+	if c.answer != nil {
+		resp = c.answer(r, resp)
+	}
+	return resp
 }
 
 func (c *counting) Probe(ctx context.Context) error {
@@ -85,13 +91,19 @@ func discoverQuiet(t *testing.T, budget int, urls ...string) (*Result, bool) {
 
 func discoverWith(t *testing.T, budget int, before func(n int), urls ...string) (*Result, bool) {
 	t.Helper()
+	return discoverThrough(t, budget, &counting{before: before}, urls...)
+}
+
+// discoverThrough is discoverWith through c's hooks.
+func discoverThrough(t *testing.T, budget int, c *counting, urls ...string) (*Result, bool) {
+	t.Helper()
 	tg, err := httptarget.New(httptarget.Options{URLs: urls, IdentityHeader: "X-API-Key", Timeout: 5 * time.Second})
 	if err != nil {
 		t.Error(err)
 		return nil, false
 	}
 	defer tg.Close()
-	c := &counting{Target: tg, per: map[string]int{}, before: before}
+	c.Target, c.per = tg, map[string]int{}
 	res, err := Run(context.Background(), Options{Target: c, Budget: budget, MaxDuration: 40 * time.Second})
 	if err != nil {
 		t.Errorf("discover: %v", err)

@@ -278,21 +278,36 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 	// whether boundaries are shared or start at a first request.
 	w, lo, hi := w2, lo2.Sub(re.sent), hi2.Sub(re.sent)
 	anchor := b2
-	step := max(w2/150, time.Millisecond)
 	// Then a fourth, as finely: the interval between two resets both
-	// found within 1/150 of the window.
+	// found within 1/150 of the window. Each is polled where the last
+	// interval puts it; one that comes later (the admission before it was
+	// not the request that opened its window: one whose answer was lost
+	// may have) is looked for further on, more coarsely, and a fifth then
+	// polled finely where that puts it.
 	strays := pr.strays
 	prev, prevLo, prevHi := b2, lo2, hi2
 	from := pr.admit.sent
-	for range 2 {
-		if w2*22/10 >= e.remaining() {
+	coarse := false
+	for i := 0; i < 2 || (coarse && i < 3); i++ {
+		if w*22/10 >= e.remaining() {
 			break
 		}
-		prN, err := e.pollReset(ctx, a, from, w2*75/100, 1, step, min(80, e.p.left(a)-L-12), L)
+		step := max(w/150, time.Millisecond)
+		prN, err := e.pollReset(ctx, a, from, w*75/100, 1, step, min(80, e.p.left(a)-L-12), L)
 		if err != nil && !errors.Is(err, errBudget) {
 			return err
 		}
 		strays += prN.strays
+		coarse = false
+		if ld := prN.lastDenied(); prN.admit == nil && err == nil && ld != nil {
+			further, err := e.pollReset(ctx, a, from, ld.sent.Sub(from)+step, 1.1, step, min(40, e.p.left(a)-L-12), L)
+			if err != nil && !errors.Is(err, errBudget) {
+				return err
+			}
+			strays += further.strays
+			further.denials = append(prN.denials, further.denials...)
+			prN, coarse = further, true
+		}
 		if prN.admit == nil || prN.lastDenied() == nil {
 			break
 		}
