@@ -299,7 +299,10 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 		}
 		strays += prN.strays
 		coarse = false
-		if ld := prN.lastDenied(); prN.admit == nil && err == nil && ld != nil {
+		// Only denials in the dense polls: the reset is further on. (An
+		// admission without the quota behind it is a log's entry ageing
+		// out, its quota coming back piece by piece: no later reset.)
+		if ld := prN.lastDenied(); prN.admit == nil && err == nil && ld != nil && prN.strays == 0 {
 			further, err := e.pollReset(ctx, a, from, ld.sent.Sub(from)+step, 1.1, step, min(40, e.p.left(a)-L-12), L)
 			if err != nil && !errors.Is(err, errBudget) {
 				return err
