@@ -29,6 +29,8 @@ type counting struct {
 	per    map[string]int
 	n      int
 	before func(n int)
+	// request, when set, sees every request before it is made.
+	request func(r traffic.Request)
 	// answer, when set, sees every answer and returns what discover gets.
 	answer func(r traffic.Request, resp traffic.Response) traffic.Response
 }
@@ -41,6 +43,9 @@ func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	c.mu.Unlock()
 	if c.before != nil {
 		c.before(n)
+	}
+	if c.request != nil {
+		c.request(r)
 	}
 	resp := c.Target.Do(ctx, r)
 	if c.answer != nil {

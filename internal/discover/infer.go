@@ -869,9 +869,11 @@ func (e *engine) noDenial(ctx context.Context, bA burstResult) error {
 		if float64(adm2) >= 0.5*float64(adm) {
 			e.res.Found = true
 			p.Algorithm = Concurrency
-			p.Limit = int64(adm)
+			// Requests of a burst that did not overlap (some held up on the
+			// way) only add admissions: the fewer is nearer the limit.
+			p.Limit = int64(min(adm, adm2))
 			e.fig("algorithm", 0.6, "%d requests sent back to back were all admitted, but of %d sent at once %d were denied, and %d at once again right after were admitted: it limits requests in flight, not over time", bA.admitted, n, den, adm2)
-			e.fig("limit", 0.4, "%d admitted of %d in flight at once (the requests' own speed bounds how many overlap)", adm, n)
+			e.fig("limit", 0.4, "%d and then %d admitted of %d in flight at once, the fewer taken: requests that did not overlap only add admissions (the requests' own speed bounds how many overlap)", adm, adm2, n)
 			return nil
 		}
 		e.res.Found = true

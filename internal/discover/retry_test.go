@@ -9,6 +9,7 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/traffic"
 )
 
 // fixedWindow is a small in-memory fixed window (first-request aligned)
@@ -85,23 +86,58 @@ func TestDiscoverHeaderForms(t *testing.T) {
 // TestDiscoverConcurrency: a server that holds each request 40ms and
 // refuses a fourth in flight admits every request sent back to back but
 // not many at once, and again right after: a concurrency limit of 3.
+//
+// The second case holds back the last ten of the first twenty sent at
+// once, until the first ten are answered, as a loaded machine may: that
+// burst gets 6 through in two waves of 3. Requests that did not overlap
+// only add admissions, so the fewer of the two bursts is the limit.
 func TestDiscoverConcurrency(t *testing.T) {
 	t.Parallel()
-	slots := make(chan struct{}, 3)
-	url := handlerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case slots <- struct{}{}:
-			time.Sleep(40 * time.Millisecond)
-			<-slots
-		default:
-			w.WriteHeader(http.StatusTooManyRequests)
-		}
-	}))
-	res := discoverURLs(t, 40, url)
-	if !res.Found || res.Policy.Algorithm != Concurrency {
-		t.Fatalf("algorithm %q, want concurrency: %s", res.Policy.Algorithm, res.Policy.Evidence["algorithm"].Evidence)
-	}
-	if res.Policy.Limit != 3 {
-		t.Errorf("limit %d, want 3 in flight", res.Policy.Limit)
+	for _, waves := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at once", true: "first burst in two waves"}[waves], func(t *testing.T) {
+			t.Parallel()
+			slots := make(chan struct{}, 3)
+			url := handlerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case slots <- struct{}{}:
+					time.Sleep(40 * time.Millisecond)
+					<-slots
+				default:
+					w.WriteHeader(http.StatusTooManyRequests)
+				}
+			}))
+			c := &counting{}
+			if waves {
+				var mu sync.Mutex
+				var ids []string
+				sent := map[string]int{}
+				c.request = func(r traffic.Request) {
+					mu.Lock()
+					if sent[r.ID] == 0 {
+						ids = append(ids, r.ID)
+					}
+					sent[r.ID]++
+					// The second identity is the one sent many at once.
+					hold := len(ids) >= 2 && r.ID == ids[1] && sent[r.ID] > 10 && sent[r.ID] <= 20
+					mu.Unlock()
+					if hold {
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+			}
+			res, over := discoverThrough(t, 40, c, url)
+			if res == nil {
+				t.FailNow()
+			}
+			if over {
+				t.Errorf("an identity was sent more than the budget of 40")
+			}
+			if !res.Found || res.Policy.Algorithm != Concurrency {
+				t.Fatalf("algorithm %q, want concurrency: %s", res.Policy.Algorithm, res.Policy.Evidence["algorithm"].Evidence)
+			}
+			if res.Policy.Limit != 3 {
+				t.Errorf("limit %d, want 3 in flight (%s)", res.Policy.Limit, res.Policy.Evidence["limit"].Evidence)
+			}
+		})
 	}
 }
