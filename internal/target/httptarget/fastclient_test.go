@@ -184,6 +184,7 @@ func TestFastHTTPReplacesConnectionsJustClosed(t *testing.T) {
 	// requests already.
 	for round := range 2 {
 		srv.CloseClientConnections()
+		closesArrived(t, tgt)
 		var wg sync.WaitGroup
 		for i := range 8 {
 			wg.Go(func() {
@@ -195,6 +196,35 @@ func TestFastHTTPReplacesConnectionsJustClosed(t *testing.T) {
 		wg.Wait()
 		if want := int64(8 * (round + 1)); hits.Load() != want {
 			t.Fatalf("round %d: server saw %d requests, want %d", round, hits.Load(), want)
+		}
+	}
+}
+
+// closesArrived waits, at most 2 s, until every connection tgt's pools
+// hold has its gateway's close in hand, as the next request's check will
+// find it: the close reaches the client's socket a little after the
+// server's close returns, later on a loaded machine (the kernel may defer
+// it), and a request written before that is lost in a way no check can
+// foresee.
+func closesArrived(t *testing.T, tgt traffic.Target) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for _, pools := range tgt.(*httpTarget).fast {
+		for _, p := range pools {
+			p.mu.Lock()
+			conns := make([]*fastConn, 0, len(p.live))
+			for c := range p.live {
+				conns = append(conns, c)
+			}
+			p.mu.Unlock()
+			for _, c := range conns {
+				for c.probe.Alive() {
+					if time.Now().After(deadline) {
+						t.Fatal("a connection the gateway closed still looks open after 2 s")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
 		}
 	}
 }
