@@ -500,15 +500,25 @@ type learned struct {
 // denial, then finds when requests are allowed again: that is an edge,
 // known to within err. Whether it sits on an epoch multiple of W says
 // which alignment the target uses, unless the window the identity's
-// probe opened would have ended there too: then settle tells them apart.
+// probe opened would have ended there too, or the probe met a window
+// already open: then settle tells them apart.
 // A denial's Retry-After finer than span says the edge at once; a
 // coarser one is passed over for the answers themselves.
 func (e *engine) learnByDenial(seq []uint64, span time.Duration, probes []history.Record) (learned, bool) {
 	W := e.p.Limit.Window
 	id := uint32(e.share.lo) // the process's first identity
-	_, denied, resp, ok := e.spendUntilDenied(seq, id)
+	_, denied, resp, spent, ok := e.spendUntilDenied(seq, id)
 	if !ok {
 		return learned{}, false
+	}
+	// A window the probe opened admits L before the denial; fewer means
+	// one opened before the run (a run just before it), whose edge says
+	// nothing of alignment.
+	fresh := false
+	for _, p := range probes {
+		if p.Identity == id && p.Outcome == decision.Allowed {
+			fresh = spent+1 == e.p.Limit.Count
+		}
 	}
 	var b, err, lo, hi time.Duration
 	epoch, hinted := false, resp.RetryAfter > 0 && resp.HintPrecision <= span
@@ -536,6 +546,9 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration, probes []histor
 		}
 	}
 	if epoch {
+		if !fresh {
+			return e.settle(seq, b, err)
+		}
 		for _, p := range probes {
 			if p.Identity == id && p.Outcome == decision.Allowed {
 				if flo, fhi := freshEdge(p, W); flo <= hi && lo <= fhi {
@@ -550,7 +563,7 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration, probes []histor
 		// identity's, opened by its probe, ends within a window of it.
 		return learned{mode: workload.AlignFirstRequest, edge: max(b+err, windowsEnd(probes, W))}, true
 	}
-	return e.openOthers(seq, probes, opened)
+	return e.openOthers(seq, probes, opened, span)
 }
 
 // once sends one request to identity id now and waits for its answer.
@@ -571,21 +584,25 @@ func (e *engine) once(seq []uint64, id uint32) (history.Record, Response, bool) 
 
 // spendUntilDenied sends identity id up to L+1 requests one after
 // another until one is denied: the first request's record, the denied
-// one's and its answer; false when none was denied.
-func (e *engine) spendUntilDenied(seq []uint64, id uint32) (first, denied history.Record, resp Response, ok bool) {
+// one's and its answer, and how many were allowed before it; false when
+// none was denied.
+func (e *engine) spendUntilDenied(seq []uint64, id uint32) (first, denied history.Record, resp Response, allowed int64, ok bool) {
 	for i := range e.p.Limit.Count + 1 {
 		r, resp, ok := e.once(seq, id)
 		if !ok {
-			return first, denied, resp, false
+			return first, denied, resp, allowed, false
 		}
 		if i == 0 {
 			first = r
 		}
-		if r.Outcome == decision.Denied {
-			return first, r, resp, true
+		switch r.Outcome {
+		case decision.Denied:
+			return first, r, resp, allowed, true
+		case decision.Allowed:
+			allowed++
 		}
 	}
-	return first, denied, resp, false
+	return first, denied, resp, allowed, false
 }
 
 // stepUntilAllowed sends identity id a request every W/50 after denied
@@ -625,7 +642,7 @@ func (e *engine) settle(seq []uint64, b, err time.Duration) (learned, bool) {
 	if !e.sleepUntil(b + err + W + W/2) {
 		return learned{}, false
 	}
-	first, denied, _, ok := e.spendUntilDenied(seq, id)
+	first, denied, _, _, ok := e.spendUntilDenied(seq, id)
 	// The filling must end inside the epoch window it began in.
 	if !ok || first.Outcome != decision.Allowed || denied.Received >= b+2*W {
 		return learned{}, false
@@ -651,8 +668,11 @@ func (e *engine) settle(seq []uint64, b, err time.Duration) (learned, bool) {
 // for the first identity (where windows open at a first request): theirs,
 // opened by their probes, have ended by now or soon, and none opens again
 // until a request comes. The edge of them all is a window after they
-// opened, as uncertain as the openings spread (see openedAt).
-func (e *engine) openOthers(seq []uint64, probes []history.Record, opened history.Record) (learned, bool) {
+// opened, as uncertain as the openings spread (see openedAt). Openings
+// spread wider than the shots' span (answers held up on a busy machine)
+// are no edge to aim at: then every window is left to end, for the next
+// probes to open them together.
+func (e *engine) openOthers(seq []uint64, probes []history.Record, opened history.Record, span time.Duration) (learned, bool) {
 	W := e.p.Limit.Window
 	recs := []history.Record{opened}
 	if e.share.hi-e.share.lo > 1 {
@@ -666,6 +686,9 @@ func (e *engine) openOthers(seq []uint64, probes []history.Record, opened histor
 		recs = append(recs, others...)
 	}
 	at, err, _ := openedAt(recs, W)
+	if err > span {
+		return learned{mode: workload.AlignFirstRequest, edge: windowsEnd(recs, W)}, true
+	}
 	return learned{mode: workload.AlignFirstRequest, edge: at + W, err: err, ready: true}, true
 }
 

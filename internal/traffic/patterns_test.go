@@ -408,3 +408,68 @@ func rolledAstrideEpoch(h *history.History, w time.Duration) bool {
 	}
 	return false
 }
+
+// A run just after another finds the first identity's window already
+// open, opened before the run: its edge says nothing about alignment nor
+// about when the run's probes opened the other identities' windows.
+// Where that window ends on an epoch multiple, the old learning read
+// epoch-aligned windows and aimed at edges no window rolled; where it
+// ends half a window into the run, the other identities' windows opened
+// half a window from the first's, and the aim claimed that spread. Both
+// must settle on first-request edges the shots straddle.
+func TestBoundaryLearnsPastAWindowOpenedBeforeTheRun(t *testing.T) {
+	t.Parallel()
+	const w = time.Second
+	const l = 5
+	for _, tt := range []struct {
+		name string
+		// start is where in an epoch window the run begins; the window
+		// opened before the run ends half a window later.
+		start time.Duration
+	}{
+		{"ending on an epoch multiple", w / 2},
+		{"ending off one", w / 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for attempt := 1; ; attempt++ {
+				lim := newWindowLimiter(l, w, 2)
+				lim.noHints = true
+				now := time.Now().UnixNano()
+				time.Sleep(time.Duration((int64(w) + int64(tt.start) - now%int64(w)) % int64(w)))
+				lim.state["user-0"] = &fixedWin{start: time.Now().Add(-w / 2), count: 2}
+				plan := Plan{Pattern: workload.PatternBoundary, Align: workload.AlignAuto, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
+					Duration: 5200 * time.Millisecond, MaxRequests: 100000}
+				h, err := Run(context.Background(), lim, plan, RunOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(h.Meta.Aims) == 0 {
+					t.Fatalf("no boundary aimed in %v", plan.Duration)
+				}
+				for i, a := range h.Meta.Aims {
+					if a.How != workload.AlignFirstRequest {
+						t.Fatalf("boundary %d aimed as %q (aims %+v); the target's windows open at a first request", i, a.How, h.Meta.Aims)
+					}
+					if a.Uncertainty < 0 || a.Uncertainty > h.Meta.BoundarySpan {
+						t.Fatalf("boundary %d aimed to within %v, wider than the shots' ±%v (aims %+v)", i, a.Uncertainty, h.Meta.BoundarySpan, h.Meta.Aims)
+					}
+				}
+				allowed, onTime, least := traffictest.BoundaryShape(t, h, 2, l)
+				if onTime == 0 {
+					if attempt == 3 {
+						t.Fatalf("in three runs no boundary batch went out on time (aims %+v)", h.Meta.Aims)
+					}
+					continue
+				}
+				if limitOnly := onTime * l * 2; allowed <= limitOnly {
+					t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d", allowed, onTime, limitOnly)
+				}
+				if least <= l {
+					t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
+				}
+				return
+			}
+		})
+	}
+}
