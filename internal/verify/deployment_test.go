@@ -255,7 +255,8 @@ func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { c.Close() })
 	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.Ulule, Limit: 40, Window: time.Hour, FailOpen: true})
-	doc := strings.Replace(deploymentScenario(g.URL, d.URL(), "ulule-limiter", "40/1h", "3s", "  - {at: 1500ms, action: failover}\n"),
+	// 4.5s after the failover: a loaded machine's election outlasted 1.5s.
+	doc := strings.Replace(deploymentScenario(g.URL, d.URL(), "ulule-limiter", "40/1h", "6s", "  - {at: 1500ms, action: failover}\n"),
 		"  rate: 200/s\n", "  rate: 1000/s\n  pattern: burst\n  burst_size: 80\n", 1)
 	ids := []string{"user-0", "user-1", "user-2"}
 	// The counters as the old primaries hold them, read once the bursts

@@ -74,6 +74,7 @@ type deployment struct {
 // election is what a failover hook saw of one election on the deployment.
 type election struct {
 	asked time.Time // FAILOVER sent
+	ended time.Time // the run ended before the new primary took a write
 	seen  deploy.Election
 	err   error
 }
@@ -313,6 +314,7 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 	select {
 	case <-obs.Took():
 	case <-ctx.Done():
+		el.ended = time.Now()
 	}
 	var after *keyspace.Counts
 	if before != nil {
@@ -421,7 +423,10 @@ func (d *deployment) finish(ctx context.Context, h *history.History, f *target.F
 			f.Unapplied = append(f.Unapplied, fmt.Sprintf("%s at %s was not carried out: the run ended first", hf.Action, hf.At.Round(time.Millisecond)))
 			continue
 		}
-		if hf.Answered == 0 {
+		if hf.Answered == 0 && !el.ended.IsZero() && el.ended.Sub(el.asked) < electionLimit {
+			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: the run ended %s after the failover was asked for, before a new primary took a write; a longer run would see the election end",
+				hf.Action, hf.At.Round(time.Millisecond), el.ended.Sub(el.asked).Round(time.Millisecond)))
+		} else if hf.Answered == 0 {
 			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: no new primary took a write within %s", hf.Action, hf.At.Round(time.Millisecond), electionLimit))
 		} else {
 			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: %s handed over to %s; the new primary took a write %s after the failover was asked for, and the deployment named it %s after",
