@@ -511,13 +511,14 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration, probes []histor
 	if !ok {
 		return learned{}, false
 	}
-	// A window the probe opened admits L before the denial; fewer means
-	// one opened before the run (a run just before it), whose edge says
-	// nothing of alignment.
+	// A window the identity's probe opened admits L before the denial;
+	// fewer means one opened before the run (a run just before it), whose
+	// edge says nothing of alignment.
+	var probe history.Record
 	fresh := false
 	for _, p := range probes {
 		if p.Identity == id && p.Outcome == decision.Allowed {
-			fresh = spent+1 == e.p.Limit.Count
+			probe, fresh = p, spent+1 == e.p.Limit.Count
 		}
 	}
 	var b, err, lo, hi time.Duration
@@ -546,15 +547,8 @@ func (e *engine) learnByDenial(seq []uint64, span time.Duration, probes []histor
 		}
 	}
 	if epoch {
-		if !fresh {
+		if flo, fhi := freshEdge(probe, W); !fresh || flo <= hi && lo <= fhi {
 			return e.settle(seq, b, err)
-		}
-		for _, p := range probes {
-			if p.Identity == id && p.Outcome == decision.Allowed {
-				if flo, fhi := freshEdge(p, W); flo <= hi && lo <= fhi {
-					return e.settle(seq, b, err)
-				}
-			}
 		}
 		return learned{mode: workload.AlignEpoch, edge: b, err: err}, true
 	}
