@@ -211,18 +211,9 @@ func TestBoundary(t *testing.T) {
 					}
 					continue
 				}
-				// A fixed window lets nearly 2L through around each
-				// boundary: far more than the L a correct limit of L per
-				// W allows.
-				if limitOnly := onTime * l * 2; allowed <= limitOnly { // 2 identities
-					t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d",
-						allowed, onTime, limitOnly)
-				}
 				// The limiter says when it decided, so every edge is known
 				// to the µs: every identity's shots straddle its own.
-				if least <= l {
-					t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
-				}
+				requireBoundaryBurst(t, h, l, allowed, onTime, least)
 				return
 			}
 		})
@@ -376,15 +367,25 @@ func TestBoundaryLearnsAlignmentWhenAnEdgeLooksEpochAligned(t *testing.T) {
 				}
 				// Each identity's quota before the edge (less the probe's)
 				// and after it: far more than the limit.
-				if limitOnly := onTime * l * 2; allowed <= limitOnly {
-					t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d", allowed, onTime, limitOnly)
-				}
-				if least <= l {
-					t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
-				}
+				requireBoundaryBurst(t, h, l, allowed, onTime, least)
 				return
 			}
 		})
+	}
+}
+
+// requireBoundaryBurst fails t unless the fixed window of two identities
+// let its boundary burst through around the onTime boundaries batches
+// reached on time (traffictest.BoundaryShape's figures): nearly 2L each,
+// far more than the L per W a correct limit allows, and more than L for
+// every identity around each.
+func requireBoundaryBurst(t *testing.T, h *history.History, l, allowed, onTime, least int) {
+	t.Helper()
+	if limitOnly := onTime * l * 2; allowed <= limitOnly {
+		t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d", allowed, onTime, limitOnly)
+	}
+	if least <= l {
+		t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
 	}
 }
 
@@ -462,12 +463,7 @@ func TestBoundaryLearnsPastAWindowOpenedBeforeTheRun(t *testing.T) {
 					}
 					continue
 				}
-				if limitOnly := onTime * l * 2; allowed <= limitOnly {
-					t.Fatalf("%d allowed around %d on-time boundaries; the fixed window's boundary burst should exceed %d", allowed, onTime, limitOnly)
-				}
-				if least <= l {
-					t.Fatalf("an identity had %d allowed around an on-time boundary (aims %+v); each should see its quota on both sides (> %d)", least, h.Meta.Aims, l)
-				}
+				requireBoundaryBurst(t, h, l, allowed, onTime, least)
 				return
 			}
 		})
