@@ -2,6 +2,7 @@ package fault
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -67,4 +68,18 @@ func WatchElection(ctx context.Context, w Watch, period time.Duration) Election 
 		case <-tick.C:
 		}
 	}
+}
+
+// Unfinished says why a failover (action, planned at at and begun at
+// began) whose watch saw no new primary take a write was not carried out:
+// the run ended at ended, before the election did, or, ended zero, the
+// watch ran its whole limit. What a run measures after such a failover is
+// the election itself, never the deployment after one.
+func Unfinished(action string, at time.Duration, began, ended time.Time, limit time.Duration) string {
+	at = at.Round(time.Millisecond)
+	if cut := ended.Sub(began); !ended.IsZero() && cut < limit {
+		return fmt.Sprintf("%s at %s did not finish: the run ended %s after the failover began, before a new primary took a write (a longer run would see the election end)",
+			action, at, cut.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s at %s did not finish: no new primary took a write within %s of the failover", action, at, limit)
 }

@@ -43,7 +43,7 @@ var Checks = []Check{
 		Needs: "The run left its Redis answering: a user's script that rlctl's own call timed out on was stopped (SCRIPT KILL); one that had written cannot be, and its server answers BUSY to every client until it ends.",
 		test:  released},
 	{Name: "faulted", Code: exitcode.Failed,
-		Needs: "Every planned fault was carried out: a failover, stall, reset or outage that the deployment refused, or that failed half way, leaves figures of a run without it, which prove nothing about surviving it.",
+		Needs: "Every planned fault was carried out: a failover, stall, reset or outage that the deployment refused, or that failed half way, leaves figures of a run without it, which prove nothing about surviving it; a real failover counts once a new primary took a write, before the run ended.",
 		test:  faulted},
 	{Name: "claimed", Code: exitcode.Usage,
 		Needs: "The scenario says what it claims: a scenario that shows a flaw names the thresholds that demonstrate it (one that proves a design holds and names none claims its published cap, ceiling <= limit).",

@@ -14,6 +14,7 @@ import (
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/score"
 )
 
 // TestRealFailoverAgainstRedis drives traffic through real failovers on
@@ -123,6 +124,40 @@ max_error_rate: 1
 			}
 			t.Logf("admitted %d, promoted node counted %d: %d lost", admitted, counted, lost)
 		})
+	}
+}
+
+// A failover the run ends in the middle of, before any new primary took a
+// write, was not carried out: the figures after it are of the election,
+// never of the deployment after one, so a threshold on them is not
+// measured (exit 1), naming the election, however it reads.
+func TestFailoverTheRunEndedInIsNotMeasured(t *testing.T) {
+	t.Parallel()
+	redistest.Binary(t)
+	// Sentinel takes about a second to elect here (INFO every second
+	// while it fails over): the run ends 400ms after asking.
+	doc := `name: cut-short
+limit: 100000/1m
+target:
+  algorithm: redis-fixed-window
+  gateways: 2
+  redis: spawn-sentinel
+  timeout: 300ms
+traffic: {rate: 100/s, duration: 1400ms}
+faults: [{at: 1s, action: failover}]
+thresholds: [after_fault_ceiling <= 100000]
+max_error_rate: 1
+`
+	out, err := Run(context.Background(), parse(t, doc), Options{})
+	r := out.Report
+	if r.Status != score.StatusError || exitcode.Of(err) != exitcode.Failed || !strings.Contains(r.Error, "did not finish: the run ended") {
+		t.Fatalf("status %s, verdict %q, exit %d, error %q: want not measured, exit 1, saying the run ended before the election", r.Status, r.Verdict, exitcode.Of(err), r.Error)
+	}
+	if out.History == nil {
+		t.Fatal("no history")
+	}
+	if f := out.History.Meta.Faults[0]; f.Answered != 0 {
+		t.Errorf("the election was seen to end at %v, in a run that ended 400ms after the failover", f.Answered)
 	}
 }
 

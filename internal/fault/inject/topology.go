@@ -31,8 +31,12 @@ const electionProbeEvery = 10 * time.Millisecond
 type election struct {
 	mu                sync.Mutex
 	stopped, answered time.Time
-	err               error
-	lagErr            error // replica_lag could not be set up
+	// began is when the failover was started, ended when the run's end
+	// cut the watch short before a new primary took a write (zero when it
+	// did not).
+	began, ended time.Time
+	err          error
+	lagErr       error // replica_lag could not be set up
 	// shard is the Cluster shard the failover acted on (its primary's
 	// address before it), "" elsewhere: history.Fault.Shard.
 	shard string
@@ -44,9 +48,28 @@ func (e *election) set(stopped, answered time.Time, err error) {
 	e.stopped, e.answered, e.err = stopped, answered, err
 }
 
+// begin records that the failover starts now.
+func (e *election) begin() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.began = time.Now()
+}
+
+// watched records the watch's outcome w: ctx is the hook's, done once the
+// run has ended.
+func (e *election) watched(ctx context.Context, stopped time.Time, w fault.Election) {
+	e.set(stopped, w.Answered, nil)
+	if w.Answered.IsZero() && ctx.Err() != nil {
+		e.mu.Lock()
+		e.ended = time.Now()
+		e.mu.Unlock()
+	}
+}
+
 // RecordElections writes what the failover hooks saw into h's faults, as
 // offsets from the run's start, and returns the notes on them and, for
-// each failover that could not be carried out, why.
+// each failover that could not be carried out or whose election never
+// finished, why.
 func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string) {
 	if e == nil {
 		return nil, nil
@@ -68,10 +91,13 @@ func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string)
 		if el.lagErr != nil {
 			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At.Round(time.Millisecond), el.lagErr))
 		}
-		if el.err != nil {
+		switch {
+		case el.err != nil:
 			unapplied = append(unapplied, fmt.Sprintf("%s at %s could not be carried out: %v", f.Action, f.At.Round(time.Millisecond), el.err))
-		} else if f.Answered == 0 {
-			notes = append(notes, fmt.Sprintf("%s at %s: no new primary took a write before the run ended", f.Action, f.At.Round(time.Millisecond)))
+		case el.began.IsZero():
+			unapplied = append(unapplied, fmt.Sprintf("%s at %s was not carried out: the run ended first", f.Action, f.At.Round(time.Millisecond)))
+		case f.Answered == 0:
+			unapplied = append(unapplied, fault.Unfinished(f.Action, f.At, el.began, el.ended, electionLimit))
 		}
 		el.mu.Unlock()
 	}
@@ -254,12 +280,13 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 				el.shard = sh.Primary
 				el.mu.Unlock()
 			}
+			el.begin()
 			if err := tp.failover(ctx, action, sh, f.ReplicaLag > 0); err != nil {
 				el.set(time.Time{}, time.Time{}, err)
 				return
 			}
 			w := tp.watch(ctx, sh)
-			el.set(w.Stopped, w.Answered, nil)
+			el.watched(ctx, w.Stopped, w)
 		})})
 	}
 	what := map[bool]string{true: "rlctl's own " + kind, false: "your " + kind + " (--allow-failover)"}[own]
@@ -275,6 +302,7 @@ func (e *Faults) promoteSpawned(ctx context.Context, tp *topology, action string
 	d := tp.d
 	old := d.Primary()
 	next := 1 - old
+	el.begin()
 	if action == design.FaultKillPrimary {
 		if err := d.Kill(old); err != nil {
 			el.set(time.Time{}, time.Time{}, err)
@@ -297,8 +325,7 @@ func (e *Faults) promoteSpawned(ctx context.Context, tp *topology, action string
 	defer closeLanded()
 	wctx, cancel := context.WithTimeout(ctx, electionLimit)
 	defer cancel()
-	w := fault.WatchElection(wctx, fault.Watch{Via: via, Landed: landed}, electionProbeEvery)
-	el.set(stopped, w.Answered, nil)
+	el.watched(ctx, stopped, fault.WatchElection(wctx, fault.Watch{Via: via, Landed: landed}, electionProbeEvery))
 }
 
 // ShardKey is a key in the slot of the first identity's keys: the

@@ -423,16 +423,12 @@ func (d *deployment) finish(ctx context.Context, h *history.History, f *target.F
 			f.Unapplied = append(f.Unapplied, fmt.Sprintf("%s at %s was not carried out: the run ended first", hf.Action, hf.At.Round(time.Millisecond)))
 			continue
 		}
-		switch cut := el.ended.Sub(el.asked); {
-		case hf.Answered == 0 && !el.ended.IsZero() && cut < electionLimit:
-			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: the run ended %s after the failover was asked for, before a new primary took a write; a longer run would see the election end",
-				hf.Action, hf.At.Round(time.Millisecond), cut.Round(time.Millisecond)))
-		case hf.Answered == 0:
-			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: no new primary took a write within %s", hf.Action, hf.At.Round(time.Millisecond), electionLimit))
-		default:
-			f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: %s handed over to %s; the new primary took a write %s after the failover was asked for, and the deployment named it %s after",
-				hf.Action, hf.At.Round(time.Millisecond), el.seen.Old, el.seen.New, el.seen.Answered.Sub(el.asked).Round(time.Millisecond), since(el.seen.Switched, el.asked)))
+		if hf.Answered == 0 {
+			f.Unapplied = append(f.Unapplied, fault.Unfinished(hf.Action, hf.At, el.asked, el.ended, electionLimit))
+			continue
 		}
+		f.Notes = append(f.Notes, fmt.Sprintf("%s at %s: %s handed over to %s; the new primary took a write %s after the failover was asked for, and the deployment named it %s after",
+			hf.Action, hf.At.Round(time.Millisecond), el.seen.Old, el.seen.New, el.seen.Answered.Sub(el.asked).Round(time.Millisecond), since(el.seen.Switched, el.asked)))
 	}
 	if d.lostRead {
 		var total float64

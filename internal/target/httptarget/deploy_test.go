@@ -6,13 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/fault"
+	"github.com/rlctl/rlctl/internal/fault/deploy"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/target"
 )
 
-// An election the run outlasted unseen is told apart from one the run
-// ended in the middle of: only the first waited the whole watch.
-func TestFailoverNoteSaysWhetherTheRunEndedFirst(t *testing.T) {
+// A failover whose election never finished was not carried out, and says
+// whether the run ended in the middle of it or outlasted the whole watch.
+func TestUnfinishedFailoverIsUnappliedAndSaysWhetherTheRunEndedFirst(t *testing.T) {
 	start := time.Now()
 	asked := start.Add(1500 * time.Millisecond)
 	for _, tt := range []struct {
@@ -20,22 +22,42 @@ func TestFailoverNoteSaysWhetherTheRunEndedFirst(t *testing.T) {
 		ended time.Time
 		want  string
 	}{
-		{"run ended first", asked.Add(1500 * time.Millisecond), "the run ended 1.5s after the failover was asked for, before a new primary took a write"},
-		{"watched to the limit", asked.Add(electionLimit + time.Second), "no new primary took a write within 30s"},
-		{"not ended by the run", time.Time{}, "no new primary took a write within 30s"},
+		{"run ended first", asked.Add(1500 * time.Millisecond), "failover at 1.5s did not finish: the run ended 1.5s after the failover began, before a new primary took a write"},
+		{"watched to the limit", asked.Add(electionLimit + time.Second), "failover at 1.5s did not finish: no new primary took a write within 30s"},
+		{"not ended by the run", time.Time{}, "failover at 1.5s did not finish: no new primary took a write within 30s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := history.New(history.Meta{Start: start, Faults: []history.Fault{{At: 1500 * time.Millisecond, Action: "failover"}}}, 0)
 			d := &deployment{elections: map[int]*election{0: {asked: asked, ended: tt.ended}}}
 			var f target.Finished
 			d.finish(context.Background(), h, &f)
-			notes := strings.Join(f.Notes, "\n")
-			if !strings.Contains(notes, tt.want) {
-				t.Errorf("notes %q, want one saying %q", notes, tt.want)
+			if len(f.Unapplied) != 1 || !strings.Contains(f.Unapplied[0], tt.want) {
+				t.Errorf("unapplied %q, want one entry saying %q", f.Unapplied, tt.want)
 			}
 			if h.Meta.Faults[0].Stopped != 1500*time.Millisecond || h.Meta.Faults[0].Answered != 0 {
 				t.Errorf("election recorded as %+v, want stopped at 1.5s and never answered", h.Meta.Faults[0])
 			}
 		})
+	}
+}
+
+// A failover whose new primary took a write was carried out: a note says
+// how, and nothing is unapplied.
+func TestFinishedFailoverIsANote(t *testing.T) {
+	start := time.Now()
+	asked := start.Add(time.Second)
+	h := history.New(history.Meta{Start: start, Faults: []history.Fault{{At: time.Second, Action: "failover"}}}, 0)
+	seen := deploy.Election{Old: "127.0.0.1:7000", New: "127.0.0.1:7001", Election: fault.Election{Answered: asked.Add(800 * time.Millisecond)}}
+	d := &deployment{elections: map[int]*election{0: {asked: asked, seen: seen}}}
+	var f target.Finished
+	d.finish(context.Background(), h, &f)
+	if len(f.Unapplied) != 0 {
+		t.Errorf("unapplied %q, want none", f.Unapplied)
+	}
+	if notes := strings.Join(f.Notes, "\n"); !strings.Contains(notes, "the new primary took a write 800ms after the failover was asked for") {
+		t.Errorf("notes %q, want the election's length", notes)
+	}
+	if got := h.Meta.Faults[0].Answered; got != 1800*time.Millisecond {
+		t.Errorf("answered at %s, want 1.8s", got)
 	}
 }
