@@ -292,3 +292,46 @@ func (c *Config) ClusterSlotOwners(ctx context.Context) (SlotOwners, error) {
 	}
 	return nil, fmt.Errorf("read the Cluster's slots: %w", errors.Join(errs...))
 }
+
+// ReplicaSyncWait is how long a failover waits for a Cluster shard's
+// replica to be in sync with its primary (InSyncReplica) before it is
+// refused.
+const ReplicaSyncWait = 5 * time.Second
+
+// InSyncReplica returns the first of sh's replicas whose link to its
+// primary is up and not in a full sync, polling their INFO replication
+// (read only) until wait has passed: a Cluster's manual failover on a
+// replica that is not waits for it and gives up unseen, so it is refused
+// here with what each replica said.
+func (c *Config) InSyncReplica(ctx context.Context, sh Shard, wait time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	clients := make([]*redis.Client, len(sh.Replicas))
+	for i, a := range sh.Replicas {
+		clients[i] = c.NodeClient(a, false)
+		defer clients[i].Close()
+	}
+	said := make([]string, len(sh.Replicas))
+	for {
+		for i, n := range clients {
+			info, err := n.Info(ctx, "replication").Result()
+			switch role, link, syncing := InfoField(info, "role"), InfoField(info, "master_link_status"), InfoField(info, "master_sync_in_progress"); {
+			case err != nil:
+				said[i] = fmt.Sprintf("%s: %v", sh.Replicas[i], err)
+			case role != "slave":
+				said[i] = fmt.Sprintf("%s: not a replica (role %s)", sh.Replicas[i], role)
+			case link == "up" && syncing != "1":
+				return sh.Replicas[i], nil
+			case syncing == "1":
+				said[i] = sh.Replicas[i] + ": a full sync from its primary under way"
+			default:
+				said[i] = fmt.Sprintf("%s: master_link_status %s", sh.Replicas[i], link)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no replica of %s was in sync with it within %s (%s)", sh.Primary, wait, strings.Join(said, "; "))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -128,3 +128,50 @@ func TestHoldReplication(t *testing.T) {
 		t.Error("the replica got a write made during the hold")
 	}
 }
+
+// TestInSyncReplica: of a shard's replicas the first whose link to its
+// primary is up is chosen, a node that replicates nothing is passed over,
+// and a shard whose only replica was cut off is refused once the wait has
+// passed, saying what each node reported.
+func TestInSyncReplica(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Replicas: 1, Password: "pw"})
+	lone := redistest.Start(t)
+	primary, replica := d.Servers[0].Addr, d.Servers[1].Addr
+	cfg, err := redisconn.Parse(redisconn.Options{URL: "redis://:pw@" + primary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := redis.NewClient(&redis.Options{Addr: replica, Password: "pw"})
+	defer r.Close()
+	waitFor(t, "replica's link up", func() bool {
+		return redisconn.InfoField(r.Info(ctx, "replication").Val(), "master_link_status") == "up"
+	})
+	// The lone server has no password: its INFO answers NOAUTH or role
+	// master, and either way it is passed over.
+	got, err := cfg.InSyncReplica(ctx, redisconn.Shard{Primary: primary, Replicas: []string{lone.Addr, replica}}, 2*time.Second)
+	if err != nil || got != replica {
+		t.Fatalf("in-sync replica %q, %v; want %s", got, err, replica)
+	}
+
+	if err := d.HoldReplication(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replica's link down", func() bool {
+		return redisconn.InfoField(r.Info(ctx, "replication").Val(), "master_link_status") == "down"
+	})
+	began := time.Now()
+	got, err = cfg.InSyncReplica(ctx, redisconn.Shard{Primary: primary, Replicas: []string{replica}}, 300*time.Millisecond)
+	if err == nil {
+		t.Fatalf("a replica cut off from its primary was chosen: %s", got)
+	}
+	if waited := time.Since(began); waited < 300*time.Millisecond {
+		t.Errorf("refused after %s, before the wait of 300ms", waited)
+	}
+	for _, want := range []string{"no replica of " + primary + " was in sync with it within 300ms", replica + ": master_link_status down"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}

@@ -181,7 +181,7 @@ func TestFaultsOnASentinelDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	shards, err := deploy.Failover(ctx, cfg)
+	shards, err := deploy.Failover(ctx, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestFaultsOnAClusterDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	shards, err := deploy.Failover(ctx, cfg, key, "limiter:{alice}:other")
+	shards, err := deploy.Failover(ctx, cfg, nil, key, "limiter:{alice}:other")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestFailoverRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxFor(t, 10*time.Second)
-	if _, err := deploy.Failover(ctx, cfg); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "Sentinel") {
+	if _, err := deploy.Failover(ctx, cfg, nil); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "Sentinel") {
 		t.Errorf("failover of one server: %v", err)
 	}
 	if _, err := deploy.Observe(ctx, cfg, deploy.ObserveOptions{}); exitcode.Of(err) != exitcode.Usage {

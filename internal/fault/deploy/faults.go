@@ -23,14 +23,19 @@ const sentinelFailoverWait = 5 * time.Second
 // Failover starts a failover of the deployment cfg names and returns the
 // shards as they were just before it, for Observe and the report: on a
 // Sentinel deployment SENTINEL FAILOVER of its master (keys are not
-// needed), on a Cluster CLUSTER FAILOVER on the first replica of every
-// shard that holds one of keys (a graceful one: the replica has its
-// primary pause writers until it has every write). It returns once the
-// failover was accepted; the election itself happens after (Observe). A
-// standalone server has nothing to fail over to: Usage.
+// needed), on a Cluster CLUSTER FAILOVER on a replica in sync (see
+// redisconn.InSyncReplica) of every shard that holds one of keys (a
+// graceful one: the replica has its primary pause writers until it has
+// every write). sending, when not nil, is called once, just before the
+// first failover command goes out, after the checks that may wait. It
+// returns once the failover was accepted; the election itself happens
+// after (Observe). A standalone server has nothing to fail over to: Usage.
 //
 // Call it only after the user's --allow-failover was checked.
-func Failover(ctx context.Context, cfg *redisconn.Config, keys ...string) ([]redisconn.Shard, error) {
+func Failover(ctx context.Context, cfg *redisconn.Config, sending func(), keys ...string) ([]redisconn.Shard, error) {
+	if sending == nil {
+		sending = func() {}
+	}
 	switch cfg.Mode() {
 	case redisconn.ModeSentinel:
 		sh, err := cfg.SentinelShard(ctx)
@@ -42,6 +47,7 @@ func Failover(ctx context.Context, cfg *redisconn.Config, keys ...string) ([]red
 		}
 		fctx, cancel := context.WithTimeout(ctx, sentinelFailoverWait)
 		defer cancel()
+		sending()
 		if err := cfg.SentinelFailover(fctx); err != nil {
 			return nil, fmt.Errorf("failover: %w", err)
 		}
@@ -54,17 +60,22 @@ func Failover(ctx context.Context, cfg *redisconn.Config, keys ...string) ([]red
 		if err != nil {
 			return nil, err
 		}
-		for _, sh := range shards {
+		replicas := make([]string, len(shards))
+		for i, sh := range shards {
 			if len(sh.Replicas) == 0 {
 				return nil, exitcode.Errorf(exitcode.Usage, "failover: the Cluster shard of %s has no replica to promote", sh.Primary)
 			}
+			if replicas[i], err = cfg.InSyncReplica(ctx, sh, redisconn.ReplicaSyncWait); err != nil {
+				return nil, fmt.Errorf("failover: %w", err)
+			}
 		}
-		for _, sh := range shards {
-			c := cfg.NodeClient(sh.Replicas[0], false)
+		sending()
+		for i, sh := range shards {
+			c := cfg.NodeClient(replicas[i], false)
 			err := c.Do(ctx, "CLUSTER", "FAILOVER").Err()
 			c.Close()
 			if err != nil {
-				return nil, fmt.Errorf("failover: CLUSTER FAILOVER on %s (replica of %s): %w", sh.Replicas[0], sh.Primary, err)
+				return nil, fmt.Errorf("failover: CLUSTER FAILOVER on %s (replica of %s): %w", replicas[i], sh.Primary, err)
 			}
 		}
 		return shards, nil

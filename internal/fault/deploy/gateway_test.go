@@ -56,7 +56,7 @@ func TestGatewayCountsSurviveAClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shards, err := deploy.Failover(ctx, cfg, key)
+	shards, err := deploy.Failover(ctx, cfg, nil, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,30 +189,46 @@ func (tp *topology) watch(ctx context.Context, sh redisconn.Shard) fault.Electio
 	return fault.WatchElection(ctx, fault.Watch{Old: old, Via: via, Landed: landed}, electionProbeEvery)
 }
 
-// failover starts f on sh: SENTINEL FAILOVER, CLUSTER FAILOVER on the
-// shard's replica (FORCE when its replication is held back: it cannot
-// catch up), or SIGKILL of the primary (rlctl's own only).
-func (tp *topology) failover(ctx context.Context, action string, sh redisconn.Shard, held bool) error {
+// failover starts f on sh: SENTINEL FAILOVER, CLUSTER FAILOVER on a
+// replica of the shard in sync with it (on its first replica with FORCE
+// when its replication is held back: it cannot catch up), or SIGKILL of
+// the primary (rlctl's own only). sending is called just before the
+// command that starts it, after the checks that may wait, so the fault is
+// timed from there.
+func (tp *topology) failover(ctx context.Context, action string, sh redisconn.Shard, held bool, sending func()) error {
 	if action == design.FaultKillPrimary {
+		sending()
 		return tp.d.KillAddr(sh.Primary)
 	}
 	switch tp.cfg.Mode() {
 	case redisconn.ModeSentinel:
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
+		sending()
 		return tp.cfg.SentinelFailover(fctx)
 	case redisconn.ModeCluster:
 		if len(sh.Replicas) == 0 {
 			return fmt.Errorf("the shard of %s has no replica", sh.Primary)
 		}
-		c := tp.cfg.NodeClient(sh.Replicas[0], false)
-		defer c.Close()
 		if held {
+			// The replica was cut off on purpose (replica_lag): FORCE
+			// takes over without the writes it missed.
+			c := tp.cfg.NodeClient(sh.Replicas[0], false)
+			defer c.Close()
+			sending()
 			return c.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err()
 		}
 		// Without FORCE: the replica has its primary pause writers and
 		// waits until it has every write, then takes over, as an operator's
-		// manual failover does.
+		// manual failover does; one that is not in sync would give up
+		// unseen, so one that is is chosen first.
+		replica, err := tp.cfg.InSyncReplica(ctx, sh, redisconn.ReplicaSyncWait)
+		if err != nil {
+			return err
+		}
+		c := tp.cfg.NodeClient(replica, false)
+		defer c.Close()
+		sending()
 		return c.Do(ctx, "CLUSTER", "FAILOVER").Err()
 	}
 	return errors.New("no failover for this deployment")
@@ -280,8 +296,11 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 				el.shard = sh.Primary
 				el.mu.Unlock()
 			}
-			el.begin()
-			if err := tp.failover(ctx, action, sh, f.ReplicaLag > 0); err != nil {
+			sending := func() {
+				traffic.Applied(ctx)
+				el.begin()
+			}
+			if err := tp.failover(ctx, action, sh, f.ReplicaLag > 0, sending); err != nil {
 				el.set(time.Time{}, time.Time{}, err)
 				return
 			}

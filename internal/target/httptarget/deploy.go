@@ -303,9 +303,11 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 		return
 	}
 	defer obs.Stop()
-	traffic.Applied(ctx)
-	el.asked = time.Now()
-	if _, err := deploy.Failover(ctx, d.cfg, keys...); err != nil {
+	sending := func() {
+		traffic.Applied(ctx)
+		el.asked = time.Now()
+	}
+	if _, err := deploy.Failover(ctx, d.cfg, sending, keys...); err != nil {
 		el.err = err
 		return
 	}
