@@ -78,6 +78,9 @@ var Checks = []Check{
 	{Name: "kept-time", Code: exitcode.Failed,
 		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's (the ceiling's bounds come from when requests really left, so lag does not void them).",
 		test:  keptTime},
+	{Name: "measured", Code: exitcode.Failed,
+		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
+		test:  thresholdsMeasured},
 	{Name: "stamps", NoteOnly: true,
 		Needs: "The target's own decision times (Redis TIME, X-RateLimit-Decided-At) fit each request's send and receive once moved onto rlctl's clock; where they do not, they are ignored, with a note, and the ceiling's bounds come from send and receive.",
 		test:  stamps},
@@ -111,6 +114,17 @@ func faulted(c Claim, f Facts) (string, bool) {
 		return "", false
 	}
 	return strings.Join(f.Unapplied, "; "), true
+}
+
+func thresholdsMeasured(c Claim, f Facts) (string, bool) {
+	ths, _ := claimOf(c)
+	var why []string
+	for _, t := range Thresholds(ths, f.Metrics, c.Limit) {
+		if t.Error != "" {
+			why = append(why, t.Expr+": "+t.Error)
+		}
+	}
+	return strings.Join(why, "; "), len(ths) > 0
 }
 
 func claimed(c Claim, f Facts) (string, bool) {

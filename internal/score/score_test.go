@@ -116,6 +116,8 @@ func TestValidityTable(t *testing.T) {
 		}, exitcode.Failed, "sent 1% of requests 271ms or more late"},
 		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 9} },
 			exitcode.Failed, "only 9 of 100 releases (one identity's request through every gateway at once) had two requests in flight"},
+		{"a threshold on a figure not produced", "measured", func(c *Claim) { c.Thresholds = ths(t, "after_fault_ceiling <= limit") }, nil,
+			exitcode.Failed, "after_fault_ceiling <= limit: after_fault_ceiling was not measured in this scenario"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +182,7 @@ func TestChecksAreComplete(t *testing.T) {
 	for _, c := range v.Checks {
 		names = append(names, c.Name)
 	}
-	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted"; got != want {
+	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted measured"; got != want {
 		t.Errorf("checks applied to a plain run: %s, want %s", got, want)
 	}
 }
@@ -239,11 +241,21 @@ func TestVerdictWords(t *testing.T) {
 	}
 }
 
-// A threshold on a metric the run did not measure fails, never passes.
-func TestUnmeasuredThresholdFails(t *testing.T) {
-	v := Judge(claim(t, "race_excess == 0"), measured())
-	if v.Status != StatusFail || v.Thresholds[0].Error == "" {
-		t.Errorf("got %s, threshold %+v", v.Status, v.Thresholds[0])
+// A threshold on a metric the run did not measure never passes, and
+// never says the design does not hold either: the claim was not measured
+// (exit 1), naming the threshold, beside one that was.
+func TestUnmeasuredThresholdIsNotMeasured(t *testing.T) {
+	for _, shows := range []string{design.ShowsHolds, design.ShowsFlaw} {
+		c := claim(t, "ceiling <= limit", "race_excess == 0")
+		c.Shows = shows
+		v := Judge(c, measured())
+		if v.Status != StatusError || v.Words != NotMeasured || v.Code != exitcode.Failed ||
+			v.Reason != "race_excess == 0: race_excess was not measured in this scenario" {
+			t.Errorf("shows %q: %s (%s), exit %d, reason %q", shows, v.Status, v.Words, v.Code, v.Reason)
+		}
+		if len(v.Thresholds) != 2 || v.Thresholds[0].Status != StatusPass || v.Thresholds[1].Error == "" {
+			t.Errorf("shows %q: thresholds %+v, want the measured one judged and the other's error", shows, v.Thresholds)
+		}
 	}
 }
 
