@@ -156,7 +156,7 @@ func leasedSet(t *testing.T, n int, id string) *Set {
 	srv := redistest.Start(t)
 	now := newFakeNow(epoch)
 	s := newSet(t, Options{N: n, Limiter: limiter.Config{Algorithm: design.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
-		NewClient: clientsOf(srv.Addr, false), Now: now.Now})
+		NewClient: clientsOf(srv.Addr, false), Now: now.Now, Endpoints: patient})
 	admittedThrough(t, s, id, 1)
 	return s
 }
@@ -338,7 +338,7 @@ func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 			srv := redistest.Start(t)
 			admin := srv.Client(t)
 			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: 1000, Window: time.Minute}},
-				NewClient: clientsOf(srv.Addr, true)})
+				NewClient: clientsOf(srv.Addr, true), Endpoints: patient})
 			// Only what runs from Warm on counts: New's write check is an EVAL.
 			if err := admin.ScriptFlush(ctx).Err(); err != nil {
 				t.Fatal(err)
