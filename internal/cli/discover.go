@@ -91,7 +91,8 @@ confidence under "policy.evidence"):
                  of the queued answers.
   burst          a fresh identity's back-to-back admissions less what the
                  refill added meanwhile; for a queue, how many sent at once
-                 were admitted (nginx's burst=B admits B+1).
+                 were admitted, less one a period that their sends took
+                 (nginx's burst=B admits B+1).
   aligned        epoch: a fresh identity spent half a window after another's
                  reset gets its quota back at that other's next reset (the
                  windows are everyone's); first-request: it gets it back one

@@ -814,36 +814,88 @@ func (e *engine) queue(ctx context.Context, a int, bA burstResult) error {
 	if err != nil {
 		return err
 	}
+	qb := readQueueBatch(got, r0)
+	if qb.denied > 0 {
+		p.DeniedStatus = qb.status
+	}
+	p.RatePerS = roundRate(qb.rate)
+	e.fig("rate_per_s", 0.8, "requests sent back to back were each answered about %.3gs after the previous one; %d sent at once were admitted one every %.3gs", 1/max(r0, 1e-9), qb.admitted, 1/max(qb.rate, 1e-9))
+	p.Burst = qb.depth
+	switch {
+	case qb.denied == 0:
+		e.fig("burst", 0.3, "all %d sent at once were admitted (queued): the queue holds at least that many", n)
+		e.note("the queue's depth is at least %d: more at once would need more budget", n)
+	case qb.leaked > 0:
+		e.fig("burst", 0.8, "of %d sent at once, %d were admitted (the first at once, the rest queued) and %d denied at once (status %d); the sends spread over %v, in which the queue let %.0f more in, so it holds %.0f",
+			n, qb.admitted, qb.denied, p.DeniedStatus, qb.spread.Round(time.Millisecond), qb.leaked, qb.depth)
+	default:
+		e.fig("burst", 0.85, "of %d sent at once, %d were admitted (the first at once, the rest queued) and %d denied at once (status %d)", n, qb.admitted, qb.denied, p.DeniedStatus)
+	}
+	e.fig("algorithm", 0.85, "no request sent back to back was denied, but each waited about one period: the limiter queues (admits late) instead of denying")
+	e.retryAfter(false)
+	return nil
+}
+
+// queueBatch is what a batch sent at once to a queue shows: how many were
+// admitted and denied (status, the denials' status), the rate the queued
+// answers left at, the queue's depth, and what the batch's sends took
+// (spread) and let in beyond the depth meanwhile (leaked).
+type queueBatch struct {
+	admitted, denied int
+	status           int
+	rate, depth      float64
+	spread           time.Duration
+	leaked           float64
+}
+
+// readQueueBatch reads got, a batch sent at once to a queue, by receipt;
+// r0 is the rate seen from requests sent back to back, kept when too few
+// were admitted to time. The queued answers leave one a period, so the
+// rate is the median gap between them (an answer held up on a busy
+// machine does not shift it). "At once" takes the sends some time, and
+// the queue lets one more in for each period that passes meanwhile: the
+// depth is the admitted less those, once the queue was full (a denial).
+func readQueueBatch(got []obs, r0 float64) queueBatch {
+	var q queueBatch
 	var adm []obs
-	denied := 0
 	for _, o := range got {
 		switch {
 		case o.admitted():
 			adm = append(adm, o)
 		case o.denied():
-			denied++
-			p.DeniedStatus = o.status
+			q.denied++
+			q.status = o.status
 		}
 	}
-	r := r0
+	q.admitted = len(adm)
+	q.rate = r0
 	if len(adm) >= 4 {
-		d := adm[len(adm)-1].recv.Sub(adm[0].recv).Seconds()
-		if d > 0 {
-			r = float64(len(adm)-1) / d
+		gaps := make([]float64, 0, len(adm)-1)
+		for i := 1; i < len(adm); i++ {
+			gaps = append(gaps, adm[i].recv.Sub(adm[i-1].recv).Seconds())
+		}
+		slices.Sort(gaps)
+		if g := gaps[len(gaps)/2]; g > 0 {
+			q.rate = 1 / g
 		}
 	}
-	p.RatePerS = roundRate(r)
-	e.fig("rate_per_s", 0.8, "requests sent back to back were each answered about %.3gs after the previous one; %d sent at once were admitted one every %.3gs", 1/max(r0, 1e-9), len(adm), 1/max(r, 1e-9))
-	p.Burst = float64(len(adm))
-	if denied == 0 {
-		e.fig("burst", 0.3, "all %d sent at once were admitted (queued): the queue holds at least that many", n)
-		e.note("the queue's depth is at least %d: more at once would need more budget", n)
-	} else {
-		e.fig("burst", 0.85, "of %d sent at once, %d were admitted (the first at once, the rest queued) and %d denied at once (status %d)", n, len(adm), denied, p.DeniedStatus)
+	q.depth = float64(len(adm))
+	if q.denied == 0 || len(got) == 0 {
+		return q
 	}
-	e.fig("algorithm", 0.85, "no request sent back to back was denied, but each waited about one period: the limiter queues (admits late) instead of denying")
-	e.retryAfter(false)
-	return nil
+	first, last := got[0].sent, got[0].sent
+	for _, o := range got {
+		if o.sent.Before(first) {
+			first = o.sent
+		}
+		if o.sent.After(last) {
+			last = o.sent
+		}
+	}
+	q.spread = last.Sub(first)
+	q.leaked = math.Floor(q.rate * q.spread.Seconds())
+	q.depth = max(1, q.depth-q.leaked)
+	return q
 }
 
 // noDenial handles a target that admitted every request sent back to

@@ -1,0 +1,82 @@
+package discover
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlctl/rlctl/internal/decision"
+)
+
+// queueAnswers is a batch of n sent to a queue of depth at rate per
+// second, the sends spread evenly over spread: a leaky bucket whose level
+// drains while the sends go out, each admitted one answered when the queue
+// reaches it, each refused one answered at once. held holds up the first
+// admitted answer that long (a busy machine).
+func queueAnswers(n, depth int, rate float64, spread, held time.Duration) []obs {
+	t0 := time.Unix(1_700_000_000, 0)
+	period := time.Duration(float64(time.Second) / rate)
+	var got []obs
+	level, admitted := 0.0, 0
+	last := t0
+	for i := range n {
+		sent := t0
+		if n > 1 {
+			sent = t0.Add(spread * time.Duration(i) / time.Duration(n-1))
+		}
+		level = max(0, level-sent.Sub(last).Seconds()*rate)
+		last = sent
+		if level+1 > float64(depth)+1e-9 {
+			got = append(got, obs{sent: sent, recv: sent.Add(time.Millisecond), out: decision.Denied, status: 429})
+			continue
+		}
+		level++
+		recv := t0.Add(time.Duration(admitted) * period).Add(time.Millisecond)
+		if admitted == 0 {
+			recv = recv.Add(held)
+		}
+		admitted++
+		got = append(got, obs{sent: sent, recv: recv, out: decision.Allowed, status: 200})
+	}
+	return got
+}
+
+// A batch "sent at once" that took its sends a while to go out lets the
+// queue drain meanwhile, and more are admitted than it holds: the depth
+// read is the admitted less what drained, and an admitted answer held up
+// does not shift the rate read from the others.
+func TestReadQueueBatchAllowsForTheSendsSpread(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		spread, held  time.Duration
+		admitted      int
+		leaked, depth float64
+	}{
+		{"at once", 0, 0, 6, 0, 6},
+		{"spread over 250ms", 250 * time.Millisecond, 0, 8, 2, 6},
+		{"spread over 150ms, first answer held up 60ms", 150 * time.Millisecond, 60 * time.Millisecond, 7, 1, 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := queueAnswers(40, 6, 10, tt.spread, tt.held)
+			q := readQueueBatch(got, 9)
+			if q.admitted != tt.admitted || q.denied != 40-tt.admitted || q.status != 429 {
+				t.Fatalf("read %d admitted and %d denied (status %d), want %d and %d (429): the simulated queue is off",
+					q.admitted, q.denied, q.status, tt.admitted, 40-tt.admitted)
+			}
+			if q.leaked != tt.leaked || q.depth != tt.depth {
+				t.Errorf("leaked %v, depth %v; want %v and %v", q.leaked, q.depth, tt.leaked, tt.depth)
+			}
+			if !within(q.rate, 10) {
+				t.Errorf("rate %.4g/s, want 10/s", q.rate)
+			}
+		})
+	}
+}
+
+// A queue that never refused within the batch holds at least what it
+// admitted: nothing is taken off for the sends' spread.
+func TestReadQueueBatchWithoutDenialIsALowerBound(t *testing.T) {
+	q := readQueueBatch(queueAnswers(5, 6, 10, 300*time.Millisecond, 0), 10)
+	if q.denied != 0 || q.depth != 5 || q.leaked != 0 {
+		t.Errorf("%+v: want 5 admitted, depth 5, nothing taken off", q)
+	}
+}
