@@ -922,10 +922,18 @@ func (e *engine) noDenial(ctx context.Context, bA burstResult) error {
 			e.res.Found = true
 			p.Algorithm = Concurrency
 			// Requests of a burst that did not overlap (some held up on the
-			// way) only add admissions: the fewer is nearer the limit.
-			p.Limit = int64(min(adm, adm2))
+			// way) only add admissions: what counts is how many admitted
+			// were in flight at one instant, the fewer of the two bursts.
+			var hold time.Duration
+			for _, o := range bA.obs {
+				if o.admitted() {
+					hold = max(hold, o.latency())
+				}
+			}
+			f1, f2 := inFlight(got, hold), inFlight(again, hold)
+			p.Limit = int64(min(f1, f2))
 			e.fig("algorithm", 0.6, "%d requests sent back to back were all admitted, but of %d sent at once %d were denied, and %d at once again right after were admitted: it limits requests in flight, not over time", bA.admitted, n, den, adm2)
-			e.fig("limit", 0.4, "%d and then %d admitted of %d in flight at once, the fewer taken: requests that did not overlap only add admissions (the requests' own speed bounds how many overlap)", adm, adm2, n)
+			e.fig("limit", 0.4, "%d and then %d admitted of %d sent at once, at most %d and %d of them in flight at one instant, the fewer taken: requests that did not overlap only add admissions (the requests' own speed bounds how many overlap)", adm, adm2, n, f1, f2)
 			return nil
 		}
 		e.res.Found = true
@@ -940,6 +948,46 @@ func (e *engine) noDenial(ctx context.Context, bA burstResult) error {
 	e.fig("algorithm", 0.5, "no limit found within %d requests of one identity (%d back to back, %d at once): every one was admitted", total, len(bA.obs), n)
 	e.res.Summary = fmt.Sprintf("no limit found within %d requests (%d back to back, then %d at once, as one identity each)", total, len(bA.obs), n)
 	return nil
+}
+
+// inFlight is the most admitted requests of os that the limiter held at
+// one instant. A request is held at most hold (the longest an admitted
+// request sent alone took, from its send to its answer: 0 when unknown)
+// before its answer, and never before its send: a request that waited on
+// the way (a connection dialed, a busy machine) is counted from when it
+// can have reached the limiter. A burst that met denials filled the limit,
+// so this is at least the limit; requests that reached it after others had
+// been answered add admissions, not overlap, so it is nearer the limit
+// than their count.
+func inFlight(os []obs, hold time.Duration) int {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for _, o := range os {
+		if !o.admitted() {
+			continue
+		}
+		from := o.sent
+		if hold > 0 && o.recv.Add(-hold).After(from) {
+			from = o.recv.Add(-hold)
+		}
+		edges = append(edges, edge{from, 1}, edge{o.recv, -1})
+	}
+	// An answer and a send at the same instant do not overlap.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.d - b.d
+	})
+	most, n := 0, 0
+	for _, e := range edges {
+		n += e.d
+		most = max(most, n)
+	}
+	return most
 }
 
 func count(os []obs) (adm, den int) {

@@ -80,3 +80,36 @@ func TestReadQueueBatchWithoutDenialIsALowerBound(t *testing.T) {
 		t.Errorf("%+v: want 5 admitted, depth 5, nothing taken off", q)
 	}
 }
+
+// flight is an admitted request sent at from ms and answered at to ms.
+func flight(from, to int) obs {
+	t0 := time.Unix(1_700_000_000, 0)
+	return obs{sent: t0.Add(time.Duration(from) * time.Millisecond), recv: t0.Add(time.Duration(to) * time.Millisecond), out: decision.Allowed}
+}
+
+// A burst to a concurrency limit of 3 (each request held 40ms) that went
+// out in two waves, the second after the first was answered, admitted 6,
+// but the limiter never held more than 3 at one instant; nor when the
+// second wave was held up on the way, after its sends were stamped (known
+// from how long a request sent alone takes). A refused request does not
+// count, and an answer at the instant of the next send does not overlap it.
+func TestInFlightCountsOverlapNotAdmissions(t *testing.T) {
+	denied := obs{sent: flight(0, 1).sent, recv: flight(0, 1).recv, out: decision.Denied}
+	for _, tt := range []struct {
+		name string
+		os   []obs
+		hold time.Duration
+		want int
+	}{
+		{"one wave", []obs{flight(0, 40), flight(1, 41), flight(2, 42), denied}, 0, 3},
+		{"two waves", []obs{flight(0, 40), flight(1, 41), flight(2, 42), denied, flight(100, 140), flight(101, 141), flight(102, 142)}, 0, 3},
+		{"one late", []obs{flight(0, 40), flight(1, 41), flight(2, 42), flight(42, 82)}, 0, 3},
+		{"second wave held up after its stamp", []obs{flight(0, 40), flight(1, 41), flight(2, 42), denied, flight(3, 141), flight(4, 142), flight(5, 143)}, 41 * time.Millisecond, 3},
+		{"the same, hold unknown", []obs{flight(0, 40), flight(1, 41), flight(2, 42), flight(3, 141), flight(4, 142), flight(5, 143)}, 0, 6},
+		{"none admitted", []obs{denied}, 0, 0},
+	} {
+		if got := inFlight(tt.os, tt.hold); got != tt.want {
+			t.Errorf("%s: %d in flight, want %d", tt.name, got, tt.want)
+		}
+	}
+}
