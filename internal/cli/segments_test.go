@@ -395,9 +395,22 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	}
 	t.Logf("gateways' own ceiling %d; merged [%v, %v]; merged without the correction from %v", truth, m[metric.Ceiling], m[metric.CeilingUpper], r.Metrics[metric.Ceiling])
 	if lo := r.Metrics[metric.Ceiling]; lo <= float64(truth) {
-		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one); segments: %s",
-			lo, truth, segmentsSeen(hs))
+		t.Fatalf("merged without the clock correction, ceiling %v; want above the gateways' own %d (a bound that is not one); segments: %s; merged without it: %s; its error %q, notes %q",
+			lo, truth, segmentsSeen(hs), allowedSeen(naive), r.Error, r.Notes)
 	}
+}
+
+// allowedSeen lists h's admissions as identity@gateway [sent, received]
+// decided, so a failure shows where the analysis placed each.
+func allowedSeen(h *history.History) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "start %s, identities %v: ", h.Meta.Start.Format(time.RFC3339Nano), h.Meta.Identities)
+	for k := range h.Len() {
+		if r := h.At(k); r.Outcome == decision.Allowed {
+			fmt.Fprintf(&b, "%d@%d [%v, %v] %v; ", r.Identity, r.Gateway, r.Sent, r.Received, r.Decided)
+		}
+	}
+	return b.String()
 }
 
 // segmentsSeen says, for each segment's history, when it started and
