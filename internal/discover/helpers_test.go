@@ -69,13 +69,7 @@ func discoverURLs(t *testing.T, budget int, urls ...string) *Result {
 // (see counting).
 func discoverHeld(t *testing.T, budget int, before func(n int), urls ...string) *Result {
 	t.Helper()
-	res, over := discoverWith(t, budget, before, urls...)
-	if res == nil {
-		t.FailNow()
-	}
-	if over {
-		t.Errorf("an identity was sent more than the budget of %d", budget)
-	}
+	res := discoverWithin(t, budget, &counting{before: before}, urls...)
 	t.Logf("%s (%d requests, %v): %+v", res.Summary, res.Requests, time.Duration(res.DurationMS)*time.Millisecond, res.Policy)
 	for k, f := range res.Policy.Evidence {
 		t.Logf("  %s (%.2f): %s", k, f.Confidence, f.Evidence)
@@ -97,6 +91,20 @@ func discoverQuiet(t *testing.T, budget int, urls ...string) (*Result, bool) {
 func discoverWith(t *testing.T, budget int, before func(n int), urls ...string) (*Result, bool) {
 	t.Helper()
 	return discoverThrough(t, budget, &counting{before: before}, urls...)
+}
+
+// discoverWithin is discoverThrough that stops the test when discover
+// failed, and fails it when an identity was sent more than budget.
+func discoverWithin(t *testing.T, budget int, c *counting, urls ...string) *Result {
+	t.Helper()
+	res, over := discoverThrough(t, budget, c, urls...)
+	if res == nil {
+		t.FailNow()
+	}
+	if over {
+		t.Errorf("an identity was sent more than the budget of %d", budget)
+	}
+	return res
 }
 
 // discoverThrough is discoverWith through c's hooks.

@@ -45,7 +45,8 @@ func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) 
 // machine's, and a burst that stopped on them would leave quota unspent.
 func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duration, watch bool) (b burstResult, err error) {
 	defer func() { b.base = base }()
-	slow := 0
+	var late []time.Duration // the admitted answers' latencies since the last quick one
+	calibrated := false
 	for len(b.obs) < n && e.before(time.Now()) {
 		o, err := e.p.do(ctx, id, gw)
 		if err != nil {
@@ -69,17 +70,45 @@ func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duratio
 		}
 		// Queued answers come about one period late each, in a row; a
 		// loaded machine's stall is one late answer among quick ones.
-		if lat > 15*time.Millisecond && lat > 8*base {
-			slow++
-		} else {
-			slow = 0
+		if lat <= 15*time.Millisecond {
+			late = late[:0]
+			continue
 		}
-		if slow >= 4 {
+		late = append(late, lat)
+		if len(late) < 4 {
+			continue
+		}
+		if !calibrated && slices.Min(late[len(late)-4:]) <= 8*base {
+			// Late, but not against the quickest answer: that one may have
+			// been slow itself (a busy machine, a connection dialed). A
+			// fresh identity's first request is never queued behind this
+			// one's, so its answer says how quick the target is.
+			calibrated = true
+			if q, ok := e.quickAnswer(ctx, gw); ok && q < base {
+				e.note("the first burst's quickest answer took %v, a fresh identity's first %v: later answers were judged late against the fresh one's", base.Round(100*time.Microsecond), q.Round(100*time.Microsecond))
+				base = q
+			}
+		}
+		if slices.Min(late[len(late)-4:]) > 8*base {
 			b.queued = true
 			return b, nil
 		}
 	}
 	return b, nil
+}
+
+// quickAnswer is the latency of one request of a fresh identity through
+// gateway gw, ok false when no identity is left or it was not admitted.
+func (e *engine) quickAnswer(ctx context.Context, gw int) (time.Duration, bool) {
+	id, err := e.p.newID()
+	if err != nil {
+		return 0, false
+	}
+	o, err := e.p.do(ctx, id, gw)
+	if err != nil || !o.admitted() {
+		return 0, false
+	}
+	return o.latency(), true
 }
 
 // pollResult is what polling one identity for its next admission saw.
