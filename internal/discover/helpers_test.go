@@ -35,6 +35,14 @@ type counting struct {
 	answer func(r traffic.Request, resp traffic.Response) traffic.Response
 }
 
+// Warm passes a warm-up on to the target: it sends no request.
+func (c *counting) Warm(ctx context.Context, n int) error {
+	if w, ok := c.Target.(traffic.Warmer); ok {
+		return w.Warm(ctx, n)
+	}
+	return nil
+}
+
 func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	c.mu.Lock()
 	c.per[r.ID]++

@@ -240,6 +240,7 @@ func (e *engine) train(ctx context.Context, id, gw int, period time.Duration, n 
 // together sends n requests of identity id at once, all in flight
 // together, and returns their answers in the order they came back.
 func (e *engine) together(ctx context.Context, id, gw, n int) ([]obs, error) {
+	e.p.warm(ctx, n)
 	out := make([]obs, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup

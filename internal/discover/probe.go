@@ -85,6 +85,16 @@ func (p *prober) newID() (int, error) {
 
 func (p *prober) name(id int) string { return fmt.Sprintf("%s-%d", p.prefix, id) }
 
+// warm opens, when the target can, the connections n requests at once
+// need before they are sent, so no dial lands between a request's send
+// time and its arrival: requests "sent at once" then arrive at once.
+// Where it cannot, each request dials its own, as before.
+func (p *prober) warm(ctx context.Context, n int) {
+	if w, ok := p.t.(traffic.Warmer); ok {
+		_ = w.Warm(ctx, n)
+	}
+}
+
 // left is how many requests identity id may still send.
 func (p *prober) left(id int) int {
 	p.mu.Lock()
