@@ -179,10 +179,10 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 
 // runSegmentsOnTime is runSegments with the common start lead from now
 // (args gives each segment's arguments for it), run again, up to three
-// times in all, while a segment's history says it started more than late
-// after it, or the segments' starts spread more than late apart: a
-// machine too busy to start a process on time measured nothing about a
-// shared start. Each try starts on an emptied Redis, and the gateways'
+// times in all, while a segment's history says it started, or sent a
+// request, more than late after its time, or the segments' starts spread
+// more than late apart: a machine too busy to start a process or send on
+// time measured nothing about a shared start. Each try starts on an emptied Redis, and the gateways'
 // log taken anew. It returns the run directories, each opened (closed
 // when the test ends), and that log.
 func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log *admissions, lead, late time.Duration, args func(start string) [][]string) ([]string, []*rundir.SavedRun, map[string][]time.Time) {
@@ -205,7 +205,7 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 			}
 			rds = append(rds, rd)
 			for _, h := range rd.History {
-				worst = max(worst, h.Meta.Late)
+				worst = max(worst, h.Meta.Late, sendLag(h))
 				if first.IsZero() || h.Meta.Start.Before(first) {
 					first = h.Meta.Start
 				}
@@ -225,8 +225,19 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 		for _, rd := range rds {
 			rd.Close()
 		}
-		t.Logf("try %d: a segment started %v late, the starts %v apart (a busy machine); again", try, worst, last.Sub(first))
+		t.Logf("try %d: a segment started or sent a request %v late, the starts %v apart (a busy machine); again", try, worst, last.Sub(first))
 	}
+}
+
+// sendLag is how late h's latest request left against its schedule.
+func sendLag(h *history.History) time.Duration {
+	var worst time.Duration
+	for i := range h.Len() {
+		if s := h.Sent(i); s != history.NoTime {
+			worst = max(worst, s-h.Intended(i))
+		}
+	}
+	return worst
 }
 
 // metrics reads a run directory's only scenario's figures.
