@@ -317,7 +317,11 @@ func (c *Config) InSyncReplica(ctx context.Context, sh Shard, wait time.Duration
 			info, err := n.Info(ctx, "replication").Result()
 			switch role, link, syncing := InfoField(info, "role"), InfoField(info, "master_link_status"), InfoField(info, "master_sync_in_progress"); {
 			case err != nil:
-				said[i] = fmt.Sprintf("%s: %v", sh.Replicas[i], err)
+				// The wait ending in the middle of a reading keeps what
+				// the replica said before.
+				if said[i] == "" || ctx.Err() == nil {
+					said[i] = fmt.Sprintf("%s: %v", sh.Replicas[i], err)
+				}
 			case role != "slave":
 				said[i] = fmt.Sprintf("%s: not a replica (role %s)", sh.Replicas[i], role)
 			case link == "up" && syncing != "1":
