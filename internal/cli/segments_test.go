@@ -27,6 +27,7 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/rundir"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 // admissions is a gateway's own log of what it admitted, at Redis TIME
@@ -205,7 +206,7 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 			}
 			rds = append(rds, rd)
 			for _, h := range rd.History {
-				worst = max(worst, h.Meta.Late, sendLag(h))
+				worst = max(worst, h.Meta.Late, traffictest.WorstSendLag(h))
 				if first.IsZero() || h.Meta.Start.Before(first) {
 					first = h.Meta.Start
 				}
@@ -227,17 +228,6 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 		}
 		t.Logf("try %d: a segment started or sent a request %v late, the starts %v apart (a busy machine); again", try, worst, last.Sub(first))
 	}
-}
-
-// sendLag is how late h's latest request left against its schedule.
-func sendLag(h *history.History) time.Duration {
-	var worst time.Duration
-	for i := range h.Len() {
-		if s := h.Sent(i); s != history.NoTime {
-			worst = max(worst, s-h.Intended(i))
-		}
-	}
-	return worst
 }
 
 // metrics reads a run directory's only scenario's figures.

@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 // TestNetworkFaultsOnTopologies: redis-down and redis-latency act on the
@@ -148,7 +149,7 @@ max_error_rate: 1
 			if added := under - base; added < latency-15*time.Millisecond || added > latency+50*time.Millisecond {
 				t.Errorf("median latency %v under %v injected, %v without: added %v", under, latency, base, added)
 			}
-			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected; rlctl's worst send lag %v", worst, back, base, under, latency, worstSendLag(h))
+			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected; rlctl's worst send lag %v", worst, back, base, under, latency, traffictest.WorstSendLag(h))
 		})
 	}
 }

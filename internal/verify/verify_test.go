@@ -25,6 +25,7 @@ import (
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
+	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
 func parse(t *testing.T, doc string) *scenario.Scenario {
@@ -63,24 +64,13 @@ func runCalm(t *testing.T, sc *scenario.Scenario, stall time.Duration) *Outcome 
 	t.Helper()
 	for try := 1; ; try++ {
 		out := run(t, sc)
-		lag := worstSendLag(out.History)
+		lag := traffictest.WorstSendLag(out.History)
 		if lag <= stall || try == 3 {
 			return out
 		}
 		t.Logf("verify %s, try %d: rlctl sent a request %v late (a stalled machine); again", sc.Name, try, lag)
 		out.History.Close()
 	}
-}
-
-// worstSendLag is the most any request of h left after its intended time.
-func worstSendLag(h *history.History) time.Duration {
-	var worst time.Duration
-	for i := range h.Len() {
-		if s := h.Sent(i); s != history.NoTime {
-			worst = max(worst, s-h.Intended(i))
-		}
-	}
-	return worst
 }
 
 func measured(t *testing.T, out *Outcome, name string) float64 {

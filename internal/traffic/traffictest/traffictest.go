@@ -3,6 +3,7 @@ package traffictest
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
@@ -186,4 +187,16 @@ func AimedWithinSpan(h *history.History) bool {
 		}
 	}
 	return true
+}
+
+// WorstSendLag is the most any request of h left after its intended time:
+// how far the run's own machine fell behind its schedule.
+func WorstSendLag(h *history.History) time.Duration {
+	var worst time.Duration
+	for i := range h.Len() {
+		if s := h.Sent(i); s != history.NoTime {
+			worst = max(worst, s-h.Intended(i))
+		}
+	}
+	return worst
 }
