@@ -78,7 +78,9 @@ func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duratio
 		if len(late) < 4 {
 			continue
 		}
-		if !calibrated && slices.Min(late[len(late)-4:]) <= 8*base {
+		// The least late of the last four: all four were late by it.
+		least := slices.Min(late[len(late)-4:])
+		if !calibrated && least <= 8*base {
 			// Late, but not against the quickest answer: that one may have
 			// been slow itself (a busy machine, a connection dialed). A
 			// fresh identity's first request is never queued behind this
@@ -89,7 +91,7 @@ func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duratio
 				base = q
 			}
 		}
-		if slices.Min(late[len(late)-4:]) > 8*base {
+		if least > 8*base {
 			b.queued = true
 			return b, nil
 		}
