@@ -26,7 +26,7 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 	redistest.Binary(t)
 	const (
 		downAt, downFor = time.Second, time.Second
-		latAt, latFor   = 3 * time.Second, time.Second
+		latFor          = time.Second
 		latency         = 80 * time.Millisecond
 		// edge allows for the fault's hook starting a little after its
 		// offset on a loaded machine.
@@ -63,6 +63,11 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 	} {
 		t.Run(strings.SplitN(tc.redis, ":", 2)[0], func(t *testing.T) {
 			t.Parallel()
+			// The latency starts once the gateways' clients may all have
+			// reached Redis again after the outage (recover): a client
+			// still finding the primary under it is the outage's, not the
+			// latency's.
+			latAt := max(3*time.Second, downAt+downFor+tc.recover+200*time.Millisecond)
 			// A stall of the machine as long as the timeout's margin over
 			// the latency would time requests out under it; the margin
 			// (320ms) also leaves room for a connection a client may open
@@ -77,12 +82,12 @@ target:
   endpoints:
     - {name: login, share: 0.5, on_error: closed}
     - {name: feed, share: 0.5, on_error: open}
-traffic: {rate: 100/s, duration: 4500ms}
+traffic: {rate: 100/s, duration: %s}
 faults:
   - {at: %s, for: %s, action: redis-down}
   - {at: %s, for: %s, action: redis-latency, latency: %s}
 max_error_rate: 1
-`, tc.redis, downAt, downFor, latAt, latFor, latency)), 100*time.Millisecond)
+`, tc.redis, latAt+latFor+500*time.Millisecond, downAt, downFor, latAt, latFor, latency)), 100*time.Millisecond)
 			h := out.History
 			// The windows the faults were actually applied in: a hook may
 			// start late on a loaded machine, and the run records when.
