@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -23,9 +24,15 @@ type Switch struct {
 	dialer net.Dialer
 
 	mu      sync.Mutex
-	down    bool
 	latency time.Duration
 	conns   map[*switchConn]struct{}
+
+	// isDown is set while down (changed under mu), and cuts counts the
+	// times the switch went down: a connection dialed before the latest
+	// cut is dead from that instant on, before SetDown has got round to
+	// closing its socket.
+	isDown atomic.Bool
+	cuts   atomic.Uint64
 }
 
 // NewSwitch returns a switch that passes everything through until told
@@ -42,7 +49,7 @@ func NewSwitch() *Switch {
 // a second once PoolSize have failed) does not stretch the outage past the
 // fault.
 func (s *Switch) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if s.isDown() {
+	if s.isDown.Load() {
 		return cutConn{network: network, addr: addr}, nil
 	}
 	nc, err := s.dialer.DialContext(ctx, network, addr)
@@ -52,28 +59,27 @@ func (s *Switch) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	c := &switchConn{Conn: nc, s: s, done: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.down {
+	if s.isDown.Load() {
 		// Went down while dialing.
 		nc.Close()
 		return cutConn{network: network, addr: addr}, nil
 	}
+	c.cuts = s.cuts.Load()
 	s.conns[c] = struct{}{}
 	return c, nil
 }
 
-func (s *Switch) isDown() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.down
-}
-
 // SetDown cuts every connection and answers every dial with a cut one
-// (down), or lets dials through again. A client mid-request sees an error at once, not a hang.
+// (down), or lets dials through again. A client mid-request sees an error
+// at once, not a hang. The cut takes effect on every connection at the
+// instant the switch goes down: closing the sockets one by one afterwards
+// may take a while on a loaded machine, and no byte passes meanwhile.
 func (s *Switch) SetDown(down bool) {
 	s.mu.Lock()
-	s.down = down
+	s.isDown.Store(down)
 	var cut []*switchConn
 	if down {
+		s.cuts.Add(1)
 		for c := range s.conns {
 			cut = append(cut, c)
 		}
@@ -104,7 +110,8 @@ func (s *Switch) currentLatency() time.Duration {
 // switchConn is one connection through a Switch.
 type switchConn struct {
 	net.Conn
-	s *Switch
+	s    *Switch
+	cuts uint64 // the switch's cuts when this was dialed
 
 	cutOnce sync.Once
 	done    chan struct{} // closed once the socket is
@@ -130,6 +137,10 @@ type delayed struct {
 // at once, as one into a socket's send buffer does.
 func (c *switchConn) Write(b []byte) (int, error) {
 	d := c.s.currentLatency()
+	if c.dead() {
+		c.cut()
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: ErrDown}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -149,6 +160,24 @@ func (c *switchConn) Write(b []byte) (int, error) {
 		go c.send()
 	}
 	return len(b), nil
+}
+
+// Read reads from the socket, and fails once the switch has cut the
+// connection, whatever the socket still delivers: a reply that arrives
+// after the cut is lost, as on a network that went down.
+func (c *switchConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.dead() {
+		c.cut()
+		return 0, &net.OpError{Op: "read", Net: "tcp", Err: ErrDown}
+	}
+	return n, err
+}
+
+// dead reports that the switch has cut c: it is down, or went down since
+// c was dialed.
+func (c *switchConn) dead() bool {
+	return c.s.isDown.Load() || c.s.cuts.Load() != c.cuts
 }
 
 // send delivers the queued writes, each at its time, until none is left;
@@ -176,6 +205,10 @@ func (c *switchConn) send() {
 			case <-c.done:
 				return
 			}
+		}
+		if c.dead() {
+			c.cut()
+			return
 		}
 		// The client's write deadline was for its own write, which
 		// returned when it queued: the delivery has none.

@@ -96,3 +96,56 @@ func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
 	return errors.As(err, &te) && te.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
+
+// TestSwitchCutsEveryConnectionAtOnce: once the switch goes down, no byte
+// passes on a connection it dialed before, even one whose socket it has
+// not closed yet (closing them one by one can lag on a loaded machine):
+// a reply already on its way is lost, a write fails, and the connection
+// stays dead after the switch comes up again.
+func TestSwitchCutsEveryConnectionAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	sw := NewSwitch()
+	nc, err := sw.Dial(context.Background(), "tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// As though SetDown had not reached this connection's socket yet.
+	sw.mu.Lock()
+	clear(sw.conns)
+	sw.mu.Unlock()
+	if _, err := nc.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The reply is in the socket before the cut.
+	time.Sleep(50 * time.Millisecond)
+	sw.SetDown(true)
+	if err := nc.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := nc.Read(buf); !errors.Is(err, ErrDown) {
+		t.Errorf("read after the cut: %q, %v, want ErrDown", buf[:n], err)
+	}
+	if _, err := nc.Write([]byte("PING\r\n")); !errors.Is(err, ErrDown) {
+		t.Errorf("write after the cut: %v, want ErrDown", err)
+	}
+	sw.SetDown(false)
+	if _, err := nc.Write([]byte("PING\r\n")); !errors.Is(err, ErrDown) {
+		t.Errorf("write on a connection cut before the switch came up: %v, want ErrDown", err)
+	}
+	fresh, err := sw.Dial(context.Background(), "tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.Write([]byte("PING\r\n")); err != nil {
+		t.Fatalf("a connection dialed after the switch came up: %v", err)
+	}
+	if err := fresh.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fresh.Read(buf); err != nil || string(buf[:n]) != "+PONG\r\n" {
+		t.Errorf("reply on a fresh connection: %q, %v", buf[:n], err)
+	}
+}
