@@ -246,13 +246,15 @@ func metrics(t *testing.T, dir string) analysis.Metrics {
 
 // writeScenario writes a scenario of the limit 10/200ms against the
 // gateways at urls, with the given traffic, and returns its path.
-func writeScenario(t *testing.T, name string, urls []string, traffic string) string {
+func writeScenario(t *testing.T, name string, lim rate.Limit, urls []string, traffic string) string {
 	t.Helper()
-	// A clock window admits up to 2L in a sliding window: that is the
-	// claim, the default ceiling <= limit is not. The tests bracket the
-	// gateways' own counts, which a few requests dropped on a stalled
-	// machine do not change.
-	body := fmt.Sprintf("name: %s\nlimit: 10/200ms\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\nthresholds: [ceiling <= 2 * limit]\nmax_error_rate: 0.1\n", name, urls[0], urls[1], traffic)
+	// The published limit is the gateways' own (lim): the run measures its
+	// windows, and the tests compare with what the gateways admitted in
+	// the same windows. A clock window admits up to 2L in a sliding
+	// window: that is the claim, the default ceiling <= limit is not. The
+	// tests bracket the gateways' own counts, which a few requests dropped
+	// on a stalled machine do not change.
+	body := fmt.Sprintf("name: %s\nlimit: %s\ntarget:\n  kind: http\n  urls: [%q, %q]\n  timeout: 2s\ntraffic: %s\nthresholds: [ceiling <= 2 * limit]\nmax_error_rate: 0.1\n", name, lim, urls[0], urls[1], traffic)
 	p := filepath.Join(t.TempDir(), "scenario.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -276,7 +278,7 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	t.Parallel()
 	lim := rate.Limit{Count: 10, Window: 200 * time.Millisecond}
 	urls, log, srv := startGateways(t, design.RedisClockWindow, lim, true)
-	sc := writeScenario(t, "segments", urls, "{rate: 600/s, duration: 1s, identities: 6}")
+	sc := writeScenario(t, "segments", lim, urls, "{rate: 600/s, duration: 1s, identities: 6}")
 
 	// A machine that stalls for longer than the gateways' timeout leaves
 	// every worker waiting, and the run drops its plan (exit 3): it
@@ -363,7 +365,7 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	const skew = -3 * time.Second
 	lim := rate.Limit{Count: 10, Window: 3 * time.Second}
 	urls, log, srv := startGateways(t, design.RedisSlidingLog, lim, false)
-	sc := writeScenario(t, "skewed", urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
+	sc := writeScenario(t, "skewed", lim, urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
 	// The skewed segment starts its skew late without knowing it: its
 	// history measures Late on its own clock, so that is no lateness here.
 	dirs, rds, took := runSegmentsOnTime(t, sc, srv, log, 1500*time.Millisecond, 100*time.Millisecond, func(start string) [][]string {
