@@ -53,6 +53,9 @@ func TestRealFailoverAgainstRedis(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			// The run lasts long enough for an election (about 2s on the
+			// spawned Cluster, whose node timeout is 1s) to finish after a
+			// fault that a stalled machine applied over a second late.
 			const at = 800 * time.Millisecond
 			lag := ""
 			if tc.lag > 0 {
@@ -65,7 +68,7 @@ target:
   gateways: 2
   redis: %s
   timeout: 300ms
-traffic: {rate: 200/s, duration: 5s}
+traffic: {rate: 200/s, duration: 7s}
 faults: [{at: %s, action: %s%s}]
 max_error_rate: 1
 `, tc.name, tc.redis, at, tc.fault, lag)
