@@ -536,6 +536,12 @@ func (d *Deployment) waitReady(ctx context.Context, p *Process, sentinel bool) e
 		} else {
 			err = c.Ping(pctx).Err()
 		}
+		if err == nil {
+			// The port was free when picked; another server may have
+			// taken it since, and our process, unable to bind, is about
+			// to exit. Only our own process counts as ready.
+			err = d.isOwn(pctx, c, p)
+		}
 		cancel()
 		if err == nil {
 			return nil
@@ -546,6 +552,24 @@ func (d *Deployment) waitReady(ctx context.Context, p *Process, sentinel bool) e
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// isOwn checks that the server answering on p's address is p's process,
+// by the process id it reports.
+func (d *Deployment) isOwn(ctx context.Context, c redis.UniversalClient, p *Process) error {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v != strconv.Itoa(p.Pid) {
+				return fmt.Errorf("%s is answered by another server (process %s, ours is %d)", p.Addr, v, p.Pid)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: INFO server has no process_id", p.Addr)
 }
 
 // waitInSync waits until a replica's link to its primary is up.

@@ -246,3 +246,29 @@ func TestSpawnOddPassword(t *testing.T) {
 		})
 	}
 }
+
+// TestSpawnTakesOnlyItsOwnServerAsReady: a spawned node whose port another
+// server took after it was picked is not ready because that server answers
+// (CI once saw CLUSTER ADDSLOTSRANGE reach a test's plain server); only the
+// process rlctl started counts.
+func TestSpawnTakesOnlyItsOwnServerAsReady(t *testing.T) {
+	t.Parallel()
+	other := redistest.Start(t)
+	c := other.Client(t)
+	info, err := c.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(info, "process_id:")
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("process_id in %q: %v", info, err)
+	}
+	if err := redisconn.IsOwn(context.Background(), c, other.Addr, pid); err != nil {
+		t.Errorf("the server's own process: %v", err)
+	}
+	err = redisconn.IsOwn(context.Background(), c, other.Addr, os.Getpid())
+	if err == nil || !strings.Contains(err.Error(), "another server") {
+		t.Errorf("a process that is not the one answering: %v, want it refused", err)
+	}
+}
