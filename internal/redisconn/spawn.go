@@ -540,7 +540,7 @@ func (d *Deployment) waitReady(ctx context.Context, p *Process, sentinel bool) e
 			// The port was free when picked; another server may have
 			// taken it since, and our process, unable to bind, is about
 			// to exit. Only our own process counts as ready.
-			err = d.isOwn(pctx, c, p)
+			err = isOwn(pctx, c, p)
 		}
 		cancel()
 		if err == nil {
@@ -556,20 +556,19 @@ func (d *Deployment) waitReady(ctx context.Context, p *Process, sentinel bool) e
 
 // isOwn checks that the server answering on p's address is p's process,
 // by the process id it reports.
-func (d *Deployment) isOwn(ctx context.Context, c redis.UniversalClient, p *Process) error {
+func isOwn(ctx context.Context, c redis.UniversalClient, p *Process) error {
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			if v != strconv.Itoa(p.Pid) {
-				return fmt.Errorf("%s is answered by another server (process %s, ours is %d)", p.Addr, v, p.Pid)
-			}
-			return nil
-		}
+	switch v := InfoField(info, "process_id"); v {
+	case strconv.Itoa(p.Pid):
+		return nil
+	case "":
+		return fmt.Errorf("%s: INFO server has no process_id", p.Addr)
+	default:
+		return fmt.Errorf("%s is answered by another server (process %s, ours is %d)", p.Addr, v, p.Pid)
 	}
-	return fmt.Errorf("%s: INFO server has no process_id", p.Addr)
 }
 
 // waitInSync waits until a replica's link to its primary is up.

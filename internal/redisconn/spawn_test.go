@@ -259,8 +259,7 @@ func TestSpawnTakesOnlyItsOwnServerAsReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(info, "process_id:")
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	pid, err := strconv.Atoi(redisconn.InfoField(info, "process_id"))
 	if err != nil {
 		t.Fatalf("process_id in %q: %v", info, err)
 	}
