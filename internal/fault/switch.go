@@ -136,11 +136,11 @@ type delayed struct {
 // earlier writes still wait: bytes stay in order). A delayed write returns
 // at once, as one into a socket's send buffer does.
 func (c *switchConn) Write(b []byte) (int, error) {
-	d := c.s.currentLatency()
 	if c.dead() {
 		c.cut()
 		return 0, &net.OpError{Op: "write", Net: "tcp", Err: ErrDown}
 	}
+	d := c.s.currentLatency()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
