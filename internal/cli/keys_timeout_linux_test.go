@@ -13,7 +13,9 @@ import (
 // TestCommandsGiveUpWithinTheirTimeout: against a Redis whose TCP
 // handshake never completes, every command that talks to Redis exits 3
 // within its --timeout, not a second after it. The margin allows for a
-// loaded machine; it bounds, and claims no speed.
+// loaded machine; it bounds, and claims no speed. A machine stalled past
+// the margin (CI saw half a second) is given three tries: a command that
+// waits beyond its timeout does so every time.
 func TestCommandsGiveUpWithinTheirTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout, margin = 600 * time.Millisecond, 500 * time.Millisecond
@@ -27,15 +29,21 @@ func TestCommandsGiveUpWithinTheirTimeout(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
-			f, errOut := testFactory(io.Discard, nil)
-			start := time.Now()
-			code := Run(f, append(args, "--redis", url, "--timeout", timeout.String()), nil, noExit(t))
-			took := time.Since(start)
-			if code != int(exitcode.Unreachable) {
-				t.Fatalf("exit %d, want 3; stderr: %s", code, errOut)
-			}
-			if took > timeout+margin {
-				t.Fatalf("gave up after %v with --timeout %v; stderr: %s", took, timeout, errOut)
+			for try := 1; ; try++ {
+				f, errOut := testFactory(io.Discard, nil)
+				start := time.Now()
+				code := Run(f, append(args, "--redis", url, "--timeout", timeout.String()), nil, noExit(t))
+				took := time.Since(start)
+				if code != int(exitcode.Unreachable) {
+					t.Fatalf("exit %d, want 3; stderr: %s", code, errOut)
+				}
+				if took <= timeout+margin {
+					return
+				}
+				if try == 3 {
+					t.Fatalf("gave up after %v with --timeout %v; stderr: %s", took, timeout, errOut)
+				}
+				t.Logf("try %d: gave up after %v (a busy machine?); again", try, took)
 			}
 		})
 	}
