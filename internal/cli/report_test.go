@@ -266,8 +266,10 @@ traffic: {rate: 50/s, duration: 30s}
 	go func() {
 		done <- Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, sig, noExit(t))
 	}()
+	start := time.Now()
 	time.Sleep(1500 * time.Millisecond)
 	sig <- os.Interrupt
+	before := time.Since(start)
 	select {
 	case code := <-done:
 		if code != 130 {
@@ -284,8 +286,12 @@ traffic: {rate: 50/s, duration: 30s}
 	if r["status"] != "incomplete" {
 		t.Errorf("status %v, want incomplete", r["status"])
 	}
-	if n := scenarioMetrics(t, r)["requests"].(float64); n < 20 || n > 500 {
-		t.Errorf("%g requests recorded in about 1.5s at 50/s", n)
+	// What was sent before the interrupt is kept, and nothing after it:
+	// at 50/s no more than the time before the signal allows. How many is
+	// up to the machine (a busy one starts the traffic late), so the
+	// floor is one.
+	if n, most := scenarioMetrics(t, r)["requests"].(float64), 50*before.Seconds()+5; n < 1 || n > most {
+		t.Errorf("%g requests recorded in the %v before the interrupt at 50/s; want 1 to %.0f", n, before, most)
 	}
 	for _, name := range []string{"report.md", "junit.xml", "report.html", "histories/long.rlh"} {
 		if _, err := os.Stat(filepath.Join(runs[0], name)); err != nil {
