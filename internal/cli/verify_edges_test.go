@@ -149,6 +149,13 @@ func TestVerifyNeverWritesURLSecrets(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The probe before a run is always answered: cut off, it would
+		// fail the scenario before its run (as it did when a busy machine
+		// dropped a few of the run before it, so the probe came 7th).
+		if r.URL.Query().Get("api_key") == httptarget.ProbeID {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if n.Add(1)%7 == 0 {
 			c, _, _ := w.(http.Hijacker).Hijack()
 			c.Close() // an error that names the URL
@@ -230,7 +237,7 @@ thresholds: [allowed > 0]
 		t.Errorf("the identity parameter's value (an identity name) is hidden or never shown")
 	}
 	if files < 10 {
-		t.Errorf("only %d report and history files written", files)
+		t.Errorf("only %d report and history files written; stderr:\n%s", files, errOut)
 	}
 	if n.Load() < 70 {
 		t.Errorf("the gateways saw %d requests: the run did not reach them", n.Load())
