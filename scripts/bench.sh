@@ -57,11 +57,17 @@ sha=$(redis-cli -p "$rport" SCRIPT LOAD "$(cat "$work/fw.lua")")
 # median of the rounds' ratios is the figure.
 ratios=()
 loops=()
-for round in 1 2 3 4 5; do
-	rb=$(redis-benchmark -p "$rport" -c 50 -n 250000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 | tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | cut -d' ' -f1)
+# The two go first by turns (odd rounds redis-benchmark, even rounds
+# rlctl), so a drift in the machine's speed over the rounds falls on both
+# alike instead of always on the one that runs second.
+run_rb() { rb=$(redis-benchmark -p "$rport" -c 50 -n 250000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 | tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | cut -d' ' -f1); }
+run_rl() {
 	bench_verify "$work/v1.err" "$work/r1" "$RLCTL" verify scripts/bench/redis-fixed-window.yaml --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/r1" --format json
 	read -r req bad < <(go run ./scripts/benchtool rate "$work"/r1/*/report.json)
 	rl=$(awk -v r="$req" 'BEGIN { printf "%.0f", r / 5 }')
+}
+for round in 1 2 3 4 5; do
+	if [ $((round % 2)) = 1 ]; then run_rb; run_rl; else run_rl; run_rb; fi
 	ratios+=("$(ratio "$rl" "$rb")")
 	lp=$(go run ./scripts/benchtool loop "redis://127.0.0.1:$rport" "$sha")
 	loops+=("$(ratio "$lp" "$rb")")

@@ -43,7 +43,12 @@ func serverBinary() (string, error) {
 		if err != nil {
 			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
 		}
-		out, err := exec.Command(gobin, "tool", "-n", toolPath).Output()
+		cmd := exec.Command(gobin, "tool", "-n", toolPath)
+		// Built as make test's NONRACE build (CGO_ENABLED=0, -trimpath),
+		// it shares that build's standard library and modules, and finds
+		// the binary make test built before the tests.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -trimpath"))
+		out, err := cmd.Output()
 		if err != nil {
 			binary.err = fmt.Errorf("build toxiproxy's server (go tool -n %s): %w", toolPath, err)
 			if ee, ok := err.(*exec.ExitError); ok {
