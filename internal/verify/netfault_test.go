@@ -145,13 +145,17 @@ max_error_rate: 1
 			if worst >= tc.slowest {
 				t.Errorf("slowest decision in the outage took %v, want under %v", worst, tc.slowest)
 			}
-			// No request under latency can be answered sooner than it; the
-			// median is slower by about it.
+			// No request under latency can be answered sooner than it, and
+			// the median is not slower by much more than it (the latency
+			// is paid once a request, not per direction or per packet).
+			// Below, the fastest answer bounds it: a median without the
+			// latency, taken at another moment, is as slow as the machine
+			// was then (31ms on a loaded one), so it bounds nothing.
 			if fastest := slices.Min(slow); fastest < latency {
 				t.Errorf("a request under %v injected latency was answered in %v", latency, fastest)
 			}
 			base, under := median(outside), median(slow)
-			if added := under - base; added < latency-15*time.Millisecond || added > latency+50*time.Millisecond {
+			if added := under - base; added > latency+50*time.Millisecond {
 				t.Errorf("median latency %v under %v injected, %v without: added %v", under, latency, base, added)
 			}
 			t.Logf("slowest decision in the outage %v; Redis decided every request sent from %v after it on; median latency %v, %v under %v injected; rlctl's worst send lag %v", worst, back, base, under, latency, traffictest.WorstSendLag(h))
