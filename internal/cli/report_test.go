@@ -47,9 +47,20 @@ target: {kind: simulated, algorithm: redis-fixed-window, gateways: 3, timeout: 1
 traffic: {rate: 120/s, duration: 2s, identities: 3}
 thresholds: [ceiling <= 2*limit]
 `), 0o644)
-	f, errOut := testFactory(&syncBuffer{}, nil)
-	if code := Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, nil, noExit(t)); code != 0 {
-		t.Fatalf("verify exited %d: %s", code, errOut.String())
+	// The run is only material to split: one whose embedded Redis went
+	// unanswered (a machine stalled for seconds; the run says it measured
+	// an outage no fault planned) is run again, up to three times.
+	for try := 1; ; try++ {
+		os.RemoveAll(filepath.Join(dir, "r"))
+		f, errOut := testFactory(&syncBuffer{}, nil)
+		code := Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, nil, noExit(t))
+		if code == 0 {
+			break
+		}
+		if code != 3 || !strings.Contains(errOut.String(), "the run measured the outage") || try == 3 {
+			t.Fatalf("verify exited %d: %s", code, errOut.String())
+		}
+		t.Logf("try %d: %s", try, errOut)
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "r", "*"))
 	if len(runs) != 1 {
@@ -83,6 +94,7 @@ thresholds: [ceiling <= 2*limit]
 		dirs = append(dirs, d)
 	}
 	merged := filepath.Join(dir, "merged")
+	f, errOut := testFactory(&syncBuffer{}, nil)
 	if code := Run(f, append([]string{"report", "merge", "--out", merged}, dirs...), nil, noExit(t)); code != 0 {
 		t.Fatalf("merge exited %d: %s", code, errOut.String())
 	}
