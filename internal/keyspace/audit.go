@@ -193,7 +193,41 @@ type refreshCand struct {
 	node Node
 	ttl  time.Duration
 	val  string
-	at   time.Time
+	at   sampleTime
+}
+
+// sampleTime is when a pipeline read its keys' PTTLs: by the server's
+// TIME, read in the same pipeline just before them, and by this machine's
+// clock once the answer came. The server's is the one the TTLs count
+// down by; the local one may include a stall of this process between the
+// server's answer and the reading of the clock, and stands in only where
+// the server would not tell its time (a user without TIME).
+type sampleTime struct {
+	server time.Time // zero when TIME was refused
+	local  time.Time
+}
+
+// timedPipeline starts a pipeline on n whose first command reads the
+// server's time; at reads it, with the local time, once the pipeline ran.
+func timedPipeline(ctx context.Context, n Node) (redis.Pipeliner, func() sampleTime) {
+	pipe := n.Client.Pipeline()
+	tc := pipe.Time(ctx)
+	return pipe, func() sampleTime {
+		at := sampleTime{local: time.Now()}
+		if tc.Err() == nil {
+			at.server = tc.Val()
+		}
+		return at
+	}
+}
+
+// since is the time from a to b: by the server's clock when both have it,
+// else by the local one.
+func (b sampleTime) since(a sampleTime) time.Duration {
+	if !a.server.IsZero() && !b.server.IsZero() {
+		return b.server.Sub(a.server)
+	}
+	return b.local.Sub(a.local)
 }
 
 // auditState is what the streaming scan keeps: counts and bounded samples,
@@ -629,7 +663,7 @@ func (st *auditState) sampleRefresh(ctx context.Context, n Node, cs []auditCand)
 	if len(keys) == 0 {
 		return nil
 	}
-	pipe := n.Client.Pipeline()
+	pipe, sampled := timedPipeline(ctx, n)
 	ttls := make([]*redis.DurationCmd, len(keys))
 	vals := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
@@ -638,11 +672,11 @@ func (st *auditState) sampleRefresh(ctx context.Context, n Node, cs []auditCand)
 	if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
 		return fmt.Errorf("sample TTLs on %s: %w", n.Addr, err)
 	}
-	at := time.Now()
+	at := sampled()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.firstAt.IsZero() {
-		st.firstAt = at
+		st.firstAt = at.local
 	}
 	for i, k := range keys {
 		// A key about to expire cannot show a refresh.
@@ -664,9 +698,9 @@ func (st *auditState) sampleRefresh(ctx context.Context, n Node, cs []auditCand)
 
 // checkRefresh reads the sampled keys' PTTL a second time, at least
 // RefreshInterval after the first. A TTL that fell by less than half the
-// time elapsed, while the counter did not restart, was pushed out in
-// between: the refresh-every-request bug that keeps a window from ever
-// rolling under steady traffic.
+// time elapsed (by the server's clock: see sampleTime), while the counter
+// did not restart, was pushed out in between: the refresh-every-request
+// bug that keeps a window from ever rolling under steady traffic.
 func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 	f := Finding{Check: CheckTTLRefresh, Severity: OK}
 	if len(st.refresh) == 0 {
@@ -690,16 +724,16 @@ func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 	}
 	ttls := make([]*redis.DurationCmd, len(st.refresh))
 	vals := make([]*redis.StringCmd, len(st.refresh))
-	ats := make([]time.Time, len(st.refresh))
+	ats := make([]sampleTime, len(st.refresh))
 	for addr, idx := range byNode {
-		pipe := nodes[addr].Client.Pipeline()
+		pipe, sampled := timedPipeline(ctx, nodes[addr])
 		for _, i := range idx {
 			ttls[i], vals[i] = pipe.PTTL(ctx, st.refresh[i].key), pipe.Get(ctx, st.refresh[i].key)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !isServerError(err) {
 			return f, fmt.Errorf("sample TTLs on %s: %w", addr, err)
 		}
-		now := time.Now()
+		now := sampled()
 		for _, i := range idx {
 			ats[i] = now
 		}
@@ -710,7 +744,7 @@ func (st *auditState) checkRefresh(ctx context.Context) (Finding, error) {
 		if b <= 0 {
 			continue
 		}
-		elapsed := ats[i].Sub(r.at)
+		elapsed := ats[i].since(r.at)
 		if b > r.ttl-elapsed/2 {
 			va, errA := strconv.ParseInt(r.val, 10, 64)
 			vb, errB := strconv.ParseInt(vals[i].Val(), 10, 64)

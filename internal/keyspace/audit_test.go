@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,6 +177,53 @@ func TestAuditCleanStandalone(t *testing.T) {
 	if rep.BySchema["redis-fixed-window"] != 20 || rep.BySchema["redis-token-bucket"] != 20 || rep.Scanned != 41 {
 		t.Errorf("counts %v scanned %d", rep.BySchema, rep.Scanned)
 	}
+}
+
+// stallAfterSample is a client hook that stalls this process after the
+// answer to the refresh check's second sample (the second pipeline that
+// reads a key's PTTL and then its value), before the caller reads its
+// clock: what a busy machine does to an audit.
+type stallAfterSample struct {
+	stall time.Duration
+	seen  atomic.Int32
+}
+
+func (h *stallAfterSample) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *stallAfterSample) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *stallAfterSample) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		sample := false
+		for i := 0; i+1 < len(cmds); i++ {
+			sample = sample || (cmds[i].Name() == "pttl" && cmds[i+1].Name() == "get")
+		}
+		if sample && h.seen.Add(1) == 2 {
+			time.Sleep(h.stall)
+		}
+		return err
+	}
+}
+
+// A stall of the auditing process between the server's answer and the
+// reading of the clock is not time the TTLs counted down: an untouched
+// key sampled across it is not reported as refreshed. The elapsed time is
+// the server's (TIME in each sample's pipeline).
+func TestAuditRefreshCheckIgnoresItsOwnStall(t *testing.T) {
+	t.Parallel()
+	c := startClean(t)
+	plantHealthy(t, c)
+	opts := auditOpts()
+	opts.RefreshInterval = 100 * time.Millisecond
+	hook := &stallAfterSample{stall: 600 * time.Millisecond}
+	c.AddHook(hook)
+	rep, err := Audit(context.Background(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := hook.seen.Load(); n != 2 {
+		t.Fatalf("%d sampling pipelines; want two", n)
+	}
+	checkFindings(t, rep, map[string]Severity{})
 }
 
 func TestAuditPreparedStandalone(t *testing.T) {
