@@ -13,19 +13,26 @@ import (
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
-// loopingTarget runs script on srv with a 50ms call timeout.
-func loopingTarget(t *testing.T, srv *redistest.Server, script string) traffic.Target {
+// callingTarget is a target calling script on srv, each call bounded by
+// timeout.
+func callingTarget(t *testing.T, srv *redistest.Server, script string, timeout time.Duration) traffic.Target {
 	t.Helper()
 	tgt, err := New(context.Background(), Options{
 		Source: script, Gateways: 2, NewClient: scriptClients(srv),
 		Keys: []string{"loop:{id}"}, Args: []string{"{limit}", "{window_ms}"}, Allowed: "== 1", Limit: rate.Limit{Count: 1, Window: time.Second},
-		Timeout: 50 * time.Millisecond,
+		Timeout: timeout,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tgt.Close() })
 	return tgt
+}
+
+// loopingTarget is callingTarget for a script that never ends: its calls
+// time out after 50ms.
+func loopingTarget(t *testing.T, srv *redistest.Server, script string) traffic.Target {
+	return callingTarget(t, srv, script, 50*time.Millisecond)
 }
 
 // ping reports what srv answers PING within a second.
@@ -85,11 +92,12 @@ func TestWritingLoopingScriptIsReportedUnkillable(t *testing.T) {
 	srv.Client(t).ShutdownNoSave(context.Background())
 }
 
-// A call that ends in time leaves nothing to settle.
+// A call that ends in time leaves nothing to settle. The call gets 2s: a
+// first call (a dial, the script loaded) on a busy machine took over 50ms.
 func TestSettleAfterAnOrdinaryRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	tgt := loopingTarget(t, srv, fixedWindowLua)
+	tgt := callingTarget(t, srv, fixedWindowLua, 2*time.Second)
 	if res := tgt.Do(context.Background(), traffic.Request{ID: "u"}); res.Outcome != decision.Allowed {
 		t.Fatalf("%v (%v), want allowed", res.Outcome, res.Err)
 	}
