@@ -208,7 +208,8 @@ type sampleTime struct {
 }
 
 // timedPipeline starts a pipeline on n whose first command reads the
-// server's time; at reads it, with the local time, once the pipeline ran.
+// server's time; the function it returns reads that time, with the local
+// one, once the pipeline ran.
 func timedPipeline(ctx context.Context, n Node) (redis.Pipeliner, func() sampleTime) {
 	pipe := n.Client.Pipeline()
 	tc := pipe.Time(ctx)
