@@ -52,6 +52,9 @@ pids+=($!)
 for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
 go run ./scripts/benchtool lua redis-fixed-window >"$work/fw.lua"
 sha=$(redis-cli -p "$rport" SCRIPT LOAD "$(cat "$work/fw.lua")")
+# decide is redis-benchmark's request: the decision rlctl makes, on 1,000
+# identities, the same in every redis-benchmark run below.
+decide=(-r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1)
 # Five rounds, each running the two back to back for about 5 s apiece:
 # on a shared 2-core machine one pair can be off by 20% either way, so the
 # median of the rounds' ratios is the figure.
@@ -60,7 +63,7 @@ loops=()
 # The two go first by turns (odd rounds redis-benchmark, even rounds
 # rlctl), so a drift in the machine's speed over the rounds falls on both
 # alike instead of always on the one that runs second.
-run_rb() { rb=$(redis-benchmark -p "$rport" -c 50 -n 250000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 | tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | cut -d' ' -f1); }
+run_rb() { rb=$(redis-benchmark -p "$rport" -c 50 -n 250000 "${decide[@]}" | tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | cut -d' ' -f1); }
 run_rl() {
 	bench_verify "$work/v1.err" "$work/r1" "$RLCTL" verify scripts/bench/redis-fixed-window.yaml --redis "redis://127.0.0.1:$rport" --no-progress --report-dir "$work/r1" --format json
 	read -r req bad < <(go run ./scripts/benchtool rate "$work"/r1/*/report.json)
@@ -82,14 +85,14 @@ echo "   paced: the open model at 20,000/s, below what Redis serves, nearly noth
 # per one of N. The figures are its last line: a command that exited
 # non-zero has "Command exited with non-zero status" before them.
 cpu_us() { awk -v n="$2" 'END { if (n > 0) printf "%.1f", ($1 + $2) * 1e6 / n; else print "n/a" }' "$1"; }
-/usr/bin/time -f '%U %S' -o "$work/rb.cpu" redis-benchmark -p "$rport" -c 50 -n 250000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 >/dev/null
+/usr/bin/time -f '%U %S' -o "$work/rb.cpu" redis-benchmark -p "$rport" -c 50 -n 250000 "${decide[@]}" >/dev/null
 rb_us=$(cpu_us "$work/rb.cpu" 250000)
 # rb1_us: redis-benchmark with one connection, one request in flight at a
 # time. A paced run below what Redis serves has about one in flight too
 # (20,000/s at ~50 µs each), so each request pays the wake-ups of two idle
 # processes that a saturated one spares: this is the same shape's floor in
 # the reference tool, printed beside the target.
-/usr/bin/time -f '%U %S' -o "$work/rb1.cpu" redis-benchmark -p "$rport" -c 1 -n 100000 -r 1000 -q EVALSHA "$sha" 1 'rl:fw:{__rand_int__}' 100000000 60000 1 >/dev/null
+/usr/bin/time -f '%U %S' -o "$work/rb1.cpu" redis-benchmark -p "$rport" -c 1 -n 100000 "${decide[@]}" >/dev/null
 rb1_us=$(cpu_us "$work/rb1.cpu" 100000)
 for model in closed open paced; do
 	yaml=scripts/bench/redis-fixed-window.yaml
