@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/ceiling"
 	"github.com/rlctl/rlctl/internal/rate"
 )
@@ -25,26 +26,29 @@ func TestCeilingMeasureWithinTheory(t *testing.T) {
 // output, failing unless it exits 0. A run that refused its figure because
 // the machine was too busy to measure (rlctl sent its shots late, answers
 // came too unevenly to learn a window's edge from, or no worker was free)
-// is tried again, up to three times: that refusal is rlctl telling the
-// truth about its own lateness, not the behaviour under test.
+// is tried again, three times in all (calmtest.Retry): that refusal is
+// rlctl telling the truth about its own lateness, not the behaviour under
+// test.
 func measureOnAQuietMoment(t *testing.T, args ...string) string {
 	t.Helper()
-	for try := 1; ; try++ {
-		out := &syncBuffer{}
-		f, errOut := testFactory(out, nil)
-		code := Run(f, append([]string{"ceiling", "--measure"}, args...), nil, noExit(t))
-		if code == 0 {
-			return out.String()
-		}
-		busy := false
+	var code int
+	var out, errOut *syncBuffer
+	calmtest.Retry(t, 3, func(int) string {
+		out = &syncBuffer{}
+		var f *Factory
+		f, errOut = testFactory(out, nil)
+		code = Run(f, append([]string{"ceiling", "--measure"}, args...), nil, noExit(t))
 		for _, why := range []string{"late (its own CPU or scheduling", "straddle a window edge", "dropped, no worker being free"} {
-			busy = busy || strings.Contains(errOut.String(), why)
+			if code != 0 && strings.Contains(errOut.String(), why) {
+				return errOut.String()
+			}
 		}
-		if !busy || try == 3 {
-			t.Fatalf("exit %d: %s", code, errOut)
-		}
-		t.Logf("try %d: %s", try, errOut)
+		return ""
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	return out.String()
 }
 
 // Numbers that make no sense negative or zero are invalid usage, named.

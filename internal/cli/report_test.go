@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rundir"
 )
@@ -49,18 +50,22 @@ thresholds: [ceiling <= 2*limit]
 `), 0o644)
 	// The run is only material to split: one whose embedded Redis went
 	// unanswered (a machine stalled for seconds; the run says it measured
-	// an outage no fault planned) is run again, up to three times.
-	for try := 1; ; try++ {
+	// an outage no fault planned) is run again, three times in all
+	// (calmtest.Retry).
+	var code int
+	var errOut *syncBuffer
+	calmtest.Retry(t, 3, func(int) string {
 		os.RemoveAll(filepath.Join(dir, "r"))
-		f, errOut := testFactory(&syncBuffer{}, nil)
-		code := Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, nil, noExit(t))
-		if code == 0 {
-			break
+		var f *Factory
+		f, errOut = testFactory(&syncBuffer{}, nil)
+		code = Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, nil, noExit(t))
+		if code == 3 && strings.Contains(errOut.String(), "the run measured the outage") {
+			return errOut.String()
 		}
-		if code != 3 || !strings.Contains(errOut.String(), "the run measured the outage") || try == 3 {
-			t.Fatalf("verify exited %d: %s", code, errOut.String())
-		}
-		t.Logf("try %d: %s", try, errOut)
+		return ""
+	})
+	if code != 0 {
+		t.Fatalf("verify exited %d: %s", code, errOut.String())
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "r", "*"))
 	if len(runs) != 1 {

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlctl/rlctl/internal/analysis"
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/gateway"
@@ -179,24 +180,30 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 }
 
 // runSegmentsOnTime is runSegments with the common start lead from now
-// (args gives each segment's arguments for it), run again, up to three
-// times in all, while a segment's history says it started, or sent a
-// request, more than late after its time, or the segments' starts spread
+// (args gives each segment's arguments for it), run again, three times in
+// all (calmtest.Retry), while a segment's history says it started, or sent
+// a request, more than late after its time, or the segments' starts spread
 // more than late apart: a machine too busy to start a process or send on
-// time measured nothing about a shared start. Each try starts on an emptied Redis, and the gateways'
-// log taken anew. It returns the run directories, each opened (closed
-// when the test ends), and that log.
+// time measured nothing about a shared start. Each try starts on an
+// emptied Redis, and the gateways' log taken anew. It returns the run
+// directories, each opened (closed when the test ends), and that log.
 func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log *admissions, lead, late time.Duration, args func(start string) [][]string) ([]string, []*rundir.SavedRun, map[string][]time.Time) {
 	t.Helper()
-	for try := 1; ; try++ {
+	var dirs []string
+	var rds []*rundir.SavedRun
+	var took map[string][]time.Time
+	calmtest.Retry(t, 3, func(int) string {
+		for _, rd := range rds {
+			rd.Close()
+		}
+		rds = nil
 		if err := srv.Client(t).FlushAll(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
 		log.take()
 		start := time.Now().Add(lead).UTC().Format(time.RFC3339Nano)
-		dirs := runSegments(t, scenario, args(start))
-		took := log.take()
-		var rds []*rundir.SavedRun
+		dirs = runSegments(t, scenario, args(start))
+		took = log.take()
 		var first, last time.Time
 		var worst time.Duration
 		for _, d := range dirs {
@@ -215,19 +222,17 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 				}
 			}
 		}
-		if (worst <= late && last.Sub(first) <= late) || try == 3 {
-			t.Cleanup(func() {
-				for _, rd := range rds {
-					rd.Close()
-				}
-			})
-			return dirs, rds, took
+		if worst > late || last.Sub(first) > late {
+			return fmt.Sprintf("a segment started or sent a request %v late, the starts %v apart (a busy machine)", worst, last.Sub(first))
 		}
+		return ""
+	})
+	t.Cleanup(func() {
 		for _, rd := range rds {
 			rd.Close()
 		}
-		t.Logf("try %d: a segment started or sent a request %v late, the starts %v apart (a busy machine); again", try, worst, last.Sub(first))
-	}
+	})
+	return dirs, rds, took
 }
 
 // metrics reads a run directory's only scenario's figures.
@@ -283,21 +288,22 @@ func TestSegmentsMergeIntoTheWholeRun(t *testing.T) {
 	// A machine that stalls for longer than the gateways' timeout leaves
 	// every worker waiting, and the run drops its plan (exit 3): it
 	// measured the stall, not the plan, so it runs again, three times in
-	// all, on an emptied Redis.
+	// all (calmtest.Retry), on an emptied Redis.
 	var one string
-	for try := 1; ; try++ {
+	var err error
+	calmtest.Retry(t, 3, func(int) string {
 		if err := srv.Client(t).FlushAll(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
 		log.take()
-		var err error
-		if one, err = rlctl(context.Background(), t, t.TempDir(), "verify", sc); err == nil {
-			break
+		one, err = rlctl(context.Background(), t, t.TempDir(), "verify", sc)
+		if err != nil && strings.Contains(err.Error(), "every worker was waiting on a slow answer") {
+			return err.Error()
 		}
-		if try == 3 || !strings.Contains(err.Error(), "every worker was waiting on a slow answer") {
-			t.Fatal(err)
-		}
-		t.Logf("try %d: every worker waited on a slow answer (a stalled machine); again: %v", try, err)
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	whole := metrics(t, one)
 	wholeTruth := ceiling(log.take(), lim.Window)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -35,8 +36,8 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 			ctx := context.Background()
 			// A stall of the machine between our call and redis_rate's can move
 			// one of them across a point where the answer flips; such a run
-			// proves nothing and is repeated (a few times at most).
-			for attempt := 0; ; attempt++ {
+			// proves nothing and is repeated (six runs at most).
+			calmtest.Retry(t, 6, func(attempt int) string {
 				id := fmt.Sprintf("hank-%d-%d", burst, attempt)
 				var problems []string
 				var worstGap time.Duration
@@ -76,13 +77,13 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 					}
 				}
 				if len(problems) == 0 {
-					return
+					return ""
 				}
-				if worstGap < 40*time.Millisecond || attempt == 5 {
+				if worstGap < 40*time.Millisecond || attempt == 6 {
 					t.Fatalf("differs from redis_rate (worst gap between the calls %v):\n%s", worstGap, strings.Join(problems, "\n"))
 				}
-				t.Logf("attempt %d disturbed by a %v stall, repeating: %v", attempt, worstGap, problems)
-			}
+				return fmt.Sprintf("disturbed by a %v stall: %v", worstGap, problems)
+			})
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/rate"
@@ -179,7 +180,7 @@ func TestBoundary(t *testing.T) {
 			// A run in which no boundary batch left on time (the machine
 			// stalled) measures no burst: it is run again, and three such
 			// runs fail.
-			for attempt := 1; ; attempt++ {
+			busy := calmtest.Retry(t, 3, func(int) string {
 				lim := newWindowLimiter(l, w, 3)
 				lim.epoch, lim.noHints, lim.retryOnly = tt.epoch, tt.noHints, tt.retryOnly
 				plan := Plan{Pattern: workload.PatternBoundary, Align: tt.align, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
@@ -206,15 +207,15 @@ func TestBoundary(t *testing.T) {
 					}
 				}
 				if onTime == 0 {
-					if attempt == 3 {
-						t.Fatal("in three runs no boundary batch went out on time: the burst was never measured")
-					}
-					continue
+					return "no boundary batch went out on time: the burst was never measured"
 				}
 				// The limiter says when it decided, so every edge is known
 				// to the µs: every identity's shots straddle its own.
 				requireBoundaryBurst(t, h, l, allowed, onTime, least)
-				return
+				return ""
+			})
+			if busy != "" {
+				t.Fatal("in three runs " + busy)
 			}
 		})
 	}
@@ -333,7 +334,7 @@ func TestBoundaryLearnsAlignmentWhenAnEdgeLooksEpochAligned(t *testing.T) {
 		want := map[bool]string{false: workload.AlignFirstRequest, true: workload.AlignEpoch}[epoch]
 		t.Run(want, func(t *testing.T) {
 			t.Parallel()
-			for attempt := 1; ; attempt++ {
+			busy := calmtest.Retry(t, 3, func(int) string {
 				lim := newWindowLimiter(l, w, 2)
 				lim.epoch, lim.noHints = epoch, true
 				plan := Plan{Pattern: workload.PatternBoundary, Align: workload.AlignAuto, Limit: rate.Limit{Count: l, Window: w}, Identities: 2,
@@ -345,10 +346,7 @@ func TestBoundaryLearnsAlignmentWhenAnEdgeLooksEpochAligned(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !rolledAstrideEpoch(h, w) {
-					if attempt == 3 {
-						t.Fatal("in three runs the first identity's window never rolled astride an epoch multiple: the case was never set up")
-					}
-					continue
+					return "the first identity's window never rolled astride an epoch multiple: the case was never set up"
 				}
 				if len(h.Meta.Aims) == 0 {
 					t.Fatalf("no boundary aimed in %v", plan.Duration)
@@ -360,15 +358,15 @@ func TestBoundaryLearnsAlignmentWhenAnEdgeLooksEpochAligned(t *testing.T) {
 				}
 				allowed, onTime, least := traffictest.BoundaryShape(t, h, 2, l)
 				if onTime == 0 || !traffictest.AimedWithinSpan(h) {
-					if attempt == 3 {
-						t.Fatalf("in three runs no boundary batch went out on time at an edge learned within the shots' span (aims %+v)", h.Meta.Aims)
-					}
-					continue
+					return fmt.Sprintf("no boundary batch went out on time at an edge learned within the shots' span (aims %+v)", h.Meta.Aims)
 				}
 				// Each identity's quota before the edge (less the probe's)
 				// and after it: far more than the limit.
 				requireBoundaryBurst(t, h, l, allowed, onTime, least)
-				return
+				return ""
+			})
+			if busy != "" {
+				t.Fatal("in three runs " + busy)
 			}
 		})
 	}
@@ -433,7 +431,7 @@ func TestBoundaryLearnsPastAWindowOpenedBeforeTheRun(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			for attempt := 1; ; attempt++ {
+			busy := calmtest.Retry(t, 3, func(int) string {
 				lim := newWindowLimiter(l, w, 2)
 				lim.noHints = true
 				now := time.Now().UnixNano()
@@ -458,13 +456,13 @@ func TestBoundaryLearnsPastAWindowOpenedBeforeTheRun(t *testing.T) {
 				}
 				allowed, onTime, least := traffictest.BoundaryShape(t, h, 2, l)
 				if onTime == 0 {
-					if attempt == 3 {
-						t.Fatalf("in three runs no boundary batch went out on time (aims %+v)", h.Meta.Aims)
-					}
-					continue
+					return fmt.Sprintf("no boundary batch went out on time (aims %+v)", h.Meta.Aims)
 				}
 				requireBoundaryBurst(t, h, l, allowed, onTime, least)
-				return
+				return ""
+			})
+			if busy != "" {
+				t.Fatal("in three runs " + busy)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ulule/limiter/v3/drivers/middleware/stdlib"
 	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/score"
@@ -53,14 +54,22 @@ target: {kind: http, urls: [%q], timeout: 2s}
 traffic: {pattern: boundary, align: auto, duration: 5s, identities: 2}
 thresholds: [boundary_allowed <= limit]
 `, url)
-	out, err := Run(context.Background(), parse(t, doc), Options{})
-	for try := 1; try < 3 && (!kept(out) || !aimedWithinSpan(out)); try++ {
-		// So busy a machine that rlctl sent its shots late measured
-		// nothing either way (score's kept-time), or its answers came too
-		// late to learn the edge within the shots' span: run it again.
-		// Three such runs in a row fail below.
+	// So busy a machine that rlctl sent its shots late measured nothing
+	// either way (score's kept-time), or its answers came too late to
+	// learn the edge within the shots' span: run it again. Three such runs
+	// in a row fail below.
+	var out *Outcome
+	var err error
+	calmtest.Retry(t, 3, func(int) string {
 		out, err = Run(context.Background(), parse(t, doc), Options{})
-	}
+		switch {
+		case !kept(out):
+			return "rlctl sent its shots late"
+		case !aimedWithinSpan(out):
+			return "the answers came too late to learn the edge within the shots' span"
+		}
+		return ""
+	})
 	if out.Report.Status != score.StatusFail || out.Report.Verdict != score.DoesNotHold {
 		t.Fatalf("status %s (%s): %s; err %v", out.Report.Status, out.Report.Verdict, out.Report.Error, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/gateway"
@@ -37,40 +38,45 @@ func parse(t *testing.T, doc string) *scenario.Scenario {
 	return scs[0]
 }
 
-// run runs sc and fails the test unless it was measured. A run that a
-// starved test machine sent too late to measure (score's kept-time) is
-// run again, up to three times: the instrument said it measured nothing.
+// run runs sc and fails the test unless it was measured: runCalm with
+// no bound on rlctl's own send lag.
 func run(t *testing.T, sc *scenario.Scenario) *Outcome {
 	t.Helper()
-	for try := 1; ; try++ {
-		out, err := Run(context.Background(), sc, Options{})
-		if err != nil && try < 3 && !kept(out) {
-			t.Logf("verify %s, try %d: %v; again", sc.Name, try, err)
-			continue
-		}
-		if err != nil {
-			t.Fatalf("verify %s: %v", sc.Name, err)
-		}
-		return out
-	}
+	return runCalm(t, sc, 0)
 }
 
-// runCalm is run, again (up to three times in all) while rlctl itself
+// runCalm runs sc and fails the test unless it was measured. A run that a
+// starved test machine sent too late to measure (score's kept-time) is run
+// again, and so, when stall is above zero, is one in which rlctl itself
 // sent some request more than stall after its time: a machine that froze
 // its sender that long froze its clients' timers too, so timing figures
-// judged against a timeout measure the machine, not the design. The third
-// run is returned whatever its lag.
+// judged against a timeout measure the machine, not the design. Three
+// runs in all (calmtest.Retry: the later ones alone, on a calm machine);
+// the third is judged whatever its lag.
 func runCalm(t *testing.T, sc *scenario.Scenario, stall time.Duration) *Outcome {
 	t.Helper()
-	for try := 1; ; try++ {
-		out := run(t, sc)
-		lag := traffictest.WorstSendLag(out.History)
-		if lag <= stall || try == 3 {
-			return out
+	var out *Outcome
+	var err error
+	calmtest.Retry(t, 3, func(int) string {
+		if out != nil && out.History != nil {
+			out.History.Close()
 		}
-		t.Logf("verify %s, try %d: rlctl sent a request %v late (a stalled machine); again", sc.Name, try, lag)
-		out.History.Close()
+		out, err = Run(context.Background(), sc, Options{})
+		if err != nil {
+			if kept(out) {
+				return ""
+			}
+			return fmt.Sprintf("verify %s: %v", sc.Name, err)
+		}
+		if lag := traffictest.WorstSendLag(out.History); stall > 0 && lag > stall {
+			return fmt.Sprintf("verify %s: rlctl sent a request %v late (a stalled machine)", sc.Name, lag)
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatalf("verify %s: %v", sc.Name, err)
 	}
+	return out
 }
 
 func measured(t *testing.T, out *Outcome, name string) float64 {

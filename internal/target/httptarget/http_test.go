@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
@@ -327,7 +328,7 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 	// A run in which no boundary batch left on time, or an edge was
 	// learned less precisely than the shots' span (the machine stalled),
 	// measures no burst: it is run again, and three such runs fail.
-	for attempt := 1; ; attempt++ {
+	busy := calmtest.Retry(t, 3, func(int) string {
 		h, err := traffic.Run(context.Background(), tgt, plan, traffic.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -337,15 +338,15 @@ func TestBoundaryAutoOverHTTP(t *testing.T) {
 			t.Fatalf("boundaries %v; want at least 2 in %v", h.Meta.Boundaries, plan.Duration)
 		}
 		if onTime == 0 || !traffictest.AimedWithinSpan(h) {
-			if attempt == 3 {
-				t.Fatalf("in three runs no boundary batch went out on time at an edge learned within the shots' span (aims %+v, span %v): the burst was never measured", h.Meta.Aims, h.Meta.BoundarySpan)
-			}
-			continue
+			return fmt.Sprintf("no boundary batch went out on time at an edge learned within the shots' span (aims %+v, span %v): the burst was never measured", h.Meta.Aims, h.Meta.BoundarySpan)
 		}
 		if limitOnly := onTime * 5 * 2; allowed <= limitOnly {
 			t.Fatalf("%d allowed around %d on-time boundaries; want the boundary burst (> %d)", allowed, onTime, limitOnly)
 		}
-		return
+		return ""
+	})
+	if busy != "" {
+		t.Fatal("in three runs " + busy)
 	}
 }
 

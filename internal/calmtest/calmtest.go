@@ -1,0 +1,96 @@
+package calmtest
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	// stall is a timer firing this much late or more: far beyond a
+	// crowded but working machine (under 10ms with twice as many busy
+	// loops as cores), the size of the stalls that spoil a measurement.
+	stall = 10 * time.Millisecond
+	// calmFor is how long timers must fire on time before a retry.
+	calmFor = 250 * time.Millisecond
+	// patience bounds the wait for calm; a retry starts after it anyway.
+	patience = 20 * time.Second
+)
+
+var (
+	// turns is held shared by first tries and exclusively by retries.
+	turns sync.RWMutex
+	// inside marks the tests running a try. A test's tries share its
+	// turn: a try that reaches Retry again (a helper built on another)
+	// runs in the turn it holds instead of waiting on itself, and so
+	// does a try from another goroutine of the same test.
+	mu     sync.Mutex
+	inside = map[testing.TB]bool{}
+)
+
+// Retry calls try with 1, 2, … until it returns "" or it has been called
+// tries times, and returns what the last call returned. A non-empty return
+// says why the machine was too busy for that try to measure; it is
+// logged. The caller decides what a last busy try means, usually a
+// failure that names it. A try must not wait on another test's Retry.
+func Retry(t testing.TB, tries int, try func(n int) (busy string)) string {
+	t.Helper()
+	for n := 1; ; n++ {
+		busy := turn(t, n > 1, func() string { return try(n) })
+		if busy == "" || n >= tries {
+			return busy
+		}
+		t.Logf("try %d: %s; again, alone and once the machine is calm", n, busy)
+	}
+}
+
+// turn runs f in its turn: shared with other first tries, or alone and
+// after calm for a retry.
+func turn(t testing.TB, alone bool, f func() string) string {
+	mu.Lock()
+	nested := inside[t]
+	inside[t] = true
+	mu.Unlock()
+	if nested {
+		return f()
+	}
+	defer func() {
+		mu.Lock()
+		delete(inside, t)
+		mu.Unlock()
+	}()
+	if !alone {
+		turns.RLock()
+		defer turns.RUnlock()
+		return f()
+	}
+	turns.Lock()
+	defer turns.Unlock()
+	if worst, ok := waitCalm(stall, calmFor, patience); !ok {
+		t.Logf("timers still fired up to %v late after %v of waiting; trying anyway", worst, patience)
+	}
+	return f()
+}
+
+// waitCalm returns once timers of a millisecond have fired less than
+// stall late for calmFor in a row, or after patience with ok false and
+// the worst lateness seen.
+func waitCalm(stall, calmFor, patience time.Duration) (worst time.Duration, ok bool) {
+	start := time.Now()
+	since := start
+	for {
+		before := time.Now()
+		time.Sleep(time.Millisecond)
+		now := time.Now()
+		if late := now.Sub(before) - time.Millisecond; late >= stall {
+			since = now
+			worst = max(worst, late)
+		}
+		if now.Sub(since) >= calmFor {
+			return worst, true
+		}
+		if now.Sub(start) >= patience {
+			return worst, false
+		}
+	}
+}
