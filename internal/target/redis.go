@@ -89,6 +89,7 @@ func (b *Built) WithFaults(ctx context.Context, s Spec, setup inject.Setup) (fun
 	b.OnFinish(func(_ context.Context, h *history.History, fin *Finished) {
 		notes, unapplied := f.RecordElections(h)
 		fin.Notes = append(fin.Notes, notes...)
+		fin.Notes = append(fin.Notes, f.RunNotes()...)
 		fin.Unapplied = append(fin.Unapplied, unapplied...)
 		fin.Extra = f.Extra(fin.Extra)
 		fin.CountsLostByIdentity = f.CountsLostByIdentity()

@@ -66,6 +66,8 @@ type Faults struct {
 	extra      figures
 	lostByID   figures // counts_lost by identity
 	countsNote sync.Once
+	// said is what the hooks said during the run.
+	said runNotes
 }
 
 // Close stops what New started, last first.
@@ -96,6 +98,15 @@ func (f *Faults) CountsLostByIdentity() map[string]float64 {
 		return nil
 	}
 	return f.lostByID.into(nil)
+}
+
+// RunNotes are what the hooks said during the run: how counts_lost was
+// read, or why it is missing.
+func (f *Faults) RunNotes() []string {
+	if f == nil {
+		return nil
+	}
+	return f.said.all()
 }
 
 // probeCleanupTimeout bounds the deletion of the election probe's key from

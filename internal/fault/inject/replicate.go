@@ -3,6 +3,7 @@ package inject
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,6 +35,24 @@ func (f *figures) add(name string, v float64) {
 		f.m = map[string]float64{}
 	}
 	f.m[name] += v
+}
+
+// runNotes are notes hooks add during the run.
+type runNotes struct {
+	mu sync.Mutex
+	s  []string
+}
+
+func (n *runNotes) add(s string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.s = append(n.s, s)
+}
+
+func (n *runNotes) all() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.s)
 }
 
 // into adds the figures to dst (allocated when nil) and returns it.
@@ -195,9 +214,6 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 	if err != nil {
 		return failover // not a layout rlctl writes: nothing to count
 	}
-	e.countsNote.Do(func() {
-		e.Notes = append(e.Notes, "counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it; a count whose window ended, or a sliding-log entry that aged out of the window, before the second reading is not counted as lost; so it is a lower bound, and on Sentinel, where the gateways keep writing to the old primary until their clients hear of the new one, the writes of that second are not in it: after_fault_ceiling shows them)")
-	})
 	// A gateway's clock may run up to skew ahead of Redis's: its now − W
 	// trims that much later.
 	window, skew := e.lc.Limit.Window, e.skew
@@ -208,12 +224,14 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 		traffic.Applied(ctx)
 		failover(ctx)
 		if err != nil {
+			e.said.add(fmt.Sprintf("counts_lost is not measured: the old primary's counters could not be read before the failover: %v", err))
 			return
 		}
 		a, closeA := after()
 		has, err := counters(ctx, a, pattern, zset)
 		closeA()
 		if err != nil {
+			e.said.add(fmt.Sprintf("counts_lost is not measured: the new primary's counters could not be read after the failover: %v", err))
 			return
 		}
 		var total int64
@@ -224,6 +242,9 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 			}
 		}
 		e.extra.add(metric.CountsLost, float64(total))
+		e.countsNote.Do(func() {
+			e.said.add("counts_lost was read from Redis: every counter of the run on the old primary just before the failover, against the new primary's just after (writes in the few milliseconds between the reading and the switch are not in it; a count whose window ended, or a sliding-log entry that aged out of the window, before the second reading is not counted as lost; so it is a lower bound, and on Sentinel, where the gateways keep writing to the old primary until their clients hear of the new one, the writes of that second are not in it: after_fault_ceiling shows them)")
+		})
 	}
 }
 

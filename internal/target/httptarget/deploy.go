@@ -283,7 +283,10 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 	var before *keyspace.Counts
 	var keys []string
 	if d.schema != nil {
-		before, _ = d.read(ctx)
+		var err error
+		if before, err = d.read(ctx); err != nil {
+			d.note("counts_lost is not measured: the counters could not be read before the failover: %v", err)
+		}
 		keys = counterKeys(before, d.schema, d.ids)
 	}
 	opts := deploy.ObserveOptions{Limit: electionLimit}
@@ -323,7 +326,11 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 		after, err = d.read(ctx)
 	}
 	el.seen = obs.Wait()
-	if before == nil || err != nil {
+	if before == nil {
+		return
+	}
+	if err != nil {
+		d.note("counts_lost is not measured: the counters could not be read on the new primary after the failover: %v", err)
 		return
 	}
 	lost, compared := lostCounts(before, after)
