@@ -94,3 +94,34 @@ func waitCalm(stall, calmFor, patience time.Duration) (worst time.Duration, ok b
 		}
 	}
 }
+
+// Watch starts timing 1ms timers, as Retry does before a retry, and
+// returns a stop that ends the watch and returns the latest any fired: the
+// longest stall of the test binary (or the machine) while it watched,
+// wherever it fell, not only where the code under test happened to look.
+func Watch() (stop func() time.Duration) {
+	done := make(chan struct{})
+	res := make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		tick := time.NewTimer(time.Millisecond)
+		defer tick.Stop()
+		before := time.Now()
+		for {
+			select {
+			case <-done:
+				res <- worst
+				return
+			case <-tick.C:
+				now := time.Now()
+				worst = max(worst, now.Sub(before)-time.Millisecond)
+				before = now
+				tick.Reset(time.Millisecond)
+			}
+		}
+	}()
+	return sync.OnceValue(func() time.Duration {
+		close(done)
+		return <-res
+	})
+}
