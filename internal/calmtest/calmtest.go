@@ -14,7 +14,7 @@ const (
 	// calmFor is how long timers must fire on time before a retry.
 	calmFor = 250 * time.Millisecond
 	// patience bounds the wait for calm; a retry starts after it anyway.
-	patience = 20 * time.Second
+	patience = 5 * time.Second
 )
 
 var (
@@ -40,7 +40,7 @@ func Retry(t testing.TB, tries int, try func(n int) (busy string)) string {
 		if busy == "" || n >= tries {
 			return busy
 		}
-		t.Logf("try %d: %s; again, alone and once the machine is calm", n, busy)
+		t.Logf("try %d: %s", n, busy)
 	}
 }
 
@@ -64,10 +64,17 @@ func turn(t testing.TB, alone bool, f func() string) string {
 		defer turns.RUnlock()
 		return f()
 	}
+	// The wait for calm holds no one off: the other tries go on meanwhile,
+	// and the machine they crowd is what it waits out.
+	start := time.Now()
+	worst, calm := waitCalm(stall, calmFor, patience)
+	calmed := time.Since(start)
 	turns.Lock()
 	defer turns.Unlock()
-	if worst, ok := waitCalm(stall, calmFor, patience); !ok {
-		t.Logf("timers still fired up to %v late after %v of waiting; trying anyway", worst, patience)
+	if calm {
+		t.Logf("again after %v for calm and %v for the other tries to end", calmed.Round(time.Millisecond), (time.Since(start) - calmed).Round(time.Millisecond))
+	} else {
+		t.Logf("again though timers still fired up to %v late after %v, and after %v for the other tries to end", worst.Round(time.Millisecond), patience, (time.Since(start) - calmed).Round(time.Millisecond))
 	}
 	return f()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,7 @@ thresholds: [boundary_allowed <= limit]
 		return ""
 	})
 	if out.Report.Status != score.StatusFail || out.Report.Verdict != score.DoesNotHold {
+		logShots(t, out)
 		t.Fatalf("status %s (%s): %s; err %v", out.Report.Status, out.Report.Verdict, out.Report.Error, err)
 	}
 	h := out.History
@@ -92,6 +94,27 @@ thresholds: [boundary_allowed <= limit]
 		if c.Name == "straddled" && !c.Held {
 			t.Errorf("straddled check failed: %s", c.Reason)
 		}
+	}
+}
+
+// logShots logs a boundary run's aims and figures, and every request sent
+// within twice the shots' span of a boundary, relative to it: what a
+// verdict that did not show the burst is to be read from.
+func logShots(t *testing.T, out *Outcome) {
+	t.Helper()
+	h := out.History
+	if h == nil {
+		return
+	}
+	t.Logf("aims %+v, span %v, boundary_allowed %v, validity %+v", h.Meta.Aims, h.Meta.BoundarySpan, out.Report.Metrics[metric.BoundaryAllowed], out.Report.Validity)
+	for _, b := range h.Meta.Boundaries {
+		var shots []string
+		for i := range h.Len() {
+			if d := h.Sent(i) - b; d.Abs() <= 2*h.Meta.BoundarySpan {
+				shots = append(shots, fmt.Sprintf("%s %v..%v %v", h.Meta.Identities[h.Identity(i)], d, h.Received(i)-b, h.Outcome(i)))
+			}
+		}
+		t.Logf("boundary %v: %s", b, strings.Join(shots, "; "))
 	}
 }
 
