@@ -1,6 +1,7 @@
 package calmtest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -64,18 +65,28 @@ func turn(t testing.TB, alone bool, f func() string) string {
 		defer turns.RUnlock()
 		return f()
 	}
-	// The wait for calm holds no one off: the other tries go on meanwhile,
-	// and the machine they crowd is what it waits out.
+	// Neither wait holds anyone off: the other tries go on meanwhile (a
+	// retry that blocked new tries while it waited for those in flight
+	// doubled verify's time), and the turn is taken in a gap between them.
 	start := time.Now()
 	worst, calm := waitCalm(stall, calmFor, patience)
 	calmed := time.Since(start)
-	turns.Lock()
-	defer turns.Unlock()
-	if calm {
-		t.Logf("again after %v for calm and %v for the other tries to end", calmed.Round(time.Millisecond), (time.Since(start) - calmed).Round(time.Millisecond))
-	} else {
-		t.Logf("again though timers still fired up to %v late after %v, and after %v for the other tries to end", worst.Round(time.Millisecond), patience, (time.Since(start) - calmed).Round(time.Millisecond))
+	waited := func() time.Duration { return (time.Since(start) - calmed).Round(time.Millisecond) }
+	why := fmt.Sprintf("after %v for calm", calmed.Round(time.Millisecond))
+	if !calm {
+		why = fmt.Sprintf("though timers still fired up to %v late after %v", worst.Round(time.Millisecond), patience)
 	}
+	for !turns.TryLock() {
+		if time.Since(start)-calmed > patience {
+			turns.RLock()
+			defer turns.RUnlock()
+			t.Logf("again %s, beside other tries: none left a gap in %v", why, waited())
+			return f()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer turns.Unlock()
+	t.Logf("again %s, alone after %v for a gap between the other tries", why, waited())
 	return f()
 }
 
