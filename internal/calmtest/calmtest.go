@@ -102,10 +102,9 @@ func waitCalm(stall, calmFor, patience time.Duration) (worst time.Duration, ok b
 	start := time.Now()
 	since := start
 	for {
-		before := time.Now()
-		time.Sleep(time.Millisecond)
+		late := tick()
 		now := time.Now()
-		if late := now.Sub(before) - time.Millisecond; late >= stall {
+		if late >= stall {
 			since = now
 			worst = max(worst, late)
 		}
@@ -127,19 +126,13 @@ func Watch() (stop func() time.Duration) {
 	res := make(chan time.Duration, 1)
 	go func() {
 		var worst time.Duration
-		tick := time.NewTimer(time.Millisecond)
-		defer tick.Stop()
-		before := time.Now()
 		for {
 			select {
 			case <-done:
 				res <- worst
 				return
-			case <-tick.C:
-				now := time.Now()
-				worst = max(worst, now.Sub(before)-time.Millisecond)
-				before = now
-				tick.Reset(time.Millisecond)
+			default:
+				worst = max(worst, tick())
 			}
 		}
 	}()
@@ -147,4 +140,11 @@ func Watch() (stop func() time.Duration) {
 		close(done)
 		return <-res
 	})
+}
+
+// tick sleeps 1ms and returns how late it woke.
+func tick() time.Duration {
+	before := time.Now()
+	time.Sleep(time.Millisecond)
+	return time.Since(before) - time.Millisecond
 }
