@@ -7,21 +7,22 @@
 // requests and stops by itself; every request sent becomes a
 // history.Record, and every one dropped is tallied in history.Drops.
 //
-// The shape of a run (Run): one producer goroutine follows the pattern's
-// schedule and hands each request to a bounded pool of workers; when no
-// worker is free at the intended time the request is dropped, never
-// delayed, and latency is measured from the intended time, so a slow
-// target cannot hide its delay (the coordinated-omission trap). Under
-// overload the workers of a paced pattern take the schedule's due hits
-// themselves and the producer waits (see pull.go): a worker then goes from
-// one request to the next with no hand-off, and a drop costs a tally. One
-// consumer appends every record to the history, so the hot path holds no
-// shared lock and allocates nothing. Pacers are pure functions of elapsed
-// time and hits, tested without sleeping. Before the clock starts, a target
-// that can (Warmer) opens each gateway's connections, so no dial lands
-// inside a measured request. The producer sleeps its last stretch before
-// each send on a precise sleeper (a timerfd on Linux), since the runtime's
-// timers wake only to the millisecond (see sleep.go).
+// The shape of a run (Run): a bounded pool of workers sends the requests.
+// In the paced patterns (constant, ramp, burst) each idle worker takes the
+// next hit of the schedule, waits until it is due and sends it itself, so
+// no request is handed from one goroutine to another (see paced.go); the
+// boundary and race patterns have one producer goroutine that hands each
+// request to a free worker. When no worker is free at the intended time
+// the request is dropped, never delayed, and latency is measured from the
+// intended time, so a slow target cannot hide its delay (the
+// coordinated-omission trap). Under overload a worker goes from one
+// request to the next, and a drop costs a tally. One consumer appends
+// every record to the history, so recording holds no shared lock and
+// allocates nothing. Pacers are pure functions of elapsed time and hits,
+// tested without sleeping. Before the clock starts, a target that can
+// (Warmer) opens each gateway's connections, so no dial lands inside a
+// measured request. Waits end on a precise sleeper (a timerfd on Linux),
+// since the runtime's timers wake only to the millisecond (see sleep.go).
 //
 // The boundary pattern first learns where the target's windows roll
 // (epoch-aligned, opened by a first request, or told by RateLimit-Reset and

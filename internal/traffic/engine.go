@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -34,9 +33,10 @@ type job struct {
 	lastAllowed *atomic.Int64
 }
 
-// engine is one run's state. The producer (the pattern) is one goroutine;
-// workers run requests; one consumer appends to the history, so nothing on
-// the hot path takes a shared lock.
+// engine is one run's state. Workers run requests (in the paced patterns
+// they take the schedule's hits themselves; in the others one producer
+// goroutine hands them out); one consumer appends to the history, so
+// recording takes no shared lock.
 type engine struct {
 	t         Target
 	p         Plan
@@ -46,18 +46,13 @@ type engine struct {
 	endpoints int
 	shares    []float64 // cumulative endpoint shares, nil = even
 
-	start    time.Time // monotonic origin of every offset
-	wall     time.Time // RunOptions.Now at start: what offsets are on
-	share    share     // what of the plan this process runs (Plan.Segment)
-	ctx      context.Context
-	reqCtx   context.Context
-	timer    *time.Timer
-	sleeper  sleeper       // the producer's precise sleeper (see sleepUntil)
-	lastWake time.Duration // when the producer last woke from a sleep
-	// seen is the latest the producer read the run's clock: a request due
-	// by then needs no new reading (see sleepUntil).
-	seen      time.Duration
-	unchecked int // requests let through on seen since the last check
+	start  time.Time // monotonic origin of every offset
+	wall   time.Time // RunOptions.Now at start: what offsets are on
+	share  share     // what of the plan this process runs (Plan.Segment)
+	ctx    context.Context
+	reqCtx context.Context
+	timer  *time.Timer
+	wk     *waker // the producer's (see sleepUntil)
 	// drops tallies the producer's dropped requests (see history.Drops):
 	// under overload a drop costs a few increments, not a record, a
 	// hand-off and its share of every pass of the analysis. unshown are
@@ -65,17 +60,13 @@ type engine struct {
 	// sleeps or ends.
 	drops   history.Drops
 	unshown uint64
-	// The paced patterns' schedule, the next hit of it nobody took yet
-	// (the producer takes hits from it, and so do workers under overload:
-	// see pull), and each worker's tally of the hits it took and dropped.
-	pc          Pacer
-	next        atomic.Uint64
-	pulledDrops []history.Drops
-	// idle tells the producer, waiting while every worker was busy, that
-	// one is free again.
-	idle    chan struct{}
-	budget  int64 // requests the producer may still schedule
-	results chan history.Record
+	// The paced patterns' schedule, as its workers take it, and each
+	// worker's tally of the hits it dropped (see runPaced).
+	pc        Pacer
+	sched     schedule
+	loopDrops []history.Drops
+	budget    int64 // requests the producer may still schedule
+	results   chan history.Record
 	// batches carry the busy loops' records in groups (recBatch): one
 	// channel hand-off and collector wake-up per group instead of per
 	// request.
@@ -432,17 +423,19 @@ func (e *engine) produce(h *history.History) {
 		case workload.PatternBurst:
 			e.pc = BurstPacer{Size: uint64(p.BurstSize * p.Identities), Every: p.Limit.Window, Duration: p.Duration}
 		}
-		e.startWorkers(p.Workers)
-		e.sleeper = newSleeper()
-		switch p.Pattern {
-		case workload.PatternConstant, workload.PatternRamp, workload.PatternBurst:
+		if e.pc != nil {
 			e.runPaced()
+			return
+		}
+		e.startWorkers(p.Workers)
+		e.wk = newWaker(e, minWake, e.showDrops)
+		switch p.Pattern {
 		case workload.PatternBoundary:
 			e.runBoundary()
 		case workload.PatternRace:
 			e.runRace()
 		}
-		e.sleeper.close()
+		e.wk.close()
 		e.showDrops()
 		close(e.jobs)
 	}
@@ -477,8 +470,8 @@ func (e *engine) drain(grace time.Duration, cancelReq context.CancelFunc, consum
 // without a record, when each hook's fault was applied (applied, see
 // recordApplied), what the patterns aimed at and what the answers carried.
 func (e *engine) finish(h *history.History, hooks []Hook, applied []history.Fault) {
-	for k := range e.pulledDrops {
-		e.drops.Merge(&e.pulledDrops[k])
+	for k := range e.loopDrops {
+		e.drops.Merge(&e.loopDrops[k])
 	}
 	h.Meta.Drops = e.drops
 	recordApplied(h.Meta.Faults, hooks, applied)
@@ -593,11 +586,7 @@ func (e *engine) startWorkers(n int) {
 	e.jobs = make(chan job, n)
 	e.free.Store(int64(n))
 	e.workers.Add(n)
-	if e.pc != nil {
-		e.pulledDrops = make([]history.Drops, n)
-		e.idle = make(chan struct{}, 1)
-	}
-	for w := range n {
+	for range n {
 		go func() {
 			defer e.workers.Done()
 			rb := recBatch{e: e}
@@ -634,16 +623,7 @@ func (e *engine) startWorkers(n int) {
 					storeMax(j.lastAllowed, int64(r.Received))
 				}
 				rb.add(r)
-				if e.pc != nil {
-					e.pull(&rb, &e.pulledDrops[w])
-				}
 				e.free.Add(1)
-				if e.pc != nil {
-					select {
-					case e.idle <- struct{}{}:
-					default:
-					}
-				}
 				if j.wg != nil {
 					j.wg.Done()
 				}
@@ -674,51 +654,8 @@ func (e *engine) take(n int64) bool {
 	return true
 }
 
-// sleepUntil waits until offset at of the run's clock; false when the run
-// was cancelled or at lies past its duration. It wakes at most once per
-// minWake: a request due sooner after the last wake waits for the next one
-// (see minWake), and one wake serves every request then due.
-func (e *engine) sleepUntil(at time.Duration) bool {
-	if at > e.p.Duration {
-		return false
-	}
-	if at <= e.seen && e.unchecked < checkEvery {
-		// Behind the schedule (overload): due without reading the clock
-		// (or, but every checkEvery requests, the context).
-		e.unchecked++
-		return true
-	}
-	e.unchecked = 0
-	if e.seen = e.elapsed(); at <= e.seen {
-		return e.ctx.Err() == nil
-	}
-	// About to wait: count the drops in progress, so it stays current.
-	e.showDrops()
-	wake := max(at, e.lastWake+minWake)
-	if d := wake - e.elapsed() - preciseSpan; d > 0 {
-		e.timer.Reset(d)
-		select {
-		case <-e.timer.C:
-		case <-e.ctx.Done():
-			e.timer.Stop()
-			return false
-		}
-	}
-	if d := wake - e.elapsed(); d >= spinBelow {
-		e.sleeper.sleep(d) // at most preciseSpan (see sleep.go)
-	}
-	for e.elapsed() < wake {
-		runtime.Gosched() // less than a sleep's own cost (see spinBelow)
-	}
-	e.lastWake = e.elapsed()
-	e.seen = e.lastWake
-	return e.ctx.Err() == nil
-}
-
-// checkEvery is how many requests the producer lets through behind the
-// schedule before it reads the clock and the context again: a cancelled
-// run stops within that many.
-const checkEvery = 256
+// sleepUntil waits on the producer's waker (see waker.until).
+func (e *engine) sleepUntil(at time.Duration) bool { return e.wk.until(at) }
 
 // claim takes a free worker, false when none is: a saturated pool is seen
 // with a load, not two atomic writes.
@@ -855,42 +792,6 @@ func (e *engine) hitJob(hit uint64, at time.Duration) job {
 	return job{
 		intended: at, identity: id, round: history.NoRound,
 		gateway: uint16(e.bal.Pick(id, hit/n)), endpoint: e.endpointFor(hit),
-	}
-}
-
-// runPaced is the open model's producer for the paced patterns: it takes
-// each hit of the schedule in turn, waits until it is due and hands it to
-// a free worker (see dispatch). Under overload, workers take the hits due
-// while they were busy themselves (see pull), so the producer skips what
-// they took.
-//
-// A segment walks the whole plan's schedule, so it stops where the whole
-// plan would (duration or MaxRequests), and sends only its own requests.
-func (e *engine) runPaced() {
-	n := len(e.names)
-	last, ok := lastDue(e.pc, uint64(e.p.MaxRequests))
-	if !ok {
-		return
-	}
-	for {
-		// While every worker is busy, they take the schedule's hits
-		// themselves (see pull): wait for one to be free, or for the
-		// last hit to be due (the workers may all hang on the target).
-		if e.free.Load() <= 0 && !e.waitIdle(last) {
-			return
-		}
-		hit := e.next.Add(1) - 1
-		at, ok := e.due(hit)
-		if !ok {
-			return
-		}
-		if !e.share.ownsHit(hit, n) {
-			continue
-		}
-		if !e.sleepUntil(at) {
-			return
-		}
-		e.dispatch(e.hitJob(hit, at))
 	}
 }
 

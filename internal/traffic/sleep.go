@@ -10,18 +10,23 @@ import "time"
 // too high, and it bunched a millisecond's requests into one burst. The
 // pacer therefore waits on a timer only until preciseSpan before a send
 // and sleeps the rest on a precise sleeper (see newSleeper); a
-// cancellation is still seen within preciseSpan.
-const preciseSpan = 2 * time.Millisecond
+// cancellation is still seen within preciseSpan. A paced run's worker
+// waits about workers/rate for its next hit (10 ms at 5,000/s with 50
+// workers): a span shorter than that woke it twice per request, once for
+// the timer and once for the sleeper, and the timer's wake also woke a
+// second thread.
+const preciseSpan = 50 * time.Millisecond
 
 // spinBelow is the wait under which the pacer yields in a loop instead of
 // sleeping: a precise sleep costs about 25 µs of CPU (the thread's sleep
 // and wake), more than spinning that long.
 const spinBelow = 25 * time.Microsecond
 
-// minWake bounds how often the pacer wakes, so its cost stays small at
+// minWake bounds how often a run wakes to send, so its cost stays small at
 // any rate: up to 5,000 requests/s each leaves on time; above, each wake
-// sends the requests due since the last, at most minWake late. A wake per
-// request would spend CPU that the target under test may share.
+// sends the requests due since the last, at most minWake late (see
+// schedule.take and waker). A wake per request would spend CPU that the
+// target under test may share, and wake the target for each request.
 const minWake = 200 * time.Microsecond
 
 // A sleeper sleeps short spans precisely. It is used by one goroutine.

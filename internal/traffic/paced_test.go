@@ -11,8 +11,8 @@ import (
 
 // TestOverloadSendsOrDropsEveryHitOnce runs each paced pattern far above
 // what its pool serves (4 workers, 1ms a request), so that workers take
-// the schedule's hits themselves (see pull) beside the producer: every hit
-// of the schedule is sent once or dropped once, each at its place in the
+// on from one request to the next and drop what came due meanwhile (see
+// runPaced): every hit of the schedule is sent once or dropped once, each at its place in the
 // schedule, and the progress counters end with every drop.
 func TestOverloadSendsOrDropsEveryHitOnce(t *testing.T) {
 	t.Parallel()
@@ -86,6 +86,64 @@ func TestOverloadSendsOrDropsEveryHitOnce(t *testing.T) {
 				t.Fatalf("progress ended at %+v; the run sent %d and dropped %d", last, h.Len(), drops.Total())
 			}
 		})
+	}
+}
+
+// TestScheduleBatchesWakesAboveOnePerMinWake takes a schedule's hits as
+// idle workers do: at 4,000/s each wakes its worker when due; at 20,000/s
+// the hits due within minWake after a wake join the next one, never early
+// and less than minWake late, so the workers wake once per minWake; and a
+// worker that finds hits overdue while every other one is busy drops them
+// all at once.
+func TestScheduleBatchesWakesAboveOnePerMinWake(t *testing.T) {
+	t.Parallel()
+	take := func(perSec int64, workers int) (*engine, func(now time.Duration) turn) {
+		p := Plan{Rate: perSecond(perSec), Duration: time.Second, MaxRequests: perSec, Workers: workers, Identities: 4}
+		e, err := newEngine(t.Context(), newInstant(2), p, RunOptions{}, 2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.pc = ConstantPacer{Rate: p.Rate, Duration: p.Duration}
+		e.free.Store(int64(workers))
+		return e, func(now time.Duration) turn {
+			tr, ok := e.sched.take(e, now)
+			if !ok {
+				t.Fatal("the schedule ended early")
+			}
+			return tr
+		}
+	}
+	// At 20,000/s: a wake at 0, then one every 200µs up to 100ms, where
+	// the hits due after 99.8ms wake.
+	for perSec, want := range map[int64]int{4000: 400, 20000: 1 + int(100*time.Millisecond/minWake)} {
+		_, next := take(perSec, 50)
+		wakes := map[time.Duration]bool{}
+		for range perSec / 10 { // the first 100 ms, taken at the start
+			tr := next(0)
+			if tr.drop || tr.wake < tr.at || tr.wake-tr.at >= minWake {
+				t.Fatalf("%d/s: hit %d due at %v taken as %+v", perSec, tr.hit, tr.at, tr)
+			}
+			if perSec == 4000 && tr.wake != tr.at {
+				t.Fatalf("4000/s: hit %d due at %v wakes at %v, not on time", tr.hit, tr.at, tr.wake)
+			}
+			wakes[tr.wake] = true
+		}
+		if len(wakes) != want {
+			t.Errorf("%d/s: %d wakes in the first 100ms, want %d", perSec, len(wakes), want)
+		}
+	}
+
+	e, next := take(20000, 2)
+	if tr := next(0); tr.drop || tr.hit != 0 {
+		t.Fatalf("first turn %+v", tr)
+	}
+	e.free.Store(1) // the other worker is busy
+	if tr := next(time.Millisecond + time.Microsecond); !tr.drop || tr.hit != 1 || tr.end != 21 {
+		t.Fatalf("1ms in, every other worker busy: %+v, want hits 1 to 20 dropped", tr)
+	}
+	e.free.Store(2) // both idle: an overdue hit is sent late, not dropped
+	if tr := next(2 * time.Millisecond); tr.drop || tr.hit != 21 || tr.wake != tr.at {
+		t.Fatalf("2ms in, another worker free: %+v, want hit 21 sent at once", tr)
 	}
 }
 
