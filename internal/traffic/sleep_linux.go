@@ -24,9 +24,10 @@ import (
 type timerfd struct {
 	f      *os.File
 	rc     syscall.RawConn
-	fd     int
 	readFn func(fd uintptr) bool // bound once, so a sleep allocates nothing
 	buf    [8]byte
+	spec   unix.ItimerSpec
+	armed  bool
 	failed bool
 }
 
@@ -37,9 +38,9 @@ func newSleeper() sleeper {
 	if err != nil {
 		return coarse{}
 	}
-	// A non-blocking fd makes a pollable File; fd stays usable for
-	// timerfd_settime (File.Fd would turn it blocking).
-	t := &timerfd{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
+	// A non-blocking fd makes a pollable File; the timer is armed on the
+	// fd RawConn gives (File.Fd would turn it blocking).
+	t := &timerfd{f: os.NewFile(uintptr(fd), "timerfd")}
 	if t.rc, err = t.f.SyscallConn(); err != nil {
 		t.f.Close()
 		return coarse{}
@@ -48,21 +49,28 @@ func newSleeper() sleeper {
 	return t
 }
 
+// sleep arms the timer from inside RawConn's Read, on its first call:
+// Read forgets the readiness seen so far before that call, so a timer
+// armed earlier could fire unseen, and one armed then is sure to wake the
+// wait. The first call reads nothing (the timer cannot have fired yet),
+// which spares a read per sleep.
 func (t *timerfd) sleep(d time.Duration) {
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	if e != 0 {
-		time.Sleep(d)
-		return
-	}
-	t.failed = false
+	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	t.armed, t.failed = false, false
 	if err := t.rc.Read(t.readFn); err != nil || t.failed {
 		time.Sleep(d)
 	}
 }
 
-// readFD reads the expiration count: false (wait) until the timer fired.
+// readFD arms the timer on its first call and then waits; it reads the
+// expiration count on the next ones: false (wait) until the timer fired.
 func (t *timerfd) readFD(fd uintptr) bool {
+	if !t.armed {
+		t.armed = true
+		_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+		t.failed = e != 0
+		return t.failed
+	}
 	_, e := rawsock.ReadFD(fd, t.buf[:])
 	if e == syscall.EAGAIN {
 		return false
