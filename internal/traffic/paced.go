@@ -26,8 +26,9 @@ import (
 // A segment walks the whole plan's schedule, so it stops where the whole
 // plan would (duration or MaxRequests), and sends only its own requests.
 // Like every producer it returns when the schedule is over: every worker
-// took its last hit, or the last hit is due (a worker may hang on the
-// target), so the grace period for in-flight requests starts then.
+// found no hit left and its last request answered, or the last hit is due
+// (a worker may hang on the target), so the grace period for in-flight
+// requests starts then.
 func (e *engine) runPaced() {
 	last, ok := lastDue(e.pc, uint64(e.p.MaxRequests))
 	if !ok {
