@@ -318,8 +318,10 @@ func (c *Config) InSyncReplica(ctx context.Context, sh Shard, wait time.Duration
 			switch role, link, syncing := InfoField(info, "role"), InfoField(info, "master_link_status"), InfoField(info, "master_sync_in_progress"); {
 			case err != nil:
 				// The wait ending in the middle of a reading keeps what
-				// the replica said before.
-				if said[i] == "" || ctx.Err() == nil {
+				// the replica said before. The reading's socket deadline
+				// is the wait's, and on a busy machine it can pass before
+				// the context's own timer fires: the clock decides.
+				if dl, _ := ctx.Deadline(); said[i] == "" || (ctx.Err() == nil && time.Now().Before(dl)) {
 					said[i] = fmt.Sprintf("%s: %v", sh.Replicas[i], err)
 				}
 			case role != "slave":
