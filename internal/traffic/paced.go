@@ -164,7 +164,8 @@ func (s *schedule) take(e *engine, now time.Duration) (turn, bool) {
 			if at <= s.lastWake {
 				wake = s.lastWake
 			} else if at < s.lastWake+minWake {
-				wake = s.lastWake + minWake
+				// Never past the run's end: a hit due within it is sent.
+				wake = min(s.lastWake+minWake, max(at, e.p.Duration))
 			}
 		}
 		s.lastWake = max(s.lastWake, wake)

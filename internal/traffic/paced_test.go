@@ -133,6 +133,29 @@ func TestScheduleBatchesWakesAboveOnePerMinWake(t *testing.T) {
 		}
 	}
 
+	// A ramp's batches start off the 200µs grid, where its rate passes
+	// 1/minWake: the last ones still wake within the run, or their hits
+	// would be neither sent nor dropped.
+	ramp := Plan{Pattern: workload.PatternRamp, RampFrom: perSecond(1000), Rate: perSecond(20000), Duration: time.Second, MaxRequests: 1 << 20, Workers: 50, Identities: 4}
+	re, err := newEngine(t.Context(), newInstant(2), ramp, RunOptions{}, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re.pc = RampPacer{From: ramp.RampFrom, To: ramp.Rate, Duration: ramp.Duration}
+	re.free.Store(50)
+	var latest time.Duration
+	for {
+		tr, ok := re.sched.take(re, 0)
+		if !ok {
+			break
+		}
+		if tr.drop || tr.wake < tr.at || tr.wake > ramp.Duration {
+			t.Fatalf("ramp: hit %d due at %v taken as %+v", tr.hit, tr.at, tr)
+		}
+		latest = max(latest, tr.wake)
+	}
+	t.Logf("ramp: the last wake at %v", latest)
+
 	e, next := take(20000, 2)
 	if tr := next(0); tr.drop || tr.hit != 0 {
 		t.Fatalf("first turn %+v", tr)
