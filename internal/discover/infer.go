@@ -894,6 +894,23 @@ func readQueueBatch(got []obs, r0 float64) queueBatch {
 	}
 	q.spread = last.Sub(first)
 	q.leaked = math.Floor(q.rate * q.spread.Seconds())
+	// An admission sent after a denial came back found the queue full
+	// before it and got in by a slot let go since: a leak seen, however
+	// short the sends' spread read (a send held up on the way arrives
+	// later than it was stamped).
+	var full time.Time
+	for _, o := range got {
+		if o.denied() && (full.IsZero() || o.recv.Before(full)) {
+			full = o.recv
+		}
+	}
+	seen := 0
+	for _, o := range adm {
+		if o.sent.After(full) {
+			seen++
+		}
+	}
+	q.leaked = max(q.leaked, float64(seen))
 	q.depth = max(1, q.depth-q.leaked)
 	return q
 }

@@ -72,6 +72,30 @@ func TestReadQueueBatchAllowsForTheSendsSpread(t *testing.T) {
 	}
 }
 
+// A send held up on the way arrives later than it was stamped: the sends'
+// spread reads 30ms, less than a period, yet one admission was sent after
+// a denial had come back, when the queue was full, so it got in by a
+// slot let go meanwhile and is not counted in the depth.
+func TestReadQueueBatchCountsAnAdmissionAfterADenial(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	got := []obs{{sent: ms(0), recv: ms(1), out: decision.Allowed, status: 200}}
+	for i := 1; i <= 5; i++ { // queued, one answered every 50ms
+		got = append(got, obs{sent: ms(i), recv: ms(50 * i), out: decision.Allowed, status: 200})
+	}
+	for i := 6; i < 30; i++ { // refused at once
+		got = append(got, obs{sent: ms(i), recv: ms(i + 1), out: decision.Denied, status: 429})
+	}
+	got = append(got, obs{sent: ms(30), recv: ms(300), out: decision.Allowed, status: 200})
+	q := readQueueBatch(got, 20)
+	if q.admitted != 7 || q.spread != 30*time.Millisecond {
+		t.Fatalf("%+v: want 7 admitted over a 30ms spread", q)
+	}
+	if q.leaked != 1 || q.depth != 6 {
+		t.Errorf("leaked %v, depth %v; want 1 and 6", q.leaked, q.depth)
+	}
+}
+
 // A queue that never refused within the batch holds at least what it
 // admitted: nothing is taken off for the sends' spread.
 func TestReadQueueBatchWithoutDenialIsALowerBound(t *testing.T) {
