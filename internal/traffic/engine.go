@@ -802,20 +802,8 @@ func (e *engine) hitJob(hit uint64, at time.Duration) job {
 // in-flight requests starts only then.
 func (e *engine) runClosed() {
 	var hits atomic.Uint64
-	finished := make(chan struct{})
-	defer func() {
-		e.timer.Reset(max(e.p.Duration-e.elapsed(), 0))
-		select {
-		case <-finished:
-		case <-e.timer.C:
-		case <-e.ctx.Done():
-		}
-		e.timer.Stop()
-	}()
 	var loops sync.WaitGroup
-	defer func() {
-		go func() { loops.Wait(); close(finished) }()
-	}()
+	defer e.waitUntil(&loops, e.p.Duration)
 	clients := len(e.share.clients)
 	loops.Add(clients)
 	e.workers.Add(clients)

@@ -47,15 +47,7 @@ func (e *engine) runPaced() {
 			e.paceLoop(&e.loopDrops[w])
 		}()
 	}
-	finished := make(chan struct{})
-	go func() { loops.Wait(); close(finished) }()
-	e.timer.Reset(max(last-e.elapsed(), 0))
-	select {
-	case <-finished:
-	case <-e.timer.C:
-	case <-e.ctx.Done():
-	}
-	e.timer.Stop()
+	e.waitUntil(&loops, last)
 }
 
 // paceLoop is one worker of runPaced; drops is its tally of the hits it

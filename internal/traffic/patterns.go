@@ -395,10 +395,14 @@ func (e *engine) doAll(jobs []job) ([]history.Record, []Response, bool) {
 
 // wait waits for wg, but not past the run's duration or its cancellation:
 // a target that stops answering must not hold a pattern forever.
-func (e *engine) wait(wg *sync.WaitGroup) bool {
+func (e *engine) wait(wg *sync.WaitGroup) bool { return e.waitUntil(wg, e.p.Duration) }
+
+// waitUntil waits for wg, but not past offset at of the run's clock or the
+// run's cancellation; false when it stopped waiting before wg was done.
+func (e *engine) waitUntil(wg *sync.WaitGroup, at time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	e.timer.Reset(max(e.p.Duration-e.elapsed(), 0))
+	e.timer.Reset(max(at-e.elapsed(), 0))
 	defer e.timer.Stop()
 	select {
 	case <-done:
