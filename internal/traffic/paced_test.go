@@ -12,8 +12,9 @@ import (
 // TestOverloadSendsOrDropsEveryHitOnce runs each paced pattern far above
 // what its pool serves (4 workers, 1ms a request), so that workers take
 // on from one request to the next and drop what came due meanwhile (see
-// runPaced): every hit of the schedule is sent once or dropped once, each at its place in the
-// schedule, and the progress counters end with every drop.
+// runPaced): every hit of the schedule is sent once or dropped once, each
+// at its place in the schedule, and the progress counters end with every
+// drop.
 func TestOverloadSendsOrDropsEveryHitOnce(t *testing.T) {
 	t.Parallel()
 	const d = 300 * time.Millisecond
@@ -97,14 +98,19 @@ func TestOverloadSendsOrDropsEveryHitOnce(t *testing.T) {
 // all at once.
 func TestScheduleBatchesWakesAboveOnePerMinWake(t *testing.T) {
 	t.Parallel()
-	take := func(perSec int64, workers int) (*engine, func(now time.Duration) turn) {
-		p := Plan{Rate: perSecond(perSec), Duration: time.Second, MaxRequests: perSec, Workers: workers, Identities: 4}
+	// scheduled is a run's engine as runPaced starts it, every worker idle.
+	scheduled := func(p Plan, pc Pacer) *engine {
 		e, err := newEngine(t.Context(), newInstant(2), p, RunOptions{}, 2, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.pc = ConstantPacer{Rate: p.Rate, Duration: p.Duration}
-		e.free.Store(int64(workers))
+		e.pc = pc
+		e.free.Store(int64(p.Workers))
+		return e
+	}
+	take := func(perSec int64, workers int) (*engine, func(now time.Duration) turn) {
+		p := Plan{Rate: perSecond(perSec), Duration: time.Second, MaxRequests: perSec, Workers: workers, Identities: 4}
+		e := scheduled(p, ConstantPacer{Rate: p.Rate, Duration: p.Duration})
 		return e, func(now time.Duration) turn {
 			tr, ok := e.sched.take(e, now)
 			if !ok {
@@ -137,12 +143,7 @@ func TestScheduleBatchesWakesAboveOnePerMinWake(t *testing.T) {
 	// 1/minWake: the last ones still wake within the run, or their hits
 	// would be neither sent nor dropped.
 	ramp := Plan{Pattern: workload.PatternRamp, RampFrom: perSecond(1000), Rate: perSecond(20000), Duration: time.Second, MaxRequests: 1 << 20, Workers: 50, Identities: 4}
-	re, err := newEngine(t.Context(), newInstant(2), ramp, RunOptions{}, 2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re.pc = RampPacer{From: ramp.RampFrom, To: ramp.Rate, Duration: ramp.Duration}
-	re.free.Store(50)
+	re := scheduled(ramp, RampPacer{From: ramp.RampFrom, To: ramp.Rate, Duration: ramp.Duration})
 	var latest time.Duration
 	for {
 		tr, ok := re.sched.take(re, 0)
