@@ -883,13 +883,18 @@ func readQueueBatch(got []obs, r0 float64) queueBatch {
 	if q.denied == 0 || len(got) == 0 {
 		return q
 	}
+	// full is when the first denial came back: the queue was full by then.
 	first, last := got[0].sent, got[0].sent
+	var full time.Time
 	for _, o := range got {
 		if o.sent.Before(first) {
 			first = o.sent
 		}
 		if o.sent.After(last) {
 			last = o.sent
+		}
+		if o.denied() && (full.IsZero() || o.recv.Before(full)) {
+			full = o.recv
 		}
 	}
 	q.spread = last.Sub(first)
@@ -898,12 +903,6 @@ func readQueueBatch(got []obs, r0 float64) queueBatch {
 	// before it and got in by a slot let go since: a leak seen, however
 	// short the sends' spread read (a send held up on the way arrives
 	// later than it was stamped).
-	var full time.Time
-	for _, o := range got {
-		if o.denied() && (full.IsZero() || o.recv.Before(full)) {
-			full = o.recv
-		}
-	}
 	seen := 0
 	for _, o := range adm {
 		if o.sent.After(full) {
