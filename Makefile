@@ -71,13 +71,17 @@ NONRACE := CGO_ENABLED=0 $(GO) list -trimpath -export -deps
 # paid it. A race found is still reported and still exits 66. The
 # caller's own GORACE comes after, so it wins.
 NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
+# -ldflags=-w: the test binaries, linked afresh on every run, carry no
+# DWARF. Nothing here reads it (stack traces and the race detector's
+# reports come from the symbol table, which stays), and writing it is a
+# quarter of each link's CPU.
 test: deps-test
 	$(OFFLINE) $(GO) vet -race -trimpath ./... # -race: it compiles what the race tests below reuse
 	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
 	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
 	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
 	$(OFFLINE) CGO_ENABLED=0 GOFLAGS="$$GOFLAGS -trimpath" $(GO) tool -n $(TOXIPROXY) >/dev/null # the fault tests' Toxiproxy server, see TOXIPROXY
-	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -p 3 -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) ./scenarios
+	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -ldflags=-w -p 3 -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '$(patsubst ./%,/%,$(p))$$')) ./scenarios
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.
