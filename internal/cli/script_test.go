@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 // redis-sentinel and redis-cli-cmd (see redistest.ScriptCmds) and
 // exit-code.
 func TestScript(t *testing.T) {
+	t.Parallel()
 	cmds := redistest.ScriptCmds()
 	cmds["exit-code"] = cmdExitCode
 	testscript.Run(t, testscript.Params{
