@@ -302,15 +302,22 @@ func failoverNotes(c Claim, m map[string]float64) []string {
 
 // dropCause says in a few words why requests were dropped.
 func dropCause(d Drops) string {
-	if d.SlowTarget {
+	switch {
+	case d.SlowTarget && d.Embedded:
+		return "every worker was waiting on the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling), not a target"
+	case d.SlowTarget:
 		return "every worker was waiting on a slow answer"
 	}
 	return "rlctl could not keep up (its own CPU or scheduling)"
 }
 
 // dropNote says why requests were dropped: the workers all waited on slow
-// answers (the target), or rlctl could not keep up (itself).
+// answers (the target, or rlctl itself when the embedded Redis gave them),
+// or rlctl could not keep up (itself).
 func dropNote(d Drops) string {
+	if d.SlowTarget && d.Embedded {
+		return fmt.Sprintf("%s dropped: every worker was waiting on the embedded Redis (%sms on average at %.0f/s offered), which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling), not a target", wereDropped(d.Dropped), textfmt.Num(float64(d.Service.Microseconds())/1000), d.Rate)
+	}
 	if d.SlowTarget {
 		waiting := "all " + textfmt.Count(d.Workers, "worker") + " were waiting"
 		if d.Workers == 1 {
