@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,7 +117,7 @@ func TestDiscoverScenarioPinsThePolicy(t *testing.T) {
 				f, vErr := testFactory(out, nil)
 				if code := Run(f, []string{"verify", file, "--report-dir", t.TempDir(), "--no-progress"}, nil, noExit(t)); code != want {
 					sc, _ := os.ReadFile(file)
-					t.Fatalf("verify exit %d, want %d:\n%s\n%s\n%s", code, want, sc, out, vErr)
+					t.Fatalf("verify exit %d, want %d:\n%s\n%s\n%s\ndiscover said %s", code, want, sc, out, vErr, discoverEvidence(res))
 				}
 			}
 			verifyExit(0)
@@ -133,6 +136,21 @@ func TestDiscoverScenarioPinsThePolicy(t *testing.T) {
 			wantExit(t, done2, 0, errOut2)
 		})
 	}
+}
+
+// discoverEvidence is res's summary, every figure's evidence and its
+// notes, one to a line: why discover concluded what it did.
+func discoverEvidence(res discover.Result) string {
+	var b strings.Builder
+	b.WriteString(res.Summary + "\n")
+	for _, k := range slices.Sorted(maps.Keys(res.Policy.Evidence)) {
+		ev := res.Policy.Evidence[k]
+		fmt.Fprintf(&b, "  %s (%.2f): %s\n", k, ev.Confidence, ev.Evidence)
+	}
+	for _, n := range res.Notes {
+		b.WriteString("  note: " + n + "\n")
+	}
+	return b.String()
 }
 
 // TestDiscoverSharedGatewayServes runs two `rlctl gateway serve`
