@@ -62,6 +62,10 @@ type Fault struct {
 	// first refused or failed a write and when the new one first took one:
 	// between them lies the election. Zero when not observed.
 	Stopped, Answered time.Duration
+	// Held, for a failover with a replica_lag, is when the replica was
+	// cut off from the primary: counts admitted after it never reached
+	// the replica. Zero when no lag was set up.
+	Held time.Duration
 	// Shard, for a real failover on a Redis Cluster, is the shard it acted
 	// on, named as in Meta.Shards (its primary's address when the run
 	// started); "" elsewhere.

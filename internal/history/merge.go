@@ -210,8 +210,9 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 		}
 		for _, f := range h.Meta.Faults {
 			f.At += s.shift
-			// An election's ends are offsets too; zero means not seen.
-			for _, t := range []*time.Duration{&f.Stopped, &f.Answered} {
+			// An election's ends and the lag's start are offsets too; zero
+			// means not seen.
+			for _, t := range []*time.Duration{&f.Stopped, &f.Answered, &f.Held} {
 				if *t != 0 {
 					*t += s.shift
 				}
@@ -304,6 +305,9 @@ func joinFaults(fs []Fault) []Fault {
 				} // an instant (a failover) stays one, at the earliest
 				if f.Stopped != 0 && (p.Stopped == 0 || f.Stopped < p.Stopped) {
 					p.Stopped = f.Stopped
+				}
+				if f.Held != 0 && (p.Held == 0 || f.Held < p.Held) {
+					p.Held = f.Held
 				}
 				p.Answered = max(p.Answered, f.Answered)
 				continue

@@ -36,7 +36,8 @@ type election struct {
 	// did not).
 	began, ended time.Time
 	err          error
-	lagErr       error // replica_lag could not be set up
+	lagErr       error     // replica_lag could not be set up
+	held         time.Time // when replica_lag cut the replica off
 	// shard is the Cluster shard the failover acted on (its primary's
 	// address before it), "" elsewhere: history.Fault.Shard.
 	shard string
@@ -86,7 +87,7 @@ func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string)
 		}
 		el.mu.Lock()
 		f := &h.Meta.Faults[i]
-		f.Stopped, f.Answered = offset(el.stopped), offset(el.answered)
+		f.Stopped, f.Answered, f.Held = offset(el.stopped), offset(el.answered), offset(el.held)
 		f.Shard = el.shard
 		if el.lagErr != nil {
 			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At.Round(time.Millisecond), el.lagErr))
@@ -263,11 +264,12 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 				if err == nil {
 					err = tp.d.HoldReplication(ctx, sh.Primary)
 				}
-				if err != nil {
-					el.mu.Lock()
-					el.lagErr = err
-					el.mu.Unlock()
+				el.mu.Lock()
+				el.lagErr = err
+				if err == nil {
+					el.held = time.Now()
 				}
+				el.mu.Unlock()
 			}})
 		}
 		action := f.Action
