@@ -101,6 +101,11 @@ type BoundaryShot struct {
 	// request after the boundary was admitted after one before it was
 	// denied.
 	Rolled bool
+	// Before counts the answered requests aimed before the boundary, and
+	// Early those of them decided before it (by the target's own decision
+	// time where it gave one, else by when the answer came): a shot whose
+	// early half was decided after the edge fell in one window.
+	Before, Early int64
 }
 
 // stampSlack is how far outside its request's send and receive a decision
@@ -184,6 +189,9 @@ type shotTally struct {
 	deniedBefore time.Duration
 	// reopened: admitted after the boundary, after a denial before it.
 	reopened bool
+	// before counts the answers to requests aimed before the boundary,
+	// early those decided before it.
+	before, early int64
 }
 
 // conduct takes record i of chunk c into the conduct's bookkeeping.
@@ -237,6 +245,15 @@ func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 		cs.shots[key] = st
 	}
 	before := at < a.boundaries[k]
+	if decided, ok := a.stamp(c, i); before && (ok || recv != history.NoTime) {
+		if !ok {
+			decided = int64(recv)
+		}
+		st.before++
+		if decided < a.boundaries[k] {
+			st.early++
+		}
+	}
 	switch {
 	case o == decision.Allowed:
 		st.allowed++
@@ -299,9 +316,12 @@ func (a *analyzer) conductResult() Conduct {
 		out.Boundaries = append(out.Boundaries, shot)
 	}
 	for key, st := range a.cs.shots {
-		if k := int(key >> 32); st.reopened || (a.l > 0 && st.allowed > a.l) {
+		k := int(key >> 32)
+		if st.reopened || (a.l > 0 && st.allowed > a.l) {
 			out.Boundaries[k].Rolled = true
 		}
+		out.Boundaries[k].Before += st.before
+		out.Boundaries[k].Early += st.early
 	}
 	return out
 }

@@ -136,3 +136,33 @@ func TestDeniedFirstRequest(t *testing.T) {
 		t.Errorf("denied first %d of %d opened, want 1 of 5", got.DeniedFirst, got.Opened)
 	}
 }
+
+// A boundary shot counts the answered requests it aimed before the
+// boundary, and those of them decided before it: by the answer's arrival
+// when the target stamps no decision time, so a late answer counts as
+// decided late.
+func TestBoundaryShotsEarlyHalf(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{Limit: rate.Limit{Count: 3, Window: time.Second}, Identities: []string{"a"}, Gateways: []string{"g"},
+		Boundaries: []time.Duration{1000 * msec, 3000 * msec}, BoundarySpan: 50 * msec,
+		Aims: []history.Aim{{How: "epoch"}, {How: "epoch"}}}
+	h := history.New(meta, 0)
+	// At 1s: of three aimed before, two answered before the edge and one
+	// 30ms after it; the three aimed after do not count.
+	for k, answer := range []time.Duration{5 * msec, 5 * msec, 60 * msec, msec, msec, msec} {
+		at := 970*msec + time.Duration(k)*10*msec
+		h.Append(conductRecord(0, 0, history.NoRound, at, at, at+answer, decision.Allowed))
+	}
+	// At 3s: all three aimed before answered after the edge; one
+	// dropped request counts for nothing.
+	for k := range 3 {
+		at := 2970*msec + time.Duration(k)*10*msec
+		h.Append(conductRecord(0, 0, history.NoRound, at, at, at+80*msec, decision.Allowed))
+	}
+	h.Append(history.Record{Intended: 2960 * msec, Sent: history.NoTime, Received: history.NoTime, Decided: history.NoTime,
+		RetryAfter: history.NoTime, Round: history.NoRound, Outcome: decision.Dropped})
+	shots := analyzed(t, h, Options{}).Conduct.Boundaries
+	if len(shots) != 2 || shots[0].Before != 3 || shots[0].Early != 2 || shots[1].Before != 3 || shots[1].Early != 0 {
+		t.Errorf("shots %+v; want 3 aimed before each edge, 2 and 0 of them decided before it", shots)
+	}
+}

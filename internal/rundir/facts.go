@@ -40,6 +40,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	}
 	var lastSent time.Duration
 	f.Ran, lastSent = spans(h)
+	f.Embedded = s.Embedded
 	if s.Embedded && lastSent > 0 {
 		f.EmbeddedRate = float64(h.Len()) / lastSent.Seconds()
 	}
@@ -59,7 +60,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 		f.Drops = &score.Drops{Dropped: d.Dropped, SlowTarget: d.SlowTarget, Embedded: s.Embedded, Workers: d.Workers, Service: d.Service, Rate: d.Rate}
 	}
 	for _, b := range res.Conduct.Boundaries {
-		sb := score.Boundary{At: b.At, Span: m.BoundarySpan, Rolled: b.Rolled, Uncertainty: -1}
+		sb := score.Boundary{At: b.At, Span: m.BoundarySpan, Rolled: b.Rolled, Uncertainty: -1, Before: b.Before, Early: b.Early}
 		if b.Aim != nil {
 			sb.Aim, sb.Uncertainty = b.Aim.How, b.Aim.Uncertainty
 		}

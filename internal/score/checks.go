@@ -70,7 +70,7 @@ var Checks = []Check{
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
 	{Name: "straddled", Code: exitcode.Failed,
-		Needs: "The boundary pattern straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), or the answers show the window rolling between them.",
+		Needs: "The boundary pattern straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
 		test:  straddled},
 	{Name: "concurrent", Code: exitcode.Failed,
 		Needs: "The race pattern raced: in at least a tenth of its releases (one identity's request through every gateway at once), and in one at least, two requests were in flight at one instant (the second sent before the first answered), so their checks could interleave; a note says how many did when not all.",
@@ -367,10 +367,19 @@ func admitted(c Claim, f Facts) (string, bool) {
 
 // straddles reports whether shot b is shown to straddle the target's
 // window edge: the answers show the window rolling between its halves, or
-// the edge it aimed at is known to within its span.
+// the edge it aimed at is known to within its span and at least half of
+// the shot aimed before it was decided before it.
 func (b Boundary) straddles() bool {
-	return b.Rolled || (b.Uncertainty >= 0 && b.Uncertainty <= b.Span)
+	return b.Rolled || (b.aimed() && b.early())
 }
+
+// aimed reports whether the edge b aimed at is known to within its span.
+func (b Boundary) aimed() bool { return b.Uncertainty >= 0 && b.Uncertainty <= b.Span }
+
+// early reports whether at least half of the requests b aimed before the
+// edge were decided before it; a shot whose answers came too late for that
+// fell in one window.
+func (b Boundary) early() bool { return 2*b.Early >= b.Before }
 
 func straddled(c Claim, f Facts) (string, bool) {
 	recorded := slices.ContainsFunc(f.Boundaries, func(b Boundary) bool { return b.Aim != "" })
@@ -387,13 +396,19 @@ func straddled(c Claim, f Facts) (string, bool) {
 	if n > 0 {
 		return "", true
 	}
-	return fmt.Sprintf("none of the %s was shown to straddle a window edge of the target (%s), so boundary_allowed counts what one window admitted, not a boundary",
-		textfmt.Count(len(f.Boundaries), "boundary shot"), aimWhy(f.Boundaries[0])), true
+	why := fmt.Sprintf("none of the %s was shown to straddle a window edge of the target (%s), so boundary_allowed counts what one window admitted, not a boundary",
+		textfmt.Count(len(f.Boundaries), "boundary shot"), aimWhy(f.Boundaries[0]))
+	if b := f.Boundaries[0]; f.Embedded && b.aimed() && !b.early() {
+		why += "; the late answers came from the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling)"
+	}
+	return why, true
 }
 
 // aimWhy says why a shot's aim is not known to straddle an edge.
 func aimWhy(b Boundary) string {
 	switch {
+	case b.aimed() && !b.early():
+		return fmt.Sprintf("the edge was known to within %v, but only %d of the %d requests aimed before it were decided before it (their answers came late), so the shots fell in one window, and the window never showed rolling between them", b.Uncertainty.Round(time.Millisecond), b.Early, b.Before)
 	case b.Uncertainty < 0:
 		return "no edge could be learned from its answers, so the shots went to epoch-aligned boundaries it may not use, and no admission after a denial showed one"
 	default:

@@ -92,6 +92,9 @@ type Facts struct {
 	// EmbeddedRate is the decisions per second a run on the embedded
 	// Redis made, 0 when the run did not use the embedded Redis.
 	EmbeddedRate float64
+	// Embedded says the run's Redis was the embedded one, which answers
+	// inside rlctl's own process.
+	Embedded bool
 	// Merge describes the runs merged into this one, nil for a single run.
 	Merge *Merge
 	// DeniedFirst counts the identities whose very first request, sent
@@ -146,6 +149,10 @@ type Boundary struct {
 	// a request of the after-shot admitted after a request of the same
 	// identity was denied in the before-shot.
 	Rolled bool
+	// Before counts the answered requests aimed before the edge, Early
+	// those decided before it: slow answers put a before-shot decided
+	// after the edge in the after-shot's window.
+	Before, Early int64
 }
 
 // Race is what the race pattern's releases did: one identity's request

@@ -115,6 +115,13 @@ func TestValidityTable(t *testing.T) {
 		{"boundary of an unknown edge", "straddled", nil, func(f *Facts) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Uncertainty: -1, Span: 50 * time.Millisecond}}
 		}, exitcode.Failed, "no edge could be learned"},
+		{"boundary decided after the edge", "straddled", nil, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4}}
+		}, exitcode.Failed, "only 4 of the 10 requests aimed before it were decided before it (their answers came late), so the shots fell in one window"},
+		{"boundary decided after the edge on the embedded Redis", "straddled", nil, func(f *Facts) {
+			f.Embedded = true
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4}}
+		}, exitcode.Failed, "the late answers came from the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling)"},
 		{"a starved instrument", "kept-time", nil, func(f *Facts) {
 			f.Metrics[metric.SendLagP99], f.Metrics[metric.HerdPeak] = 271, 42
 		}, exitcode.Failed, "sent 1% of requests 271ms or more late"},
@@ -149,7 +156,8 @@ func TestValidityTable(t *testing.T) {
 	}
 	t.Run("a measured run passes every check", func(t *testing.T) {
 		f := measured()
-		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond}}
+		// Half the shot aimed before the edge was decided before it.
+		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond, Before: 10, Early: 5}}
 		f.Race = &Race{Releases: 100, Concurrent: 15}
 		f.Statuses = map[int]int64{200: 300, 429: 700}
 		v := Judge(claim(t, "ceiling <= limit"), f)
