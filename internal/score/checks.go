@@ -378,8 +378,9 @@ func (b Boundary) aimed() bool { return b.Uncertainty >= 0 && b.Uncertainty <= b
 
 // early reports whether at least half of the requests b aimed before the
 // edge were decided before it; a shot whose answers came too late for that
-// fell in one window.
-func (b Boundary) early() bool { return 2*b.Early >= b.Before }
+// fell in one window, and one with no answer before the edge has no early
+// side at all.
+func (b Boundary) early() bool { return b.Before > 0 && 2*b.Early >= b.Before }
 
 func straddled(c Claim, f Facts) (string, bool) {
 	recorded := slices.ContainsFunc(f.Boundaries, func(b Boundary) bool { return b.Aim != "" })
@@ -407,6 +408,8 @@ func straddled(c Claim, f Facts) (string, bool) {
 // aimWhy says why a shot's aim is not known to straddle an edge.
 func aimWhy(b Boundary) string {
 	switch {
+	case b.aimed() && b.Before == 0:
+		return fmt.Sprintf("the edge was known to within %v, but none of the requests aimed before it was answered", b.Uncertainty.Round(time.Millisecond))
 	case b.aimed() && !b.early():
 		return fmt.Sprintf("the edge was known to within %v, but only %d of the %d requests aimed before it were decided before it (their answers came late), so the shots fell in one window, and the window never showed rolling between them", b.Uncertainty.Round(time.Millisecond), b.Early, b.Before)
 	case b.Uncertainty < 0:
