@@ -88,6 +88,13 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 			fmt.Fprintf(o.Status, "measuring %s (%s traffic, %s)...\n", pl.Design, pattern, pl.Duration)
 		}
 		out, err := verify.Run(ctx, sc, verify.Options{RedisOptions: o.RedisOptions})
+		if noShot(out) {
+			// Too short a run to find an edge and a fresh window before
+			// it: the constant traffic's figure stands, saying so.
+			res.Skipped = fmt.Sprintf("boundary traffic skipped: in %s it fired no shot (before each one it finds a window edge and leaves the window before it idle): measure at least %s for one", pl.Duration, 3*W)
+			out.History.Close()
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -118,6 +125,20 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 		res.Theory = t
 	}
 	return res, nil
+}
+
+// noShot reports whether out is a boundary run that fired no shot, and
+// failed for that alone.
+func noShot(out *verify.Outcome) bool {
+	if out == nil || out.History == nil || out.Interrupted || out.History.Meta.BoundarySpan <= 0 || len(out.History.Meta.Boundaries) > 0 {
+		return false
+	}
+	for _, c := range out.Report.Validity {
+		if !c.Held && c.Name != "straddled" {
+			return false
+		}
+	}
+	return true
 }
 
 // spanOf is the time from a history's first request sent to its last

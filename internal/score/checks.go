@@ -70,7 +70,7 @@ var Checks = []Check{
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
 	{Name: "straddled", Code: exitcode.Failed,
-		Needs: "The boundary pattern straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
+		Needs: "The boundary pattern fired a shot and straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
 		test:  straddled},
 	{Name: "concurrent", Code: exitcode.Failed,
 		Needs: "The race pattern raced: in at least a tenth of its releases (one identity's request through every gateway at once), and in one at least, two requests were in flight at one instant (the second sent before the first answered), so their checks could interleave; a note says how many did when not all.",
@@ -383,6 +383,14 @@ func (b Boundary) aimed() bool { return b.Uncertainty >= 0 && b.Uncertainty <= b
 func (b Boundary) early() bool { return b.Before > 0 && 2*b.Early >= b.Before }
 
 func straddled(c Claim, f Facts) (string, bool) {
+	if len(f.Boundaries) == 0 && f.BoundaryPattern && !f.Interrupted {
+		ran := f.Planned
+		if ran <= 0 {
+			ran = f.Ran
+		}
+		return fmt.Sprintf("the boundary pattern fired no shot in %s of traffic: before each one it finds a window edge and leaves the window before it idle, and the run ended first, so nothing straddled a boundary (three windows, %s, leave it room)",
+			ran.Round(10*time.Millisecond), 3*c.Limit.Window), true
+	}
 	recorded := slices.ContainsFunc(f.Boundaries, func(b Boundary) bool { return b.Aim != "" })
 	if !recorded {
 		// No shots, or a history saved before shots recorded their aim.

@@ -95,6 +95,9 @@ type Facts struct {
 	// Embedded says the run's Redis was the embedded one, which answers
 	// inside rlctl's own process.
 	Embedded bool
+	// BoundaryPattern says the traffic was the boundary pattern, whether
+	// or not it fired a shot (Boundaries).
+	BoundaryPattern bool
 	// Merge describes the runs merged into this one, nil for a single run.
 	Merge *Merge
 	// DeniedFirst counts the identities whose very first request, sent

@@ -118,6 +118,9 @@ func TestValidityTable(t *testing.T) {
 		{"boundary decided after the edge", "straddled", nil, func(f *Facts) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4}}
 		}, exitcode.Failed, "only 4 of the 10 requests aimed before it were decided before it (their answers came late), so the shots fell in one window"},
+		{"boundary pattern with no shot", "straddled", nil, func(f *Facts) {
+			f.BoundaryPattern, f.Planned, f.Ran = true, 2*time.Second, 10*time.Millisecond
+		}, exitcode.Failed, "the boundary pattern fired no shot in 2s of traffic"},
 		{"boundary with no early answer", "straddled", nil, func(f *Facts) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond}}
 		}, exitcode.Failed, "none of the requests aimed before it was answered"},
