@@ -198,9 +198,10 @@ type shotTally struct {
 func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 	cs := &a.cs
 	o := c.Outcome(i)
+	decided, stamped := a.stamp(c, i)
 	if c.Decided(i) != history.NoTime && o != decision.Dropped {
 		cs.stamps++
-		if _, ok := a.stamp(c, i); !ok {
+		if !stamped {
 			cs.ignored++
 		}
 	}
@@ -245,8 +246,8 @@ func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 		cs.shots[key] = st
 	}
 	before := at < a.boundaries[k]
-	if decided, ok := a.stamp(c, i); before && (ok || recv != history.NoTime) {
-		if !ok {
+	if before && (stamped || recv != history.NoTime) {
+		if !stamped {
 			decided = int64(recv)
 		}
 		st.before++
