@@ -58,7 +58,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	}
 	if res.Metrics[metric.Dropped] > 0 {
 		d := analysis.ExplainDrops(h)
-		f.Drops = &score.Drops{Dropped: d.Dropped, SlowTarget: d.SlowTarget, Embedded: s.Embedded, Workers: d.Workers, Service: d.Service, Rate: d.Rate}
+		f.Drops = &score.Drops{Dropped: d.Dropped, SlowTarget: d.SlowTarget, Workers: d.Workers, Service: d.Service, Rate: d.Rate}
 	}
 	for _, b := range res.Conduct.Boundaries {
 		sb := score.Boundary{At: b.At, Span: m.BoundarySpan, Rolled: b.Rolled, Uncertainty: -1, Before: b.Before, Early: b.Early}

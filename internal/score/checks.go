@@ -192,7 +192,7 @@ func executed(c Claim, f Facts) (string, bool) {
 		why := fmt.Sprintf("%s of the plan's %d requests (%s) were dropped, no worker being free at their time, above max_error_rate %s: the run did not send the load its scenario plans",
 			textfmt.Num(float64(dropped)), total, textfmt.Percent(share), textfmt.Percent(c.MaxErrorRate))
 		if f.Drops != nil {
-			why += "; " + dropCause(*f.Drops)
+			why += "; " + dropCause(*f.Drops, f.Embedded)
 		}
 		return why, true
 	}
@@ -204,7 +204,7 @@ func executed(c Claim, f Facts) (string, bool) {
 // unreachable one does), else rlctl could not keep up, the embedded Redis
 // being part of rlctl.
 func executedCode(c Claim, f Facts) exitcode.Code {
-	if f.Drops != nil && f.Drops.SlowTarget && !f.Drops.Embedded {
+	if f.Drops != nil && f.Drops.SlowTarget && !f.Embedded {
 		return exitcode.Unreachable
 	}
 	return exitcode.Failed
@@ -408,7 +408,7 @@ func straddled(c Claim, f Facts) (string, bool) {
 	why := fmt.Sprintf("none of the %s was shown to straddle a window edge of the target (%s), so boundary_allowed counts what one window admitted, not a boundary",
 		textfmt.Count(len(f.Boundaries), "boundary shot"), aimWhy(f.Boundaries[0]))
 	if b := f.Boundaries[0]; f.Embedded && b.aimed() && !b.early() {
-		why += "; the late answers came from the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling)"
+		why += "; the late answers came from the embedded Redis, " + embeddedSlow
 	}
 	return why, true
 }

@@ -171,11 +171,7 @@ type Drops struct {
 	Dropped int64
 	// SlowTarget: every worker was waiting on an answer.
 	SlowTarget bool
-	// Embedded: the answers came from the embedded Redis, which runs in
-	// rlctl's own process, so a slow one is rlctl's own machine, not a
-	// target.
-	Embedded bool
-	Workers  int
+	Workers    int
 	// Service is the mean time an answer took, Rate the offered rate per
 	// second.
 	Service time.Duration

@@ -68,7 +68,7 @@ func findings(c Claim, f Facts, v Verdict, checked []string) []string {
 	}
 	out = append(out, failoverNotes(c, m)...)
 	if f.Drops != nil && f.Drops.Dropped > 0 {
-		out = append(out, dropNote(*f.Drops))
+		out = append(out, dropNote(*f.Drops, f.Embedded))
 	}
 	if len(f.HeaderForms) > 0 {
 		out = append(out, formsNote(f.HeaderForms))
@@ -300,11 +300,16 @@ func failoverNotes(c Claim, m map[string]float64) []string {
 	return out
 }
 
-// dropCause says in a few words why requests were dropped.
-func dropCause(d Drops) string {
+// embeddedSlow says that slow answers of the embedded Redis, which runs in
+// rlctl's process, are rlctl's own slowness.
+const embeddedSlow = "which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling)"
+
+// dropCause says in a few words why requests were dropped; embedded says
+// the answers came from the embedded Redis.
+func dropCause(d Drops, embedded bool) string {
 	switch {
-	case d.SlowTarget && d.Embedded:
-		return "every worker was waiting on the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling), not a target"
+	case d.SlowTarget && embedded:
+		return "every worker was waiting on the embedded Redis, " + embeddedSlow + ", not a target"
 	case d.SlowTarget:
 		return "every worker was waiting on a slow answer"
 	}
@@ -312,11 +317,11 @@ func dropCause(d Drops) string {
 }
 
 // dropNote says why requests were dropped: the workers all waited on slow
-// answers (the target, or rlctl itself when the embedded Redis gave them),
-// or rlctl could not keep up (itself).
-func dropNote(d Drops) string {
-	if d.SlowTarget && d.Embedded {
-		return fmt.Sprintf("%s dropped: every worker was waiting on the embedded Redis (%sms on average at %.0f/s offered), which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling), not a target", wereDropped(d.Dropped), textfmt.Num(float64(d.Service.Microseconds())/1000), d.Rate)
+// answers (the target, or rlctl itself when the embedded Redis gave them:
+// embedded), or rlctl could not keep up (itself).
+func dropNote(d Drops, embedded bool) string {
+	if d.SlowTarget && embedded {
+		return fmt.Sprintf("%s dropped: every worker was waiting on the embedded Redis (%sms on average at %.0f/s offered), %s, not a target", wereDropped(d.Dropped), textfmt.Num(float64(d.Service.Microseconds())/1000), d.Rate, embeddedSlow)
 	}
 	if d.SlowTarget {
 		waiting := "all " + textfmt.Count(d.Workers, "worker") + " were waiting"

@@ -72,10 +72,10 @@ func TestNotesFormatFiguresLikeTheTables(t *testing.T) {
 			}
 		}
 	}
-	if got := dropNote(Drops{Dropped: 1, Workers: 1, SlowTarget: true, Service: 2500 * time.Microsecond, Rate: 100}); !strings.HasPrefix(got, "1 request was dropped: the one worker was waiting on answers (2.5ms") {
+	if got := dropNote(Drops{Dropped: 1, Workers: 1, SlowTarget: true, Service: 2500 * time.Microsecond, Rate: 100}, false); !strings.HasPrefix(got, "1 request was dropped: the one worker was waiting on answers (2.5ms") {
 		t.Errorf("drop note %q", got)
 	}
-	if got := dropNote(Drops{Dropped: 3, Workers: 8, SlowTarget: true, Embedded: true, Service: time.Second, Rate: 100}); !strings.HasPrefix(got, "3 requests were dropped: every worker was waiting on the embedded Redis (1000ms") || !strings.Contains(got, "not a target") {
+	if got := dropNote(Drops{Dropped: 3, Workers: 8, SlowTarget: true, Service: time.Second, Rate: 100}, true); !strings.HasPrefix(got, "3 requests were dropped: every worker was waiting on the embedded Redis (1000ms") || !strings.Contains(got, "not a target") {
 		t.Errorf("drop note on the embedded Redis %q", got)
 	}
 }

@@ -89,7 +89,7 @@ func TestValidityTable(t *testing.T) {
 		}, exitcode.Unreachable, "every worker was waiting on a slow answer"},
 		{"most dropped waiting on the embedded Redis", "executed", nil, func(f *Facts) {
 			f.Metrics[metric.Dropped] = 600
-			f.Drops = &Drops{Dropped: 600, SlowTarget: true, Embedded: true}
+			f.Drops, f.Embedded = &Drops{Dropped: 600, SlowTarget: true}, true
 		}, exitcode.Failed, "waiting on the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling), not a target"},
 		{"nothing answered", "answered", nil, func(f *Facts) {
 			f.Metrics[metric.Allowed], f.Metrics[metric.Denied], f.Metrics[metric.Errors] = 0, 0, 1000
