@@ -35,8 +35,8 @@ func Requests(h *history.History) int { return h.Len() + int(h.Meta.Drops.Total(
 // gateway once per identity. A void round (one that straddled an epoch
 // boundary) has its released records unmarked and does not count in
 // Meta.Rounds; so has the last round begun when the run's duration ended
-// it, with fewer records where it ended before its release. It returns the allowed released requests per valid round and
-// identity.
+// it, with fewer records where it ended before its release. It returns
+// the allowed released requests per valid round and identity.
 func RaceShape(t *testing.T, h *history.History, n, gws int, l int64) map[[2]int]int {
 	t.Helper()
 	released := map[[2]int]map[uint16]bool{}
