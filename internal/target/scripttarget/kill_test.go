@@ -71,11 +71,14 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 // A script that writes and then loops cannot be killed (Redis answers
 // UNKILLABLE): Settle says so, in a note and as an error with exit code 3,
 // and quotes Redis. The test's own server is then shut down with SHUTDOWN
-// NOSAVE, the only way out of it; rlctl never sends that.
+// NOSAVE, the only way out of it; rlctl never sends that. The one call
+// gets a second, not 50ms: a first call dials and loads the script, and on
+// a busy machine its 50ms once ran out before the script was sent, so
+// nothing ran and there was nothing to kill.
 func TestWritingLoopingScriptIsReportedUnkillable(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, "--busy-reply-threshold", "100")
-	tgt := loopingTarget(t, srv, `redis.call('SET', KEYS[1], 1) while true do end`)
+	tgt := callingTarget(t, srv, `redis.call('SET', KEYS[1], 1) while true do end`, time.Second)
 	if res := tgt.Do(context.Background(), traffic.Request{ID: "u"}); res.Outcome != decision.Error {
 		t.Fatalf("%v, want an error (the call times out)", res.Outcome)
 	}
