@@ -59,10 +59,10 @@ SLOW_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/re
 # child, with the same flags, so the standard library is compiled once for
 # both.
 # TOXIPROXY is the server the fault tests start (internal/redistest/toxitest),
-# go.mod's tool: go tool -n builds it into Go's cache and prints its path.
-# It is built as NONRACE builds (toxitest asks for it the same way), so it
-# shares that build's standard library and modules: built with cgo, it
-# compiled them once more (41 s of a cold run here, 10 s now).
+# go.mod's tool. It is compiled as NONRACE builds (toxitest builds it the
+# same way), so it shares that build's standard library and modules. go
+# tool -n, used before, takes no -trimpath: it compiled the standard
+# library a third time (40 s of a cold run here).
 TOXIPROXY := github.com/Shopify/toxiproxy/v2/cmd/server
 NONRACE := CGO_ENABLED=0 $(GO) list -trimpath -export -deps
 # -p 3: three test binaries at once on two cores. Most packages mostly
@@ -86,7 +86,7 @@ test: deps-test
 	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
 	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
 	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
-	$(OFFLINE) CGO_ENABLED=0 GOFLAGS="$$GOFLAGS -trimpath" $(GO) tool -n $(TOXIPROXY) >/dev/null # the fault tests' Toxiproxy server, see TOXIPROXY
+	$(OFFLINE) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) # the fault tests' Toxiproxy server, see TOXIPROXY
 	$(OFFLINE) $(NOEXITSLEEP) $(GO) test $(TESTFLAGS) ./scenarios & suite=$$!; \
 	$(OFFLINE) $(NOEXITSLEEP) nice -n $(NICE) $(GO) test $(TESTFLAGS) -p 3 $(SLOW_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(SLOW_TESTS),-e '$(patsubst ./%,/%,$(p))$$')); rest=$$?; \
 	wait $$suite; suite=$$?; test $$rest = 0 && test $$suite = 0
