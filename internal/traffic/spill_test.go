@@ -17,9 +17,10 @@ func TestRunSpillsPastKeepInMemory(t *testing.T) {
 	dir := t.TempDir()
 	lim := newWindowLimiter(50, time.Hour, 2)
 	plan := Plan{Rate: perSecond(10000), Duration: 300 * time.Millisecond, MaxRequests: 3000, Identities: 4}
+	const keep = 256
 	var last Stats
 	h, err := Run(context.Background(), lim, plan, RunOptions{
-		Meta: history.Meta{Scenario: "soak"}, SpillDir: dir, KeepInMemory: 256,
+		Meta: history.Meta{Scenario: "soak"}, SpillDir: dir, KeepInMemory: keep,
 		Progress: func(s Stats) { last = s },
 	})
 	if err != nil {
@@ -27,7 +28,7 @@ func TestRunSpillsPastKeepInMemory(t *testing.T) {
 	}
 	defer h.Close()
 	if !h.Spilled() || h.SpillDir() != dir {
-		t.Fatalf("a run of %d records keeping 256 in memory did not spill to %s", h.Len(), dir)
+		t.Fatalf("a run of %d records keeping %d in memory did not spill to %s", h.Len(), keep, dir)
 	}
 	var n int
 	var c [decision.Dropped + 1]uint64
@@ -45,7 +46,9 @@ func TestRunSpillsPastKeepInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != h.Len() || n < 2000 || uint64(n)+uint64(h.Meta.Drops.Total()) != last.Allowed+last.Denied+last.Errors+last.Dropped {
+	// A busy machine drops some of the plan (1432 of 3000 once): the
+	// records need only fill several chunks of keep.
+	if n != h.Len() || n < 4*keep || uint64(n)+uint64(h.Meta.Drops.Total()) != last.Allowed+last.Denied+last.Errors+last.Dropped {
 		t.Fatalf("read back %d records of %d; the run counted %+v", n, h.Len(), last)
 	}
 	if c[decision.Allowed] != last.Allowed || c[decision.Allowed] != 200 {
