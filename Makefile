@@ -50,7 +50,9 @@ OFFLINE := GOPROXY=off
 # test runs (go list -export compiles without linking), so on a fresh
 # clone the compiler never takes the cores from a timing-sensitive test.
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/redisconn \
-	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report
+	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report \
+	./internal/traffic ./internal/history ./internal/arch ./internal/hotpath ./internal/target/httptarget \
+	./internal/fault/toxiproxy ./internal/rundir ./internal/target/scripttarget ./internal/redistest
 # -trimpath on vet, list and test: without it a package's directory is
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
@@ -80,7 +82,7 @@ NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
 # reports come from the symbol table, which stays), and writing it is a
 # quarter of each link's CPU.
 TESTFLAGS := -race -trimpath -ldflags=-w -parallel 4 -timeout 8m
-NICE := 10
+NICE := 19
 test: deps-test
 	$(OFFLINE) $(GO) vet -race -trimpath ./... # -race: it compiles what the race tests below reuse
 	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
