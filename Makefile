@@ -50,9 +50,7 @@ OFFLINE := GOPROXY=off
 # test runs (go list -export compiles without linking), so on a fresh
 # clone the compiler never takes the cores from a timing-sensitive test.
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/redisconn \
-	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report \
-	./internal/traffic ./internal/history ./internal/arch ./internal/hotpath ./internal/target/httptarget \
-	./internal/fault/toxiproxy ./internal/rundir ./internal/target/scripttarget ./internal/redistest
+	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report
 # -trimpath on vet, list and test: without it a package's directory is
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
