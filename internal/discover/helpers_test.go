@@ -33,6 +33,9 @@ type counting struct {
 	request func(r traffic.Request)
 	// answer, when set, sees every answer and returns what discover gets.
 	answer func(r traffic.Request, resp traffic.Response) traffic.Response
+	// after, when set, is told how long the nth request took, as
+	// discover saw it (before's wait included).
+	after func(n int, took time.Duration)
 }
 
 // Warm passes a warm-up on to the target: it sends no request.
@@ -49,6 +52,10 @@ func (c *counting) Do(ctx context.Context, r traffic.Request) traffic.Response {
 	c.n++
 	n := c.n
 	c.mu.Unlock()
+	if c.after != nil {
+		start := time.Now()
+		defer func() { c.after(n, time.Since(start)) }()
+	}
 	if c.before != nil {
 		c.before(n)
 	}
@@ -77,7 +84,13 @@ func discoverURLs(t *testing.T, budget int, urls ...string) *Result {
 // (see counting).
 func discoverHeld(t *testing.T, budget int, before func(n int), urls ...string) *Result {
 	t.Helper()
-	res := discoverWithin(t, budget, &counting{before: before}, urls...)
+	return discoverLogged(t, budget, &counting{before: before}, urls...)
+}
+
+// discoverLogged is discoverWithin, logging what it found.
+func discoverLogged(t *testing.T, budget int, c *counting, urls ...string) *Result {
+	t.Helper()
+	res := discoverWithin(t, budget, c, urls...)
 	t.Logf("%s (%d requests, %v): %+v", res.Summary, res.Requests, time.Duration(res.DurationMS)*time.Millisecond, res.Policy)
 	for k, f := range res.Policy.Evidence {
 		t.Logf("  %s (%.2f): %s", k, f.Confidence, f.Evidence)
