@@ -75,6 +75,7 @@ const (
 	fSustainedRate
 	fSlipped
 	fBoundaryAllowed
+	fBoundaryAllowedUpper
 	fRaceExcess
 	fAfterFaultCeiling
 	numFigures
@@ -82,13 +83,13 @@ const (
 
 var figureNames = [numFigures]string{
 	metric.Requests, metric.Allowed, metric.Denied, metric.Errors, metric.Dropped, metric.FailOpen, metric.FailClosed, metric.Ceiling, metric.CeilingUpper,
-	metric.CeilingRatio, metric.Burst, metric.SustainedRate, metric.Slipped, metric.BoundaryAllowed, metric.RaceExcess, metric.AfterFaultCeiling,
+	metric.CeilingRatio, metric.Burst, metric.SustainedRate, metric.Slipped, metric.BoundaryAllowed, metric.BoundaryAllowedUpper, metric.RaceExcess, metric.AfterFaultCeiling,
 }
 
 // worstFigures and sumFigures say how each per-identity figure becomes the
 // scenario's: the worst identity's, or the total.
 var (
-	worstFigures = []int{fCeiling, fCeilingUpper, fCeilingRatio, fBurst, fSustainedRate, fBoundaryAllowed, fAfterFaultCeiling}
+	worstFigures = []int{fCeiling, fCeilingUpper, fCeilingRatio, fBurst, fSustainedRate, fBoundaryAllowed, fBoundaryAllowedUpper, fAfterFaultCeiling}
 	sumFigures   = []int{fRequests, fAllowed, fDenied, fErrors, fDropped, fSlipped, fRaceExcess, fFailOpen, fFailClosed}
 )
 
@@ -901,7 +902,7 @@ type worker struct {
 	// decision intervals, their decision times, the long intervals (see
 	// intervals) and the errors that may have been admitted.
 	sent, recv, times, longSent, longRecv, maybeSent, maybeRecv sorter
-	perBoundary                                                 []int
+	perBoundary, perBoundaryUpper                               []int
 	perRound                                                    []int32
 	touched                                                     []int32
 	timeline                                                    []int64
@@ -933,6 +934,7 @@ func (a *analyzer) newWorker() *worker {
 	w.burstEnv, w.rateEnv, w.hasEnv = a.envelope()
 	if len(a.boundaries) > 0 {
 		w.perBoundary = make([]int, len(a.boundaries))
+		w.perBoundaryUpper = make([]int, len(a.boundaries))
 	}
 	if a.hasRound {
 		w.perRound = make([]int32, a.maxRound+1)
@@ -1022,6 +1024,7 @@ func (w *worker) identity(k int, each func(visitFn)) {
 	g := w.gather(count, big, each)
 	if w.perBoundary != nil {
 		m.set(fBoundaryAllowed, float64(g.bestBoundary))
+		m.set(fBoundaryAllowedUpper, float64(g.bestBoundaryUpper))
 	}
 	if w.raceApplies {
 		m.set(fRaceExcess, float64(w.raceExcess()))
@@ -1065,7 +1068,10 @@ func countFigures(m *figures, st *identityState, faults bool) {
 type gathered struct {
 	long         int   // intervals at least a window long
 	widest       int64 // longest [Sent, Received]: how far a decision time may be off
-	bestBoundary int   // most allowed around any one boundary
+	bestBoundary int   // most allowed surely around any one boundary
+	// bestBoundaryUpper counts too those that may have been (see
+	// boundaryUpper).
+	bestBoundaryUpper int
 }
 
 // gather visits the identity's allowed records once (in memory they are
@@ -1088,15 +1094,28 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 	long := 0
 	if w.perBoundary != nil {
 		clear(w.perBoundary)
+		clear(w.perBoundaryUpper)
 	}
 	span := a.span
-	bestBoundary := 0
+	bestBoundary, bestBoundaryUpper := 0, 0
+	// boundaryUpper counts an admission, or an error that may have been
+	// one, at each boundary B its [s, r] may have been decided near:
+	// s <= B+span and r >= B-span.
+	boundaryUpper := func(s, r int64) {
+		for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= s-span }); j < len(a.boundaries) && a.boundaries[j] <= r+span; j++ {
+			w.perBoundaryUpper[j]++
+			bestBoundaryUpper = max(bestBoundaryUpper, w.perBoundaryUpper[j])
+		}
+	}
 	touched := w.touched[:0]
 	var widest int64
 	each(func(s, r int64, rd int32, maybe bool) {
 		if maybe {
 			w.maybeSent.add(s)
 			w.maybeRecv.add(r)
+			if w.perBoundary != nil {
+				boundaryUpper(s, r)
+			}
 			return
 		}
 		sent.add(s)
@@ -1116,6 +1135,7 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 				w.perBoundary[j]++
 				bestBoundary = max(bestBoundary, w.perBoundary[j])
 			}
+			boundaryUpper(s, r)
 		}
 		if a.hasRound && rd >= 0 {
 			if w.perRound[rd] == 0 {
@@ -1125,7 +1145,7 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 		}
 	})
 	w.touched = touched
-	return gathered{long: long, widest: widest, bestBoundary: bestBoundary}
+	return gathered{long: long, widest: widest, bestBoundary: bestBoundary, bestBoundaryUpper: bestBoundaryUpper}
 }
 
 // raceExcess is how many of the identity's allowed requests were beyond

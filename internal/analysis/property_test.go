@@ -307,22 +307,36 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			totalSlipped += m[metric.Slipped]
 
 			if len(h.Meta.Boundaries) > 0 {
-				best := 0
+				// Surely inside a boundary's span, possibly inside it, and
+				// truly decided inside it.
+				best, bestUpper, bestTrue := 0, 0, 0
 				for _, b := range h.Meta.Boundaries {
-					c := 0
-					for _, iv := range ivs {
+					from, to := int64(b-h.Meta.BoundarySpan), int64(b+h.Meta.BoundarySpan)
+					c, cu, ct := 0, 0, 0
+					for j, iv := range ivs {
 						s, r := iv[0], iv[1]
-						if s >= int64(b-h.Meta.BoundarySpan) && r <= int64(b+h.Meta.BoundarySpan) {
+						if s >= from && r <= to {
 							c++
 						}
+						if s <= to && r >= from {
+							cu++
+						}
+						if d := tr.d[idx[j]]; d >= from && d <= to {
+							ct++
+						}
 					}
-					best = max(best, c)
+					best, bestUpper, bestTrue = max(best, c), max(bestUpper, cu), max(bestTrue, ct)
 				}
-				if m[metric.BoundaryAllowed] != float64(best) {
-					fail(k, "boundary_allowed %v, want %d", m[metric.BoundaryAllowed], best)
+				if m[metric.BoundaryAllowed] != float64(best) || m[metric.BoundaryAllowedUpper] != float64(bestUpper) {
+					fail(k, "boundary_allowed [%v, %v], want [%d, %d]", m[metric.BoundaryAllowed], m[metric.BoundaryAllowedUpper], best, bestUpper)
+				}
+				if float64(bestTrue) < m[metric.BoundaryAllowed] || float64(bestTrue) > m[metric.BoundaryAllowedUpper] {
+					fail(k, "true boundary count %d outside [%v, %v]", bestTrue, m[metric.BoundaryAllowed], m[metric.BoundaryAllowedUpper])
 				}
 			} else if _, ok := m[metric.BoundaryAllowed]; ok {
 				fail(k, "boundary_allowed present without boundaries")
+			} else if _, ok := m[metric.BoundaryAllowedUpper]; ok {
+				fail(k, "boundary_allowed_upper present without boundaries")
 			}
 
 			rounds := map[int32]int{}
