@@ -8,6 +8,7 @@ import (
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 // findings turn a run's figures into the plain-language notes a reader
@@ -23,6 +24,7 @@ func findings(c Claim, f Facts, v Verdict, checked []string) []string {
 		out = append(out, "the scenario names no threshold, so its claim is the published cap: "+DefaultThreshold+" (the default)")
 	}
 	out = append(out, checked...)
+	out = append(out, timingBoundNotes(c, f, v)...)
 	if n := undecidedNote(c, f); n != "" {
 		out = append(out, n)
 	}
@@ -344,3 +346,35 @@ func wereDropped(n int64) string {
 // sendLagNoteMs is the send lag (p99, ms) from which a report says that
 // rlctl's own delay, not the target's, makes up much of the latency.
 const sendLagNoteMs = 1
+
+// timingBoundNotes say which passed thresholds hold on a lower bound only:
+// read with its upper bound (metric.UpperOf) in its place, the threshold
+// fails, so the answers' timing left the claim unsettled.
+func timingBoundNotes(c Claim, f Facts, v Verdict) []string {
+	ths, _ := claimOf(c)
+	var out []string
+	for i, th := range ths {
+		if i >= len(v.Thresholds) || v.Thresholds[i].Status != StatusPass {
+			continue
+		}
+		for _, side := range []*threshold.Operand{&th.Left, &th.Right} {
+			upper, ok := metric.UpperOf[side.Name]
+			if !ok {
+				continue
+			}
+			lower := side.Name
+			alt := th
+			if side == &th.Left {
+				alt.Left.Name = upper
+			} else {
+				alt.Right.Name = upper
+			}
+			if _, pass, err := alt.Eval(f.Metrics, c.Limit); err != nil || pass {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s holds on %s %s, what surely happened; counting also the admissions that may have been decided inside what it counts (their [sent, received] span crosses its edge), %s is %s, which would not hold: the answers' timing leaves the claim unsettled (decision stamps from the target, or quicker answers, settle it)",
+				th.Expr, lower, textfmt.Num(f.Metrics[lower]), upper, textfmt.Num(f.Metrics[upper])))
+		}
+	}
+	return out
+}

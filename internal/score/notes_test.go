@@ -1,6 +1,7 @@
 package score
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +96,58 @@ func TestStampsShiftNote(t *testing.T) {
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 			t.Errorf("shift %v: note %q, want %q", tt.shift, got, tt.want)
 		}
+	}
+}
+
+// A passed threshold that would fail with its figure's upper bound in its
+// place says so: the claim rests on the lower bound alone. One that holds
+// on both, or that the upper bound cannot break (a flaw's ">"), says
+// nothing of it.
+func TestTimingBoundNotes(t *testing.T) {
+	tests := []struct {
+		name   string
+		expr   string
+		shows  string
+		upper  float64
+		noted  bool
+		status string
+	}{
+		{"upper over the cap", "ceiling <= limit", design.ShowsHolds, 21, true, StatusPass},
+		{"upper within the cap", "ceiling <= limit", design.ShowsHolds, 20, false, StatusPass},
+		{"cap on the right", "limit >= ceiling", design.ShowsHolds, 23, true, StatusPass},
+		{"strict", "ceiling < 21", design.ShowsHolds, 21, true, StatusPass},
+		{"flaw claim", "ceiling >= limit", design.ShowsFlaw, 30, false, StatusPass},
+		{"failed claim", "ceiling < limit", design.ShowsHolds, 25, false, StatusFail},
+		{"boundary", "boundary_allowed <= 1.1*limit", design.ShowsHolds, 30, true, StatusPass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := claim(t, tt.expr)
+			c.Shows = tt.shows
+			f := measured()
+			lower := metric.Ceiling
+			if strings.HasPrefix(tt.expr, metric.BoundaryAllowed) {
+				lower = metric.BoundaryAllowed
+				f.Metrics[lower] = 20
+			}
+			f.Metrics[metric.UpperOf[lower]] = tt.upper
+			v := Judge(c, f)
+			if v.Status != tt.status {
+				t.Fatalf("status %s (%s), want %s", v.Status, v.Reason, tt.status)
+			}
+			var noted []string
+			for _, n := range v.Notes {
+				if strings.Contains(n, "leaves the claim unsettled") {
+					noted = append(noted, n)
+				}
+			}
+			if got := len(noted) > 0; got != tt.noted {
+				t.Fatalf("noted %v, want %v: %q", got, tt.noted, v.Notes)
+			}
+			if tt.noted && (len(noted) != 1 || !strings.Contains(noted[0], tt.expr+" holds on "+lower+" 20") ||
+				!strings.Contains(noted[0], metric.UpperOf[lower]+" is "+strconv.FormatFloat(tt.upper, 'f', -1, 64))) {
+				t.Fatalf("note %q, want one naming %s, %s 20 and its upper bound %g", noted, tt.expr, lower, tt.upper)
+			}
+		})
 	}
 }
