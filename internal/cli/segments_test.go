@@ -366,9 +366,11 @@ func TestMergeCorrectsAClockOffset(t *testing.T) {
 	// A window far longer than a request takes on a loaded machine (answers
 	// a second slow were seen): the uncorrected merge's definite count, both
 	// segments' admissions in one window, must not depend on it. The skew
-	// is the window, so the skewed segment runs when the first one's
-	// admissions leave the window.
-	const skew = -3 * time.Second
+	// is the window and a second, so the skewed segment runs once the first
+	// one's admissions have left the window, though that one started late:
+	// with the window alone, a busy make test had all 119 of the skewed
+	// segment's requests denied.
+	const skew = -4 * time.Second
 	lim := rate.Limit{Count: 10, Window: 3 * time.Second}
 	urls, log, srv := startGateways(t, design.RedisSlidingLog, lim, false)
 	sc := writeScenario(t, "skewed", lim, urls, "{rate: 400/s, duration: 600ms, identities: 1, segment: requests}")
