@@ -134,3 +134,15 @@ func kept(out *Outcome) bool {
 	}
 	return true
 }
+
+// answeredInTime reports whether no boundary shot was refused for answers
+// that came late (score's straddled check): on a loopback redis-server
+// only a busy machine makes them late, so tests run such a run again.
+func answeredInTime(out *Outcome) bool {
+	for _, c := range out.Report.Validity {
+		if c.Name == "straddled" && !c.Held && strings.Contains(c.Reason, "(their answers came late)") {
+			return false
+		}
+	}
+	return true
+}
