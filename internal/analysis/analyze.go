@@ -78,18 +78,20 @@ const (
 	fBoundaryAllowedUpper
 	fRaceExcess
 	fAfterFaultCeiling
+	fAfterFaultCeilingUpper
 	numFigures
 )
 
 var figureNames = [numFigures]string{
 	metric.Requests, metric.Allowed, metric.Denied, metric.Errors, metric.Dropped, metric.FailOpen, metric.FailClosed, metric.Ceiling, metric.CeilingUpper,
 	metric.CeilingRatio, metric.Burst, metric.SustainedRate, metric.Slipped, metric.BoundaryAllowed, metric.BoundaryAllowedUpper, metric.RaceExcess, metric.AfterFaultCeiling,
+	metric.AfterFaultCeilingUpper,
 }
 
 // worstFigures and sumFigures say how each per-identity figure becomes the
 // scenario's: the worst identity's, or the total.
 var (
-	worstFigures = []int{fCeiling, fCeilingUpper, fCeilingRatio, fBurst, fSustainedRate, fBoundaryAllowed, fBoundaryAllowedUpper, fAfterFaultCeiling}
+	worstFigures = []int{fCeiling, fCeilingUpper, fCeilingRatio, fBurst, fSustainedRate, fBoundaryAllowed, fBoundaryAllowedUpper, fAfterFaultCeiling, fAfterFaultCeilingUpper}
 	sumFigures   = []int{fRequests, fAllowed, fDenied, fErrors, fDropped, fSlipped, fRaceExcess, fFailOpen, fFailClosed}
 )
 
@@ -1175,15 +1177,11 @@ func (w *worker) windowFigures(k int, m *figures, big bool, long int) (newBest b
 	w.longSent.sort()
 	w.longRecv.sort()
 	iv := intervals{sent: sent.cursor, recv: recv.cursor, longSent: w.longSent.cursor, longRecv: w.longRecv.cursor, long: long}
-	lower, upper := ceilingBounds(iv, a.w, minTime, maxTime)
 	if w.maybeSent.n > 0 {
-		// Errors that may have been admitted can only raise the upper
-		// bound: each counts as possibly allowed within its interval.
 		w.maybeSent.sort()
 		w.maybeRecv.sort()
-		upper = maxOverlap(mergeCursors(sent.cursor(), w.maybeSent.cursor()), 1-a.w,
-			mergeCursors(recv.cursor(), w.maybeRecv.cursor()), minTime, maxTime)
 	}
+	lower, upper := definite(iv, a.w, minTime, maxTime), w.upperCeiling(iv, minTime, maxTime)
 	m.set(fCeiling, float64(lower))
 	m.set(fCeilingUpper, float64(upper))
 	m.set(fCeilingRatio, float64(lower)/float64(a.l))
@@ -1192,22 +1190,37 @@ func (w *worker) windowFigures(k int, m *figures, big bool, long int) (newBest b
 		newBest = true
 	}
 	if len(a.faults) > 0 {
-		m.set(fAfterFaultCeiling, float64(w.afterFaultCeiling(iv)))
+		lower, upper := w.afterFaultCeiling(iv)
+		m.set(fAfterFaultCeiling, float64(lower))
+		m.set(fAfterFaultCeilingUpper, float64(upper))
 	}
 	return newBest
 }
 
-// afterFaultCeiling is the highest definite count over the windows that
-// overlap a fault (from a window before it starts to a window after it
-// ends), across the run's faults.
-func (w *worker) afterFaultCeiling(iv intervals) int {
+// afterFaultCeiling is the highest definite count, and the highest
+// possible one (upperCeiling), over the windows that overlap a fault (from
+// a window before it starts to a window after it ends), across the run's
+// faults.
+func (w *worker) afterFaultCeiling(iv intervals) (lower, upper int) {
 	a := w.a
-	worst := 0
 	for _, f := range a.faults {
 		lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
-		worst = max(worst, definite(iv, a.w, lo, hi))
+		lower = max(lower, definite(iv, a.w, lo, hi))
+		upper = max(upper, w.upperCeiling(iv, lo, hi))
 	}
-	return worst
+	return lower, upper
+}
+
+// upperCeiling is the most of the identity's allowed requests whose
+// intervals touch one window [t, t+W), t in [lo, hi]. Errors that may have
+// been admitted (w.maybeSent and maybeRecv, sorted) can only raise it:
+// each counts as possibly allowed within its interval.
+func (w *worker) upperCeiling(iv intervals, lo, hi int64) int {
+	if w.maybeSent.n == 0 {
+		return maxOverlap(iv.sent(), 1-w.a.w, iv.recv(), lo, hi)
+	}
+	return maxOverlap(mergeCursors(iv.sent(), w.maybeSent.cursor()), 1-w.a.w,
+		mergeCursors(iv.recv(), w.maybeRecv.cursor()), lo, hi)
 }
 
 // decisionTimes returns the identity's decision times sorted: gathered

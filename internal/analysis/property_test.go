@@ -355,13 +355,13 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 			totalRace += float64(excess)
 
 			if len(h.Meta.Faults) > 0 {
-				best := 0
+				best, bestUpper := 0, 0
 				for _, f := range h.Meta.Faults {
-					c, _ := bruteCeiling(ivs, w, int64(f.At)-w, int64(f.At+f.For)+w)
-					best = max(best, c)
+					c, cu := bruteCeiling(ivs, w, int64(f.At)-w, int64(f.At+f.For)+w)
+					best, bestUpper = max(best, c), max(bestUpper, cu)
 				}
-				if m[metric.AfterFaultCeiling] != float64(best) {
-					fail(k, "after_fault_ceiling %v, want %d", m[metric.AfterFaultCeiling], best)
+				if m[metric.AfterFaultCeiling] != float64(best) || m[metric.AfterFaultCeilingUpper] != float64(bestUpper) {
+					fail(k, "after_fault_ceiling [%v, %v], want [%d, %d]", m[metric.AfterFaultCeiling], m[metric.AfterFaultCeilingUpper], best, bestUpper)
 				}
 			}
 		}

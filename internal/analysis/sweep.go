@@ -63,17 +63,11 @@ type intervals struct {
 	long               int
 }
 
-// ceilingBounds returns the definite and possible most-allowed counts over
-// windows [t, t+w) with t in [lo, hi].
-//
-// Definite: intervals [r-w+1, s] of the intervals shorter than w: starts
-// from their recv, ends from their sent. Possible: intervals [s-w+1, r]:
-// starts from sent, ends from recv.
-func ceilingBounds(iv intervals, w int64, lo, hi int64) (lower, upper int) {
-	return definite(iv, w, lo, hi), maxOverlap(iv.sent(), 1-w, iv.recv(), lo, hi)
-}
-
-// definite is ceilingBounds' lower bound.
+// definite is the most allowed surely inside one window [t, t+w), t in
+// [lo, hi]: intervals [r-w+1, s] of the intervals shorter than w, starts
+// from their recv, ends from their sent. The possible count
+// (worker.upperCeiling) takes intervals [s-w+1, r]: starts from sent,
+// ends from recv.
 func definite(iv intervals, w int64, lo, hi int64) int {
 	defSent, defRecv := iv.sent(), iv.recv()
 	if iv.long > 0 {

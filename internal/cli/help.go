@@ -152,7 +152,7 @@ func scenariosHelp() string {
 
 func metricsHelp() string {
 	var b strings.Builder
-	for _, l := range textfmt.Wrap("What a run measures, from the record of every request. Limits are per identity, so figures are per identity too: a scenario's figure is the worst identity's (ceiling, ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed, boundary_allowed_upper, after_fault_ceiling) or the total over identities (the counts). L is the published count and W the published window. A metric that does not apply to a run is absent from report.json, not 0, and a threshold on it fails. Thresholds name latencies by their short name (p99) and compare them with durations: p99 < 5ms.", helpWidth) {
+	for _, l := range textfmt.Wrap("What a run measures, from the record of every request. Limits are per identity, so figures are per identity too: a scenario's figure is the worst identity's (ceiling, ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed, boundary_allowed_upper, after_fault_ceiling, after_fault_ceiling_upper) or the total over identities (the counts). L is the published count and W the published window. A metric that does not apply to a run is absent from report.json, not 0, and a threshold on it fails. Thresholds name latencies by their short name (p99) and compare them with durations: p99 < 5ms.", helpWidth) {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n")

@@ -26,15 +26,17 @@ const (
 	FailOpen             = "fail_open"
 	FailClosed           = "fail_closed"
 	AfterFaultCeiling    = "after_fault_ceiling"
-	RecoverMs            = "recover_ms"
-	StrandedLease        = "stranded_lease"
-	RetryAfterMissing    = "retry_after_missing"
-	P50                  = "p50_ms"
-	P90                  = "p90_ms"
-	P99                  = "p99_ms"
-	P999                 = "p999_ms"
-	Max                  = "max_ms"
-	SendLagP99           = "send_lag_p99_ms"
+	// AfterFaultCeilingUpper is after_fault_ceiling's upper bound.
+	AfterFaultCeilingUpper = "after_fault_ceiling_upper"
+	RecoverMs              = "recover_ms"
+	StrandedLease          = "stranded_lease"
+	RetryAfterMissing      = "retry_after_missing"
+	P50                    = "p50_ms"
+	P90                    = "p90_ms"
+	P99                    = "p99_ms"
+	P999                   = "p999_ms"
+	Max                    = "max_ms"
+	SendLagP99             = "send_lag_p99_ms"
 	// The retry figures, measured when clients retried denied requests
 	// (see analysis.Analyze).
 	HerdPeak        = "herd_peak"
@@ -72,13 +74,13 @@ const (
 // bound: an admission counts where its whole [sent, received] interval
 // places it) to the figure that also counts what may have (its upper
 // bound). A claim held on the lower one alone rests on answer timing.
-var UpperOf = map[string]string{Ceiling: CeilingUpper, BoundaryAllowed: BoundaryAllowedUpper}
+var UpperOf = map[string]string{Ceiling: CeilingUpper, BoundaryAllowed: BoundaryAllowedUpper, AfterFaultCeiling: AfterFaultCeilingUpper}
 
 // Names lists every metric name, in report order.
 var Names = []string{
 	Requests, Allowed, Denied, Errors, Dropped, Ceiling, CeilingUpper,
 	CeilingRatio, Burst, SustainedRate, BoundaryAllowed, BoundaryAllowedUpper, RaceExcess, Slipped,
-	FailOpen, FailClosed, AfterFaultCeiling, RecoverMs, StrandedLease,
+	FailOpen, FailClosed, AfterFaultCeiling, AfterFaultCeilingUpper, RecoverMs, StrandedLease,
 	RetryAfterMissing, P50, P90, P99, P999, Max, SendLagP99,
 	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
 	ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs,
@@ -131,9 +133,12 @@ var Descriptions = map[string]Description{
 		"the requests admitted beyond the one that should pass, summed over rounds."},
 	Slipped: {"requests", "Admitted requests that a correct limiter of the published policy (a bucket of the design's " +
 		"envelope) could never have admitted: 0 for a design that holds, whatever its ceiling."},
-	FailOpen:          {"requests", "Requests admitted with no limit because Redis failed and the endpoint's on_error is open."},
-	FailClosed:        {"requests", "Requests refused because Redis failed and the endpoint's on_error is closed."},
-	AfterFaultCeiling: {"requests per W", "The ceiling over the windows from one W before a fault to one W after it ends: what a failover or outage let through."},
+	FailOpen:   {"requests", "Requests admitted with no limit because Redis failed and the endpoint's on_error is open."},
+	FailClosed: {"requests", "Requests refused because Redis failed and the endpoint's on_error is closed."},
+	AfterFaultCeiling: {"requests per W", "The ceiling over the windows from one W before a fault to one W after it ends: what a failover or outage let through " +
+		"(a definite lower bound, as ceiling)."},
+	AfterFaultCeilingUpper: {"requests per W", "The same count including every request that may have been decided inside those windows, " +
+		"as ceiling_upper: an upper bound."},
 	RecoverMs: {"ms", "From the end of the last fault to the first answer Redis decided again; after a failover, from its start to the first answer " +
 		"the new primary decided for a request sent after the election's last error."},
 	ElectionErrors: {"requests", "Runs with a failover: requests that got no answer while the primary changed " +

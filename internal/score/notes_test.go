@@ -119,6 +119,7 @@ func TestTimingBoundNotes(t *testing.T) {
 		{"flaw claim", "ceiling >= limit", design.ShowsFlaw, 30, false, StatusPass},
 		{"failed claim", "ceiling < limit", design.ShowsHolds, 25, false, StatusFail},
 		{"boundary", "boundary_allowed <= 1.1*limit", design.ShowsHolds, 30, true, StatusPass},
+		{"after a fault", "after_fault_ceiling <= limit", design.ShowsHolds, 24, true, StatusPass},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,8 +127,8 @@ func TestTimingBoundNotes(t *testing.T) {
 			c.Shows = tt.shows
 			f := measured()
 			lower := metric.Ceiling
-			if strings.HasPrefix(tt.expr, metric.BoundaryAllowed) {
-				lower = metric.BoundaryAllowed
+			if first := strings.Fields(tt.expr)[0]; metric.UpperOf[first] != "" {
+				lower = first
 				f.Metrics[lower] = 20
 			}
 			f.Metrics[metric.UpperOf[lower]] = tt.upper
