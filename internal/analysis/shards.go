@@ -66,7 +66,7 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 	}
 	index := map[string]int{}
 	var shards []ShardResult
-	ceilings := map[int]float64{}
+	ceilings, uppers := map[int]float64{}, map[int]float64{}
 	for k := range min(len(a.h.Meta.Shards), len(a.idState)) {
 		sh := a.shardOf(uint32(k))
 		if sh == "" {
@@ -81,6 +81,9 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 		shards[j].Identities++
 		if v, ok := a.idState[k].fig.get(fAfterFaultCeiling); ok {
 			ceilings[j] = max(ceilings[j], v)
+		}
+		if v, ok := a.idState[k].fig.get(fAfterFaultCeilingUpper); ok {
+			uppers[j] = max(uppers[j], v)
 		}
 	}
 	tallies := make([]Tally, len(shards))
@@ -124,10 +127,10 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 		}
 	})
 	group := map[bool]struct {
-		undecided, ceiling string
+		undecided, ceiling, upper string
 	}{
-		true:  {metric.FailedShardElectionUndecided, metric.FailedShardAfterFaultCeiling},
-		false: {metric.OtherShardsElectionUndecided, metric.OtherShardsAfterFaultCeiling},
+		true:  {metric.FailedShardElectionUndecided, metric.FailedShardAfterFaultCeiling, metric.FailedShardAfterFaultCeilingUpper},
+		false: {metric.OtherShardsElectionUndecided, metric.OtherShardsAfterFaultCeiling, metric.OtherShardsAfterFaultCeilingUpper},
 	}
 	for j := range shards {
 		sr := &shards[j]
@@ -140,6 +143,10 @@ func (a *analyzer) shardFigures(res *Result, el *elections) {
 		if v, ok := ceilings[j]; ok {
 			sr.Metrics[metric.AfterFaultCeiling] = v
 			res.Metrics[g.ceiling] = max(res.Metrics[g.ceiling], v)
+		}
+		if v, ok := uppers[j]; ok {
+			sr.Metrics[metric.AfterFaultCeilingUpper] = v
+			res.Metrics[g.upper] = max(res.Metrics[g.upper], v)
 		}
 	}
 	res.PerShard = shards

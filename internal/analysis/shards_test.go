@@ -53,8 +53,8 @@ func TestShardFigures(t *testing.T) {
 	t.Parallel()
 	res := analyzed(t, shardedHistory([]string{"n1", "n2", "n3", ""}), Options{})
 	wantMetrics(t, res.Metrics, Metrics{
-		metric.FailedShardElectionUndecided: 4, metric.FailedShardAfterFaultCeiling: 4,
-		metric.OtherShardsElectionUndecided: 1, metric.OtherShardsAfterFaultCeiling: 2,
+		metric.FailedShardElectionUndecided: 4, metric.FailedShardAfterFaultCeiling: 4, metric.FailedShardAfterFaultCeilingUpper: 4,
+		metric.OtherShardsElectionUndecided: 1, metric.OtherShardsAfterFaultCeiling: 2, metric.OtherShardsAfterFaultCeilingUpper: 2,
 	})
 	want := []struct {
 		shard  string
@@ -86,8 +86,8 @@ func TestShardFiguresNeedShards(t *testing.T) {
 	if res.PerShard != nil {
 		t.Errorf("PerShard = %+v without shards", res.PerShard)
 	}
-	for _, name := range []string{metric.FailedShardElectionUndecided, metric.FailedShardAfterFaultCeiling,
-		metric.OtherShardsElectionUndecided, metric.OtherShardsAfterFaultCeiling} {
+	for _, name := range []string{metric.FailedShardElectionUndecided, metric.FailedShardAfterFaultCeiling, metric.FailedShardAfterFaultCeilingUpper,
+		metric.OtherShardsElectionUndecided, metric.OtherShardsAfterFaultCeiling, metric.OtherShardsAfterFaultCeilingUpper} {
 		if v, ok := res.Metrics[name]; ok {
 			t.Errorf("%s = %v without shards, want absent", name, v)
 		}

@@ -64,17 +64,22 @@ const (
 // analysis.Result.PerShard): the identities on the shard a failover acted
 // on, and those on the other shards.
 const (
-	FailedShardElectionUndecided = "failed_shard_election_undecided"
-	FailedShardAfterFaultCeiling = "failed_shard_after_fault_ceiling"
-	OtherShardsElectionUndecided = "other_shards_election_undecided"
-	OtherShardsAfterFaultCeiling = "other_shards_after_fault_ceiling"
+	FailedShardElectionUndecided      = "failed_shard_election_undecided"
+	FailedShardAfterFaultCeiling      = "failed_shard_after_fault_ceiling"
+	FailedShardAfterFaultCeilingUpper = "failed_shard_after_fault_ceiling_upper"
+	OtherShardsElectionUndecided      = "other_shards_election_undecided"
+	OtherShardsAfterFaultCeiling      = "other_shards_after_fault_ceiling"
+	OtherShardsAfterFaultCeilingUpper = "other_shards_after_fault_ceiling_upper"
 )
 
 // UpperOf maps a figure that counts only what surely happened (a lower
 // bound: an admission counts where its whole [sent, received] interval
 // places it) to the figure that also counts what may have (its upper
 // bound). A claim held on the lower one alone rests on answer timing.
-var UpperOf = map[string]string{Ceiling: CeilingUpper, BoundaryAllowed: BoundaryAllowedUpper, AfterFaultCeiling: AfterFaultCeilingUpper}
+var UpperOf = map[string]string{
+	Ceiling: CeilingUpper, BoundaryAllowed: BoundaryAllowedUpper, AfterFaultCeiling: AfterFaultCeilingUpper,
+	FailedShardAfterFaultCeiling: FailedShardAfterFaultCeilingUpper, OtherShardsAfterFaultCeiling: OtherShardsAfterFaultCeilingUpper,
+}
 
 // Names lists every metric name, in report order.
 var Names = []string{
@@ -85,8 +90,8 @@ var Names = []string{
 	HerdPeak, Relimited, RetryWaitExcess, RetryAfterEarly,
 	ElectionErrors, ElectionFailOpen, ElectionFailClosed, ElectionMs,
 	FailoverDenied, FailoverDetectMs, FailoverDenyMs, CountsLost, CounterDrift,
-	FailedShardElectionUndecided, FailedShardAfterFaultCeiling,
-	OtherShardsElectionUndecided, OtherShardsAfterFaultCeiling,
+	FailedShardElectionUndecided, FailedShardAfterFaultCeiling, FailedShardAfterFaultCeilingUpper,
+	OtherShardsElectionUndecided, OtherShardsAfterFaultCeiling, OtherShardsAfterFaultCeilingUpper,
 }
 
 // Description says what a metric means to a reader: its unit and one
@@ -162,14 +167,16 @@ var Descriptions = map[string]Description{
 	FailedShardAfterFaultCeiling: {"requests per W", "Runs with a failover on a Redis Cluster: after_fault_ceiling of the worst identity whose keys the shard that failed over held."},
 	OtherShardsElectionUndecided: {"requests", "Runs with a failover on a Redis Cluster: requests of the identities on the other shards that got no decision from Redis " +
 		"during that election (sent from its start to 1s after its last undecided request or the new primary's first write): 0 means the other shards did not notice."},
-	OtherShardsAfterFaultCeiling: {"requests per W", "Runs with a failover on a Redis Cluster: after_fault_ceiling of the worst identity on the other shards; at most L means their limit held through it."},
-	StrandedLease:                {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
-	RetryAfterMissing:            {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
-	P50:                          {"ms", "Median latency from each request's scheduled send time to its answer."},
-	P90:                          {"ms", "90th percentile latency from scheduled send to answer."},
-	P99:                          {"ms", "99th percentile latency from scheduled send to answer."},
-	P999:                         {"ms", "99.9th percentile latency from scheduled send to answer."},
-	Max:                          {"ms", "The slowest request, from scheduled send to answer."},
+	OtherShardsAfterFaultCeiling:      {"requests per W", "Runs with a failover on a Redis Cluster: after_fault_ceiling of the worst identity on the other shards; at most L means their limit held through it."},
+	FailedShardAfterFaultCeilingUpper: {"requests per W", "failed_shard_after_fault_ceiling's upper bound: after_fault_ceiling_upper of the same identities."},
+	OtherShardsAfterFaultCeilingUpper: {"requests per W", "other_shards_after_fault_ceiling's upper bound: after_fault_ceiling_upper of the same identities."},
+	StrandedLease:                     {"requests", "Lease budget granted to gateways and never spent when the run ended (leasing only): quota stranded by gateways that stopped."},
+	RetryAfterMissing:                 {"share (0 to 1)", "The share of denials that came without a Retry-After: 0.277 means 27.7% of 429s left the client guessing."},
+	P50:                               {"ms", "Median latency from each request's scheduled send time to its answer."},
+	P90:                               {"ms", "90th percentile latency from scheduled send to answer."},
+	P99:                               {"ms", "99th percentile latency from scheduled send to answer."},
+	P999:                              {"ms", "99.9th percentile latency from scheduled send to answer."},
+	Max:                               {"ms", "The slowest request, from scheduled send to answer."},
 	SendLagP99: {"ms", "99th percentile of how late rlctl itself sent requests after their scheduled time; " +
 		"latency includes it, so latency close to it is rlctl's, not the target's."},
 }
