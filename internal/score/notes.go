@@ -349,8 +349,12 @@ const sendLagNoteMs = 1
 
 // timingBoundNotes say which passed thresholds hold on a lower bound only:
 // read with its upper bound (metric.UpperOf) in its place, the threshold
-// fails, so the answers' timing left the claim unsettled.
+// fails, so the answers' timing left the claim unsettled. A run not
+// measured gets none: its thresholds decide nothing.
 func timingBoundNotes(c Claim, f Facts, v Verdict) []string {
+	if v.Status == StatusError {
+		return nil
+	}
 	ths, _ := claimOf(c)
 	var out []string
 	for i, th := range ths {

@@ -120,6 +120,7 @@ func TestTimingBoundNotes(t *testing.T) {
 		{"failed claim", "ceiling < limit", design.ShowsHolds, 25, false, StatusFail},
 		{"boundary", "boundary_allowed <= 1.1*limit", design.ShowsHolds, 30, true, StatusPass},
 		{"after a fault", "after_fault_ceiling <= limit", design.ShowsHolds, 24, true, StatusPass},
+		{"not measured", "ceiling <= limit", design.ShowsHolds, 21, false, StatusError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +133,9 @@ func TestTimingBoundNotes(t *testing.T) {
 				f.Metrics[lower] = 20
 			}
 			f.Metrics[metric.UpperOf[lower]] = tt.upper
+			if tt.status == StatusError {
+				f.Metrics[metric.Requests] = 0 // nothing scheduled: not measured
+			}
 			v := Judge(c, f)
 			if v.Status != tt.status {
 				t.Fatalf("status %s (%s), want %s", v.Status, v.Reason, tt.status)

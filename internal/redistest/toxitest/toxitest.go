@@ -51,6 +51,7 @@ func serverBinary() (string, error) {
 	return binary.path, binary.err
 }
 
+// buildServer builds the server for serverBinary and returns its path.
 func buildServer() (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
