@@ -276,12 +276,13 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 //
 // Figures are per identity (limits are per identity) and the scenario's
 // figure (Result.Metrics) is the worst identity's for ceiling,
-// ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed and
-// after_fault_ceiling, and the total for counts, slipped, race_excess,
-// fail_open and fail_closed. A figure that does not apply is absent: window
-// figures need a limit in Meta, boundary_allowed needs Meta.Boundaries,
-// race_excess needs rounds, fault figures need Meta.Faults, latency needs a
-// request that ran, retry_after_missing a denial.
+// ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed,
+// after_fault_ceiling and their upper bounds, and the total for counts,
+// slipped, race_excess, fail_open and fail_closed. A figure that does not
+// apply is absent: window figures need a limit in Meta, boundary_allowed
+// needs Meta.Boundaries, race_excess needs rounds, fault figures need
+// Meta.Faults, latency needs a request that ran, retry_after_missing a
+// denial.
 //
 // Definitions, with the allowed requests of one identity, each decided at
 // an unknown instant in [Sent, Received] (at Decided when known, shifted
@@ -300,10 +301,12 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 //     [Sent, Received] interval as slack, so a limiter that obeys the
 //     envelope is never charged with a slip by timing uncertainty.
 //   - boundary_allowed: the most allowed surely decided within BoundarySpan
-//     of one boundary in Meta.Boundaries.
+//     of one boundary in Meta.Boundaries; boundary_allowed_upper: the same
+//     counting every interval that touches that span.
 //   - race_excess: per (identity, round ≥ 0), allowed beyond one.
 //   - after_fault_ceiling: the ceiling over windows starting in
-//     [At−W, At+For+W] of any fault.
+//     [At−W, At+For+W] of any fault; after_fault_ceiling_upper: the same
+//     for ceiling_upper.
 //   - recover_ms: from the end of the last fault to the first answer decided
 //     by Redis (By redis or lease, allowed or denied) for a request sent
 //     after that end - its Decided, else its Received. When the last fault
@@ -325,7 +328,8 @@ func clampTime(v int64) int64 { return min(max(v, -timeLimit), timeLimit) }
 //     identities sent during that election (to 1s after its last
 //     undecided request or the new primary's first write);
 //     failed_shard_after_fault_ceiling and other_shards_after_fault_ceiling,
-//     each group's worst after_fault_ceiling. Result.PerShard has each
+//     each group's worst after_fault_ceiling (and each's _upper, the worst
+//     after_fault_ceiling_upper). Result.PerShard has each
 //     shard's, Result.PerEndpoint each endpoint's election figures.
 //   - retry_after_missing: the fraction of denials without Retry-After.
 //   - latency (p50_ms … max_ms): Intended to Received of every request that

@@ -15,10 +15,10 @@ type Point struct {
 // Result is everything analysis measured for one run.
 type Result struct {
 	// Metrics are the scenario's figures: the worst identity's for ceiling,
-	// ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed
-	// and after_fault_ceiling; summed over identities for counts, slipped,
-	// race_excess, fail_open and fail_closed; latencies over all requests
-	// that ran. See Analyze for each definition.
+	// ceiling_upper, ceiling_ratio, burst, sustained_rate, boundary_allowed,
+	// after_fault_ceiling and their upper bounds; summed over identities for
+	// counts, slipped, race_excess, fail_open and fail_closed; latencies
+	// over all requests that ran. See Analyze for each definition.
 	Metrics Metrics
 	// Conduct is how the run itself went: the target's decision times,
 	// the race's releases, the boundary's shots.
