@@ -1104,15 +1104,6 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 	}
 	span := a.span
 	bestBoundary, bestBoundaryUpper := 0, 0
-	// boundaryUpper counts an admission, or an error that may have been
-	// one, at each boundary B its [s, r] may have been decided near:
-	// s <= B+span and r >= B-span.
-	boundaryUpper := func(s, r int64) {
-		for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= s-span }); j < len(a.boundaries) && a.boundaries[j] <= r+span; j++ {
-			w.perBoundaryUpper[j]++
-			bestBoundaryUpper = max(bestBoundaryUpper, w.perBoundaryUpper[j])
-		}
-	}
 	touched := w.touched[:0]
 	var widest int64
 	each(func(s, r int64, rd int32, maybe bool) {
@@ -1120,7 +1111,8 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 			w.maybeSent.add(s)
 			w.maybeRecv.add(r)
 			if w.perBoundary != nil {
-				boundaryUpper(s, r)
+				// It may have been an admission: possibly near a boundary.
+				bestBoundaryUpper = a.tallyBoundaries(w.perBoundaryUpper, s-span, r+span, bestBoundaryUpper)
 			}
 			return
 		}
@@ -1136,12 +1128,10 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 			w.longRecv.add(r)
 		}
 		if w.perBoundary != nil {
-			// Boundaries B with B-span <= s and r <= B+span.
-			for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= r-span }); j < len(a.boundaries) && a.boundaries[j] <= s+span; j++ {
-				w.perBoundary[j]++
-				bestBoundary = max(bestBoundary, w.perBoundary[j])
-			}
-			boundaryUpper(s, r)
+			// Surely near B: B-span <= s and r <= B+span. Possibly near
+			// it: s <= B+span and r >= B-span.
+			bestBoundary = a.tallyBoundaries(w.perBoundary, r-span, s+span, bestBoundary)
+			bestBoundaryUpper = a.tallyBoundaries(w.perBoundaryUpper, s-span, r+span, bestBoundaryUpper)
 		}
 		if a.hasRound && rd >= 0 {
 			if w.perRound[rd] == 0 {
@@ -1152,6 +1142,16 @@ func (w *worker) gather(count int, big bool, each func(visitFn)) gathered {
 	})
 	w.touched = touched
 	return gathered{long: long, widest: widest, bestBoundary: bestBoundary, bestBoundaryUpper: bestBoundaryUpper}
+}
+
+// tallyBoundaries adds one to counts at every boundary B with lo <= B <=
+// hi, and returns the highest count that reaches, or best when higher.
+func (a *analyzer) tallyBoundaries(counts []int, lo, hi int64, best int) int {
+	for j := sort.Search(len(a.boundaries), func(j int) bool { return a.boundaries[j] >= lo }); j < len(a.boundaries) && a.boundaries[j] <= hi; j++ {
+		counts[j]++
+		best = max(best, counts[j])
+	}
+	return best
 }
 
 // raceExcess is how many of the identity's allowed requests were beyond
