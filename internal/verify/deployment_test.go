@@ -254,7 +254,14 @@ func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { c.Close() })
-	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.Ulule, Limit: 40, Window: time.Hour, FailOpen: true})
+	// The gateway's client knows the slots and has a connection to every
+	// primary before the bursts: 240 requests at once on a cold client
+	// (slots unknown, no connection yet) on a loaded machine all outlasted
+	// the decision's timeout and failed open, and the run measured nothing.
+	if err := c.ForEachMaster(t.Context(), func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	g := thirdgw.Start(t, thirdgw.Options{Client: c, Library: thirdgw.Ulule, Limit: 40, Window: time.Hour, FailOpen: true, Timeout: time.Second})
 	// 4.5s after the failover: a loaded machine's election outlasted 1.5s.
 	doc := strings.Replace(deploymentScenario(g.URL, d.URL(), "ulule-limiter", "40/1h", "6s", "  - {at: 1500ms, action: failover}\n"),
 		"  rate: 200/s\n", "  rate: 1000/s\n  pattern: burst\n  burst_size: 80\n", 1)
