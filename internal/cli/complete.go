@@ -34,8 +34,11 @@ var listFlags = map[string]bool{"format": true}
 // registerCompletions gives every flag named in flagValues, in every
 // command of the tree, completion from its list.
 func registerCompletions(c *cobra.Command) {
+	// LocalNonPersistentFlags builds a new set at each call: once per
+	// command, not per flag name (it was most of building the tree).
+	local, persistent := c.LocalNonPersistentFlags(), c.PersistentFlags()
 	for name, values := range flagValues {
-		if c.LocalNonPersistentFlags().Lookup(name) == nil && c.PersistentFlags().Lookup(name) == nil {
+		if local.Lookup(name) == nil && persistent.Lookup(name) == nil {
 			continue
 		}
 		_ = c.RegisterFlagCompletionFunc(name, completeFrom(values, listFlags[name]))

@@ -25,25 +25,22 @@ const helpWidth = 78
 // cannot drift from what rlctl accepts.
 func newHelpTopics() []*cobra.Command {
 	return []*cobra.Command{
-		{
-			Use:         "scenarios",
-			Short:       "The scenario file format: every field, its values and defaults, with examples",
-			Long:        scenariosHelp(),
-			Annotations: map[string]string{helpTopicAnnotation: "true"},
-		},
-		{
-			Use:         "metrics",
-			Short:       "What each measured figure means, in what unit, and how thresholds name it",
-			Long:        metricsHelp(),
-			Annotations: map[string]string{helpTopicAnnotation: "true"},
-		},
-		{
-			Use:         "verdicts",
-			Short:       "What each verdict means, and what a run must have measured before its thresholds count",
-			Long:        verdictsHelp(),
-			Annotations: map[string]string{helpTopicAnnotation: "true"},
-		},
+		newHelpTopic("scenarios", "The scenario file format: every field, its values and defaults, with examples", scenariosHelp),
+		newHelpTopic("metrics", "What each measured figure means, in what unit, and how thresholds name it", metricsHelp),
+		newHelpTopic("verdicts", "What each verdict means, and what a run must have measured before its thresholds count", verdictsHelp),
 	}
+}
+
+// newHelpTopic returns a topic whose text is written only when its help is
+// shown: every rlctl command builds the whole command tree, and wrapping
+// the topics' text was most of that work.
+func newHelpTopic(use, short string, long func() string) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short, Annotations: map[string]string{helpTopicAnnotation: "true"}}
+	c.SetHelpFunc(func(c *cobra.Command, args []string) {
+		c.Long = long()
+		c.Parent().HelpFunc()(c, args)
+	})
+	return c
 }
 
 // exampleScenario is a complete scenario, shown in `rlctl help scenarios`

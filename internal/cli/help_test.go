@@ -150,3 +150,25 @@ func TestHelpTopicsListed(t *testing.T) {
 		}
 	}
 }
+
+// A topic's text is written only when it is shown, and it is the same
+// however it is asked for: `rlctl help metrics`, `rlctl metrics` and
+// `rlctl metrics --help`.
+func TestHelpTopicTextOnEveryPath(t *testing.T) {
+	for _, topic := range []string{"scenarios", "metrics", "verdicts"} {
+		want := helpTopic(t, topic)
+		if !strings.Contains(want, "\n") || len(want) < 500 {
+			t.Fatalf("rlctl help %s printed %d bytes: %q", topic, len(want), want)
+		}
+		for _, args := range [][]string{{topic}, {topic, "--help"}} {
+			out := &syncBuffer{}
+			f, errOut := testFactory(out, nil)
+			if code := Run(f, args, nil, noExit(t)); code != 0 {
+				t.Fatalf("rlctl %s exited %d: %s", strings.Join(args, " "), code, errOut)
+			}
+			if out.String() != want {
+				t.Errorf("rlctl %s printed other text than rlctl help %s:\n%s", strings.Join(args, " "), topic, out.String())
+			}
+		}
+	}
+}
