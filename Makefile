@@ -33,11 +33,10 @@ deps-bench:
 # The built-in suite's end-to-end run (./scenarios) starts once the slow
 # packages are done, beside the short ones only: its two suite runs take
 # a minute and use under half a core, and left for last they ran alone
-# for that minute (4m31s-4m33s here; 3m54s with it beside the short
-# ones). Started earlier, beside verify and cli or keyspace and report's
-# browser, its own timing-sensitive figures missed (a leasing p50 past
-# 1ms, a schedule not kept twice); started first with the rest at nice 19,
-# the rest's missed theirs instead.
+# for that minute. Started earlier, beside verify and cli or keyspace and
+# report's browser, its own timing-sensitive figures missed (a leasing p50
+# past 1ms, a schedule not kept twice); started first with the rest at
+# nice 19, the rest's missed theirs instead.
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
@@ -99,8 +98,9 @@ bench: deps-bench build
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# lint: gofmt, and go vet on Linux, macOS and Windows (rlctl and its tests
-# build on all three; they are tested on Linux). CI runs it after make test,
+# lint: gofmt, and go vet on Linux (with and without -race: the race-only
+# test files), macOS and Windows (rlctl and its tests build on all three;
+# they are tested on Linux). CI runs it after make test,
 # which has fetched every platform's modules.
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
