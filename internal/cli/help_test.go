@@ -151,10 +151,17 @@ func TestHelpTopicsListed(t *testing.T) {
 	}
 }
 
-// A topic's text is written only when it is shown, and it is the same
+// A topic's text is not written when the command tree is built (every
+// rlctl command builds it), only when it is shown, and it is the same
 // however it is asked for: `rlctl help metrics`, `rlctl metrics` and
 // `rlctl metrics --help`.
 func TestHelpTopicTextOnEveryPath(t *testing.T) {
+	f, _ := testFactory(&syncBuffer{}, nil)
+	for _, c := range NewRootCmd(f).Commands() {
+		if c.Annotations[helpTopicAnnotation] != "" && c.Long != "" {
+			t.Errorf("building the tree wrote topic %s's text (%d bytes)", c.Name(), len(c.Long))
+		}
+	}
 	for _, topic := range []string{"scenarios", "metrics", "verdicts"} {
 		want := helpTopic(t, topic)
 		if !strings.Contains(want, "\n") || len(want) < 500 {
