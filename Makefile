@@ -30,13 +30,15 @@ deps-go:
 deps-bench:
 	@./scripts/deps.sh bench
 
-# The built-in suite's end-to-end run (./scenarios) starts once the slow
-# packages are done, beside the short ones only: its two suite runs take
-# a minute and use under half a core, and left for last they ran alone
-# for that minute. Started earlier, beside verify and cli or keyspace and
-# report's browser, its own timing-sensitive figures missed (a leasing p50
-# past 1ms, a schedule not kept twice); started first with the rest at
-# nice 19, the rest's missed theirs instead.
+# The built-in suite's end-to-end run (./scenarios) starts once every
+# package with real work has started, beside the trivial ones only: its two
+# suite runs take a minute and use under half a core, and left for last
+# they ran alone for that minute. Beside the short packages that do work
+# (scripttarget, rundir, history: a core between two of them), beside
+# verify and cli, or beside keyspace and report's browser, its own
+# timing-sensitive figures missed (a leasing p50 past 1ms, a failover
+# ceiling, schedules not kept); started first with the rest at nice 19,
+# the rest's missed theirs instead.
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
@@ -51,6 +53,9 @@ OFFLINE := GOPROXY=off
 # clone the compiler never takes the cores from a timing-sensitive test.
 SLOW_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/redisconn \
 	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report \
+	./internal/history ./internal/target/scripttarget ./internal/rundir ./internal/hotpath \
+	./internal/fault/toxiproxy ./internal/arch ./internal/target/httptarget ./internal/traffic \
+	./internal/redistest ./internal/gateway ./internal/redistest/thirdgw ./internal/calmtest \
 	./scenarios
 # -trimpath on vet, list and test: without it a package's directory is
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
