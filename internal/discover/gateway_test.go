@@ -150,7 +150,7 @@ func TestDiscoverFirstBurstThroughAStall(t *testing.T) {
 	if res.Policy.Algorithm != FixedWindow || !within(float64(res.Policy.Limit), 20) {
 		t.Errorf("found %s of %d, want fixed-window of 20±10%%", res.Policy.Algorithm, res.Policy.Limit)
 	}
-	if late := 8 * quickest; late >= stall {
+	if late := lateFactor * quickest; late >= stall {
 		t.Logf("the first answers took %v: the held ones (%v more) were not late", quickest, stall)
 		return
 	}

@@ -38,6 +38,10 @@ func (e *engine) burst(ctx context.Context, id, gw, n int) (burstResult, error) 
 	return e.sendBurst(ctx, id, gw, n, -1, false)
 }
 
+// lateFactor is how many times the quickest answer an admitted answer must
+// take to count as late in a watched burst (see sendBurst).
+const lateFactor = 8
+
 // sendBurst is burst; with watch it also stops when the admitted answers
 // come late again and again (a queue), late against base, the quickest
 // answer an earlier watched burst saw (-1: none) or this one's. Only the first
@@ -80,7 +84,7 @@ func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duratio
 		}
 		// The least late of the last four: all four were late by it.
 		least := slices.Min(late[len(late)-4:])
-		if !calibrated && least <= 8*base {
+		if !calibrated && least <= lateFactor*base {
 			// Late, but not against the quickest answer: that one may have
 			// been slow itself (a busy machine, a connection dialed). A
 			// fresh identity's first request is never queued behind this
@@ -91,7 +95,7 @@ func (e *engine) sendBurst(ctx context.Context, id, gw, n int, base time.Duratio
 				base = q
 			}
 		}
-		if least > 8*base {
+		if least > lateFactor*base {
 			b.queued = true
 			return b, nil
 		}
