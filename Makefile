@@ -42,16 +42,18 @@ deps-bench:
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
-# The packages whose tests take longest go first: go test starts packages
-# in the order given, three at a time (-p 3 below), and the many short ones
-# then fill in at the end instead of leaving the longest to run alone.
+# FIRST_TESTS start in this order, before the trivial packages: go test
+# starts packages in the order given, three at a time (-p 3 below). The
+# longest go first, so the short ones fill in at the end instead of the
+# longest running alone; then the short ones that do work; then the suite
+# (above).
 # verify and cli keep both cores busy, so the third slot goes to those that
 # mostly wait (discover: 48s for 7s of CPU, then redisconn and
 # fault/deploy), and analysis (18s of CPU in 10s) comes once verify is done.
 # COMPILE_FIRST: every package the race tests need is compiled before any
 # test runs (go list -export compiles without linking), so on a fresh
 # clone the compiler never takes the cores from a timing-sensitive test.
-SLOW_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/redisconn \
+FIRST_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/redisconn \
 	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report \
 	./internal/history ./internal/target/scripttarget ./internal/rundir ./internal/hotpath \
 	./internal/fault/toxiproxy ./internal/arch ./internal/target/httptarget ./internal/traffic \
@@ -90,7 +92,7 @@ test: deps-test
 	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
 	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
 	$(OFFLINE) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) # the fault tests' Toxiproxy server, see TOXIPROXY
-	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -ldflags=-w -p 3 -parallel 4 -timeout 8m $(SLOW_TESTS) $$($(GO) list ./... | grep -v $(foreach p,$(SLOW_TESTS),-e '$(patsubst ./%,/%,$(p))$$'))
+	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -ldflags=-w -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$'))
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.
