@@ -61,7 +61,7 @@ var Checks = []Check{
 		Needs: "Answers came back: at least one request sent got an admission or a denial.",
 		test:  answered},
 	{Name: "decided", Code: exitcode.Unreachable,
-		Needs: "The limiter decided: requests without a deciding answer (errors, or a failure policy answering because Redis failed outside the planned faults) are within max_error_rate (exit 1 when an http target's answers were errors of its own).",
+		Needs: "The limiter decided: requests without a deciding answer (errors, or a failure policy answering because Redis failed outside the planned faults) are within max_error_rate (exit 1 when an http target's answers were errors of its own, or the embedded Redis, which answers inside rlctl, was too slow: rlctl's own slowness).",
 		test:  decided, codeOf: decidedCode},
 	{Name: "executed", Code: exitcode.Failed,
 		Needs: "The plan was executed: the share of its requests dropped (no worker free at its time) is within max_error_rate (exit 3 when every worker was waiting on a slow target; on the embedded Redis, which answers inside rlctl, that is rlctl's own slowness: exit 1).",
@@ -305,9 +305,10 @@ func decided(c Claim, f Facts) (string, bool) {
 
 // decidedCode is the exit code a failed "decided" check calls for: an
 // http target whose own answers were errors failed, one whose Redis
-// failed under its gateways was unreachable.
+// failed under its gateways was unreachable. The embedded Redis cannot be
+// unreachable: it answers inside rlctl, so its silence is rlctl's own.
 func decidedCode(c Claim, f Facts) exitcode.Code {
-	if _, policy, _ := undecidedOf(f); policy == 0 && c.Kind == KindHTTP {
+	if _, policy, _ := undecidedOf(f); (policy == 0 && c.Kind == KindHTTP) || (f.Embedded && c.Kind != KindHTTP) {
 		return exitcode.Failed
 	}
 	return exitcode.Unreachable
@@ -351,7 +352,15 @@ func describeOutages(os []Outage, c Claim, f Facts) string {
 		}
 		spans = append(spans, fmt.Sprintf("t=%s–%s (%s)", secs(o.From), secs(o.To), strings.Join(what, ", ")))
 	}
-	return fmt.Sprintf("%s did not decide: %s at %s", who, why, strings.Join(spans, ", "))
+	at := strings.Join(spans, ", ")
+	switch {
+	case f.Embedded && c.Kind == KindRedisScript:
+		// The user's script can fail on its own; rlctl's designs cannot.
+		return fmt.Sprintf("the embedded Redis did not decide at %s: the script failed, or it answered slower than the timeout, %s", at, embeddedSlow)
+	case f.Embedded && c.Kind != KindHTTP:
+		return fmt.Sprintf("the embedded Redis did not decide in time at %s, %s", at, embeddedSlow)
+	}
+	return fmt.Sprintf("%s did not decide: %s at %s", who, why, at)
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -102,6 +102,14 @@ func TestValidityTable(t *testing.T) {
 		{"redis outage", "decided", nil, func(f *Facts) {
 			f.Outages = []Outage{{From: time.Second, To: 2 * time.Second, FailOpen: 200}}
 		}, exitcode.Unreachable, "Redis did not decide: unreachable, failing or slower than the timeout at t=1.00s–2.00s (200 failed open)"},
+		{"embedded Redis too slow", "decided", nil, func(f *Facts) {
+			f.Embedded = true
+			f.Outages = []Outage{{From: time.Second, To: 2 * time.Second, FailClosed: 200, Errors: 6}}
+		}, exitcode.Failed, "the embedded Redis did not decide in time at t=1.00s–2.00s (200 failed closed, 6 errors), which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling)"},
+		{"embedded Redis under a user's script", "decided", func(c *Claim) { c.Kind = KindRedisScript }, func(f *Facts) {
+			f.Embedded = true
+			f.Outages = []Outage{{From: 0, To: time.Second, Errors: 300}}
+		}, exitcode.Failed, "the embedded Redis did not decide at t=0.00s–1.00s (300 errors): the script failed, or it answered slower than the timeout"},
 		{"http errors", "decided", func(c *Claim) { c.Kind = KindHTTP }, func(f *Facts) {
 			f.Outages = []Outage{{From: 0, To: time.Second, Errors: 300}}
 			f.Statuses = map[int]int64{503: 300, 200: 300, 429: 400}
