@@ -445,6 +445,7 @@ type analyzer struct {
 	timeline []int64
 	interval int64
 	lag      *hdrhistogram.Histogram // Intended to Sent, µs (send_lag_p99_ms)
+	fromSent *hdrhistogram.Histogram // Sent to Received, µs (Conduct.FromSent)
 	// shift is each gateway's clock shift (see clockShifts); nil when
 	// every gateway's decision times fit rlctl's clock as they are.
 	shift []int64
@@ -679,7 +680,7 @@ func (a *analyzer) scanTallies(wt *weights) error {
 	// Two halves of the work read different columns, so they run side by
 	// side without sharing anything: latency per gateway and the run's
 	// span on one side, per-identity tallies on the other.
-	a.lag = NewLatencyHistogram()
+	a.lag, a.fromSent = NewLatencyHistogram(), NewLatencyHistogram()
 	a.start, a.end = math.MaxInt64, math.MinInt64
 	a.countDrops()
 	if a.spilled {
@@ -770,15 +771,19 @@ func (a *analyzer) scanLatency(c *history.History) {
 		if o == decision.Dropped {
 			continue // never ran: no latency, and its times mean nothing
 		}
-		if recv := c.Received(i); recv != history.NoTime {
+		recv, sent := c.Received(i), c.Sent(i)
+		if recv != history.NoTime {
 			r := clampTime(int64(recv))
 			end = max(end, r)
 			recordMicros(gs.hist, (r-in)/1000)
+			if sent != history.NoTime {
+				recordMicros(a.fromSent, (r-clampTime(int64(sent)))/1000)
+			}
 		}
 		// A target's clock may put Sent or Decided outside [Intended,
 		// Received]; the run's span covers them so no decision falls off
 		// the charts.
-		if sent := c.Sent(i); sent != history.NoTime {
+		if sent != history.NoTime {
 			s := clampTime(int64(sent))
 			start = min(start, s)
 			recordMicros(a.lag, (s-in)/1000)

@@ -30,6 +30,10 @@ type Conduct struct {
 	// user's) or is one they share (a client address). Opened counts the
 	// identities with a first request answered at all.
 	DeniedFirst, Opened int
+	// FromSent are the latency figures (p50_ms … max_ms) counted from when
+	// each request really left instead of when it was due: the answers'
+	// own time, without rlctl's send lag. Empty when nothing was answered.
+	FromSent Metrics
 }
 
 // opening is an identity's first request: when it was sent and answered,
@@ -282,6 +286,7 @@ func (a *analyzer) conductResult() Conduct {
 		}
 	}
 	out.Stamps = Stamps{Total: a.cs.stamps, Ignored: a.cs.ignored}
+	out.FromSent = LatencyMetrics(a.fromSent)
 	for g, u := range a.untrusted {
 		if u {
 			out.Stamps.Untrusted = append(out.Stamps.Untrusted, a.gwNames[g])

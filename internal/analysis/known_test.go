@@ -226,6 +226,12 @@ func TestLatency(t *testing.T) {
 			t.Errorf("%s = %v, want %v within 0.1%%", name, got, v)
 		}
 	}
+	// Counted from when each request really left: k ms less k×10µs.
+	for name, v := range map[string]float64{metric.P50: 49.5, metric.P99: 98.01, metric.Max: 99} {
+		if got := res.Conduct.FromSent[name]; math.Abs(got-v)/v > 0.001 {
+			t.Errorf("%s from sent = %v, want %v within 0.1%%", name, got, v)
+		}
+	}
 	if g := res.PerGateway[0]; math.Abs(g.MaxMillis-50) > 0.05 || g.Requests != 51 || g.Dropped != 1 {
 		t.Errorf("gateway g0 = %+v, want max 50ms, 51 requests, 1 dropped", g)
 	}

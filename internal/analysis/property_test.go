@@ -401,13 +401,14 @@ func TestAnalyzeMatchesBruteForce(t *testing.T) {
 	}
 }
 
-// checkLatency checks the latency percentiles (Intended to Received) and
-// the send lag (Intended to Sent) against sorting every request that ran:
+// checkLatency checks the latency percentiles (Intended to Received, and
+// Sent to Received for Conduct.FromSent) and the send lag (Intended to
+// Sent) against sorting every request that ran:
 // the histogram answers with the highest value equivalent to the sample at
 // the percentile's rank, at most 0.1% (+1 µs) above it.
 func checkLatency(t *testing.T, h *history.History, res Result) {
 	t.Helper()
-	var lat, lag []int64 // µs
+	var lat, lag, fromSent []int64 // µs
 	for i := range h.Len() {
 		r := h.At(i)
 		if r.Outcome == decision.Dropped {
@@ -415,10 +416,11 @@ func checkLatency(t *testing.T, h *history.History, res Result) {
 		}
 		lat = append(lat, max(0, int64(r.Received-r.Intended)/1000))
 		lag = append(lag, max(0, int64(r.Sent-r.Intended)/1000))
+		fromSent = append(fromSent, max(0, int64(r.Received-r.Sent)/1000))
 	}
-	check := func(name string, vs []int64, p float64) {
+	check := func(m Metrics, name string, vs []int64, p float64) {
 		t.Helper()
-		got, ok := res.Metrics[name]
+		got, ok := m[name]
 		if len(vs) == 0 {
 			if ok {
 				t.Fatalf("%s = %v with no request that ran", name, got)
@@ -434,9 +436,10 @@ func checkLatency(t *testing.T, h *history.History, res Result) {
 		}
 	}
 	for name, p := range map[string]float64{metric.P50: 50, metric.P90: 90, metric.P99: 99, metric.P999: 99.9, metric.Max: 100} {
-		check(name, lat, p)
+		check(res.Metrics, name, lat, p)
+		check(res.Conduct.FromSent, name, fromSent, p)
 	}
-	check(metric.SendLagP99, lag, 99)
+	check(res.Metrics, metric.SendLagP99, lag, 99)
 }
 
 // checkCounts checks the count, fault and Retry-After figures by direct

@@ -33,7 +33,8 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	f := score.Facts{
 		Metrics: res.Metrics, FirstErrors: s.Errors, Statuses: m.Statuses, Unanswered: res.Conduct.Unanswered,
 		HeaderForms: m.HeaderForms, Retry: m.Retry, Notes: s.Notes, Stuck: s.Stuck, Unapplied: s.Unapplied, Faults: len(m.Faults),
-		Stamps: score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
+		Stamps:   score.Stamps{Total: res.Conduct.Stamps.Total, Ignored: res.Conduct.Stamps.Ignored, Untrusted: res.Conduct.Stamps.Untrusted, Shift: res.Conduct.Stamps.Shift},
+		FromSent: res.Conduct.FromSent,
 	}
 	if m.Segment == "" {
 		f.DeniedFirst, f.Opened = res.Conduct.DeniedFirst, res.Conduct.Opened

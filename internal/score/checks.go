@@ -2,6 +2,7 @@ package score
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -76,7 +77,7 @@ var Checks = []Check{
 		Needs: "The race pattern raced: in at least a tenth of its releases (one identity's request through every gateway at once), and in one at least, two requests were in flight at one instant (the second sent before the first answered), so their checks could interleave; a note says how many did when not all.",
 		test:  concurrent},
 	{Name: "kept-time", Code: exitcode.Failed,
-		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's (the ceiling's bounds come from when requests really left, so lag does not void them).",
+		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's; and every latency threshold (latency counts from the schedule) has the same outcome counted from when requests really left (the ceiling's bounds come from when requests really left, so lag does not void them).",
 		test:  keptTime},
 	{Name: "measured", Code: exitcode.Failed,
 		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
@@ -447,11 +448,64 @@ func concurrent(c Claim, f Facts) (string, bool) {
 	return "", true
 }
 
-// keptTime holds when rlctl's own send lag (p99) stays inside the span a
-// pattern's figure counts requests over: the boundary shots', or
-// herd_peak's. Other figures rest on when requests really left, not on
-// when they were due.
+// keptTime holds when rlctl's own send lag did not decide a figure that
+// rests on the schedule: the boundary shots' and herd_peak's counts
+// (keptSpan), and latency thresholds (keptLatency). Other figures rest on
+// when requests really left, not on when they were due.
 func keptTime(c Claim, f Facts) (string, bool) {
+	why, applies := keptSpan(f)
+	if why != "" {
+		return why, true
+	}
+	why, latency := keptLatency(c, f)
+	return why, applies || latency
+}
+
+// keptLatency holds unless a latency threshold's outcome turns on rlctl's
+// own send lag. Latency counts from each request's scheduled time, so
+// that a target which makes requests wait is charged for it; a threshold
+// that holds counted one way and fails counted from when requests really
+// left (Facts.FromSent), or the other way round, measured rlctl's delay.
+func keptLatency(c Claim, f Facts) (string, bool) {
+	if len(f.FromSent) == 0 {
+		return "", false
+	}
+	sent := maps.Clone(f.Metrics)
+	maps.Copy(sent, f.FromSent)
+	ths, _ := claimOf(c)
+	applies := false
+	for _, th := range ths {
+		if _, ok := f.FromSent[th.Left.Name]; !ok {
+			if _, ok := f.FromSent[th.Right.Name]; !ok {
+				continue
+			}
+		}
+		applies = true
+		due, holdsDue, err := th.Eval(f.Metrics, c.Limit)
+		if err != nil {
+			continue
+		}
+		left, holdsSent, err := th.Eval(sent, c.Limit)
+		if err != nil || holdsDue == holdsSent {
+			continue
+		}
+		return fmt.Sprintf("%s %s at %sms counted from each request's scheduled time but %s at %sms counted from when it really left: rlctl itself sent late (its own CPU or scheduling: the machine was too busy), so its outcome is rlctl's delay, not the target's",
+			th.Expr, holdsWord(holdsDue), textfmt.Num(due), holdsWord(holdsSent), textfmt.Num(left)), true
+	}
+	return "", applies
+}
+
+func holdsWord(holds bool) string {
+	if holds {
+		return "holds"
+	}
+	return "fails"
+}
+
+// keptSpan holds when rlctl's own send lag (p99) stays inside the span a
+// pattern's figure counts requests over: the boundary shots', or
+// herd_peak's.
+func keptSpan(f Facts) (string, bool) {
 	lag, ok := f.Metrics[metric.SendLagP99]
 	if !ok {
 		return "", false

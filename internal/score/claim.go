@@ -105,6 +105,10 @@ type Facts struct {
 	// (analysis.Conduct); 0 for one segment of a shared run, whose first
 	// request may follow another machine's.
 	DeniedFirst, Opened int
+	// FromSent are the latency figures (p50_ms … max_ms) counted from when
+	// each request really left, not from when it was due as Metrics'
+	// are: the answers' own time, without rlctl's send lag.
+	FromSent map[string]float64
 	// Notes are findings the conductor made beside the history (how a
 	// failover was staged, what Redis held after the run), kept as said.
 	Notes []string

@@ -139,6 +139,12 @@ func TestValidityTable(t *testing.T) {
 		{"a starved instrument", "kept-time", nil, func(f *Facts) {
 			f.Metrics[metric.SendLagP99], f.Metrics[metric.HerdPeak] = 271, 42
 		}, exitcode.Failed, "sent 1% of requests 271ms or more late"},
+		{"latency threshold failed by rlctl's own lag", "kept-time", func(c *Claim) { c.Thresholds = ths(t, "ceiling <= limit", "p50 < 1ms") }, func(f *Facts) {
+			f.Metrics[metric.P50], f.FromSent = 1.001, map[string]float64{metric.P50: 0.4}
+		}, exitcode.Failed, "p50 < 1ms fails at 1.001ms counted from each request's scheduled time but holds at 0.4ms counted from when it really left: rlctl itself sent late (its own CPU or scheduling"},
+		{"latency flaw shown by rlctl's own lag", "kept-time", func(c *Claim) { c.Shows, c.Thresholds = design.ShowsFlaw, ths(t, "p99 > 50ms") }, func(f *Facts) {
+			f.Metrics[metric.P99], f.FromSent = 70, map[string]float64{metric.P99: 12}
+		}, exitcode.Failed, "p99 > 50ms holds at 70ms counted from each request's scheduled time but fails at 12ms counted from when it really left"},
 		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 9} },
 			exitcode.Failed, "only 9 of 100 releases (one identity's request through every gateway at once) had two requests in flight"},
 		{"a threshold on a figure not produced", "measured", func(c *Claim) { c.Thresholds = ths(t, "after_fault_ceiling <= limit") }, nil,
@@ -174,7 +180,9 @@ func TestValidityTable(t *testing.T) {
 		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond, Before: 10, Early: 5}}
 		f.Race = &Race{Releases: 100, Concurrent: 15}
 		f.Statuses = map[int]int64{200: 300, 429: 700}
-		v := Judge(claim(t, "ceiling <= limit"), f)
+		// rlctl's lag moved p99 (from 3ms to 4ms), not the outcome.
+		f.Metrics[metric.P99], f.FromSent = 4, map[string]float64{metric.P99: 3}
+		v := Judge(claim(t, "ceiling <= limit", "p99 < 5ms"), f)
 		if v.Status != StatusPass || v.Words != Holds || v.Code != exitcode.OK {
 			t.Fatalf("got %s (%s), exit %d, reason %q", v.Status, v.Words, v.Code, v.Reason)
 		}
