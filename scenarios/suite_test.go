@@ -2,13 +2,10 @@ package scenarios_test
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,17 +74,8 @@ func TestSuiteLoads(t *testing.T) {
 	}
 }
 
-// suiteShards is how many `rlctl verify` runs share out the suite's
-// scenarios, side by side: each spends its time pacing, not computing
-// (about a fifth of a core), and one run alone took the suite's whole
-// minute at the end of make test, the machine otherwise idle.
-const suiteShards = 2
-
 // runSuite runs `rlctl verify` with no argument from a directory without
-// ./scenarios, so the embedded suite runs, and returns report.json: the
-// scenarios are shared out over suiteShards runs at once (shareOut), each
-// choosing its own with --run, and their reports are put back together in
-// the suite's order.
+// ./scenarios, so the embedded suite runs, and returns report.json.
 func runSuite(t *testing.T, extra ...string) map[string]any {
 	t.Helper()
 	// The package directory holds no ./scenarios, so verify runs the
@@ -95,38 +83,27 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 	if st, err := os.Stat("scenarios"); err == nil && st.IsDir() {
 		t.Fatal("./scenarios exists here: verify would run it, not the embedded suite")
 	}
+	rep := verifySuite(t, extra...)
+	if again := busyMisses(rep); len(again) > 0 {
+		// rlctl said these measured nothing because it could not keep its
+		// own schedule, race, or keep up with the plan on a crowded
+		// machine (busyCheck): run them once more, and the second run
+		// must pass.
+		t.Logf("running again, rlctl having been too busy to measure them: %v", again)
+		rerun := verifySuite(t, append(extra, "--run", "^("+strings.Join(again, "|")+")$")...)
+		if rerun["status"] != "pass" {
+			t.Fatalf("%v were not measured twice in a row: %v", again, rerun["status"])
+		}
+		replaceScenarios(rep, rerun)
+	} else if rep["status"] != "pass" {
+		t.Fatalf("report status %v", rep["status"])
+	}
+	// A pass must rest on figures: requests were answered, mostly by the
+	// limiter, whatever the thresholds (several would hold on nothing).
 	scs, err := scenario.LoadFS(scenarios.FS, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shares := shareOut(scs, suiteShards)
-	reps := make([]map[string]any, len(shares))
-	t.Run("shares", func(t *testing.T) {
-		for i, names := range shares {
-			t.Run(strconv.Itoa(i), func(t *testing.T) {
-				t.Parallel()
-				reps[i] = runShare(t, names, extra...)
-			})
-		}
-	})
-	if t.Failed() {
-		t.FailNow()
-	}
-	byName := map[string]any{}
-	for _, r := range reps {
-		for _, s := range r["scenarios"].([]any) {
-			byName[s.(map[string]any)["name"].(string)] = s
-		}
-	}
-	var all []any
-	for _, s := range scs {
-		if sc, ok := byName[s.Name]; ok {
-			all = append(all, sc)
-		}
-	}
-	rep := map[string]any{"status": "pass", "scenarios": all}
-	// A pass must rest on figures: requests were answered, mostly by the
-	// limiter, whatever the thresholds (several would hold on nothing).
 	needsCluster := map[string]bool{}
 	for _, s := range scs {
 		needsCluster[s.Name] = s.Requires == scenario.RequireCluster
@@ -156,58 +133,6 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 		}
 	}
 	return rep
-}
-
-// runShare runs the named scenarios of the embedded suite with extra
-// arguments and returns their report.json, once they passed.
-func runShare(t *testing.T, names []string, extra ...string) map[string]any {
-	t.Helper()
-	rep := verifySuite(t, append(extra, "--run", onlyNames(names))...)
-	if again := busyMisses(rep); len(again) > 0 {
-		// rlctl said these measured nothing because it could not keep its
-		// own schedule, race, or keep up with the plan on a crowded
-		// machine (busyCheck): run them once more, and the second run
-		// must pass.
-		t.Logf("running again, rlctl having been too busy to measure them: %v", again)
-		rerun := verifySuite(t, append(extra, "--run", onlyNames(again))...)
-		if rerun["status"] != "pass" {
-			t.Fatalf("%v were not measured twice in a row: %v", again, rerun["status"])
-		}
-		replaceScenarios(rep, rerun)
-	} else if rep["status"] != "pass" {
-		t.Fatalf("report status %v", rep["status"])
-	}
-	return rep
-}
-
-// onlyNames is verify's --run pattern for exactly these scenarios.
-func onlyNames(names []string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = regexp.QuoteMeta(n)
-	}
-	return "^(" + strings.Join(quoted, "|") + ")$"
-}
-
-// shareOut splits the suite's scenarios into n shares of about equal
-// traffic time (the longest first, each to the share with least so far;
-// a second each for setup), each share keeping the suite's order.
-func shareOut(scs []*scenario.Scenario, n int) [][]string {
-	cost := func(s *scenario.Scenario) time.Duration { return s.Traffic.Duration + time.Second }
-	byCost := slices.Clone(scs)
-	slices.SortStableFunc(byCost, func(a, b *scenario.Scenario) int { return cmp.Compare(cost(b), cost(a)) })
-	load := make([]time.Duration, n)
-	share := map[string]int{}
-	for _, s := range byCost {
-		i := slices.Index(load, slices.Min(load))
-		share[s.Name] = i
-		load[i] += cost(s)
-	}
-	out := make([][]string, n)
-	for _, s := range scs {
-		out[share[s.Name]] = append(out[share[s.Name]], s.Name)
-	}
-	return out
 }
 
 // verifySuite runs the embedded suite with extra arguments and returns
@@ -392,9 +317,8 @@ func replicateDifference(t *testing.T, rep map[string]any) {
 // The main job: the built-in suite passes on the embedded Redis, with
 // nothing installed.
 //
-// The two suite runs go side by side, each in suiteShards runs: they spend
-// their time pacing, not computing (about a fifth of a core each), so none
-// starves another.
+// The two suite runs go side by side: they spend their time pacing, not
+// computing (about a fifth of a core each), so neither starves the other.
 func TestBuiltinSuitePassesOnEmbeddedRedis(t *testing.T) {
 	t.Parallel()
 	herdDifference(t, runSuite(t))
