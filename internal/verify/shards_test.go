@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
@@ -229,11 +230,26 @@ func admittedOf(h *history.History, k int, from, to time.Duration) int64 {
 // TestBuiltinClusterScenarioPasses runs the built-in scenario as it is on
 // a spawned Cluster: its thresholds hold (the failed shard lost counts and
 // admitted a second quota, the other shards saw nothing and kept their
-// limit), measured, not skipped.
+// limit), measured, not skipped. A run in which the test binary itself
+// stalled past calm (a loaded machine: a make test saw 48 requests on the
+// other shards time out) is run again, three times in all.
 func TestBuiltinClusterScenarioPasses(t *testing.T) {
 	t.Parallel()
 	redistest.Binary(t)
-	out, err := Run(context.Background(), builtin(t, "26-cluster-shard-failover.yaml"), Options{Redis: "spawn-cluster"})
+	const calm = 100 * time.Millisecond
+	var out *Outcome
+	var err error
+	calmtest.Retry(t, 3, func(int) string {
+		if out != nil && out.History != nil {
+			out.History.Close()
+		}
+		watch := calmtest.Watch()
+		out, err = Run(context.Background(), builtin(t, "26-cluster-shard-failover.yaml"), Options{Redis: "spawn-cluster"})
+		if stalled := watch(); out != nil && out.Report.Status != score.StatusPass && stalled > calm {
+			return fmt.Sprintf("status %s while the test binary stalled %v (a busy machine)", out.Report.Status, stalled)
+		}
+		return ""
+	})
 	if err != nil {
 		t.Fatalf("run: %v (notes %v)", err, out.Saved.Notes)
 	}
