@@ -31,7 +31,15 @@ type Check struct {
 	// test returns why the run fails the check ("" when it holds) and
 	// whether the check applies to the run at all.
 	test func(c Claim, f Facts) (why string, applies bool)
+	// busy, when set, reports whether a run failing the check failed it
+	// because rlctl itself was too busy to measure (its own CPU or
+	// scheduling, the embedded Redis inside it included), not because of
+	// the target (CheckResult.Busy).
+	busy func(c Claim, f Facts) bool
 }
+
+// always is the busy of a check only rlctl's own slowness can fail.
+func always(Claim, Facts) bool { return true }
 
 // Checks is the validity table, in the order a run is checked: the first
 // check a run fails gives its verdict's reason and exit code, and the
@@ -63,22 +71,22 @@ var Checks = []Check{
 		test:  answered},
 	{Name: "decided", Code: exitcode.Unreachable,
 		Needs: "The limiter decided: requests without a deciding answer (errors, or a failure policy answering because Redis failed outside the planned faults) are within max_error_rate (exit 1 when an http target's answers were errors of its own, or the embedded Redis, which answers inside rlctl, was too slow: rlctl's own slowness).",
-		test:  decided, codeOf: decidedCode},
+		test:  decided, codeOf: decidedCode, busy: embeddedSilent},
 	{Name: "executed", Code: exitcode.Failed,
 		Needs: "The plan was executed: the share of its requests dropped (no worker free at its time) is within max_error_rate (exit 3 when every worker was waiting on a slow target; on the embedded Redis, which answers inside rlctl, that is rlctl's own slowness: exit 1).",
-		test:  executed, codeOf: executedCode},
+		test:  executed, codeOf: executedCode, busy: rlctlDropped},
 	{Name: "admitted", Code: exitcode.Failed,
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
 	{Name: "straddled", Code: exitcode.Failed,
 		Needs: "The boundary pattern fired a shot and straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
-		test:  straddled},
+		test:  straddled, busy: embeddedLate},
 	{Name: "concurrent", Code: exitcode.Failed,
 		Needs: "The race pattern raced: in at least a tenth of its releases (one identity's request through every gateway at once), and in one at least, two requests were in flight at one instant (the second sent before the first answered), so their checks could interleave; a note says how many did when not all.",
-		test:  concurrent},
+		test:  concurrent, busy: always},
 	{Name: "kept-time", Code: exitcode.Failed,
 		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's; and every latency threshold (latency counts from the schedule) has the same outcome counted from when requests really left (the ceiling's bounds come from when requests really left, so lag does not void them).",
-		test:  keptTime},
+		test:  keptTime, busy: always},
 	{Name: "measured", Code: exitcode.Failed,
 		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
 		test:  thresholdsMeasured},
@@ -93,6 +101,10 @@ type CheckResult struct {
 	// Held is false when the run failed the check.
 	Held   bool   `json:"held"`
 	Reason string `json:"reason,omitempty"`
+	// Busy marks a check failed because rlctl itself was too busy to
+	// measure (its own CPU or scheduling), not because of the target: the
+	// same scenario on a quieter machine, or at a lower rate, may measure.
+	Busy bool `json:"busy,omitempty"`
 }
 
 func complete(c Claim, f Facts) (string, bool) {
@@ -205,10 +217,17 @@ func executed(c Claim, f Facts) (string, bool) {
 // unreachable one does), else rlctl could not keep up, the embedded Redis
 // being part of rlctl.
 func executedCode(c Claim, f Facts) exitcode.Code {
-	if f.Drops != nil && f.Drops.SlowTarget && !f.Embedded {
-		return exitcode.Unreachable
+	if rlctlDropped(c, f) {
+		return exitcode.Failed
 	}
-	return exitcode.Failed
+	return exitcode.Unreachable
+}
+
+// rlctlDropped reports whether requests were dropped for rlctl's own
+// slowness: it could not keep up, or its workers waited on the embedded
+// Redis, which answers inside it.
+func rlctlDropped(c Claim, f Facts) bool {
+	return f.Drops == nil || !f.Drops.SlowTarget || f.Embedded
 }
 
 func firstErrors(f Facts) string {
@@ -315,6 +334,13 @@ func decidedCode(c Claim, f Facts) exitcode.Code {
 	return exitcode.Unreachable
 }
 
+// embeddedSilent reports whether the requests left undecided were rlctl's
+// designs on the embedded Redis, whose only way to fail them is to answer
+// too slowly: rlctl's own slowness. A user's script may fail on its own.
+func embeddedSilent(c Claim, f Facts) bool {
+	return f.Embedded && c.Kind != KindHTTP && c.Kind != KindRedisScript
+}
+
 // undecider is what did not decide when requests went undecided, and why:
 // a Redis at maxmemory under noeviction refuses every write with OOM,
 // which reads like any outage unless the errors name it.
@@ -417,10 +443,20 @@ func straddled(c Claim, f Facts) (string, bool) {
 	}
 	why := fmt.Sprintf("none of the %s was shown to straddle a window edge of the target (%s), so boundary_allowed counts what one window admitted, not a boundary",
 		textfmt.Count(len(f.Boundaries), "boundary shot"), aimWhy(f.Boundaries[0]))
-	if b := f.Boundaries[0]; f.Embedded && b.aimed() && !b.early() {
+	if embeddedLate(c, f) {
 		why += "; the late answers came from the embedded Redis, " + embeddedSlow
 	}
 	return why, true
+}
+
+// embeddedLate reports whether the boundary shots fell in one window
+// because the embedded Redis, inside rlctl, answered them late.
+func embeddedLate(c Claim, f Facts) bool {
+	if len(f.Boundaries) == 0 {
+		return false
+	}
+	b := f.Boundaries[0]
+	return f.Embedded && b.aimed() && !b.early()
 }
 
 // aimWhy says why a shot's aim is not known to straddle an edge.

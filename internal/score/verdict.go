@@ -72,7 +72,8 @@ func Judge(c Claim, f Facts) Verdict {
 		if !applies {
 			continue
 		}
-		v.Checks = append(v.Checks, CheckResult{Name: ch.Name, Held: why == "", Reason: why})
+		v.Checks = append(v.Checks, CheckResult{Name: ch.Name, Held: why == "", Reason: why,
+			Busy: why != "" && ch.busy != nil && ch.busy(c, f)})
 		switch {
 		case why == "":
 		case ch.NoteOnly:
