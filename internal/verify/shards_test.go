@@ -232,7 +232,8 @@ func admittedOf(h *history.History, k int, from, to time.Duration) int64 {
 // admitted a second quota, the other shards saw nothing and kept their
 // limit), measured, not skipped. A run in which the test binary itself
 // stalled past calm (a loaded machine: a make test saw 48 requests on the
-// other shards time out) is run again, three times in all.
+// other shards go undecided during the election) is run again, three
+// times in all.
 func TestBuiltinClusterScenarioPasses(t *testing.T) {
 	t.Parallel()
 	redistest.Binary(t)
