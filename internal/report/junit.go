@@ -125,8 +125,14 @@ func JUnit(w io.Writer, r *Report) error {
 			// Marking the first case keeps the counts honest: the
 			// scenario erred once, not once per threshold.
 			if s.Cases[0].Error == nil {
+				// A CI job may run a scenario rlctl was too busy to
+				// measure again, and no other error.
+				kind := "scenario-error"
+				if sc.Busy() {
+					kind = "rlctl-busy"
+				}
 				s.Cases[0].Failure = nil
-				s.Cases[0].Error = &junitProblem{Message: sc.Error, Type: "scenario-error", Text: sc.Error}
+				s.Cases[0].Error = &junitProblem{Message: sc.Error, Type: kind, Text: sc.Error}
 			}
 		}
 		for _, c := range s.Cases {

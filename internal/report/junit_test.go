@@ -38,6 +38,7 @@ type readCase struct {
 	} `xml:"failure"`
 	Error *struct {
 		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
 	} `xml:"error"`
 }
 
@@ -132,6 +133,34 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "<y>") {
 		t.Error("unescaped text in XML")
+	}
+}
+
+// A scenario refused because rlctl itself was too busy says so in its
+// error's type, so a CI job can tell it from any other error.
+func TestJUnitBusyRefusal(t *testing.T) {
+	t.Parallel()
+	busy := Scenario{Name: "late", Status: score.StatusError, Error: "rlctl itself sent late",
+		Validity: []score.CheckResult{{Name: "complete", Held: true}, {Name: "kept-time", Reason: "rlctl itself sent late", Busy: true}}}
+	other := Scenario{Name: "down", Status: score.StatusError, Error: "nothing answered",
+		Validity: []score.CheckResult{{Name: "answered", Reason: "nothing answered"}}}
+	r := &Report{Scenarios: []Scenario{busy, other}}
+	settle(r, false)
+	var buf bytes.Buffer
+	if err := JUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc readSuites
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if len(doc.Suites) != 2 {
+		t.Fatalf("doc = %+v, want two suites", doc)
+	}
+	for i, want := range []string{"rlctl-busy", "scenario-error"} {
+		if c := doc.Suites[i].Cases[0]; c.Error == nil || c.Error.Type != want {
+			t.Errorf("%s: error %+v, want type %s", doc.Suites[i].Name, c.Error, want)
+		}
 	}
 }
 
