@@ -112,9 +112,9 @@ func TestJUnitParsesBack(t *testing.T) {
 	}
 }
 
-func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
-	t.Parallel()
-	r := &Report{Scenarios: []Scenario{{Name: "x & <y>", Error: `bad "thing"`}}}
+// writeJUnit settles r, writes its junit.xml and parses it back.
+func writeJUnit(t *testing.T, r *Report) (readSuites, string) {
+	t.Helper()
 	settle(r, false)
 	var buf bytes.Buffer
 	if err := JUnit(&buf, r); err != nil {
@@ -124,6 +124,13 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
+	return doc, buf.String()
+}
+
+func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
+	t.Parallel()
+	r := &Report{Scenarios: []Scenario{{Name: "x & <y>", Error: `bad "thing"`}}}
+	doc, text := writeJUnit(t, r)
 	if doc.Errors != 1 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 1 {
 		t.Fatalf("doc = %+v, want one erred case", doc)
 	}
@@ -131,7 +138,7 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	if c.Name != "run" || c.Error == nil || c.Error.Message != `bad "thing"` || doc.Suites[0].Name != "x & <y>" {
 		t.Errorf("case = %+v", c)
 	}
-	if strings.Contains(buf.String(), "<y>") {
+	if strings.Contains(text, "<y>") {
 		t.Error("unescaped text in XML")
 	}
 }
@@ -144,16 +151,7 @@ func TestJUnitBusyRefusal(t *testing.T) {
 		Validity: []score.CheckResult{{Name: "complete", Held: true}, {Name: "kept-time", Reason: "rlctl itself sent late", Busy: true}}}
 	other := Scenario{Name: "down", Status: score.StatusError, Error: "nothing answered",
 		Validity: []score.CheckResult{{Name: "answered", Reason: "nothing answered"}}}
-	r := &Report{Scenarios: []Scenario{busy, other}}
-	settle(r, false)
-	var buf bytes.Buffer
-	if err := JUnit(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	var doc readSuites
-	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatalf("parse: %v", err)
-	}
+	doc, _ := writeJUnit(t, &Report{Scenarios: []Scenario{busy, other}})
 	if len(doc.Suites) != 2 {
 		t.Fatalf("doc = %+v, want two suites", doc)
 	}
