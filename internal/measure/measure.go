@@ -96,7 +96,10 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			if out != nil && out.History != nil {
+				out.History.Close()
+			}
+			return nil, refused(out, err)
 		}
 		if out.Interrupted {
 			return nil, exitcode.With(fmt.Errorf("measurement interrupted: %w", context.Cause(ctx)), exitcode.Interrupted)
@@ -125,6 +128,16 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 		res.Theory = t
 	}
 	return res, nil
+}
+
+// refused is the error of a run that was not measured: one refused
+// because rlctl itself was too busy (a validity check marked busy) says
+// so first, since the same measurement on a quieter machine may succeed.
+func refused(out *verify.Outcome, err error) error {
+	if out != nil && out.Report.Busy() {
+		return fmt.Errorf("this machine was too busy for rlctl to measure (run it again when it is quieter): %w", err)
+	}
+	return err
 }
 
 // noShot reports whether out is a boundary run that fired no shot, and

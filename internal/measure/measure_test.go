@@ -1,9 +1,12 @@
 package measure
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/score"
@@ -37,6 +40,24 @@ func TestNoShot(t *testing.T) {
 	} {
 		if got := noShot(tt.out); got != tt.want {
 			t.Errorf("%s: noShot %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A run refused for rlctl's own slowness says the machine was too busy
+// before its reason, keeping the reason's exit code; any other refusal is
+// its reason alone.
+func TestRefusedSaysWhenTheMachineWasTooBusy(t *testing.T) {
+	why := exitcode.With(errors.New("measure-constant: the embedded Redis did not decide in time"), exitcode.Failed)
+	busy := &verify.Outcome{Report: report.Scenario{Validity: []score.CheckResult{{Name: "decided", Reason: "slow", Busy: true}}}}
+	err := refused(busy, why)
+	if !strings.HasPrefix(err.Error(), "this machine was too busy for rlctl to measure") || !errors.Is(err, why) || exitcode.Of(err) != exitcode.Failed {
+		t.Errorf("busy: %v (exit %d)", err, exitcode.Of(err))
+	}
+	down := &verify.Outcome{Report: report.Scenario{Validity: []score.CheckResult{{Name: "answered", Reason: "nothing answered"}}}}
+	for _, out := range []*verify.Outcome{down, nil} {
+		if err := refused(out, why); err != why {
+			t.Errorf("not busy: %v, want the reason alone", err)
 		}
 	}
 }
