@@ -143,15 +143,21 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	}
 }
 
+// busyAndDown are two scenarios not measured: one because rlctl itself
+// was too busy, one because nothing answered.
+func busyAndDown() *Report {
+	busy := Scenario{Name: "late", Status: score.StatusError, Error: "rlctl itself sent late",
+		Validity: []score.CheckResult{{Name: "complete", Held: true}, {Name: "kept-time", Reason: "rlctl itself sent late", Busy: true}}}
+	down := Scenario{Name: "down", Status: score.StatusError, Error: "nothing answered",
+		Validity: []score.CheckResult{{Name: "answered", Reason: "nothing answered"}}}
+	return &Report{Scenarios: []Scenario{busy, down}}
+}
+
 // A scenario refused because rlctl itself was too busy says so in its
 // error's type, so a CI job can tell it from any other error.
 func TestJUnitBusyRefusal(t *testing.T) {
 	t.Parallel()
-	busy := Scenario{Name: "late", Status: score.StatusError, Error: "rlctl itself sent late",
-		Validity: []score.CheckResult{{Name: "complete", Held: true}, {Name: "kept-time", Reason: "rlctl itself sent late", Busy: true}}}
-	other := Scenario{Name: "down", Status: score.StatusError, Error: "nothing answered",
-		Validity: []score.CheckResult{{Name: "answered", Reason: "nothing answered"}}}
-	doc, _ := writeJUnit(t, &Report{Scenarios: []Scenario{busy, other}})
+	doc, _ := writeJUnit(t, busyAndDown())
 	if len(doc.Suites) != 2 {
 		t.Fatalf("doc = %+v, want two suites", doc)
 	}

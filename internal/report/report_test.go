@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -133,5 +134,31 @@ func TestWritersShowTheVerdictAsDecided(t *testing.T) {
 	}
 	if !strings.Contains(term.String(), "FAIL: 0 scenarios") || !strings.Contains(term.String(), "no scenario to run: nothing was measured") {
 		t.Errorf("an empty run: %s", term.String())
+	}
+}
+
+// The terminal, report.md and report.html say beside the busy scenario's
+// error, and only there, that rlctl was too busy and another run may
+// measure it.
+func TestBusyRefusalSaysSoInEveryFormat(t *testing.T) {
+	t.Parallel()
+	r := busyAndDown()
+	settle(r, false)
+	for name, write := range map[string]func(io.Writer) error{
+		"terminal": func(w io.Writer) error { return Terminal(w, r, false) },
+		"markdown": func(w io.Writer) error { return Markdown(w, r) },
+		"html":     func(w io.Writer) error { return HTML(w, r) },
+	} {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out := buf.String()
+		if n := strings.Count(out, "rlctl was too busy to measure: run it again when the machine is quieter"); n != 1 {
+			t.Errorf("%s says rlctl was too busy %d times, want once (the late scenario):\n%s", name, n, out)
+		}
+		if !strings.Contains(out, "nothing answered") {
+			t.Errorf("%s lost the other scenario's error", name)
+		}
 	}
 }

@@ -16,3 +16,13 @@ func (sc Scenario) Busy() bool {
 	}
 	return false
 }
+
+// BusyNote is what reports put after "Error" for sc: when rlctl itself was
+// too busy to measure it, words saying so and that another run may; ""
+// otherwise.
+func (sc Scenario) BusyNote() string {
+	if sc.Busy() {
+		return " (rlctl was too busy to measure: run it again when the machine is quieter)"
+	}
+	return ""
+}
