@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,7 @@ import (
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/rundir"
+	"github.com/rlctl/rlctl/internal/traffic"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
@@ -157,8 +159,9 @@ func rlctl(ctx context.Context, t *testing.T, reportDir string, args ...string) 
 }
 
 // runSegments starts one rlctl verify per segment at once, each with the
-// extra arguments given for it, and returns their run directories.
-func runSegments(t *testing.T, scenario string, perSegment [][]string) []string {
+// extra arguments given for it, and returns their run directories, or the
+// first error a segment met.
+func runSegments(t *testing.T, scenario string, perSegment [][]string) ([]string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -171,12 +174,7 @@ func runSegments(t *testing.T, scenario string, perSegment [][]string) []string 
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dirs
+	return dirs, errors.Join(errs...)
 }
 
 // runSegmentsOnTime is runSegments with the common start lead from now
@@ -192,7 +190,9 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 	var dirs []string
 	var rds []*rundir.SavedRun
 	var took map[string][]time.Time
+	var tooLate error
 	calmtest.Retry(t, 3, func(int) string {
+		tooLate = nil
 		for _, rd := range rds {
 			rd.Close()
 		}
@@ -202,8 +202,18 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 		}
 		log.take()
 		start := time.Now().Add(lead).UTC().Format(time.RFC3339Nano)
-		dirs = runSegments(t, scenario, args(start))
+		var err error
+		dirs, err = runSegments(t, scenario, args(start))
 		took = log.take()
+		switch {
+		case err != nil && strings.Contains(err.Error(), traffic.ErrLate.Error()):
+			// The process itself reached the start too late to send: the
+			// same busy machine as one that started late, refused.
+			tooLate = err
+			return fmt.Sprintf("a segment reached the common start too late (a busy machine): %v", err)
+		case err != nil:
+			t.Fatal(err)
+		}
 		var first, last time.Time
 		var worst time.Duration
 		for _, d := range dirs {
@@ -232,6 +242,9 @@ func runSegmentsOnTime(t *testing.T, scenario string, srv *redistest.Server, log
 			rd.Close()
 		}
 	})
+	if tooLate != nil {
+		t.Fatal(tooLate)
+	}
 	return dirs, rds, took
 }
 
