@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/rundir"
 )
 
@@ -31,23 +32,14 @@ func readReportJSON(t *testing.T, dir string) map[string]any {
 }
 
 // busyRun reports whether the run under reports had a scenario refused
-// because rlctl itself was too busy to measure it: a failed validity
-// check marked busy in its report.json.
-func busyRun(t *testing.T, reports string) bool {
-	t.Helper()
-	runs, _ := filepath.Glob(filepath.Join(reports, "*"))
-	if len(runs) != 1 {
+// because rlctl itself was too busy to measure it (report.Scenario.Busy).
+func busyRun(reports string) bool {
+	rd, err := rundir.OpenRunDir(reports)
+	if err != nil {
 		return false
 	}
-	for _, s := range readReportJSON(t, runs[0])["scenarios"].([]any) {
-		checks, _ := s.(map[string]any)["validity"].([]any)
-		for _, c := range checks {
-			if busy, _ := c.(map[string]any)["busy"].(bool); busy {
-				return true
-			}
-		}
-	}
-	return false
+	defer rd.Close()
+	return slices.ContainsFunc(rd.Report.Scenarios, report.Scenario.Busy)
 }
 
 func scenarioMetrics(t *testing.T, r map[string]any) map[string]any {
@@ -79,7 +71,7 @@ thresholds: [ceiling <= 2*limit]
 		var f *Factory
 		f, errOut = testFactory(&syncBuffer{}, nil)
 		code = Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, nil, noExit(t))
-		if code != 0 && busyRun(t, filepath.Join(dir, "r")) {
+		if code != 0 && busyRun(filepath.Join(dir, "r")) {
 			return errOut.String()
 		}
 		return ""
