@@ -360,7 +360,6 @@ func undecider(c Claim, f Facts) (what, why string) {
 // why, and what answered instead: "Redis did not decide: … at
 // t=1.20s–3.40s (812 failed open, 3 errors)".
 func describeOutages(os []Outage, c Claim, f Facts) string {
-	who, why := undecider(c, f)
 	const show = 3
 	var spans []string
 	for i, o := range os {
@@ -387,6 +386,7 @@ func describeOutages(os []Outage, c Claim, f Facts) string {
 	case f.Embedded && c.Kind != KindHTTP:
 		return fmt.Sprintf("the embedded Redis did not decide in time at %s, %s", at, embeddedSlow)
 	}
+	who, why := undecider(c, f)
 	return fmt.Sprintf("%s did not decide: %s at %s", who, why, at)
 }
 
@@ -511,10 +511,10 @@ func keptLatency(c Claim, f Facts) (string, bool) {
 	ths, _ := claimOf(c)
 	applies := false
 	for _, th := range ths {
-		if _, ok := f.FromSent[th.Left.Name]; !ok {
-			if _, ok := f.FromSent[th.Right.Name]; !ok {
-				continue
-			}
+		_, inLeft := f.FromSent[th.Left.Name]
+		_, inRight := f.FromSent[th.Right.Name]
+		if !inLeft && !inRight {
+			continue // no latency in it
 		}
 		applies = true
 		due, holdsDue, err := th.Eval(f.Metrics, c.Limit)
