@@ -63,17 +63,19 @@ FIRST_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/r
 # -trimpath on vet, list and test: without it a package's directory is
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
-# NONRACE builds the two things the tests build without the race detector,
-# the Dockerfile's static binary (cli's docker test) and analysis's soak
-# child, with the same flags, so the standard library is compiled once for
-# both.
+# The two things the tests build without the race detector, the
+# Dockerfile's static binary (cli's docker test) and analysis's soak child,
+# are not compiled here: the tests build them at idle CPU priority, one at
+# a time (internal/idletest), in the cores the tests leave. Compiled here
+# first they were the whole module again, about two minutes of a cold run
+# in which no test could start.
 # TOXIPROXY is the server the fault tests start (internal/redistest/toxitest),
-# go.mod's tool. It is compiled as NONRACE builds (toxitest builds it the
-# same way), so it shares that build's standard library and modules. go
-# tool -n, used before, takes no -trimpath: it compiled the standard
-# library a third time (40 s of a cold run here).
+# go.mod's tool, which verify's tests need at once. It is compiled as the
+# Dockerfile's binary is (toxitest builds it the same way), so it shares
+# that build's standard library and modules. go tool -n, used before,
+# takes no -trimpath: it compiled the standard library a third time (40 s
+# of a cold run here).
 TOXIPROXY := github.com/Shopify/toxiproxy/v2/cmd/server
-NONRACE := CGO_ENABLED=0 $(GO) list -trimpath -export -deps
 # -p 3: three test binaries at once on two cores. Most packages mostly
 # wait (on windows, timeouts, servers starting), so two left the cores
 # about half idle (3m31s of CPU in 4m03s here); three took the run to
@@ -84,16 +86,19 @@ NONRACE := CGO_ENABLED=0 $(GO) list -trimpath -export -deps
 # paid it. A race found is still reported and still exits 66. The
 # caller's own GORACE comes after, so it wins.
 NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
-# -ldflags=-w: the test binaries, linked afresh on every run, carry no
-# DWARF. Nothing here reads it (stack traces and the race detector's
-# reports come from the symbol table, which stays), and writing it is a
-# quarter of each link's CPU.
+# -ldflags="-s -w": the test binaries, linked afresh on every cold run,
+# carry no DWARF and no ELF symbol table. Nothing here reads either: stack
+# traces and the race detector's reports name functions and lines from
+# the Go runtime's own tables, which stay. Without DWARF, the 45 links
+# took 73 CPU-s on a cold cache here; without the symbol table too, 61.
+# -vet=off: go test's vet, run on every package on a cold cache, took
+# 50 CPU-s here in the middle of the timing-sensitive tests. make lint runs
+# the whole of go vet (a superset of go test's checks) on every platform,
+# and CI runs it after make test.
 test: deps-test
 	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
-	$(OFFLINE) $(NONRACE) ./cmd/rlctl >/dev/null # the Dockerfile's build, see NONRACE
-	$(OFFLINE) $(NONRACE) -test ./internal/analysis >/dev/null # its soak child, see NONRACE
 	$(OFFLINE) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) # the fault tests' Toxiproxy server, see TOXIPROXY
-	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -ldflags=-w -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$'))
+	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$'))
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.

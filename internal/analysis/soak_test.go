@@ -6,9 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/idletest"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 )
@@ -139,7 +138,9 @@ func vmHWM() int64 {
 // resident memory as the kernel counted it.
 func runSoak(t testing.TB, n int, mode string) (map[string]float64, int64) {
 	t.Helper()
-	cmd := exec.Command(soakBinary(t), "-test.run=^$")
+	// At idle priority: its figure is memory, not time, and its cores are
+	// better left to the timing-sensitive tests beside it.
+	cmd := idletest.Command(soakBinary(t), "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", soakEnv, n), soakModeEnv+"="+mode, "TMPDIR="+t.TempDir())
 	out, err := cmd.Output()
 	if err != nil {
@@ -161,17 +162,13 @@ func soakBinary(t testing.TB) string {
 	if !raceEnabled {
 		return os.Args[0]
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	bin := filepath.Join(t.TempDir(), "soak.test")
-	// Built as make test's NONRACE precompiled it (CGO_ENABLED=0, -trimpath):
-	// the same flags as the Dockerfile's binary, so they share one build of
-	// the standard library.
-	cmd := exec.Command(gobin, "test", "-c", "-trimpath", "-o", bin, ".")
+	// Built with the Dockerfile binary's flags (CGO_ENABLED=0, -trimpath),
+	// so the two share one build of the standard library, and at idle
+	// priority, one build at a time: see idletest.
+	cmd := idletest.Go("test", "-c", "-trimpath", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := idletest.Build(cmd); err != nil {
 		t.Fatalf("build the soak child without -race: %v\n%s", err, out)
 	}
 	return bin

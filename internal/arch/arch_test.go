@@ -87,6 +87,7 @@ var allowed = map[string][]string{
 	"internal/redistest/thirdgw":  {},
 	"internal/redistest/toxitest": {"internal/redistest"},
 	"internal/calmtest":           {},
+	"internal/idletest":           {},
 }
 
 // debts are arrows that exist and should not: each names what removing

@@ -3,12 +3,13 @@ package cli
 import (
 	"debug/elf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rlctl/rlctl/internal/idletest"
 )
 
 // dockerfile is the image recipe deploy/k8s names.
@@ -59,10 +60,11 @@ func TestDockerImageIsAStaticBinaryOnScratch(t *testing.T) {
 			return "test"
 		})
 	}
-	cmd := exec.Command(build[1], build[2:]...)
+	// At idle priority, one build at a time: see idletest.
+	cmd := idletest.Command(build[1], build[2:]...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), build[0])
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := idletest.Build(cmd); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(build, " "), err, out)
 	}
 	f, err := elf.Open(bin)

@@ -35,9 +35,9 @@ var binary struct {
 }
 
 // serverBinary is the Toxiproxy server's executable, built once per test
-// binary. It is built as make test's NONRACE build is (CGO_ENABLED=0,
+// binary. It is built as the Dockerfile's binary is (CGO_ENABLED=0,
 // -trimpath), so it shares that build's standard library and modules
-// (make test compiles them before any test runs). go tool would keep the
+// (make test compiles it before any test runs). go tool would keep the
 // binary in Go's cache, but it takes no -trimpath, and so compiled the
 // standard library a third time: 40s of a cold make test here.
 //
