@@ -2,6 +2,7 @@ package discover
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/httpgw"
 	"github.com/rlctl/rlctl/internal/limiter"
@@ -125,6 +127,28 @@ func discoverWithin(t *testing.T, budget int, c *counting, urls ...string) *Resu
 	if over {
 		t.Errorf("an identity was sent more than the budget of %d", budget)
 	}
+	return res
+}
+
+// discoverCalm is discoverWithin through a fresh counting from newC, run
+// again, three times in all (calmtest.Retry), when off says its result is
+// one a stall of the server in this binary explains and the test binary
+// stalled past 5ms meanwhile (calmtest.Watch). A wrong result on a calm
+// machine stands.
+func discoverCalm(t *testing.T, budget int, newC func() *counting, url string, off func(*Result) string) *Result {
+	t.Helper()
+	const calm = 5 * time.Millisecond
+	var res *Result
+	calmtest.Retry(t, 3, func(int) string {
+		watch := calmtest.Watch()
+		res = discoverWithin(t, budget, newC(), url)
+		if stalled := watch(); stalled > calm {
+			if why := off(res); why != "" {
+				return fmt.Sprintf("%s while the test binary stalled %v (a busy machine)", why, stalled)
+			}
+		}
+		return ""
+	})
 	return res
 }
 
