@@ -30,45 +30,49 @@ deps-go:
 deps-bench:
 	@./scripts/deps.sh bench
 
-# The built-in suite's end-to-end run (./scenarios) starts once every
-# package with real work has started, beside the trivial ones only: its two
-# suite runs take a minute and use under half a core, and left for last
-# they ran alone for that minute. Beside the short packages that do work
-# (scripttarget, rundir, history: a core between two of them), beside
-# verify and cli, or beside keyspace and report's browser, its own
-# timing-sensitive figures missed (a leasing p50 past 1ms, a failover
-# ceiling, schedules not kept); started first with the rest at nice 19,
-# the rest's missed theirs instead; split into two runs side by side (33s
-# instead of a minute), the real-Redis suite missed them twice in two.
+# SUITE, the built-in suite's end-to-end run, is tested without the race
+# detector, as the binary users run is built, and starts at once, beside
+# everything else (a go test of its own, in the background). It is two
+# suite runs of a minute side by side that mostly pace: 13 s of CPU here,
+# 26 s under the race detector. Race-built, its timing-sensitive figures
+# missed beside the other tests (a leasing p50 past 1ms, a failover
+# ceiling, schedules not kept), so it ran last, alone, for that minute.
+# Without the race detector it kept them beside six busy loops. The code
+# it runs is raced by the packages' own tests (verify, cli, traffic), and
+# `go test -race ./scenarios` on its own passes too. Its build is the
+# module without the race detector, the flags of the Dockerfile's binary
+# (CGO_ENABLED=0, -trimpath), so that binary's test and analysis's soak
+# child then reuse it.
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
 # FIRST_TESTS start in this order, before the trivial packages: go test
 # starts packages in the order given, three at a time (-p 3 below). The
 # longest go first, so the short ones fill in at the end instead of the
-# longest running alone; then the short ones that do work; then the suite
-# (above).
+# longest running alone; then the short ones that do work.
 # verify and cli keep both cores busy, so the third slot goes to those that
 # mostly wait (discover: 48s for 7s of CPU, then redisconn and
 # fault/deploy), and analysis (18s of CPU in 10s) comes once verify is done.
 # COMPILE_FIRST: every package the race tests need is compiled before any
 # test runs (go list -export compiles without linking), so on a fresh
-# clone the compiler never takes the cores from a timing-sensitive test.
+# clone the compiler never takes the cores from a race-built
+# timing-sensitive test (SUITE, above, runs beside it).
 FIRST_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/redisconn \
 	./internal/fault/deploy ./internal/analysis ./internal/limiter ./internal/keyspace ./internal/report \
 	./internal/history ./internal/target/scripttarget ./internal/rundir ./internal/hotpath \
 	./internal/fault/toxiproxy ./internal/arch ./internal/target/httptarget ./internal/traffic \
-	./internal/redistest ./internal/gateway ./internal/redistest/thirdgw ./internal/calmtest \
-	./scenarios
+	./internal/redistest ./internal/gateway ./internal/redistest/thirdgw ./internal/calmtest
+SUITE := ./scenarios
 # -trimpath on vet, list and test: without it a package's directory is
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
 # The two things the tests build without the race detector, the
 # Dockerfile's static binary (cli's docker test) and analysis's soak child,
 # are not compiled here: the tests build them at idle CPU priority, one at
-# a time (internal/idletest), in the cores the tests leave. Compiled here
-# first they were the whole module again, about two minutes of a cold run
-# in which no test could start.
+# a time (internal/idletest), in the cores the tests leave, and find most
+# of the module already compiled by SUITE's build. Compiled here first
+# they were the whole module again, about two minutes of a cold run in
+# which no test could start.
 # TOXIPROXY is the server the fault tests start (internal/redistest/toxitest),
 # go.mod's tool, which verify's tests need at once. It is compiled as the
 # Dockerfile's binary is (toxitest builds it the same way), so it shares
@@ -96,9 +100,11 @@ NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
 # the whole of go vet (a superset of go test's checks) on every platform,
 # and CI runs it after make test.
 test: deps-test
-	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null # compile first: see COMPILE_FIRST
-	$(OFFLINE) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) # the fault tests' Toxiproxy server, see TOXIPROXY
-	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$'))
+	$(OFFLINE) CGO_ENABLED=0 $(GO) test -trimpath -vet=off -timeout 8m $(SUITE) & suite=$$!; \
+	$(OFFLINE) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null && \
+	$(OFFLINE) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) && \
+	$(OFFLINE) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$')); \
+	rc=$$?; wait $$suite || rc=1; exit $$rc
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
 # else installed.
