@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/rlctl/rlctl/internal/rawsock"
 )
 
 // timerfd sleeps on a Linux timerfd read through the netpoller: the
@@ -25,7 +23,6 @@ type timerfd struct {
 	f      *os.File
 	rc     syscall.RawConn
 	readFn func(fd uintptr) bool // bound once, so a sleep allocates nothing
-	buf    [8]byte
 	spec   unix.ItimerSpec
 	armed  bool
 	failed bool
@@ -52,8 +49,12 @@ func newSleeper() sleeper {
 // sleep arms the timer from inside RawConn's Read, on its first call:
 // Read forgets the readiness seen so far before that call, so a timer
 // armed earlier could fire unseen, and one armed then is sure to wake the
-// wait. The first call reads nothing (the timer cannot have fired yet),
-// which spares a read per sleep.
+// wait. Neither call reads: the first comes before the timer can have
+// fired, and the second after the netpoller saw it fire, the only event
+// this descriptor has. Its expiration count is left unread, as the next
+// arming sets it back to zero; a wake without the timer having fired
+// would only end the sleep early, and the waker spins to the instant
+// (waker.until).
 func (t *timerfd) sleep(d time.Duration) {
 	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
 	t.armed, t.failed = false, false
@@ -62,21 +63,16 @@ func (t *timerfd) sleep(d time.Duration) {
 	}
 }
 
-// readFD arms the timer on its first call and then waits; it reads the
-// expiration count on the next ones: false (wait) until the timer fired.
+// readFD arms the timer on its first call and waits; the next call comes
+// once the timer fired, and ends the wait.
 func (t *timerfd) readFD(fd uintptr) bool {
-	if !t.armed {
-		t.armed = true
-		_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
-		t.failed = e != 0
-		return t.failed
+	if t.armed {
+		return true
 	}
-	_, e := rawsock.ReadFD(fd, t.buf[:])
-	if e == syscall.EAGAIN {
-		return false
-	}
+	t.armed = true
+	_, _, e := syscall.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
 	t.failed = e != 0
-	return true
+	return t.failed
 }
 
 func (t *timerfd) close() { t.f.Close() }
