@@ -48,16 +48,29 @@ func (p *Pool) dial(ctx context.Context, _ string, _ *net.Dialer, _ *tls.Config)
 		return nil, err
 	}
 	p.conns.Add(1)
-	return &conn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc), gen: p.gen.Load()}, nil
+	c := &conn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc), gen: p.gen.Load()}
+	c.wtr, _ = c.Conn.(writeThenReader)
+	return c, nil
+}
+
+// writeThenReader is a connection that writes a request and reads its
+// answer in one wait (rawsock.Conn on a bare TCP connection).
+type writeThenReader interface {
+	WriteThenRead(w, r []byte) (sent, n int, err error)
 }
 
 // conn is one connection as rueidis uses it with auto-pipelining off: a
 // request written whole, then its replies read, then the next request.
+// On a bare TCP connection the request is held until the first read and
+// written by it (wtr), which spares the read that would find no answer
+// yet: a system call per request.
 type conn struct {
 	net.Conn
 	p     *Pool
 	probe *netcheck.Probe
 	gen   uint64
+	wtr   writeThenReader // nil: written at once
+	held  []byte          // the request written since the last read, when wtr is set
 	// read is set once a reply was read since the last write: the next
 	// write starts a request, on a connection that may have sat idle.
 	read bool
@@ -76,6 +89,10 @@ func (c *conn) Write(b []byte) (int, error) {
 			return 0, &notSent{err: errStale, stale: true}
 		}
 	}
+	if c.wtr != nil {
+		c.held = append(c.held, b...)
+		return len(b), nil
+	}
 	n, err := c.Conn.Write(b)
 	if err != nil && n == 0 && !c.wrote {
 		// Over TLS, n counts only whole records written: a record cut
@@ -89,6 +106,22 @@ func (c *conn) Write(b []byte) (int, error) {
 }
 
 func (c *conn) Read(b []byte) (int, error) {
+	if len(c.held) > 0 {
+		sent, n, err := c.wtr.WriteThenRead(c.held, b)
+		unsent := sent < len(c.held)
+		c.held = c.held[:0]
+		if cap(c.held) > 64<<10 {
+			c.held = nil // a user's script of a size not to keep per connection
+		}
+		if unsent {
+			if sent == 0 {
+				err = &notSent{err: err}
+			}
+			return 0, err
+		}
+		c.read, c.wrote = true, false
+		return n, err
+	}
 	c.read, c.wrote = true, false
 	return c.Conn.Read(b)
 }

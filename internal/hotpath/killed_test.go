@@ -130,9 +130,24 @@ func (c *faultConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// heldFaultConn is a faultConn that also writes a request and reads its
+// answer in one call, as a bare TCP connection's rawsock.Conn does: the
+// pool then holds each request until its read, and meets a failed write
+// there.
+type heldFaultConn struct{ *faultConn }
+
+func (c heldFaultConn) WriteThenRead(w, r []byte) (sent, n int, err error) {
+	if sent, err = c.Write(w); err != nil {
+		return sent, 0, err
+	}
+	n, err = c.Read(r)
+	return sent, n, err
+}
+
 // faultPool is a pool of one connection to addr, warm, whose connections
-// are faultConns; dialed lists them in the order they were dialed.
-func faultPool(t *testing.T, addr string) (p *hotpath.Pool, dialed func() []*faultConn) {
+// are faultConns (heldFaultConns when held); dialed lists them in the
+// order they were dialed.
+func faultPool(t *testing.T, addr string, held bool) (p *hotpath.Pool, dialed func() []*faultConn) {
 	t.Helper()
 	var mu sync.Mutex
 	var conns []*faultConn
@@ -145,6 +160,9 @@ func faultPool(t *testing.T, addr string) (p *hotpath.Pool, dialed func() []*fau
 		mu.Lock()
 		conns = append(conns, fc)
 		mu.Unlock()
+		if held {
+			return heldFaultConn{fc}, nil
+		}
 		return fc, nil
 	}})
 	t.Cleanup(func() { p.Close() })
@@ -159,58 +177,70 @@ func faultPool(t *testing.T, addr string) (p *hotpath.Pool, dialed func() []*fau
 }
 
 // A write that failed before any byte went out never reached the server,
-// so the decision is sent again on a new connection, and runs once.
+// so the decision is sent again on a new connection, and runs once:
+// written at once, or held until its read.
 func TestUnsentWriteIsRetried(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	p, dialed := faultPool(t, srv.Addr)
-	dialed()[0].failWrite.Store(true)
-	if got := call(t, p, "unsent", 1, 0); got[0] != 1 {
-		t.Fatalf("call = %v, want the first increment", got)
-	}
-	if n := len(dialed()); n != 2 {
-		t.Fatalf("%d connections dialed, want 2 (the warm one and its replacement)", n)
-	}
-	if v, err := srv.Client(t).Get(context.Background(), "unsent").Int(); err != nil || v != 1 {
-		t.Fatalf("unsent = %d (%v), want 1", v, err)
+	for _, held := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			key := fmt.Sprintf("unsent-%v", held)
+			p, dialed := faultPool(t, srv.Addr, held)
+			dialed()[0].failWrite.Store(true)
+			if got := call(t, p, key, 1, 0); got[0] != 1 {
+				t.Fatalf("call = %v, want the first increment", got)
+			}
+			if n := len(dialed()); n != 2 {
+				t.Fatalf("%d connections dialed, want 2 (the warm one and its replacement)", n)
+			}
+			if v, err := srv.Client(t).Get(context.Background(), key).Int(); err != nil || v != 1 {
+				t.Fatalf("%s = %d (%v), want 1", key, v, err)
+			}
+		})
 	}
 }
 
 // A decision whose connection died after the request went out is not sent
 // again: the server may have run it, and would count it twice. The error
-// is the caller's, and the pool recovers for the next call.
+// is the caller's, and the pool recovers for the next call: written at
+// once, or held until its read.
 func TestSentRequestIsNotResent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
-	p, dialed := faultPool(t, srv.Addr)
-	call(t, p, "sent", 1, 0) // loads the script
-	fc := dialed()[0]
-	fc.afterWrite = func() {
-		// The server ran the script; its reply is lost with the connection.
-		deadline := time.Now().Add(10 * time.Second)
-		for v, _ := admin.Get(ctx, "sent").Int(); v != 2; v, _ = admin.Get(ctx, "sent").Int() {
-			if time.Now().After(deadline) {
-				t.Error("the server never ran the second call")
-				break
+	for _, held := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			key := fmt.Sprintf("sent-%v", held)
+			p, dialed := faultPool(t, srv.Addr, held)
+			call(t, p, key, 1, 0) // loads the script
+			fc := dialed()[0]
+			fc.afterWrite = func() {
+				// The server ran the script; its reply is lost with the connection.
+				deadline := time.Now().Add(10 * time.Second)
+				for v, _ := admin.Get(ctx, key).Int(); v != 2; v, _ = admin.Get(ctx, key).Int() {
+					if time.Now().After(deadline) {
+						t.Error("the server never ran the second call")
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				fc.Conn.Close()
 			}
-			time.Sleep(time.Millisecond)
-		}
-		fc.Conn.Close()
-	}
-	var a hotpath.Args
-	a.Key("sent")
-	a.Int(1)
-	a.Int(0)
-	if r, err := p.EvalInts(ctx, incr, &a, nil); err == nil {
-		t.Fatalf("call on a connection lost after the write = %v, want its error", r)
-	}
-	if v, err := admin.Get(ctx, "sent").Int(); err != nil || v != 2 {
-		t.Fatalf("sent = %d (%v), want 2: the lost call ran once", v, err)
-	}
-	if got := call(t, p, "sent", 1, 0); got[0] != 3 {
-		t.Fatalf("next call = %v, want 3", got)
+			var a hotpath.Args
+			a.Key(key)
+			a.Int(1)
+			a.Int(0)
+			if r, err := p.EvalInts(ctx, incr, &a, nil); err == nil {
+				t.Fatalf("call on a connection lost after the write = %v, want its error", r)
+			}
+			if v, err := admin.Get(ctx, key).Int(); err != nil || v != 2 {
+				t.Fatalf("%s = %d (%v), want 2: the lost call ran once", key, v, err)
+			}
+			if got := call(t, p, key, 1, 0); got[0] != 3 {
+				t.Fatalf("next call = %v, want 3", got)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,4 +226,86 @@ func TestNoAllocations(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%v allocations per round trip", n)
 	}
+}
+
+// WriteThenRead sends the request whole and reads the answer, a request
+// larger than the socket's buffers included (the rest is written once the
+// peer reads), and allocates nothing.
+func TestWriteThenRead(t *testing.T) {
+	for _, size := range []int{4, 4 << 20} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			client, server := loopback(t)
+			c := client.(*rawsock.Conn)
+			req := bytes.Repeat([]byte("q"), size)
+			go func() {
+				// An echo of the request's last four bytes, once it is all in.
+				b := make([]byte, size)
+				if _, err := io.ReadFull(server, b); err == nil {
+					server.Write(b[size-4:])
+				}
+			}()
+			rb := make([]byte, 16)
+			sent, n, err := c.WriteThenRead(req, rb)
+			if err != nil || sent != size || string(rb[:n]) != "qqqq" {
+				t.Fatalf("WriteThenRead: sent %d of %d, read %q, %v", sent, size, rb[:n], err)
+			}
+		})
+	}
+	t.Run("allocations", func(t *testing.T) {
+		client, server := loopback(t)
+		c := client.(*rawsock.Conn)
+		req, rb := []byte("ping"), make([]byte, 4)
+		go io.Copy(server, server)
+		n := testing.AllocsPerRun(100, func() {
+			if _, _, err := c.WriteThenRead(req, rb); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n != 0 {
+			t.Fatalf("%v allocations per exchange", n)
+		}
+	})
+}
+
+// A request that could not be written says how much went out (none) with
+// the write's error; one written whose answer does not come in time ends
+// with the read's deadline error, all of it sent.
+func TestWriteThenReadErrors(t *testing.T) {
+	t.Run("write", func(t *testing.T) {
+		client, _ := loopback(t)
+		c := client.(*rawsock.Conn)
+		if err := c.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		sent, _, err := c.WriteThenRead([]byte("ping"), make([]byte, 4))
+		var oe *net.OpError
+		if sent != 0 || !errors.As(err, &oe) || oe.Op != "write" || !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("WriteThenRead on a connection shut for writing: sent %d, %v; want 0 and EPIPE from write", sent, err)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		client, server := loopback(t)
+		c := client.(*rawsock.Conn)
+		if err := c.SetDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		sent, _, err := c.WriteThenRead([]byte("ping"), make([]byte, 4))
+		var oe *net.OpError
+		if sent != 4 || !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &oe) || oe.Op != "read" {
+			t.Fatalf("WriteThenRead with no answer: sent %d, %v; want 4 and a read deadline error", sent, err)
+		}
+		b := make([]byte, 4)
+		if _, err := io.ReadFull(server, b); err != nil || string(b) != "ping" {
+			t.Fatalf("the server read %q, %v", b, err)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		client, _ := loopback(t)
+		c := client.(*rawsock.Conn)
+		c.Close()
+		sent, _, err := c.WriteThenRead([]byte("ping"), make([]byte, 4))
+		if sent != 0 || !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("WriteThenRead after Close: sent %d, %v", sent, err)
+		}
+	})
 }

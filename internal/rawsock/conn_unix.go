@@ -23,6 +23,10 @@ type Conn struct {
 	rmu, wmu sync.Mutex
 	r        op
 	w        op
+	// xfn is WriteThenRead's function for RawConn's Read, bound once;
+	// writing is set until its first call has written.
+	xfn     func(fd uintptr) bool
+	writing bool
 }
 
 // op is one direction's call in progress, its function bound once so
@@ -48,7 +52,7 @@ func Wrap(nc net.Conn) net.Conn {
 		return nc
 	}
 	c := &Conn{TCPConn: tc, rc: rc}
-	c.r.fn, c.w.fn = c.readFD, c.writeFD
+	c.r.fn, c.w.fn, c.xfn = c.readFD, c.writeFD, c.writeThenReadFD
 	return c
 }
 
@@ -133,6 +137,62 @@ func (c *Conn) writeFD(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// WriteThenRead writes all of w, then reads into r (not empty) as Read
+// does, but without Read's first attempt, which right after a request
+// finds nothing yet and costs a system call per request. w is written
+// from inside RawConn's Read, once that has forgotten the readiness seen
+// before, so the answer's arrival is sure to end the wait. sent is how
+// much of w went out; when it is less than len(w), err is the write's.
+func (c *Conn) WriteThenRead(w, r []byte) (sent, n int, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.w = op{fn: c.w.fn, buf: w}
+	c.r = op{fn: c.r.fn, buf: r}
+	c.writing = true
+	defer func() { c.w.buf, c.r.buf = nil, nil }()
+	rerr := c.rc.Read(c.xfn)
+	switch {
+	case c.w.errno != 0:
+		return c.w.n, 0, c.opError("write", os.NewSyscallError("write", c.w.errno))
+	case c.writing || c.w.n < len(w):
+		// Not written (RawConn failed at once), or the socket's buffer
+		// filled: the rest is written, and the answer read, the usual way.
+		if rerr == nil {
+			rerr = c.rc.Write(c.w.fn)
+		}
+		if rerr == nil && c.w.errno != 0 {
+			rerr = os.NewSyscallError("write", c.w.errno)
+		}
+		if rerr != nil {
+			return c.w.n, 0, c.opError("write", rerr)
+		}
+		rerr = c.rc.Read(c.r.fn)
+	}
+	switch {
+	case rerr != nil:
+		return c.w.n, 0, c.opError("read", rerr)
+	case c.r.errno != 0:
+		return c.w.n, 0, c.opError("read", os.NewSyscallError("read", c.r.errno))
+	case c.r.eof:
+		return c.w.n, 0, io.EOF
+	}
+	return c.w.n, c.r.n, nil
+}
+
+// writeThenReadFD writes on its first call and then waits for the answer,
+// unless the write failed or filled the socket's buffer; the calls after
+// read.
+func (c *Conn) writeThenReadFD(fd uintptr) bool {
+	if !c.writing {
+		return c.readFD(fd)
+	}
+	c.writing = false
+	done := c.writeFD(fd)
+	return !done || c.w.errno != 0
 }
 
 // opError shapes err as net.Conn's Read and Write do, so errors read the
