@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"internal/score":        {"internal/design", "internal/exitcode", "internal/metric", "internal/rate", "internal/textfmt", "internal/threshold"},
 	"internal/analysis":     {"internal/decision", "internal/history", "internal/metric"},
 	"internal/history":      {"internal/atomicfile", "internal/decision", "internal/rate"},
-	"internal/traffic":      {"internal/decision", "internal/history", "internal/rate", "internal/rawsock", "internal/workload"},
+	"internal/traffic":      {"internal/decision", "internal/history", "internal/rate", "internal/workload"},
 	"internal/scenario":     {"internal/design", "internal/exitcode", "internal/rate", "internal/redact", "internal/suggest", "internal/textfmt", "internal/threshold", "internal/workload"},
 	"internal/gateway":      {"internal/decision", "internal/exitcode", "internal/limiter", "internal/redisconn"},
 	"internal/httpgw":       {"internal/decision", "internal/gateway", "internal/limiter", "internal/rate"},

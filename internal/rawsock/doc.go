@@ -1,7 +1,7 @@
 // Package rawsock reads and writes a TCP connection's socket with raw
 // system calls, for the clients on rlctl's request path (the Redis hot
 // path, the http target); ReadFD is its read for any non-blocking
-// descriptor (the pacer's timerfd).
+// descriptor (make bench's paced floor reads its timerfd with it).
 //
 // net.Conn makes each read and write through syscall.Syscall, which tells
 // the scheduler the call may block and, when the process was idle, wakes
