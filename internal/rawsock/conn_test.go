@@ -251,6 +251,17 @@ func TestWriteThenRead(t *testing.T) {
 			}
 		})
 	}
+	t.Run("empty read", func(t *testing.T) {
+		client, server := loopback(t)
+		c := client.(*rawsock.Conn)
+		if sent, n, err := c.WriteThenRead([]byte("ping"), nil); sent != 4 || n != 0 || err != nil {
+			t.Fatalf("WriteThenRead into nothing: sent %d, read %d, %v; want the write alone", sent, n, err)
+		}
+		b := make([]byte, 4)
+		if _, err := io.ReadFull(server, b); err != nil || string(b) != "ping" {
+			t.Fatalf("the server read %q, %v", b, err)
+		}
+	})
 	t.Run("allocations", func(t *testing.T) {
 		client, server := loopback(t)
 		c := client.(*rawsock.Conn)

@@ -139,13 +139,18 @@ func (c *Conn) writeFD(fd uintptr) bool {
 	return true
 }
 
-// WriteThenRead writes all of w, then reads into r (not empty) as Read
-// does, but without Read's first attempt, which right after a request
-// finds nothing yet and costs a system call per request. w is written
+// WriteThenRead writes all of w, then reads into r as Read does, but
+// without Read's first attempt, which right after a request finds
+// nothing yet and costs a system call per request. w is written
 // from inside RawConn's Read, once that has forgotten the readiness seen
 // before, so the answer's arrival is sure to end the wait. sent is how
 // much of w went out; when it is less than len(w), err is the write's.
+// With r empty it only writes, as Read reads nothing then.
 func (c *Conn) WriteThenRead(w, r []byte) (sent, n int, err error) {
+	if len(r) == 0 {
+		sent, err = c.Write(w)
+		return sent, 0, err
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.rmu.Lock()
