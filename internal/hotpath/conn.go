@@ -49,14 +49,8 @@ func (p *Pool) dial(ctx context.Context, _ string, _ *net.Dialer, _ *tls.Config)
 	}
 	p.conns.Add(1)
 	c := &conn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc), gen: p.gen.Load()}
-	c.wtr, _ = c.Conn.(writeThenReader)
+	c.wtr, _ = c.Conn.(rawsock.WriteThenReader)
 	return c, nil
-}
-
-// writeThenReader is a connection that writes a request and reads its
-// answer in one wait (rawsock.Conn on a bare TCP connection).
-type writeThenReader interface {
-	WriteThenRead(w, r []byte) (sent, n int, err error)
 }
 
 // conn is one connection as rueidis uses it with auto-pipelining off: a
@@ -69,8 +63,8 @@ type conn struct {
 	p     *Pool
 	probe *netcheck.Probe
 	gen   uint64
-	wtr   writeThenReader // nil: written at once
-	held  []byte          // the request written since the last read, when wtr is set
+	wtr   rawsock.WriteThenReader // nil: written at once
+	held  []byte                  // the request written since the last read, when wtr is set
 	// read is set once a reply was read since the last write: the next
 	// write starts a request, on a connection that may have sat idle.
 	read bool

@@ -159,6 +159,7 @@ func (p *fastPool) dial(ctx context.Context) (*fastConn, error) {
 		return nil, err
 	}
 	c := &fastConn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc)}
+	c.wtr, _ = c.Conn.(rawsock.WriteThenReader)
 	c.local = &connAddr{Addr: nc.LocalAddr(), c: c}
 	p.mu.Lock()
 	p.live[c] = struct{}{}
@@ -375,6 +376,11 @@ type fastConn struct {
 	requests int  // requests begun on it
 	read     bool // read from since the last request began
 	cut      atomic.Bool
+	// On a bare TCP connection a request is held until fasthttp reads its
+	// answer and written by that read (wtr), which spares the read that
+	// would find no answer yet: a system call per request.
+	wtr  rawsock.WriteThenReader // nil: written at once
+	held []byte
 }
 
 // connAddr is a local address that says which connection it is.
@@ -395,12 +401,27 @@ func (c *fastConn) Write(b []byte) (int, error) {
 			return 0, errClosedWhileIdle
 		}
 	}
+	if c.wtr != nil {
+		c.held = append(c.held, b...)
+		return len(b), nil
+	}
 	return c.Conn.Write(b)
 }
 
 func (c *fastConn) Read(b []byte) (int, error) {
 	c.read = true
-	return c.Conn.Read(b)
+	if len(c.held) == 0 {
+		return c.Conn.Read(b)
+	}
+	sent, n, err := c.wtr.WriteThenRead(c.held, b)
+	if sent < len(c.held) {
+		n = 0 // the write's error
+	}
+	c.held = c.held[:0]
+	if cap(c.held) > 64<<10 {
+		c.held = nil // a body of a size not to keep per connection
+	}
+	return n, err
 }
 
 // SetWriteDeadline comes first in every request: a cut made while the
