@@ -39,7 +39,7 @@ deps-bench:
 # ceiling, schedules not kept), so it ran last, alone, for that minute.
 # Without the race detector it kept them beside two busy loops, and its
 # failover scenario beside eight. On a fresh clone its minute falls in the
-# race build, and it passed there three times in three; with the build
+# race build, and it passed there four times in four; with the build
 # cache warm it runs beside verify, cli and discover, and one run in seven
 # missed there: the real-Redis suite's sliding-window boundary shots went
 # unmeasured (Redis's answers came late, which rlctl does not count as
