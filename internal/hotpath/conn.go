@@ -49,22 +49,21 @@ func (p *Pool) dial(ctx context.Context, _ string, _ *net.Dialer, _ *tls.Config)
 	}
 	p.conns.Add(1)
 	c := &conn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc), gen: p.gen.Load()}
-	c.wtr, _ = c.Conn.(rawsock.WriteThenReader)
+	c.held = rawsock.Hold(c.Conn)
 	return c, nil
 }
 
 // conn is one connection as rueidis uses it with auto-pipelining off: a
 // request written whole, then its replies read, then the next request.
 // On a bare TCP connection the request is held until the first read and
-// written by it (wtr), which spares the read that would find no answer
-// yet: a system call per request.
+// written by it (rawsock.Held), which spares the read that would find no
+// answer yet: a system call per request.
 type conn struct {
 	net.Conn
 	p     *Pool
 	probe *netcheck.Probe
 	gen   uint64
-	wtr   rawsock.WriteThenReader // nil: written at once
-	held  []byte                  // the request written since the last read, when wtr is set
+	held  rawsock.Held
 	// read is set once a reply was read since the last write: the next
 	// write starts a request, on a connection that may have sat idle.
 	read bool
@@ -83,8 +82,7 @@ func (c *conn) Write(b []byte) (int, error) {
 			return 0, &notSent{err: errStale, stale: true}
 		}
 	}
-	if c.wtr != nil {
-		c.held = append(c.held, b...)
+	if c.held.Write(b) {
 		return len(b), nil
 	}
 	n, err := c.Conn.Write(b)
@@ -100,18 +98,13 @@ func (c *conn) Write(b []byte) (int, error) {
 }
 
 func (c *conn) Read(b []byte) (int, error) {
-	if len(c.held) > 0 {
-		sent, n, err := c.wtr.WriteThenRead(c.held, b)
-		unsent := sent < len(c.held)
-		c.held = c.held[:0]
-		if cap(c.held) > 64<<10 {
-			c.held = nil // a user's script of a size not to keep per connection
-		}
-		if unsent {
-			if sent == 0 {
-				err = &notSent{err: err}
+	if c.held.Pending() {
+		n, err := c.held.Read(b)
+		if we, ok := err.(*rawsock.WriteError); ok {
+			if we.Sent == 0 {
+				return 0, &notSent{err: we.Err}
 			}
-			return 0, err
+			return 0, we.Err
 		}
 		c.read, c.wrote = true, false
 		return n, err

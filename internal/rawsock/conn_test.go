@@ -228,14 +228,29 @@ func TestNoAllocations(t *testing.T) {
 	}
 }
 
+// rawLoopback is loopback's client as the *Conn it is.
+func rawLoopback(t *testing.T) (*rawsock.Conn, net.Conn) {
+	t.Helper()
+	client, server := loopback(t)
+	return client.(*rawsock.Conn), server
+}
+
+// serverReads fails t unless the server's end reads want next.
+func serverReads(t *testing.T, server net.Conn, want string) {
+	t.Helper()
+	b := make([]byte, len(want))
+	if _, err := io.ReadFull(server, b); err != nil || string(b) != want {
+		t.Fatalf("the server read %q, %v; want %q", b, err, want)
+	}
+}
+
 // WriteThenRead sends the request whole and reads the answer, a request
 // larger than the socket's buffers included (the rest is written once the
 // peer reads), and allocates nothing.
 func TestWriteThenRead(t *testing.T) {
 	for _, size := range []int{4, 4 << 20} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			client, server := loopback(t)
-			c := client.(*rawsock.Conn)
+			c, server := rawLoopback(t)
 			req := bytes.Repeat([]byte("q"), size)
 			go func() {
 				// An echo of the request's last four bytes, once it is all in.
@@ -252,19 +267,14 @@ func TestWriteThenRead(t *testing.T) {
 		})
 	}
 	t.Run("empty read", func(t *testing.T) {
-		client, server := loopback(t)
-		c := client.(*rawsock.Conn)
+		c, server := rawLoopback(t)
 		if sent, n, err := c.WriteThenRead([]byte("ping"), nil); sent != 4 || n != 0 || err != nil {
 			t.Fatalf("WriteThenRead into nothing: sent %d, read %d, %v; want the write alone", sent, n, err)
 		}
-		b := make([]byte, 4)
-		if _, err := io.ReadFull(server, b); err != nil || string(b) != "ping" {
-			t.Fatalf("the server read %q, %v", b, err)
-		}
+		serverReads(t, server, "ping")
 	})
 	t.Run("allocations", func(t *testing.T) {
-		client, server := loopback(t)
-		c := client.(*rawsock.Conn)
+		c, server := rawLoopback(t)
 		req, rb := []byte("ping"), make([]byte, 4)
 		go io.Copy(server, server)
 		n := testing.AllocsPerRun(100, func() {
@@ -283,8 +293,7 @@ func TestWriteThenRead(t *testing.T) {
 // with the read's deadline error, all of it sent.
 func TestWriteThenReadErrors(t *testing.T) {
 	t.Run("write", func(t *testing.T) {
-		client, _ := loopback(t)
-		c := client.(*rawsock.Conn)
+		c, _ := rawLoopback(t)
 		if err := c.CloseWrite(); err != nil {
 			t.Fatal(err)
 		}
@@ -295,8 +304,7 @@ func TestWriteThenReadErrors(t *testing.T) {
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
-		client, server := loopback(t)
-		c := client.(*rawsock.Conn)
+		c, server := rawLoopback(t)
 		if err := c.SetDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
@@ -305,18 +313,53 @@ func TestWriteThenReadErrors(t *testing.T) {
 		if sent != 4 || !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &oe) || oe.Op != "read" {
 			t.Fatalf("WriteThenRead with no answer: sent %d, %v; want 4 and a read deadline error", sent, err)
 		}
-		b := make([]byte, 4)
-		if _, err := io.ReadFull(server, b); err != nil || string(b) != "ping" {
-			t.Fatalf("the server read %q, %v", b, err)
-		}
+		serverReads(t, server, "ping")
 	})
 	t.Run("closed", func(t *testing.T) {
-		client, _ := loopback(t)
-		c := client.(*rawsock.Conn)
+		c, _ := rawLoopback(t)
 		c.Close()
 		sent, _, err := c.WriteThenRead([]byte("ping"), make([]byte, 4))
 		if sent != 0 || !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("WriteThenRead after Close: sent %d, %v", sent, err)
 		}
 	})
+}
+
+// A Held on a *Conn holds what is written until the read, which writes it
+// whole and reads the answer; one on any other connection holds nothing;
+// a held request that could not go out comes back as a WriteError saying
+// none of it was sent.
+func TestHeld(t *testing.T) {
+	c, server := rawLoopback(t)
+	h := rawsock.Hold(c)
+	if !h.Write([]byte("pi")) || !h.Write([]byte("ng")) || !h.Pending() {
+		t.Fatal("a Held on a *Conn did not hold the writes")
+	}
+	go func() {
+		b := make([]byte, 4)
+		if _, err := io.ReadFull(server, b); err == nil {
+			server.Write(b)
+		}
+	}()
+	rb := make([]byte, 4)
+	if n, err := h.Read(rb); err != nil || string(rb[:n]) != "ping" || h.Pending() {
+		t.Fatalf("Read: %q, %v, pending %v; want the echo of the whole request, nothing held", rb[:n], err, h.Pending())
+	}
+
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	if ph := rawsock.Hold(p1); ph.Write([]byte("x")) || ph.Pending() {
+		t.Fatal("a Held on a pipe held a write")
+	}
+
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	h.Write([]byte("ping"))
+	_, err := h.Read(rb)
+	var we *rawsock.WriteError
+	if !errors.As(err, &we) || we.Sent != 0 || !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Read of a request that could not go out: %v; want a WriteError, none sent, EPIPE", err)
+	}
 }

@@ -159,7 +159,7 @@ func (p *fastPool) dial(ctx context.Context) (*fastConn, error) {
 		return nil, err
 	}
 	c := &fastConn{Conn: rawsock.Wrap(nc), p: p, probe: netcheck.NewProbe(nc)}
-	c.wtr, _ = c.Conn.(rawsock.WriteThenReader)
+	c.held = rawsock.Hold(c.Conn)
 	c.local = &connAddr{Addr: nc.LocalAddr(), c: c}
 	p.mu.Lock()
 	p.live[c] = struct{}{}
@@ -377,10 +377,9 @@ type fastConn struct {
 	read     bool // read from since the last request began
 	cut      atomic.Bool
 	// On a bare TCP connection a request is held until fasthttp reads its
-	// answer and written by that read (wtr), which spares the read that
-	// would find no answer yet: a system call per request.
-	wtr  rawsock.WriteThenReader // nil: written at once
-	held []byte
+	// answer and written by that read, which spares the read that would
+	// find no answer yet: a system call per request.
+	held rawsock.Held
 }
 
 // connAddr is a local address that says which connection it is.
@@ -401,8 +400,7 @@ func (c *fastConn) Write(b []byte) (int, error) {
 			return 0, errClosedWhileIdle
 		}
 	}
-	if c.wtr != nil {
-		c.held = append(c.held, b...)
+	if c.held.Write(b) {
 		return len(b), nil
 	}
 	return c.Conn.Write(b)
@@ -410,16 +408,12 @@ func (c *fastConn) Write(b []byte) (int, error) {
 
 func (c *fastConn) Read(b []byte) (int, error) {
 	c.read = true
-	if len(c.held) == 0 {
+	if !c.held.Pending() {
 		return c.Conn.Read(b)
 	}
-	sent, n, err := c.wtr.WriteThenRead(c.held, b)
-	if sent < len(c.held) {
-		n = 0 // the write's error
-	}
-	c.held = c.held[:0]
-	if cap(c.held) > 64<<10 {
-		c.held = nil // a body of a size not to keep per connection
+	n, err := c.held.Read(b)
+	if we, ok := err.(*rawsock.WriteError); ok {
+		err = we.Err // as the write itself would have failed
 	}
 	return n, err
 }
