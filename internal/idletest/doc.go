@@ -7,7 +7,8 @@
 // compiling it again beside it.
 //
 // On a fresh clone those builds compiled the whole module a second time
-// without the race detector before any test could start; now they fill
-// the gaps the tests leave (the suite's end-to-end minute uses under half
-// a core).
+// without the race detector before any test could start; now they take
+// only the cores the tests leave, and in make test they find most of the
+// module compiled already, by the built-in suite's test (the Makefile's
+// SUITE).
 package idletest
