@@ -40,7 +40,7 @@ deps-bench:
 # Without the race detector it kept them beside two busy loops, and its
 # failover scenario beside eight. On a fresh clone its minute falls in the
 # race build, and it passed there four times in four; with the build
-# cache warm it runs beside verify, cli and discover, and one run in nine
+# cache warm it runs beside verify, cli and discover, and one run in eleven
 # missed there: the real-Redis suite's sliding-window boundary shots went
 # unmeasured (Redis's answers came late, which rlctl does not count as
 # its own busyness). The code it runs is raced by the packages' own tests
