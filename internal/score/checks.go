@@ -90,6 +90,9 @@ var Checks = []Check{
 	{Name: "measured", Code: exitcode.Failed,
 		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
 		test:  thresholdsMeasured},
+	{Name: "settled", Code: exitcode.Failed,
+		Needs: "The answers placed each figure a threshold turns on: where a figure is counted between bounds (ceiling, boundary_allowed, after_fault_ceiling: what surely happened, and what may have, an answer's [sent, received] crossing the edge of what it counts) and the threshold holds on one bound and fails on the other, what surely happened is at least half of what may have; answers slower than what the figure counts (the boundary shots' span) leave it resting on their timing, not the target's. A nearer call is judged on what surely happened, with a note.",
+		test:  settled, busy: embeddedAnswered},
 	{Name: "stamps", NoteOnly: true,
 		Needs: "The target's own decision times (Redis TIME, X-RateLimit-Decided-At) fit each request's send and receive once moved onto rlctl's clock; where they do not, they are ignored, with a note, and the ceiling's bounds come from send and receive.",
 		test:  stamps},
@@ -106,6 +109,46 @@ type CheckResult struct {
 	// same scenario on a quieter machine, or at a lower rate, may measure.
 	Busy bool `json:"busy,omitempty"`
 }
+
+// settled fails a run whose claim turns on a figure whose lower bound is
+// under half its upper bound: most of what it may count could not be
+// placed, so its threshold's outcome is the answers' timing.
+func settled(c Claim, f Facts) (string, bool) {
+	applies := false
+	ths, _ := claimOf(c)
+	for _, th := range ths {
+		for _, name := range []string{th.Left.Name, th.Right.Name} {
+			if _, ok := f.Metrics[metric.UpperOf[name]]; ok {
+				applies = true
+			}
+		}
+	}
+	var why []string
+	for _, u := range unsettledClaims(c, f) {
+		lower, upper := f.Metrics[u.lower], f.Metrics[u.upper]
+		if 2*lower >= upper {
+			continue
+		}
+		way := "holds on " + u.lower + " " + textfmt.Num(lower) + ", what surely happened, and fails on " + u.upper + " " + textfmt.Num(upper)
+		if !u.holdsSurely {
+			way = "fails on " + u.lower + " " + textfmt.Num(lower) + ", what surely happened, and holds on " + u.upper + " " + textfmt.Num(upper)
+		}
+		slower := "what the figure counts"
+		if u.lower == metric.BoundaryAllowed && len(f.Boundaries) > 0 {
+			slower = fmt.Sprintf("the boundary shots' ±%v span", f.Boundaries[0].Span)
+		}
+		why = append(why, fmt.Sprintf("%s %s, what may have: under half of the admissions it may count were surely inside it, the answers having come slower than %s, so their timing, not the target, decides the claim",
+			u.expr, way, slower))
+	}
+	if len(why) > 0 && embeddedAnswered(c, f) {
+		why = append(why, "the late answers came from the embedded Redis, "+embeddedSlow)
+	}
+	return strings.Join(why, "; "), applies
+}
+
+// embeddedAnswered reports whether the run's answers came from the
+// embedded Redis, inside rlctl, so their lateness is rlctl's own.
+func embeddedAnswered(c Claim, f Facts) bool { return f.Embedded && c.Kind != KindHTTP }
 
 func complete(c Claim, f Facts) (string, bool) {
 	if !f.Interrupted {

@@ -349,16 +349,42 @@ const sendLagNoteMs = 1
 
 // timingBoundNotes say which passed thresholds hold on a lower bound only:
 // read with its upper bound (metric.UpperOf) in its place, the threshold
-// fails, so the answers' timing left the claim unsettled. A run not
+// fails, so the answers' timing left the claim unsettled (a gap wide
+// enough to void the figure fails the settled check instead). A run not
 // measured gets none: its thresholds decide nothing.
 func timingBoundNotes(c Claim, f Facts, v Verdict) []string {
 	if v.Status == StatusError {
 		return nil
 	}
-	ths, _ := claimOf(c)
 	var out []string
-	for i, th := range ths {
-		if i >= len(v.Thresholds) || v.Thresholds[i].Status != StatusPass {
+	for _, u := range unsettledClaims(c, f) {
+		if !u.holdsSurely {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s holds on %s %s, what surely happened; counting also the admissions that may have been decided inside what it counts (their [sent, received] span crosses its edge), %s is %s, which would not hold: the answers' timing leaves the claim unsettled (decision stamps from the target, or quicker answers, settle it)",
+			u.expr, u.lower, textfmt.Num(f.Metrics[u.lower]), u.upper, textfmt.Num(f.Metrics[u.upper])))
+	}
+	return out
+}
+
+// unsettled is a threshold whose outcome turns on which of its figure's
+// bounds is read: what surely happened (lower) or what may have (upper).
+type unsettled struct {
+	expr         string
+	lower, upper string
+	// holdsSurely says the threshold holds on the lower bound and fails
+	// on the upper one (a cap); otherwise it is the other way round.
+	holdsSurely bool
+}
+
+// unsettledClaims lists c's thresholds that hold read with one bound of
+// a figure (metric.UpperOf) and fail read with the other.
+func unsettledClaims(c Claim, f Facts) []unsettled {
+	ths, _ := claimOf(c)
+	var out []unsettled
+	for _, th := range ths {
+		_, surely, err := th.Eval(f.Metrics, c.Limit)
+		if err != nil {
 			continue
 		}
 		for _, side := range []*threshold.Operand{&th.Left, &th.Right} {
@@ -366,18 +392,15 @@ func timingBoundNotes(c Claim, f Facts, v Verdict) []string {
 			if !ok {
 				continue
 			}
-			lower := side.Name
 			alt := th
 			if side == &th.Left {
 				alt.Left.Name = upper
 			} else {
 				alt.Right.Name = upper
 			}
-			if _, pass, err := alt.Eval(f.Metrics, c.Limit); err != nil || pass {
-				continue
+			if _, maybe, err := alt.Eval(f.Metrics, c.Limit); err == nil && maybe != surely {
+				out = append(out, unsettled{expr: th.Expr, lower: side.Name, upper: upper, holdsSurely: surely})
 			}
-			out = append(out, fmt.Sprintf("%s holds on %s %s, what surely happened; counting also the admissions that may have been decided inside what it counts (their [sent, received] span crosses its edge), %s is %s, which would not hold: the answers' timing leaves the claim unsettled (decision stamps from the target, or quicker answers, settle it)",
-				th.Expr, lower, textfmt.Num(f.Metrics[lower]), upper, textfmt.Num(f.Metrics[upper])))
 		}
 	}
 	return out

@@ -147,6 +147,25 @@ func TestValidityTable(t *testing.T) {
 		}, exitcode.Failed, "p99 > 50ms holds at 70ms counted from each request's scheduled time but fails at 12ms counted from when it really left"},
 		{"race not raced", "concurrent", nil, func(f *Facts) { f.Race = &Race{Releases: 100, Concurrent: 9} },
 			exitcode.Failed, "only 9 of 100 releases (one identity's request through every gateway at once) had two requests in flight"},
+		// A fixed window whose shot straddled (the window rolled) but
+		// whose answers came 40–160ms after shots spanning ±50ms: almost
+		// none lies inside the span, so boundary_allowed reads 2 where up
+		// to 2L, 40, may have been admitted there.
+		{"boundary answered slower than its span", "settled", func(c *Claim) { c.Thresholds = ths(t, "boundary_allowed <= limit") }, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Uncertainty: 2 * time.Millisecond, Span: 50 * time.Millisecond, Rolled: true, Before: 10}}
+			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 2, 40
+		}, exitcode.Failed, "boundary_allowed <= limit holds on boundary_allowed 2, what surely happened, and fails on boundary_allowed_upper 40, what may have: under half of the admissions it may count were surely inside it, the answers having come slower than the boundary shots' ±50ms span"},
+		{"boundary burst hidden by late answers", "settled", func(c *Claim) { c.Shows, c.Thresholds = design.ShowsFlaw, ths(t, "boundary_allowed > limit") }, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Span: 50 * time.Millisecond, Rolled: true}}
+			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 12, 40
+		}, exitcode.Failed, "boundary_allowed > limit fails on boundary_allowed 12, what surely happened, and holds on boundary_allowed_upper 40"},
+		{"ceiling answered slower than its window", "settled", nil, func(f *Facts) { f.Metrics[metric.CeilingUpper] = 41 },
+			exitcode.Failed, "ceiling <= limit holds on ceiling 20, what surely happened, and fails on ceiling_upper 41, what may have: under half of the admissions it may count were surely inside it, the answers having come slower than what the figure counts"},
+		{"boundary answered late by the embedded Redis", "settled", func(c *Claim) { c.Thresholds = ths(t, "boundary_allowed <= limit") }, func(f *Facts) {
+			f.Embedded = true
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Span: 50 * time.Millisecond, Rolled: true}}
+			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 3, 21
+		}, exitcode.Failed, "the late answers came from the embedded Redis, which answers inside rlctl"},
 		{"a threshold on a figure not produced", "measured", func(c *Claim) { c.Thresholds = ths(t, "after_fault_ceiling <= limit") }, nil,
 			exitcode.Failed, "after_fault_ceiling <= limit: after_fault_ceiling was not measured in this scenario"},
 	}
@@ -156,6 +175,7 @@ func TestValidityTable(t *testing.T) {
 		"most dropped": true, "most dropped waiting on the embedded Redis": true, "embedded Redis too slow": true,
 		"boundary decided after the edge on the embedded Redis": true, "a starved instrument": true,
 		"latency threshold failed by rlctl's own lag": true, "latency flaw shown by rlctl's own lag": true, "race not raced": true,
+		"boundary answered late by the embedded Redis": true,
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,7 +248,7 @@ func TestChecksAreComplete(t *testing.T) {
 	for _, c := range v.Checks {
 		names = append(names, c.Name)
 	}
-	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted measured"; got != want {
+	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted measured settled"; got != want {
 		t.Errorf("checks applied to a plain run: %s, want %s", got, want)
 	}
 }
@@ -259,7 +279,7 @@ func TestNoThresholdsClaimsThePublishedCap(t *testing.T) {
 	if !strings.Contains(strings.Join(v.Notes, "\n"), "its claim is the published cap") {
 		t.Errorf("no note says the claim is the default: %q", v.Notes)
 	}
-	f.Metrics[metric.Ceiling] = 20
+	f.Metrics[metric.Ceiling], f.Metrics[metric.CeilingUpper] = 20, 20
 	if v := Judge(claim(t), f); v.Status != StatusPass || v.Words != Holds {
 		t.Errorf("within the cap: %s (%s)", v.Status, v.Words)
 	}

@@ -25,11 +25,16 @@ import (
 // windowGateway is a fixed window of limit per period for each X-API-Key,
 // a correct limiter, answering admissions with 200 and denials with
 // denied; stamp, when set, gives the X-RateLimit-Decided-At it sends.
+// An aligned window starts on a multiple of period since the Unix epoch
+// (else at an identity's first request), and slow, when set, is how long
+// each answer waits after its decision.
 type windowGateway struct {
-	limit  int
-	period time.Duration
-	denied int
-	stamp  func(now time.Time) string
+	limit   int
+	period  time.Duration
+	denied  int
+	stamp   func(now time.Time) string
+	aligned bool
+	slow    time.Duration
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -46,6 +51,9 @@ func (g *windowGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if now.Sub(g.opened[id]) >= g.period {
 		g.opened[id], g.counts[id] = now, 0
+		if g.aligned {
+			g.opened[id] = now.Truncate(g.period)
+		}
 	}
 	ok := g.counts[id] < g.limit
 	if ok {
@@ -53,6 +61,7 @@ func (g *windowGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.admittedAt[id] = append(g.admittedAt[id], now)
 	}
 	g.mu.Unlock()
+	time.Sleep(g.slow)
 	if g.stamp != nil {
 		w.Header().Set(decision.DecidedAtHeader, g.stamp(now))
 	}
@@ -119,6 +128,44 @@ func TestRedirectsAreNotAdmissions(t *testing.T) {
 	}
 	if got := out.History.Meta.Statuses[302]; got == 0 {
 		t.Errorf("statuses %v: no 302 counted", out.History.Meta.Statuses)
+	}
+}
+
+// A fixed window whose answers come 120ms after its decisions, slower
+// than the boundary shots' ±50ms span: the shot straddles (the window is
+// seen to roll, 2L admitted), but no admission can be placed inside the
+// span, so boundary_allowed <= limit holds on a figure of almost nothing
+// while its upper bound shows the burst. That once read as "design
+// holds"; it is not measured (score's settled check), never a pass.
+func TestBoundaryAnsweredSlowerThanItsSpanIsNotMeasured(t *testing.T) {
+	t.Parallel()
+	g := &windowGateway{limit: 10, period: time.Second, denied: 429, aligned: true, slow: 120 * time.Millisecond}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	doc := fmt.Sprintf(`name: slow-boundary
+limit: 10/1s
+target: {kind: http, urls: [%q], timeout: 2s}
+traffic: {pattern: boundary, align: epoch, duration: 4s, identities: 2}
+thresholds: [boundary_allowed <= limit]
+`, srv.URL+"/")
+	out, err := Run(context.Background(), parse(t, doc), Options{})
+	r := out.Report
+	var failed score.CheckResult
+	for _, c := range r.Validity {
+		if !c.Held {
+			failed = c
+			break
+		}
+	}
+	if r.Status != score.StatusError || r.Verdict != score.NotMeasured || exitcode.Of(err) != exitcode.Failed || failed.Name != "settled" || failed.Busy {
+		logShots(t, out)
+		t.Fatalf("status %s (%s), exit %d, failed check %+v", r.Status, r.Verdict, exitcode.Of(err), failed)
+	}
+	if !strings.Contains(failed.Reason, "boundary_allowed <= limit holds on boundary_allowed") || !strings.Contains(failed.Reason, "slower than the boundary shots' ±") {
+		t.Errorf("reason %q", failed.Reason)
+	}
+	if lo, up := r.Metrics[metric.BoundaryAllowed], r.Metrics[metric.BoundaryAllowedUpper]; 2*lo >= up || up <= 10 {
+		t.Errorf("boundary_allowed %g, upper %g: want the burst in the upper bound alone", lo, up)
 	}
 }
 
