@@ -11,7 +11,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/rlctl/rlctl/internal/cli"
-	"github.com/rlctl/rlctl/internal/redistest"
 )
 
 // TestMain lets testscript run the test binary itself as the rlctl
@@ -24,11 +23,11 @@ func TestMain(m *testing.M) {
 
 // TestScript runs every testdata/script/*.txtar end to end. Besides the
 // standard commands, scripts have redis-server, redis-cluster,
-// redis-sentinel and redis-cli-cmd (see redistest.ScriptCmds) and
+// redis-sentinel and redis-cli-cmd (see scriptCmds) and
 // exit-code.
 func TestScript(t *testing.T) {
 	t.Parallel()
-	cmds := redistest.ScriptCmds()
+	cmds := scriptCmds()
 	cmds["exit-code"] = cmdExitCode
 	testscript.Run(t, testscript.Params{
 		Dir:  "testdata/script",

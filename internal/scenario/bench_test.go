@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"os"
 	"testing"
 )
@@ -12,7 +13,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse(data, "full.yaml"); err != nil {
+		if _, err := scenario.Parse(data, "full.yaml"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"strings"
 	"testing"
 )
@@ -32,13 +33,13 @@ func TestDeploymentFieldsAtLoad(t *testing.T) {
 			i := strings.Index(tt.extra, "faults:")
 			doc = base + tt.extra[:i] + "traffic: {rate: 10/s, duration: 2s}\n" + tt.extra[i:]
 		}
-		_, err := Parse([]byte(doc), "d.yaml")
+		_, err := scenario.Parse([]byte(doc), "d.yaml")
 		if err == nil || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("%s: %v; want an error naming %s", tt.name, err, tt.field)
 		}
 	}
 	ok := base + "  redis: redis+sentinel://127.0.0.1:26379/mymaster\n  schema: ulule-limiter\n  toxiproxy: {api: http://127.0.0.1:8474, proxy: redis}\ntraffic: {rate: 10/s, duration: 3s}\nfaults:\n  - {at: 1s, action: failover}\n  - {at: 2s, for: 200ms, action: redis-stall, mode: all}\n  - {at: 2500ms, for: 200ms, action: redis-down}\n"
-	if _, err := Parse([]byte(ok), "d.yaml"); err != nil {
+	if _, err := scenario.Parse([]byte(ok), "d.yaml"); err != nil {
 		t.Errorf("a deployment with every fault: %v", err)
 	}
 }

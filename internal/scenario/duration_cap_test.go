@@ -1,7 +1,8 @@
-package scenario
+package scenario_test
 
 import (
 	"fmt"
+	"github.com/rlctl/rlctl/internal/scenario"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 func TestDurationCap(t *testing.T) {
 	t.Parallel()
 	over := base + "  duration: 1000h\n"
-	_, err := Parse([]byte(over), "long.yaml")
+	_, err := scenario.Parse([]byte(over), "long.yaml")
 	if err == nil {
 		t.Fatal("duration 1000h loaded, want it refused")
 	}
@@ -24,12 +25,12 @@ func TestDurationCap(t *testing.T) {
 	if exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("exit %d, want %d (usage)", exitcode.Of(err), exitcode.Usage)
 	}
-	if _, err := Parse([]byte(base+"  duration: 24h\n"), "day.yaml"); err != nil {
+	if _, err := scenario.Parse([]byte(base+"  duration: 24h\n"), "day.yaml"); err != nil {
 		t.Fatalf("duration of exactly the cap: %v", err)
 	}
-	for _, f := range Fields() {
-		if f.Path == "traffic.duration" && !strings.Contains(f.Doc, fmt.Sprintf("at most %gh", MaxDuration.Hours())) {
-			t.Fatalf("traffic.duration's documentation %q does not state the cap %s", f.Doc, MaxDuration)
+	for _, f := range scenario.Fields() {
+		if f.Path == "traffic.duration" && !strings.Contains(f.Doc, fmt.Sprintf("at most %gh", scenario.MaxDuration.Hours())) {
+			t.Fatalf("traffic.duration's documentation %q does not state the cap %s", f.Doc, scenario.MaxDuration)
 		}
 	}
 }

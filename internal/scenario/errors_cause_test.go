@@ -1,7 +1,8 @@
-package scenario
+package scenario_test
 
 import (
 	"errors"
+	"github.com/rlctl/rlctl/internal/scenario"
 	"strings"
 	"testing"
 )
@@ -67,8 +68,8 @@ func TestMistakesPointAtTheCause(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tt.yaml), "bad.yaml")
-			var got Errors
+			_, err := scenario.Parse([]byte(tt.yaml), "bad.yaml")
+			var got scenario.Errors
 			if !errors.As(err, &got) {
 				t.Fatalf("want Errors, got %v", err)
 			}

@@ -1,7 +1,8 @@
-package scenario
+package scenario_test
 
 import (
 	"errors"
+	"github.com/rlctl/rlctl/internal/scenario"
 	"strings"
 	"testing"
 
@@ -130,7 +131,7 @@ func TestLoadMistakes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tt.yaml), "bad.yaml")
+			_, err := scenario.Parse([]byte(tt.yaml), "bad.yaml")
 			if len(tt.want) == 0 {
 				if err != nil {
 					t.Fatalf("want no error, got:\n%v", err)
@@ -155,7 +156,7 @@ func TestLoadMistakes(t *testing.T) {
 				}
 				rest = rest[i+len(w):]
 			}
-			var list Errors
+			var list scenario.Errors
 			if !errors.As(err, &list) || len(list) == 0 {
 				t.Errorf("want an Errors list, got %T %v", err, err)
 			}
@@ -168,17 +169,24 @@ func TestLoadMistakes(t *testing.T) {
 	}
 }
 
+// A YAML error on a line with a template in braces outside quotes says to
+// quote it; one whose braces are quoted, or in a comment, gets the hint of
+// its own mistake instead (here an unclosed list or mapping).
 func TestUnquotedTemplateHint(t *testing.T) {
+	const hint = "a value with a template in braces must be quoted"
 	for line, want := range map[string]bool{
-		"  urls: [http://gw/users/{id}]":       true,
-		"  keys: [rl:{{{id}}}:n]":              true,
-		`  urls: ["http://gw/users/{id}"]`:     false,
-		"  headers: {Authorization: 'B {id}'}": false,
-		"  urls: [http://gw/] # {id} later":    false,
-		"  traffic: {rate: 1/s}":               false,
+		"  urls: [http://gw/users/{id}]":      true,
+		"  keys: [rl:{{{id}}}:n]":             true,
+		`  urls: ["http://gw/users/{id}"`:     false,
+		"  headers: {Authorization: 'B {id}'": false,
+		"  urls: [http://gw/ # {id} later":    false,
+		"  traffic: {rate: 1/s":               false,
 	} {
-		if got := unquotedTemplate([]byte("a: 1\n"+line+"\nb: 2\n"), 2); got != want {
-			t.Errorf("%q: %v, want %v", line, got, want)
+		_, err := scenario.Parse([]byte("name: a\ntarget:\n"+line+"\nlimit: 1/s\n"), "bad.yaml")
+		if err == nil {
+			t.Errorf("%q: no error", line)
+		} else if got := strings.Contains(err.Error(), hint); got != want {
+			t.Errorf("%q: %v, want hint %v", line, err, want)
 		}
 	}
 }

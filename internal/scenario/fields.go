@@ -66,7 +66,7 @@ func Fields() []Field {
 			out[i].Type = "list of " + textfmt.Plural(2, t)
 		}
 	}
-	docs, values := allDocs()
+	docs, values := Docs()
 	order := map[string]int{}
 	for i, fd := range docs {
 		order[fd.Path] = i + 1
@@ -93,10 +93,11 @@ func Fields() []Field {
 	return out
 }
 
-// allDocs are the documentation of every field, in the order help shows
-// them (the kinds' own target fields after those of every target), and of
-// every enumeration's values.
-func allDocs() ([]FieldDoc, map[string]map[string]string) {
+// Docs are the documentation of every field, in the order help shows them
+// (the kinds' own target fields after those of every target), and of
+// every enumeration's values, whether or not the decoder accepts the field
+// (Fields lists those it does).
+func Docs() ([]FieldDoc, map[string]map[string]string) {
 	secDocs, secValues := sectionDocs()
 	at := slices.IndexFunc(fieldDocs, func(f FieldDoc) bool { return f.Path == "traffic" })
 	docs := slices.Concat(fieldDocs[:at], secDocs, fieldDocs[at:])

@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,14 +13,14 @@ import (
 // field the decoder does not accept.
 func TestFieldsDocumented(t *testing.T) {
 	t.Parallel()
-	fields := Fields()
+	fields := scenario.Fields()
 	paths := map[string]bool{}
 	for _, f := range fields {
 		paths[f.Path] = true
 		if f.Doc == "" {
 			t.Errorf("%s: accepted by the decoder but not documented (add it to fieldDocs)", f.Path)
 		}
-		if f.Type == TypeEnum {
+		if f.Type == scenario.TypeEnum {
 			for _, v := range f.Values {
 				if f.ValueDocs[v] == "" {
 					t.Errorf("%s: value %q is not documented (add it to valueDocs)", f.Path, v)
@@ -32,7 +33,7 @@ func TestFieldsDocumented(t *testing.T) {
 			}
 		}
 	}
-	docs, values := allDocs()
+	docs, values := scenario.Docs()
 	for _, fd := range docs {
 		if !paths[fd.Path] {
 			t.Errorf("%s is documented, but the decoder does not accept it", fd.Path)
@@ -50,7 +51,7 @@ func TestFieldsDocumented(t *testing.T) {
 // accepted there, and they must be exactly the ones Fields reports.
 func TestFieldsAreWhatTheDecoderAccepts(t *testing.T) {
 	t.Parallel()
-	fields := Fields()
+	fields := scenario.Fields()
 	children := map[string][]string{"": nil}
 	for _, f := range fields {
 		parent, name := "", f.Path
@@ -58,7 +59,7 @@ func TestFieldsAreWhatTheDecoderAccepts(t *testing.T) {
 			parent, name = f.Path[:i], f.Path[i+1:]
 		}
 		children[parent] = append(children[parent], name)
-		if f.Type == TypeMapping {
+		if f.Type == scenario.TypeMapping {
 			children[f.Path] = children[f.Path][:0:0]
 		}
 		if f.Type == "list of mappings" {
@@ -68,7 +69,7 @@ func TestFieldsAreWhatTheDecoderAccepts(t *testing.T) {
 	wantRE := regexp.MustCompile(`unknown field \(want one of ([^)]*)\)`)
 	for parent, names := range children {
 		doc := nest(parent, "zz_unknown: 1")
-		_, err := Parse([]byte(doc), "f.yaml")
+		_, err := scenario.Parse([]byte(doc), "f.yaml")
 		m := wantRE.FindStringSubmatch(errString(err))
 		if m == nil {
 			t.Errorf("%q: no unknown-field error for\n%s\ngot: %v", parent, doc, err)

@@ -1,8 +1,9 @@
 //go:build unix
 
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,7 +24,7 @@ func TestLoadRefusesNamedPipe(t *testing.T) {
 	}
 	for _, arg := range []string{fifo, dir} {
 		done := make(chan error, 1)
-		go func() { _, err := Load([]string{arg}); done <- err }()
+		go func() { _, err := scenario.Load([]string{arg}); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), "not a regular file (a named pipe)") {

@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\n---\n---\nlimit: 1/s\n"))
 	f.Add([]byte("target: {endpoints: [{share: .5}, {share: .5}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		scs, err := Parse(data, "fuzz.yaml")
+		scs, err := scenario.Parse(data, "fuzz.yaml")
 		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				if !strings.HasPrefix(line, "fuzz.yaml") {

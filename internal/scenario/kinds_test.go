@@ -1,8 +1,8 @@
 package scenario_test
 
 // The target kinds' sections (their fields, defaults, rules and help)
-// register from the kinds' own packages, which import this one; an
-// external test file is where this package's tests may import them. Every
-// test of the package, internal ones included, runs in this binary, so it
-// reads files with the kinds rlctl ships.
+// register from the kinds' own packages, which import this one, so this
+// package's tests read files with the kinds rlctl ships. Every test file
+// is external (package scenario_test): one inside the package would make
+// the kinds' packages compile again against its test build.
 import _ "github.com/rlctl/rlctl/internal/target/all"

@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 // work, naming the line.
 func TestReplicateField(t *testing.T) {
 	t.Parallel()
-	scs, err := Parse([]byte(baseT+"  replicate: 1\n  timeout: 30ms\n"), "ok.yaml")
+	scs, err := scenario.Parse([]byte(baseT+"  replicate: 1\n  timeout: 30ms\n"), "ok.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestReplicateField(t *testing.T) {
 		{baseT + "  replicate: 1\n  replicate_timeout: 1500us\n", "bad.yaml:8: target.replicate_timeout: want a whole number of milliseconds"},
 		{baseT + "  replicate: 99\n", "bad.yaml:7: target.replicate: want an integer from 0 to 16"},
 	} {
-		_, err := Parse([]byte(tc.yaml), "bad.yaml")
+		_, err := scenario.Parse([]byte(tc.yaml), "bad.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
 		}

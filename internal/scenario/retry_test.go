@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // keyed on the identity.
 func TestRetryAndKeyDefaults(t *testing.T) {
 	t.Parallel()
-	scs, err := Parse([]byte(`name: r
+	scs, err := scenario.Parse([]byte(`name: r
 limit: 10/1s
 target: {algorithm: redis-fixed-window, key: source}
 traffic:
@@ -32,14 +33,14 @@ traffic:
 	if tr.Retry == nil || *tr.Retry != want {
 		t.Errorf("retry %+v, want %+v", tr.Retry, want)
 	}
-	if tr.Think != 250*time.Millisecond || scs[0].Target.Sources != 3 || scs[0].Target.Key != KeySource {
+	if tr.Think != 250*time.Millisecond || scs[0].Target.Sources != 3 || scs[0].Target.Key != scenario.KeySource {
 		t.Errorf("think %v sources %d key %q", tr.Think, scs[0].Target.Sources, scs[0].Target.Key)
 	}
-	scs, err = Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml")
+	scs, err = scenario.Parse([]byte("name: k\nlimit: 1/s\ntarget: {algorithm: redis-gcra}\ntraffic: {rate: 1/s}\n"), "k.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if scs[0].Target.Key != KeyIdentity || scs[0].Traffic.Retry != nil {
+	if scs[0].Target.Key != scenario.KeyIdentity || scs[0].Traffic.Retry != nil {
 		t.Errorf("defaults: key %q retry %+v", scs[0].Target.Key, scs[0].Traffic.Retry)
 	}
 }

@@ -1,6 +1,7 @@
-package scenario
+package scenario_test
 
 import (
+	"github.com/rlctl/rlctl/internal/scenario"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +14,10 @@ import (
 func TestTargetStringDescribesWithoutSecrets(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		t    Target
+		t    scenario.Target
 		want string
 	}{
-		{Target{Kind: KindSimulated, Algorithm: "redis-token-bucket", Gateways: 4, Clock: design.ClockGateway, ClockSkew: 300 * time.Millisecond},
+		{scenario.Target{Kind: scenario.KindSimulated, Algorithm: "redis-token-bucket", Gateways: 4, Clock: design.ClockGateway, ClockSkew: 300 * time.Millisecond},
 			"simulated redis-token-bucket ×4, clock gateway, skew ±300ms"},
 	}
 	for _, tt := range tests {

@@ -1,4 +1,4 @@
-package redistest
+package cli_test
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
 )
 
-// ScriptCmds are testscript commands that start real Redis deployments for
+// scriptCmds are testscript commands that start real Redis deployments for
 // a script and talk to them. Each deployment stops when the script ends.
 //
 //	redis-server NAME [--acl] [--tls|--mtls] [directive args...]
@@ -37,7 +38,7 @@ import (
 //	    runs one command against the URL in $URLVAR (any rlctl URL form)
 //	    and prints the reply: strings as they are, integers in decimal,
 //	    arrays one element per line, nil as (nil).
-func ScriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(*testscript.TestScript, bool, []string){
 		"redis-server":   cmdRedisServer,
 		"redis-cluster":  cmdRedisCluster,
@@ -68,18 +69,18 @@ func scriptName(ts *testscript.TestScript, neg bool, args []string, usage string
 func cmdRedisServer(ts *testscript.TestScript, neg bool, args []string) {
 	name := scriptName(ts, neg, args, "redis-server NAME [--acl] [--tls|--mtls] [directive args...]")
 	var opts redisconn.SpawnOptions
-	var certs *Certs
+	var certs *redistest.Certs
 	for _, a := range args[1:] {
 		switch a {
 		case "--acl":
-			opts.Username, opts.Password = ACLUser, "pw-"+strconv.FormatInt(time.Now().UnixNano(), 36)
+			opts.Username, opts.Password = redistest.ACLUser, "pw-"+strconv.FormatInt(time.Now().UnixNano(), 36)
 		case "--tls", "--mtls":
 			var err error
 			dir := filepath.Join(ts.Getenv("WORK"), ".tls-"+name)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				ts.Fatalf("%v", err)
 			}
-			if certs, err = WriteCerts(dir); err != nil {
+			if certs, err = redistest.WriteCerts(dir); err != nil {
 				ts.Fatalf("%v", err)
 			}
 			opts.TLS = &redisconn.SpawnTLS{CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA,
