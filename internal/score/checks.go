@@ -36,6 +36,9 @@ type Check struct {
 	// scheduling, the embedded Redis inside it included), not because of
 	// the target (CheckResult.Busy).
 	busy func(c Claim, f Facts) bool
+	// late, when set, reports whether a run failing the check failed it
+	// because the answers came late (CheckResult.Late).
+	late func(c Claim, f Facts) bool
 }
 
 // always is the busy of a check only rlctl's own slowness can fail.
@@ -80,7 +83,7 @@ var Checks = []Check{
 		test:  admitted},
 	{Name: "straddled", Code: exitcode.Failed,
 		Needs: "The boundary pattern fired a shot and straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
-		test:  straddled, busy: embeddedLate},
+		test:  straddled, busy: embeddedLate, late: answeredLate},
 	{Name: "concurrent", Code: exitcode.Failed,
 		Needs: "The race pattern raced: in at least a tenth of its releases (one identity's request through every gateway at once), and in one at least, two requests were in flight at one instant (the second sent before the first answered), so their checks could interleave; a note says how many did when not all.",
 		test:  concurrent, busy: always},
@@ -92,7 +95,7 @@ var Checks = []Check{
 		test:  thresholdsMeasured},
 	{Name: "settled", Code: exitcode.Failed,
 		Needs: "The answers placed each figure a threshold turns on: where a figure is counted between bounds (ceiling, boundary_allowed, after_fault_ceiling: what surely happened, and what may have, an answer's [sent, received] crossing the edge of what it counts) and the threshold holds on one bound and fails on the other, what surely happened is at least half of what may have; answers slower than what the figure counts (the boundary shots' span) leave it resting on their timing, not the target's. A nearer call is judged on what surely happened, with a note.",
-		test:  settled, busy: embeddedAnswered},
+		test:  settled, busy: embeddedAnswered, late: always},
 	{Name: "stamps", NoteOnly: true,
 		Needs: "The target's own decision times (Redis TIME, X-RateLimit-Decided-At) fit each request's send and receive once moved onto rlctl's clock; where they do not, they are ignored, with a note, and the ceiling's bounds come from send and receive.",
 		test:  stamps},
@@ -108,6 +111,12 @@ type CheckResult struct {
 	// measure (its own CPU or scheduling), not because of the target: the
 	// same scenario on a quieter machine, or at a lower rate, may measure.
 	Busy bool `json:"busy,omitempty"`
+	// Late marks a check failed because the answers came too late for
+	// the figure (a boundary shot decided after its edge, a figure most
+	// of whose admissions could not be placed): the target's slowness,
+	// or rlctl's own when Busy. A target that answers quickly on a quiet
+	// machine (a loopback server) may measure on a quieter one.
+	Late bool `json:"late,omitempty"`
 }
 
 // settled fails a run whose claim turns on a figure whose lower bound is
@@ -492,15 +501,20 @@ func straddled(c Claim, f Facts) (string, bool) {
 	return why, true
 }
 
-// embeddedLate reports whether the boundary shots fell in one window
-// because the embedded Redis, inside rlctl, answered them late.
-func embeddedLate(c Claim, f Facts) bool {
+// answeredLate reports whether the boundary shots fell in one window
+// because their answers came late: the edge was known, but most of the
+// shot aimed before it that was answered was decided after it.
+func answeredLate(c Claim, f Facts) bool {
 	if len(f.Boundaries) == 0 {
 		return false
 	}
 	b := f.Boundaries[0]
-	return f.Embedded && b.aimed() && !b.early()
+	return b.aimed() && b.Before > 0 && !b.early()
 }
+
+// embeddedLate reports whether the boundary shots fell in one window
+// because the embedded Redis, inside rlctl, answered them late.
+func embeddedLate(c Claim, f Facts) bool { return f.Embedded && answeredLate(c, f) }
 
 // aimWhy says why a shot's aim is not known to straddle an edge.
 func aimWhy(b Boundary) string {

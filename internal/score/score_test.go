@@ -177,6 +177,13 @@ func TestValidityTable(t *testing.T) {
 		"latency threshold failed by rlctl's own lag": true, "latency flaw shown by rlctl's own lag": true, "race not raced": true,
 		"boundary answered late by the embedded Redis": true,
 	}
+	// The rows whose run failed because the answers came too late for
+	// the figure (CheckResult.Late).
+	late := map[string]bool{
+		"boundary decided after the edge": true, "boundary decided after the edge on the embedded Redis": true,
+		"boundary answered slower than its span": true, "boundary burst hidden by late answers": true,
+		"ceiling answered slower than its window": true, "boundary answered late by the embedded Redis": true,
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, f := claim(t, "ceiling <= limit"), measured()
@@ -196,6 +203,9 @@ func TestValidityTable(t *testing.T) {
 			for _, ch := range v.Checks {
 				if !ch.Held && ch.Busy != busy[tt.name] {
 					t.Errorf("check %s: busy %v, want %v", ch.Name, ch.Busy, busy[tt.name])
+				}
+				if !ch.Held && ch.Late != late[tt.name] {
+					t.Errorf("check %s: late %v, want %v", ch.Name, ch.Late, late[tt.name])
 				}
 			}
 			if v.Code != tt.code {

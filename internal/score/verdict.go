@@ -73,7 +73,8 @@ func Judge(c Claim, f Facts) Verdict {
 			continue
 		}
 		v.Checks = append(v.Checks, CheckResult{Name: ch.Name, Held: why == "", Reason: why,
-			Busy: why != "" && ch.busy != nil && ch.busy(c, f)})
+			Busy: why != "" && ch.busy != nil && ch.busy(c, f),
+			Late: why != "" && ch.late != nil && ch.late(c, f)})
 		switch {
 		case why == "":
 		case ch.NoteOnly:

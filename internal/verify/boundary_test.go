@@ -138,16 +138,13 @@ func kept(out *Outcome) bool {
 	return true
 }
 
-// answeredInTime reports whether no figure was refused for answers that
-// came late: a boundary shot decided after its edge (score's straddled
-// check), or a figure whose answers were too slow to place most of what it
-// counts (settled). On loopback only a busy machine makes them that late,
-// so tests run such a run again.
+// answeredInTime reports whether no check was failed by answers that came
+// late (score.CheckResult.Late: a boundary shot decided after its edge, a
+// figure most of whose admissions could not be placed). On loopback only
+// a busy machine makes them that late, so tests run such a run again.
 func answeredInTime(out *Outcome) bool {
 	for _, c := range out.Report.Validity {
-		switch {
-		case c.Held:
-		case c.Name == "settled", c.Name == "straddled" && strings.Contains(c.Reason, "(their answers came late)"):
+		if !c.Held && c.Late {
 			return false
 		}
 	}
