@@ -11,6 +11,7 @@ import (
 	"github.com/rlctl/rlctl/internal/exitcode"
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/textfmt"
+	"github.com/rlctl/rlctl/internal/threshold"
 )
 
 // Check is one precondition a measurement needs before any threshold
@@ -81,6 +82,9 @@ var Checks = []Check{
 	{Name: "admitted", Code: exitcode.Failed,
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
+	{Name: "pressed", NoteOnly: true,
+		Needs: "The limit was reached where the claim caps what the limiter admitted (ceiling, boundary_allowed, after_fault_ceiling, burst, sustained_rate, slipped or race_excess held at most to a bound): the limiter denied at least one request. In a run it denied nothing in, everything offered was admitted, so a cap that held, held on the traffic alone, as it would with no limiter at all; for now a note says so, and the verdict stands.",
+		test:  pressed},
 	{Name: "straddled", Code: exitcode.Failed,
 		Needs: "The boundary pattern fired a shot and straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
 		test:  straddled, busy: embeddedLate, late: answeredLate},
@@ -451,6 +455,66 @@ func admitted(c Claim, f Facts) (string, bool) {
 	_, _, _, answered := counts(f)
 	return fmt.Sprintf("nothing was admitted: all %d answers were denials, so the limiter was never seen admitting; a limit that admits nothing has not been shown to hold at %s",
 		answered, c.Limit), true
+}
+
+// capped are the figures of what the limiter admitted: a claim that holds
+// one of them at most to a bound (capOn) says the limiter held it there.
+var capped = map[string]bool{
+	metric.Ceiling: true, metric.CeilingUpper: true, metric.CeilingRatio: true,
+	metric.BoundaryAllowed: true, metric.BoundaryAllowedUpper: true,
+	metric.AfterFaultCeiling: true, metric.AfterFaultCeilingUpper: true,
+	metric.FailedShardAfterFaultCeiling: true, metric.FailedShardAfterFaultCeilingUpper: true,
+	metric.OtherShardsAfterFaultCeiling: true, metric.OtherShardsAfterFaultCeilingUpper: true,
+	metric.Burst: true, metric.SustainedRate: true, metric.Slipped: true, metric.RaceExcess: true,
+}
+
+// capOn reports whether th holds a figure of what the limiter admitted at
+// most to a bound ("ceiling <= limit", "limit >= ceiling", "slipped ==
+// 0"): low traffic alone satisfies it.
+func capOn(th threshold.Threshold) bool {
+	atMost := func(side threshold.Operand, ops ...threshold.Op) bool {
+		return capped[side.Name] && side.Factor > 0 && slices.Contains(ops, th.Op)
+	}
+	return atMost(th.Left, threshold.Less, threshold.LessEqual, threshold.Equal) ||
+		atMost(th.Right, threshold.Greater, threshold.GreaterEqual, threshold.Equal)
+}
+
+// pressed fails a run whose cap held, on what may have been admitted too,
+// while the limiter denied nothing: every request offered was admitted, so
+// the traffic never reached the limit and the cap says nothing of the
+// limiter. A cap that failed is a measurement (more was admitted than it
+// allows), and so is a flaw shown.
+func pressed(c Claim, f Facts) (string, bool) {
+	ths, _ := claimOf(c)
+	applies := false
+	var held []string
+	for _, th := range ths {
+		if !capOn(th) {
+			continue
+		}
+		applies = true
+		if _, pass, err := th.Eval(f.Metrics, c.Limit); err != nil || !pass {
+			continue
+		}
+		// Counting also what may have been admitted inside what the figure
+		// counts: a cap that fails so was reached (a boundary shot's 2L
+		// answered late), and its timing is the settled check's to judge.
+		up := th
+		for _, side := range []*threshold.Operand{&up.Left, &up.Right} {
+			if u, ok := metric.UpperOf[side.Name]; ok {
+				side.Name = u
+			}
+		}
+		if _, pass, err := up.Eval(f.Metrics, c.Limit); err == nil && pass {
+			held = append(held, th.Expr)
+		}
+	}
+	if len(held) == 0 || f.Metrics[metric.Denied]-f.Metrics[metric.FailClosed] > 0 {
+		return "", applies
+	}
+	_, _, _, answered := counts(f)
+	return fmt.Sprintf("the limiter denied none of the %d requests answered: the traffic never reached the limit (%s for one identity), so %s held on the traffic alone, as it would with no limiter at all; offer one identity more than the limit (a higher rate, or fewer identities)",
+		answered, c.Limit, strings.Join(held, " and ")), true
 }
 
 // straddles reports whether shot b is shown to straddle the target's

@@ -155,6 +155,13 @@ func TestValidityTable(t *testing.T) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Uncertainty: 2 * time.Millisecond, Span: 50 * time.Millisecond, Rolled: true, Before: 10}}
 			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 2, 40
 		}, exitcode.Failed, "boundary_allowed <= limit holds on boundary_allowed 2, what surely happened, and fails on boundary_allowed_upper 40, what may have: under half of the admissions it may count were surely inside it, the answers having come slower than the boundary shots' ±50ms span"},
+		// The same shot with nothing denied (a fixed window admits its
+		// 2L): the limit was reached, in what may have been admitted.
+		{"boundary answered late, nothing denied", "settled", func(c *Claim) { c.Thresholds = ths(t, "boundary_allowed <= limit") }, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Rolled: true}}
+			f.Metrics[metric.Requests], f.Metrics[metric.Allowed], f.Metrics[metric.Denied] = 80, 80, 0
+			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 0, 40
+		}, exitcode.Failed, "boundary_allowed <= limit holds on boundary_allowed 0"},
 		{"boundary burst hidden by late answers", "settled", func(c *Claim) { c.Shows, c.Thresholds = design.ShowsFlaw, ths(t, "boundary_allowed > limit") }, func(f *Facts) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Span: 50 * time.Millisecond, Rolled: true}}
 			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 12, 40
@@ -183,6 +190,7 @@ func TestValidityTable(t *testing.T) {
 		"boundary decided after the edge": true, "boundary decided after the edge on the embedded Redis": true,
 		"boundary answered slower than its span": true, "boundary burst hidden by late answers": true,
 		"ceiling answered slower than its window": true, "boundary answered late by the embedded Redis": true,
+		"boundary answered late, nothing denied": true,
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,8 +266,79 @@ func TestChecksAreComplete(t *testing.T) {
 	for _, c := range v.Checks {
 		names = append(names, c.Name)
 	}
-	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted measured settled"; got != want {
+	if got, want := strings.Join(names, " "), "complete claimed sent answered decided executed admitted pressed measured settled"; got != want {
 		t.Errorf("checks applied to a plain run: %s, want %s", got, want)
+	}
+}
+
+// A cap that held in a run the limiter denied nothing in held on the
+// traffic alone: fifty gateways with local counters offered less than
+// their limit pass ceiling <= limit whatever they do. The report says so
+// beside the verdict (the pressed check, a note for now), and the check
+// names it as not held; a failure policy's denials are not the limiter's.
+func TestUnpressedCapIsNoted(t *testing.T) {
+	tests := []struct {
+		name  string
+		claim []string
+		facts func(*Facts)
+		note  string
+	}{
+		{"limit never reached", nil, func(f *Facts) {
+			f.Metrics[metric.Requests], f.Metrics[metric.Allowed], f.Metrics[metric.Denied] = 40, 40, 0
+			f.Metrics[metric.Ceiling], f.Metrics[metric.CeilingUpper] = 12, 12
+		}, "the limiter denied none of the 40 requests answered: the traffic never reached the limit (20/s for one identity), so ceiling <= limit held on the traffic alone, as it would with no limiter at all"},
+		{"only the failure policy denied", []string{"limit >= ceiling", "slipped == 0"}, func(f *Facts) {
+			f.Metrics[metric.Denied], f.Metrics[metric.FailClosed], f.Metrics[metric.Slipped] = 300, 300, 0
+		}, "so limit >= ceiling and slipped == 0 held on the traffic alone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, f := claim(t, tt.claim...), measured()
+			tt.facts(&f)
+			v := Judge(c, f)
+			if v.Status != StatusPass || !strings.Contains(strings.Join(v.Notes, "\n"), tt.note) {
+				t.Fatalf("status %s (%s), notes %q: want a pass noting %q", v.Status, v.Reason, v.Notes, tt.note)
+			}
+			if failedCheck(v) != "pressed" {
+				t.Errorf("checks %+v: want pressed not held", v.Checks)
+			}
+		})
+	}
+	f := measured() // 700 denied by the limiter
+	if v := Judge(claim(t), f); failedCheck(v) != "" || strings.Contains(strings.Join(v.Notes, "\n"), "traffic alone") {
+		t.Errorf("a pressed run: checks %+v, notes %q", v.Checks, v.Notes)
+	}
+}
+
+// A run the limiter denied nothing in is still measured where the claim
+// is not a cap it held: a cap that failed (more admitted than allowed, no
+// limiter at all), a flaw shown above the limit, a latency bound.
+func TestUnpressedRunsThatMeasure(t *testing.T) {
+	f := measured()
+	f.Metrics[metric.Denied] = 0
+	f.Metrics[metric.Ceiling], f.Metrics[metric.CeilingUpper] = 96, 96
+	f.Metrics[metric.P99] = 3
+	if v := Judge(claim(t, "ceiling <= limit"), f); v.Status != StatusFail || v.Words != DoesNotHold {
+		t.Errorf("cap broken without a denial: %s (%s): %s", v.Status, v.Words, v.Reason)
+	}
+	flaw := claim(t, "ceiling > limit", "slipped >= 0")
+	flaw.Shows = design.ShowsFlaw
+	f.Metrics[metric.Slipped] = 0
+	if v := Judge(flaw, f); v.Status != StatusPass || v.Words != FlawShown {
+		t.Errorf("flaw above the limit: %s (%s): %s", v.Status, v.Words, v.Reason)
+	}
+	if v := Judge(claim(t, "p99 < 5ms"), f); v.Status != StatusPass {
+		t.Errorf("latency bound: %s (%s): %s", v.Status, v.Words, v.Reason)
+	}
+	for _, expr := range []string{"ceiling >= 10", "p99 < 5ms", "ceiling != 3", "-1*ceiling <= 0"} {
+		if capOn(ths(t, expr)[0]) {
+			t.Errorf("%s read as a cap on what the limiter admitted", expr)
+		}
+	}
+	for _, expr := range []string{"ceiling <= limit", "limit >= ceiling", "burst < 25", "race_excess == 0", "2*boundary_allowed <= 3*limit", "after_fault_ceiling_upper < limit"} {
+		if !capOn(ths(t, expr)[0]) {
+			t.Errorf("%s not read as a cap on what the limiter admitted", expr)
+		}
 	}
 }
 

@@ -270,3 +270,40 @@ thresholds: [ceiling <= 2*limit]
 		t.Fatalf("exit %d, error %q", exitcode.Of(err), out.Report.Error)
 	}
 }
+
+// Fifty gateways with local counters (a limit of 100/s each, 5,000/s in
+// all) offered 20/s: the limiter denied nothing, so ceiling <= limit held
+// on the traffic alone, and the report says so beside the pass (score's
+// pressed check, a note for now); so it does at 300/s, 6/s a gateway,
+// though the ceiling shows the leak. Two gateways offered 300/s are
+// pressed (150/s each), deny, and get no such note.
+func TestCapNeverPressedIsNoted(t *testing.T) {
+	t.Parallel()
+	doc := func(gateways int, rate string) string {
+		return `name: local-counters
+limit: 100/1s
+target: {kind: simulated, algorithm: local-fixed-window, gateways: ` + strconv.Itoa(gateways) + `}
+traffic: {rate: ` + rate + `, duration: 1500ms}
+thresholds: [ceiling <= 60*limit]
+`
+	}
+	pressed := func(out *Outcome) (held bool, note bool) {
+		held = true
+		for _, c := range out.Report.Validity {
+			if c.Name == "pressed" {
+				held = c.Held
+			}
+		}
+		return held, strings.Contains(strings.Join(out.Report.Notes, "\n"), "held on the traffic alone")
+	}
+	for _, rate := range []string{"20/s", "300/s"} {
+		out := run(t, parse(t, doc(50, rate)))
+		if held, note := pressed(out); held || !note || out.Report.Status != score.StatusPass || out.Report.Metrics[metric.Denied] != 0 {
+			t.Errorf("50 gateways at %s: %s, pressed held %v, noted %v, denied %g; notes %q", rate, out.Report.Status, held, note, out.Report.Metrics[metric.Denied], out.Report.Notes)
+		}
+	}
+	out := run(t, parse(t, doc(2, "300/s")))
+	if held, note := pressed(out); !held || note || out.Report.Metrics[metric.Denied] == 0 {
+		t.Errorf("2 gateways at 300/s: pressed held %v, noted %v, denied %g; notes %q", held, note, out.Report.Metrics[metric.Denied], out.Report.Notes)
+	}
+}
