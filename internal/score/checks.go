@@ -481,7 +481,7 @@ func capOn(th threshold.Threshold) bool {
 
 // pressed fails a run whose cap held, on what may have been admitted too,
 // while the limiter denied nothing: every request offered was admitted, so
-// the traffic never reached the limit and the cap says nothing of the
+// none of its counters reached its limit and the cap says nothing of the
 // limiter. A cap that failed is a measurement (more was admitted than it
 // allows), and so is a flaw shown.
 func pressed(c Claim, f Facts) (string, bool) {
@@ -513,7 +513,7 @@ func pressed(c Claim, f Facts) (string, bool) {
 		return "", applies
 	}
 	_, _, _, answered := counts(f)
-	return fmt.Sprintf("the limiter denied none of the %d requests answered: the traffic never reached the limit (%s for one identity), so %s held on the traffic alone, as it would with no limiter at all; offer one identity more than the limit (a higher rate, or fewer identities)",
+	return fmt.Sprintf("the limiter denied none of the %d requests answered, so none of its counters reached its limit (%s): %s held on the traffic alone, as it would with no limiter at all; offer more than a counter allows (a higher rate, fewer identities, or for counters kept in each gateway, more through each one)",
 		answered, c.Limit, strings.Join(held, " and ")), true
 }
 
@@ -577,8 +577,15 @@ func answeredLate(c Claim, f Facts) bool {
 }
 
 // embeddedLate reports whether the boundary shots fell in one window
-// because the embedded Redis, inside rlctl, answered them late.
-func embeddedLate(c Claim, f Facts) bool { return f.Embedded && answeredLate(c, f) }
+// because the embedded Redis, inside rlctl, answered them late (or not
+// at all before the edge).
+func embeddedLate(c Claim, f Facts) bool {
+	if len(f.Boundaries) == 0 {
+		return false
+	}
+	b := f.Boundaries[0]
+	return f.Embedded && b.aimed() && !b.early()
+}
 
 // aimWhy says why a shot's aim is not known to straddle an edge.
 func aimWhy(b Boundary) string {

@@ -286,10 +286,10 @@ func TestUnpressedCapIsNoted(t *testing.T) {
 		{"limit never reached", nil, func(f *Facts) {
 			f.Metrics[metric.Requests], f.Metrics[metric.Allowed], f.Metrics[metric.Denied] = 40, 40, 0
 			f.Metrics[metric.Ceiling], f.Metrics[metric.CeilingUpper] = 12, 12
-		}, "the limiter denied none of the 40 requests answered: the traffic never reached the limit (20/s for one identity), so ceiling <= limit held on the traffic alone, as it would with no limiter at all"},
+		}, "the limiter denied none of the 40 requests answered, so none of its counters reached its limit (20/s): ceiling <= limit held on the traffic alone, as it would with no limiter at all"},
 		{"only the failure policy denied", []string{"limit >= ceiling", "slipped == 0"}, func(f *Facts) {
 			f.Metrics[metric.Denied], f.Metrics[metric.FailClosed], f.Metrics[metric.Slipped] = 300, 300, 0
-		}, "so limit >= ceiling and slipped == 0 held on the traffic alone"},
+		}, ": limit >= ceiling and slipped == 0 held on the traffic alone"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
