@@ -131,6 +131,13 @@ func runSuite(t *testing.T, extra ...string) map[string]any {
 		if requests == 0 || allowed == 0 || allowed+denied < 0.95*requests || errs > 0.01*requests {
 			t.Errorf("%s: %g requests, %g allowed, %g denied, %g errors: not a measured run", sc["name"], requests, allowed, denied, errs)
 		}
+		// No built-in claim is a cap the traffic alone kept (score's
+		// pressed check, a note beside the verdict).
+		for _, v := range asList(sc["validity"]) {
+			if c := v.(map[string]any); c["name"] == "pressed" && c["held"] != true {
+				t.Errorf("%s: %v", sc["name"], c["reason"])
+			}
+		}
 	}
 	return rep
 }
