@@ -83,7 +83,7 @@ var Checks = []Check{
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
 	{Name: "pressed", NoteOnly: true,
-		Needs: "The limit was reached where the claim caps what the limiter admitted (ceiling, boundary_allowed, after_fault_ceiling, burst, sustained_rate, slipped or race_excess held at most to a bound): the limiter denied at least one request. In a run it denied nothing in, everything offered was admitted, so a cap that held, held on the traffic alone, as it would with no limiter at all; for now a note says so, and the verdict stands.",
+		Needs: "The limit was reached where the claim caps what the limiter admitted (ceiling, boundary_allowed, after_fault_ceiling, burst, sustained_rate, slipped or race_excess held at most to a bound): the limiter denied at least one request. In a run it denied nothing in, everything offered was admitted, so a cap that held, held on the traffic alone, as it would with no limiter at all.",
 		test:  pressed},
 	{Name: "straddled", Code: exitcode.Failed,
 		Needs: "The boundary pattern fired a shot and straddled a window edge the target rolled: its shots were aimed at an edge learned precisely enough from the target's answers (or set by align: epoch), with at least half of the requests aimed before the edge decided before it, or the answers show the window rolling between them.",
