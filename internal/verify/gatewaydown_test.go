@@ -18,8 +18,10 @@ import (
 func TestGatewayDownForComesBack(t *testing.T) {
 	t.Parallel()
 	const gw = 1
+	// 200/s against a limit of 150/s: the limit is reached, so the run's
+	// cap is a measurement (score's pressed check).
 	out := run(t, parse(t, `name: gateway-comes-back
-limit: 1000/1s
+limit: 150/1s
 target:
   algorithm: redis-fixed-window
   gateways: 2
@@ -54,8 +56,8 @@ faults:
 			}
 		case sent >= at+hold+edge:
 			back++
-			if o != decision.Allowed || h.By(i) != decision.ByRedis {
-				t.Errorf("request at %v, after the gateway came back: %s by %s, want allowed by redis", sent, o, h.By(i))
+			if (o != decision.Allowed && o != decision.Denied) || h.By(i) != decision.ByRedis {
+				t.Errorf("request at %v, after the gateway came back: %s by %s, want decided by redis", sent, o, h.By(i))
 			}
 		}
 	}

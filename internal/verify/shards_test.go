@@ -275,10 +275,12 @@ func TestSuiteOfOnlySkippedScenariosIsNoPass(t *testing.T) {
 	if rep.Status == score.StatusPass || code != exitcode.Usage {
 		t.Fatalf("only skipped: status %s, exit %d; want no pass and exit %d", rep.Status, code, exitcode.Usage)
 	}
+	// 15 requests against a limit of 10: the limit is reached, so the
+	// cap is a measurement (score's pressed check).
 	measured := parse(t, `name: measured
 limit: 10/1s
 target: {algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
-traffic: {rate: 20/s, duration: 300ms}
+traffic: {rate: 50/s, duration: 300ms}
 thresholds: [ceiling <= limit]
 `)
 	rep, code = RunSuite(context.Background(), []*scenario.Scenario{skipped, measured}, SuiteOptions{})
