@@ -94,6 +94,7 @@ faults:
   - {at: %s, for: %s, action: redis-down}
   - {at: %s, for: %s, action: redis-latency, latency: %s}
 max_error_rate: 1
+thresholds: [fail_open > 0, fail_closed > 0]
 `, tc.redis, latAt+latFor+500*time.Millisecond, downAt, downFor, latAt, latFor, latency)), calm)
 			h := out.History
 			// The windows the faults were actually applied in: a hook may

@@ -72,6 +72,7 @@ target:
 traffic: {rate: 200/s, duration: 7s}
 faults: [{at: %s, action: %s%s}]
 max_error_rate: 1
+thresholds: [election < 7s]
 `, tc.name, tc.redis, at, tc.fault, lag)
 			var counted int64
 			var readErr error
