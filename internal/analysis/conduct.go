@@ -109,7 +109,9 @@ type BoundaryShot struct {
 	// Early those of them decided before it (by the target's own decision
 	// time where it gave one, else by when the answer came): a shot whose
 	// early half was decided after the edge fell in one window.
-	Before, Early int64
+	// AdmittedBefore counts those of Before admitted: a half that met a
+	// fresh window, as the pattern leaves it, is admitted.
+	Before, Early, AdmittedBefore int64
 }
 
 // stampSlack is how far outside its request's send and receive a decision
@@ -194,8 +196,8 @@ type shotTally struct {
 	// reopened: admitted after the boundary, after a denial before it.
 	reopened bool
 	// before counts the answers to requests aimed before the boundary,
-	// early those decided before it.
-	before, early int64
+	// early those decided before it, admittedBefore those admitted.
+	before, early, admittedBefore int64
 }
 
 // conduct takes record i of chunk c into the conduct's bookkeeping.
@@ -257,6 +259,9 @@ func (a *analyzer) conduct(c *history.History, i int, id uint32) {
 		st.before++
 		if decided < a.boundaries[k] {
 			st.early++
+		}
+		if o == decision.Allowed {
+			st.admittedBefore++
 		}
 	}
 	switch {
@@ -328,6 +333,7 @@ func (a *analyzer) conductResult() Conduct {
 		}
 		out.Boundaries[k].Before += st.before
 		out.Boundaries[k].Early += st.early
+		out.Boundaries[k].AdmittedBefore += st.admittedBefore
 	}
 	return out
 }

@@ -62,7 +62,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 		f.Drops = &score.Drops{Dropped: d.Dropped, SlowTarget: d.SlowTarget, Workers: d.Workers, Service: d.Service, Rate: d.Rate}
 	}
 	for _, b := range res.Conduct.Boundaries {
-		sb := score.Boundary{At: b.At, Span: m.BoundarySpan, Rolled: b.Rolled, Uncertainty: -1, Before: b.Before, Early: b.Early}
+		sb := score.Boundary{At: b.At, Span: m.BoundarySpan, Rolled: b.Rolled, Uncertainty: -1, Before: b.Before, Early: b.Early, AdmittedBefore: b.AdmittedBefore}
 		if b.Aim != nil {
 			sb.Aim, sb.Uncertainty = b.Aim.How, b.Aim.Uncertainty
 		}

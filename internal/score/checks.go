@@ -522,8 +522,14 @@ func pressed(c Claim, f Facts) (string, bool) {
 // the edge it aimed at is known to within its span and at least half of
 // the shot aimed before it was decided before it.
 func (b Boundary) straddles() bool {
-	return b.Rolled || (b.aimed() && b.early())
+	return b.fresh() && (b.Rolled || (b.aimed() && b.early()))
 }
+
+// fresh reports whether the shot before the edge met the fresh window the
+// pattern leaves it: at least half of its answered requests admitted. A
+// window seen rolling after a before-shot mostly denied rolled on a
+// window already spent, and its figure is no boundary's.
+func (b Boundary) fresh() bool { return b.Before == 0 || 2*b.AdmittedBefore >= b.Before }
 
 // aimed reports whether the edge b aimed at is known to within its span.
 func (b Boundary) aimed() bool { return b.Uncertainty >= 0 && b.Uncertainty <= b.Span }
@@ -590,6 +596,8 @@ func embeddedLate(c Claim, f Facts) bool {
 // aimWhy says why a shot's aim is not known to straddle an edge.
 func aimWhy(b Boundary) string {
 	switch {
+	case !b.fresh():
+		return fmt.Sprintf("only %d of the %d requests aimed before the edge were admitted, so the window before it was already spent, not the fresh one the pattern leaves there, and the shot measured no boundary", b.AdmittedBefore, b.Before)
 	case b.aimed() && b.Before == 0:
 		return fmt.Sprintf("the edge was known to within %v, but none of the requests aimed before it was answered", b.Uncertainty.Round(time.Millisecond))
 	case b.aimed() && !b.early():

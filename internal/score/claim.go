@@ -158,8 +158,10 @@ type Boundary struct {
 	Rolled bool
 	// Before counts the answered requests aimed before the edge, Early
 	// those decided before it: slow answers put a before-shot decided
-	// after the edge in the after-shot's window.
-	Before, Early int64
+	// after the edge in the after-shot's window. AdmittedBefore counts
+	// those admitted: the pattern leaves the window before the edge idle,
+	// so a before-shot mostly denied met a window already spent.
+	Before, Early, AdmittedBefore int64
 }
 
 // Race is what the race pattern's releases did: one identity's request

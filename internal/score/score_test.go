@@ -124,8 +124,14 @@ func TestValidityTable(t *testing.T) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Uncertainty: -1, Span: 50 * time.Millisecond}}
 		}, exitcode.Failed, "no edge could be learned"},
 		{"boundary decided after the edge", "straddled", nil, func(f *Facts) {
-			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4}}
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4, AdmittedBefore: 10}}
 		}, exitcode.Failed, "only 4 of the 10 requests aimed before it were decided before it (their answers came late), so the shots fell in one window"},
+		// ulule's fixed window once read as holding so: the shot's first
+		// half mostly denied (the window before the edge already spent),
+		// then admissions after the denials (the window rolled somewhere).
+		{"boundary before a spent window", "straddled", nil, func(f *Facts) {
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "first-request", Uncertainty: 3 * time.Millisecond, Span: 50 * time.Millisecond, Rolled: true, Before: 20, Early: 20, AdmittedBefore: 4}}
+		}, exitcode.Failed, "only 4 of the 20 requests aimed before the edge were admitted, so the window before it was already spent"},
 		{"boundary pattern with no shot", "straddled", nil, func(f *Facts) {
 			f.BoundaryPattern, f.Planned, f.Ran = true, 2*time.Second, 10*time.Millisecond
 		}, exitcode.Failed, "the boundary pattern fired no shot in 2s of traffic"},
@@ -134,7 +140,7 @@ func TestValidityTable(t *testing.T) {
 		}, exitcode.Failed, "none of the requests aimed before it was answered"},
 		{"boundary decided after the edge on the embedded Redis", "straddled", nil, func(f *Facts) {
 			f.Embedded = true
-			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4}}
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "epoch", Span: 50 * time.Millisecond, Before: 10, Early: 4, AdmittedBefore: 10}}
 		}, exitcode.Failed, "the late answers came from the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling)"},
 		{"a starved instrument", "kept-time", nil, func(f *Facts) {
 			f.Metrics[metric.SendLagP99], f.Metrics[metric.HerdPeak] = 271, 42
@@ -152,7 +158,7 @@ func TestValidityTable(t *testing.T) {
 		// none lies inside the span, so boundary_allowed reads 2 where up
 		// to 2L, 40, may have been admitted there.
 		{"boundary answered slower than its span", "settled", func(c *Claim) { c.Thresholds = ths(t, "boundary_allowed <= limit") }, func(f *Facts) {
-			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Uncertainty: 2 * time.Millisecond, Span: 50 * time.Millisecond, Rolled: true, Before: 10}}
+			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Uncertainty: 2 * time.Millisecond, Span: 50 * time.Millisecond, Rolled: true, Before: 10, AdmittedBefore: 10}}
 			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 2, 40
 		}, exitcode.Failed, "boundary_allowed <= limit holds on boundary_allowed 2, what surely happened, and fails on boundary_allowed_upper 40, what may have: under half of the admissions it may count were surely inside it, the answers having come slower than the boundary shots' ±50ms span"},
 		// The same shot with nothing denied (a fixed window admits its
@@ -227,7 +233,7 @@ func TestValidityTable(t *testing.T) {
 	t.Run("a measured run passes every check", func(t *testing.T) {
 		f := measured()
 		// Half the shot aimed before the edge was decided before it.
-		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond, Before: 10, Early: 5}}
+		f.Boundaries = []Boundary{{At: time.Second, Aim: "headers", Uncertainty: time.Millisecond, Span: 50 * time.Millisecond, Before: 10, Early: 5, AdmittedBefore: 10}}
 		f.Race = &Race{Releases: 100, Concurrent: 15}
 		f.Statuses = map[int]int64{200: 300, 429: 700}
 		// rlctl's lag moved p99 (from 3ms to 4ms), not the outcome.

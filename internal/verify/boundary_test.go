@@ -71,6 +71,11 @@ thresholds: [boundary_allowed <= limit]
 			return "the answers came too late to learn the edge within the shots' span"
 		case !answeredInTime(out):
 			return "the answers came too late to place the shots on either side of the edge"
+		case !straddledAny(out):
+			// Under load a request reaches ulule later than it was sent, so
+			// the window it opens, and the edge learned from it, lie later
+			// than the aim: the shot's first half met a spent window.
+			return "no shot straddled an edge"
 		}
 		return ""
 	})
@@ -125,6 +130,17 @@ func logShots(t *testing.T, out *Outcome) {
 // it has one.
 func aimedWithinSpan(out *Outcome) bool {
 	return out.History == nil || traffictest.AimedWithinSpan(out.History)
+}
+
+// straddledAny reports whether score's straddled check held or did not
+// apply.
+func straddledAny(out *Outcome) bool {
+	for _, c := range out.Report.Validity {
+		if c.Name == "straddled" {
+			return c.Held
+		}
+	}
+	return true
 }
 
 // kept reports whether a run kept its schedule (score's kept-time check
