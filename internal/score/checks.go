@@ -486,6 +486,13 @@ func capOn(th threshold.Threshold) bool {
 // allows), and so is a flaw shown.
 func pressed(c Claim, f Facts) (string, bool) {
 	ths, _ := claimOf(c)
+	// A cap that held on what surely happened and fails counting also
+	// what may have been admitted inside it was reached (a boundary
+	// shot's 2L answered late): its timing is the settled check's.
+	reached := map[string]bool{}
+	for _, u := range unsettledClaims(c, f) {
+		reached[u.expr] = true
+	}
 	applies := false
 	var held []string
 	for _, th := range ths {
@@ -493,19 +500,7 @@ func pressed(c Claim, f Facts) (string, bool) {
 			continue
 		}
 		applies = true
-		if _, pass, err := th.Eval(f.Metrics, c.Limit); err != nil || !pass {
-			continue
-		}
-		// Counting also what may have been admitted inside what the figure
-		// counts: a cap that fails so was reached (a boundary shot's 2L
-		// answered late), and its timing is the settled check's to judge.
-		up := th
-		for _, side := range []*threshold.Operand{&up.Left, &up.Right} {
-			if u, ok := metric.UpperOf[side.Name]; ok {
-				side.Name = u
-			}
-		}
-		if _, pass, err := up.Eval(f.Metrics, c.Limit); err == nil && pass {
+		if _, pass, err := th.Eval(f.Metrics, c.Limit); err == nil && pass && !reached[th.Expr] {
 			held = append(held, th.Expr)
 		}
 	}

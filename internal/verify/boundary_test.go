@@ -71,7 +71,7 @@ thresholds: [boundary_allowed <= limit]
 			return "the answers came too late to learn the edge within the shots' span"
 		case !answeredInTime(out):
 			return "the answers came too late to place the shots on either side of the edge"
-		case !straddledAny(out):
+		case !held(out, "straddled"):
 			// Under load a request reaches ulule later than it was sent, so
 			// the window it opens, and the edge learned from it, lie later
 			// than the aim: the shot's first half met a spent window.
@@ -132,11 +132,10 @@ func aimedWithinSpan(out *Outcome) bool {
 	return out.History == nil || traffictest.AimedWithinSpan(out.History)
 }
 
-// straddledAny reports whether score's straddled check held or did not
-// apply.
-func straddledAny(out *Outcome) bool {
+// held reports whether score's check name held on out, or did not apply.
+func held(out *Outcome, name string) bool {
 	for _, c := range out.Report.Validity {
-		if c.Name == "straddled" {
+		if c.Name == name {
 			return c.Held
 		}
 	}
@@ -145,14 +144,7 @@ func straddledAny(out *Outcome) bool {
 
 // kept reports whether a run kept its schedule (score's kept-time check
 // held or did not apply), for tests that run again when it did not.
-func kept(out *Outcome) bool {
-	for _, c := range out.Report.Validity {
-		if c.Name == "kept-time" {
-			return c.Held
-		}
-	}
-	return true
-}
+func kept(out *Outcome) bool { return held(out, "kept-time") }
 
 // answeredInTime reports whether no check was failed by answers that came
 // late (score.CheckResult.Late: a boundary shot decided after its edge, a

@@ -291,14 +291,8 @@ traffic: {rate: ` + rate + `, duration: 1500ms}
 thresholds: [ceiling <= 60*limit]
 `
 	}
-	pressed := func(out *Outcome) (held bool, note bool) {
-		held = true
-		for _, c := range out.Report.Validity {
-			if c.Name == "pressed" {
-				held = c.Held
-			}
-		}
-		return held, strings.Contains(strings.Join(out.Report.Notes, "\n"), "held on the traffic alone")
+	pressed := func(out *Outcome) (bool, bool) {
+		return held(out, "pressed"), strings.Contains(strings.Join(out.Report.Notes, "\n"), "held on the traffic alone")
 	}
 	for _, rate := range []string{"20/s", "300/s"} {
 		out := run(t, parse(t, doc(50, rate)))
