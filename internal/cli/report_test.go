@@ -198,7 +198,7 @@ thresholds: [ceiling <= 2*limit]
 	os.WriteFile(other, []byte(`name: other
 limit: 10/1s
 target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2, timeout: 1s}
-traffic: {rate: 60/s, duration: 300ms, identities: 2}
+traffic: {rate: 200/s, duration: 300ms, identities: 2}
 thresholds: [ceiling <= 2*limit]
 `), 0o644)
 	both := filepath.Join(dir, "both.yaml")

@@ -82,7 +82,7 @@ var Checks = []Check{
 	{Name: "admitted", Code: exitcode.Failed,
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
-	{Name: "pressed", NoteOnly: true,
+	{Name: "pressed", Code: exitcode.Failed,
 		Needs: "The limit was reached where the claim caps what the limiter admitted (ceiling, boundary_allowed, after_fault_ceiling, burst, sustained_rate, slipped or race_excess held at most to a bound): the limiter denied at least one request. In a run it denied nothing in, everything offered was admitted, so a cap that held, held on the traffic alone, as it would with no limiter at all.",
 		test:  pressed},
 	{Name: "straddled", Code: exitcode.Failed,
