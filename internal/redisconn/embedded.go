@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,8 +22,8 @@ const embeddedStep = time.Millisecond
 // millisecond would take the CPU the traffic needs. The step therefore
 // grows to ten times what a walk costs, so catching up takes at most about
 // a tenth of the time, up to embeddedMaxStep; expiry is then early by at
-// most that step instead of one millisecond, and a key whose TTL ran out
-// may answer until the next catch-up.
+// most that step instead of one millisecond. A key whose TTL ran out is
+// still gone on time for a command that names it (expireNamed).
 //
 // What a walk costs is the least of the last embeddedCostSamples: a walk
 // that waited for a running command or lost the CPU says nothing about the
@@ -102,9 +103,11 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	e := &Embedded{m: m, addr: m.Addr(), cancel: cancel, done: make(chan struct{}), last: time.Now()}
-	m.Server().SetPreHook(func(c *server.Peer, _ string, _ ...string) bool {
+	m.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
 		if e.clientCommand(c) {
-			e.catchUp(time.Now())
+			now := time.Now()
+			e.catchUp(now)
+			e.expireNamed(now, cmd, args)
 		}
 		return false // the command runs as usual
 	})
@@ -128,6 +131,53 @@ func (e *Embedded) catchUp(now time.Time) {
 	e.m.FastForward(d)
 	e.last = now
 	e.recordCost(time.Since(start))
+}
+
+// expireNamed deletes each key cmd names whose TTL ran out by now but
+// that the last catch-up, up to a step ago, left: a client told a window's
+// PTTL that comes back exactly then must find it rolled, whatever the step
+// (a key that outlives its PTTL reads as the limiter's early Retry-After).
+// miniredis keeps a TTL relative to the last catch-up, so the key's
+// deadline is that catch-up plus its TTL. Only database 0, the one rlctl
+// and limiters' scripts use, is looked at; a non-key argument costs one
+// lookup of a key that is not there.
+func (e *Embedded) expireNamed(now time.Time, cmd string, args []string) {
+	// e.mu holds off a catch-up, which would move the TTLs' base.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	since := now.Sub(e.last)
+	if since <= 0 {
+		return
+	}
+	db := e.m.DB(0)
+	for _, k := range namedKeys(cmd, args) {
+		if ttl := db.TTL(k); ttl > 0 && ttl <= since {
+			db.Del(k)
+		}
+	}
+}
+
+// namedKeys returns the keys cmd names: a script's declared KEYS, every
+// argument of the commands that take only keys, and otherwise the first
+// argument, where Redis commands put their key.
+func namedKeys(cmd string, args []string) []string {
+	switch cmd {
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		if len(args) < 2 {
+			return nil
+		}
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 0 || n > len(args)-2 {
+			return nil
+		}
+		return args[2 : 2+n]
+	case "DEL", "UNLINK", "EXISTS", "MGET", "TOUCH", "WATCH":
+		return args
+	case "PING", "ECHO", "TIME", "MULTI", "EXEC", "DISCARD", "UNWATCH", "HELLO", "AUTH", "SELECT",
+		"CLIENT", "INFO", "CONFIG", "COMMAND", "SCRIPT", "FUNCTION", "SCAN", "KEYS", "DBSIZE", "QUIT":
+		return nil
+	}
+	return args[:min(len(args), 1)]
 }
 
 // recordCost adds one catch-up's cost and sets the step from the least of

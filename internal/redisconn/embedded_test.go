@@ -195,3 +195,45 @@ func embeddedClient(t *testing.T) (*Embedded, *redis.Client) {
 	t.Cleanup(func() { c.Close() })
 	return e, c
 }
+
+// A key a command names is gone once its TTL has run out, even while every
+// catch-up is slow enough to raise the step to its largest: the step may
+// leave an expired key in the keyspace, never answering a command. Both a
+// plain command's key and a script's declared KEYS are expired on time.
+func TestEmbeddedNamedKeyGoneOnTimeWhateverTheStep(t *testing.T) {
+	ctx := context.Background()
+	e, c := embeddedClient(t)
+	// A catch-up has just happened, and walks have been slow: the next
+	// one is a full step away.
+	slow := func() {
+		e.catchUp(time.Now())
+		e.mu.Lock()
+		for range embeddedCostSamples {
+			e.recordCost(time.Second)
+		}
+		e.mu.Unlock()
+	}
+	script := redis.NewScript(`return redis.call('EXISTS', KEYS[1])`)
+	for round := 0; round < 8; round++ {
+		key := fmt.Sprintf("k%d", round)
+		slow()
+		set := time.Now()
+		if err := c.Set(ctx, key, "v", 10*time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(set.Add(15 * time.Millisecond)))
+		var n int64
+		var err error
+		if round%2 == 0 {
+			n, err = c.Exists(ctx, key).Result()
+		} else {
+			n, err = script.Run(ctx, c, []string{key}).Int64()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("round %d: a key set with a 10ms TTL still answers %v later (step %v)", round, time.Since(set), e.currentStep())
+		}
+	}
+}
