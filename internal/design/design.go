@@ -211,6 +211,9 @@ const (
 	DefaultPrefix = "rl:"
 	// DefaultTimeout bounds one Redis call of a gateway's failure policy.
 	DefaultTimeout = 50 * time.Millisecond
+	// FailoverCheckEvery is how often a gateway that denies after a
+	// failover reads the failover marker while requests arrive.
+	FailoverCheckEvery = 50 * time.Millisecond
 	// DefaultRefillBelow is the share of a lease slice below which a
 	// leasing gateway tops up.
 	DefaultRefillBelow = 0.2

@@ -22,7 +22,7 @@ const (
 	OnFailoverTrust   = design.OnFailoverTrust
 	OnFailoverDeny    = design.OnFailoverDeny
 	DefaultTimeout    = design.DefaultTimeout
-	DefaultCheckEvery = 50 * time.Millisecond
+	DefaultCheckEvery = design.FailoverCheckEvery
 )
 
 // Policy is what a gateway does when Redis fails or fails over.

@@ -18,7 +18,7 @@ func (s Saved) Claim() score.Claim {
 	}
 	if s.Design != nil {
 		for _, e := range s.Design.Endpoints {
-			c.Endpoints = append(c.Endpoints, score.Endpoint{Name: e.Name, OnError: e.OnError})
+			c.Endpoints = append(c.Endpoints, score.Endpoint{Name: e.Name, OnError: e.OnError, OnFailover: e.OnFailover})
 		}
 	}
 	return c

@@ -94,6 +94,9 @@ var Checks = []Check{
 	{Name: "kept-time", Code: exitcode.Failed,
 		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's; and every latency threshold (latency counts from the schedule) has the same outcome counted from when requests really left (the ceiling's bounds come from when requests really left, so lag does not void them).",
 		test:  keptTime, busy: always},
+	{Name: "noticed", Code: exitcode.Failed,
+		Needs: "Simulated gateways that deny after a failover noticed it on time where rlctl runs the whole deployment (the embedded Redis): within one and a half of their marker-read interval (75ms), as they do on an idle machine; noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
+		test:  noticed, busy: always},
 	{Name: "measured", Code: exitcode.Failed,
 		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
 		test:  thresholdsMeasured},
@@ -619,6 +622,28 @@ func concurrent(c Claim, f Facts) (string, bool) {
 // rests on the schedule: the boundary shots' and herd_peak's counts
 // (keptSpan), and latency thresholds (keptLatency). Other figures rest on
 // when requests really left, not on when they were due.
+// noticeWithin is how long after a failover simulated gateways on the
+// embedded Redis may take to deny for it: a marker read every
+// FailoverCheckEvery, and half that again for the read and the next
+// request.
+const noticeWithin = design.FailoverCheckEvery * 3 / 2
+
+// noticed fails a run on the embedded Redis whose deny-after-failover
+// gateways, all inside rlctl, noticed the failover later than
+// noticeWithin: the requests that went through before are the
+// instrument's delay (after_fault_ceiling), not the design's.
+func noticed(c Claim, f Facts) (string, bool) {
+	detect, ok := f.Metrics[metric.FailoverDetectMs]
+	if !f.Embedded || !ok || !slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.OnFailover == design.OnFailoverDeny }) {
+		return "", false
+	}
+	if within := float64(noticeWithin.Milliseconds()); detect > within {
+		return fmt.Sprintf("the gateways denied for the failover %sms after it, later than the %sms their marker reads take on an idle machine: rlctl, running them and the embedded Redis, was too busy, and the requests that went through meanwhile are its delay, not the design's",
+			textfmt.Num(detect), textfmt.Num(within)), true
+	}
+	return "", true
+}
+
 func keptTime(c Claim, f Facts) (string, bool) {
 	why, applies := keptSpan(f)
 	if why != "" {

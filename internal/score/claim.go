@@ -43,8 +43,8 @@ type Claim struct {
 
 // Endpoint is one endpoint's failure policy.
 type Endpoint struct {
-	Name    string
-	OnError string
+	Name                string
+	OnError, OnFailover string
 }
 
 // Facts are what a run measured and did.

@@ -179,6 +179,12 @@ func TestValidityTable(t *testing.T) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Span: 50 * time.Millisecond, Rolled: true}}
 			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 3, 21
 		}, exitcode.Failed, "the late answers came from the embedded Redis, which answers inside rlctl"},
+		{"failover noticed late on the embedded Redis", "noticed", func(c *Claim) {
+			c.Endpoints = []Endpoint{{Name: "api", OnError: design.OnErrorClosed, OnFailover: design.OnFailoverDeny}}
+		}, func(f *Facts) {
+			f.Embedded = true
+			f.Metrics[metric.FailoverDenied], f.Metrics[metric.FailoverDetectMs] = 90, 120
+		}, exitcode.Failed, "the gateways denied for the failover 120ms after it, later than the 75ms"},
 		{"a threshold on a figure not produced", "measured", func(c *Claim) { c.Thresholds = ths(t, "after_fault_ceiling <= limit") }, nil,
 			exitcode.Failed, "after_fault_ceiling <= limit: after_fault_ceiling was not measured in this scenario"},
 	}
@@ -188,7 +194,7 @@ func TestValidityTable(t *testing.T) {
 		"most dropped": true, "most dropped waiting on the embedded Redis": true, "embedded Redis too slow": true,
 		"boundary decided after the edge on the embedded Redis": true, "a starved instrument": true,
 		"latency threshold failed by rlctl's own lag": true, "latency flaw shown by rlctl's own lag": true, "race not raced": true,
-		"boundary answered late by the embedded Redis": true,
+		"boundary answered late by the embedded Redis": true, "failover noticed late on the embedded Redis": true,
 	}
 	// The rows whose run failed because the answers came too late for
 	// the figure (CheckResult.Late).
@@ -529,5 +535,33 @@ func TestThresholdsFromScenario(t *testing.T) {
 	}
 	if got[2].Status != StatusFail || got[2].Observed != nil || got[2].Error != "race_excess was not measured in this scenario" {
 		t.Errorf("unmeasured: %+v", got[2])
+	}
+}
+
+// Deny-after-failover gateways noticed the failover in time, or on a
+// Redis outside rlctl, or trusting the new primary: the noticed check
+// holds or does not apply (its failure is a row of TestValidityTable).
+func TestFailoverNoticeStandsOutsideTheEmbeddedRedis(t *testing.T) {
+	c := claim(t, "after_fault_ceiling < 1.5*limit")
+	c.Endpoints = []Endpoint{{Name: "api", OnError: design.OnErrorClosed, OnFailover: design.OnFailoverDeny}}
+	run := func(embedded bool, detectMs float64) Verdict {
+		f := measured()
+		f.Embedded, f.Faults = embedded, 1
+		f.Metrics[metric.AfterFaultCeiling], f.Metrics[metric.AfterFaultCeilingUpper] = 25, 25
+		f.Metrics[metric.FailoverDenied], f.Metrics[metric.FailoverDetectMs] = 90, detectMs
+		return Judge(c, f)
+	}
+	if v := run(true, 120); failedCheck(v) != "noticed" {
+		t.Fatalf("noticed in 120ms on the embedded Redis: %s, check %q", v.Status, failedCheck(v))
+	}
+	if v := run(true, 58); v.Status != StatusPass {
+		t.Errorf("noticed in 58ms: %s (%s)", v.Status, v.Reason)
+	}
+	if v := run(false, 120); v.Status != StatusPass {
+		t.Errorf("noticed in 120ms on a Redis outside rlctl: %s (%s)", v.Status, v.Reason)
+	}
+	c.Endpoints[0].OnFailover = design.OnFailoverTrust
+	if v := run(true, 120); v.Status != StatusPass {
+		t.Errorf("gateways that trust the new primary: %s (%s)", v.Status, v.Reason)
 	}
 }
