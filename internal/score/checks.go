@@ -523,10 +523,10 @@ func (b Boundary) straddles() bool {
 	return b.fresh() && (b.Rolled || (b.aimed() && b.early()))
 }
 
-// fresh reports whether the shot before the edge met the fresh window the
+// fresh reports whether the shot before the edge met the fresh quota the
 // pattern leaves it: at least half of its answered requests admitted. A
-// window seen rolling after a before-shot mostly denied rolled on a
-// window already spent, and its figure is no boundary's.
+// window seen rolling after a before-shot mostly denied rolled on a quota
+// already spent, and its figure is no boundary's.
 func (b Boundary) fresh() bool { return b.Before == 0 || 2*b.AdmittedBefore >= b.Before }
 
 // aimed reports whether the edge b aimed at is known to within its span.
@@ -595,7 +595,7 @@ func embeddedLate(c Claim, f Facts) bool {
 func aimWhy(b Boundary) string {
 	switch {
 	case !b.fresh():
-		return fmt.Sprintf("only %d of the %d requests aimed before the edge were admitted, so the window before it was already spent, not the fresh one the pattern leaves there, and the shot measured no boundary", b.AdmittedBefore, b.Before)
+		return fmt.Sprintf("only %d of the %d requests aimed before the edge were admitted, so the quota before it was already spent (a window used up, or a bucket holding less than half the limit), not the fresh one the pattern leaves there, and the shot measured no boundary", b.AdmittedBefore, b.Before)
 	case b.aimed() && b.Before == 0:
 		return fmt.Sprintf("the edge was known to within %v, but none of the requests aimed before it was answered", b.Uncertainty.Round(time.Millisecond))
 	case b.aimed() && !b.early():

@@ -131,7 +131,7 @@ func TestValidityTable(t *testing.T) {
 		// then admissions after the denials (the window rolled somewhere).
 		{"boundary before a spent window", "straddled", nil, func(f *Facts) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "first-request", Uncertainty: 3 * time.Millisecond, Span: 50 * time.Millisecond, Rolled: true, Before: 20, Early: 20, AdmittedBefore: 4}}
-		}, exitcode.Failed, "only 4 of the 20 requests aimed before the edge were admitted, so the window before it was already spent"},
+		}, exitcode.Failed, "only 4 of the 20 requests aimed before the edge were admitted, so the quota before it was already spent (a window used up"},
 		{"boundary pattern with no shot", "straddled", nil, func(f *Facts) {
 			f.BoundaryPattern, f.Planned, f.Ran = true, 2*time.Second, 10*time.Millisecond
 		}, exitcode.Failed, "the boundary pattern fired no shot in 2s of traffic"},
