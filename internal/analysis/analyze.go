@@ -1213,11 +1213,20 @@ func (w *worker) windowFigures(k int, m *figures, big bool, long int) (newBest b
 func (w *worker) afterFaultCeiling(iv intervals) (lower, upper int) {
 	a := w.a
 	for _, f := range a.faults {
-		lo, hi := int64(f.At)-a.w, int64(f.At)+int64(f.For)+a.w
+		lo, hi := a.afterFaultSpan(f)
 		lower = max(lower, definite(iv, a.w, lo, hi))
 		upper = max(upper, w.upperCeiling(iv, lo, hi))
 	}
 	return lower, upper
+}
+
+// afterFaultSpan is where the windows after_fault_ceiling looks at start:
+// from one W before f began to one W before the end of the window after
+// it ended. A real failover ends when the new primary took its first
+// write (Fault.Answered), which may be long after it began: the counts it
+// lost are spent in the window after that.
+func (a *analyzer) afterFaultSpan(f history.Fault) (lo, hi int64) {
+	return int64(f.At) - a.w, max(int64(f.At)+int64(f.For), int64(f.Answered)) + a.w
 }
 
 // upperCeiling is the most of the identity's allowed requests whose

@@ -156,3 +156,25 @@ func TestElectionFiguresOfTwoFailovers(t *testing.T) {
 	}
 	wantMetrics(t, res.PerIdentityFailover[0].Metrics, want)
 }
+
+// A failover whose election outlasts a window (Fault.Answered 2.5s after
+// it began) is counted to one window after the new primary took its
+// first write: an old primary still taking some gateways' writes late in
+// the election (a split brain) admitted five the new one never saw, and
+// the new one admits five more in the same window.
+func TestAfterFaultCeilingCoversALongElection(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover", Stopped: time.Second, Answered: 3500 * msec}}}
+	h := history.New(meta, 0)
+	for at := 500 * msec; at < 550*msec; at += 10 * msec {
+		h.Append(rec(at, 0, 0, decision.Allowed))
+	}
+	for at := 3300 * msec; at < 3350*msec; at += 10 * msec {
+		h.Append(by(at, at+msec, decision.Allowed, decision.ByRedis)) // the old primary
+	}
+	for at := 3500 * msec; at < 3550*msec; at += 10 * msec {
+		h.Append(by(at, at+msec, decision.Allowed, decision.ByRedis)) // the new one
+	}
+	wantMetrics(t, analyzed(t, h, Options{}).Metrics, Metrics{metric.AfterFaultCeiling: 10})
+}

@@ -193,7 +193,8 @@ func (a *analyzer) endpointAfterFault(n int) []int {
 	type span struct{ lo, hi int64 }
 	spans := make([]span, len(a.faults))
 	for k, f := range a.faults {
-		spans[k] = span{int64(f.At) - a.w, int64(f.At) + int64(f.For) + a.w}
+		lo, hi := a.afterFaultSpan(f)
+		spans[k] = span{lo, hi}
 	}
 	type key struct {
 		id uint32

@@ -50,6 +50,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	for _, ft := range m.Faults {
 		faults = append(faults, score.Fault{Action: ft.Action, At: ft.At, For: ft.For, Stopped: ft.Stopped, Answered: ft.Answered})
 	}
+	f.Applied = faults
 	var planned []analysis.Span
 	for _, sp := range score.PlannedSpans(faults, m.Limit.Window) {
 		planned = append(planned, analysis.Span{From: sp.From, To: sp.To})

@@ -97,6 +97,9 @@ var Checks = []Check{
 	{Name: "noticed", Code: exitcode.Failed,
 		Needs: "Simulated gateways that deny after a failover noticed it on time where rlctl runs the whole deployment (the embedded Redis): within one and a half of their marker-read interval (75ms), as they do on an idle machine; noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
 		test:  noticed, busy: always},
+	{Name: "covered", Code: exitcode.Failed,
+		Needs: "A cap on what a fault let through (after_fault_ceiling or its shard forms held at most to a bound) saw all of it: the traffic ran until one window after each fault ended (a real failover ends when the new primary took its first write; one whose new primary took none in the run never ended). What a fault lets through spills into the window after it; cut shorter, a cap held on the part that was seen.",
+		test:  covered},
 	{Name: "measured", Code: exitcode.Failed,
 		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
 		test:  thresholdsMeasured},
@@ -471,12 +474,22 @@ var capped = map[string]bool{
 	metric.Burst: true, metric.SustainedRate: true, metric.Slipped: true, metric.RaceExcess: true,
 }
 
+// afterFault are the figures of what a fault let through.
+var afterFault = map[string]bool{
+	metric.AfterFaultCeiling: true, metric.AfterFaultCeilingUpper: true,
+	metric.FailedShardAfterFaultCeiling: true, metric.FailedShardAfterFaultCeilingUpper: true,
+	metric.OtherShardsAfterFaultCeiling: true, metric.OtherShardsAfterFaultCeilingUpper: true,
+}
+
 // capOn reports whether th holds a figure of what the limiter admitted at
 // most to a bound ("ceiling <= limit", "limit >= ceiling", "slipped ==
 // 0"): low traffic alone satisfies it.
-func capOn(th threshold.Threshold) bool {
+func capOn(th threshold.Threshold) bool { return capOf(th, capped) }
+
+// capOf reports whether th holds one of figures at most to a bound.
+func capOf(th threshold.Threshold, figures map[string]bool) bool {
 	atMost := func(side threshold.Operand, ops ...threshold.Op) bool {
-		return capped[side.Name] && side.Factor > 0 && slices.Contains(ops, th.Op)
+		return figures[side.Name] && side.Factor > 0 && slices.Contains(ops, th.Op)
 	}
 	return atMost(th.Left, threshold.Less, threshold.LessEqual, threshold.Equal) ||
 		atMost(th.Right, threshold.Greater, threshold.GreaterEqual, threshold.Equal)
@@ -514,6 +527,46 @@ func pressed(c Claim, f Facts) (string, bool) {
 	return fmt.Sprintf("the limiter denied none of the %d requests answered, so none of its counters reached its limit (%s): %s held on the traffic alone, as it would with no limiter at all; offer more than a counter allows (a higher rate, fewer identities, or for counters kept in each gateway, more through each one)",
 		answered, c.Limit, strings.Join(held, " and ")), true
 }
+
+// covered fails a run whose cap on what a fault let through held while
+// the traffic stopped before one window after a fault's end: the excess a
+// fault lets through (counts a promoted replica lacks, a window reopened
+// after an outage) comes in the window after it.
+func covered(c Claim, f Facts) (string, bool) {
+	ths, _ := claimOf(c)
+	var held []string
+	for _, th := range ths {
+		if !capOf(th, afterFault) {
+			continue
+		}
+		if _, pass, err := th.Eval(f.Metrics, c.Limit); err == nil && pass {
+			held = append(held, th.Expr)
+		}
+	}
+	if len(held) == 0 {
+		return "", false
+	}
+	w := c.Limit.Window
+	for _, ft := range f.Applied {
+		end := max(ft.At+ft.For, ft.Answered)
+		switch {
+		case ft.Stopped > 0 && ft.Answered == 0:
+			return fmt.Sprintf("%s held, but the %s at %s never ended in the run (the new primary took no write before the traffic stopped), so what it let through afterwards was not seen",
+				strings.Join(held, " and "), ft.Action, ms(ft.At)), true
+		case f.Ran < end+w:
+			stopped := fmt.Sprintf("before the %s at %s ended", ft.Action, ms(ft.At))
+			if f.Ran > end {
+				stopped = fmt.Sprintf("%s after the %s at %s ended", ms(f.Ran-end), ft.Action, ms(ft.At))
+			}
+			return fmt.Sprintf("%s held, but the traffic stopped %s, short of the window (%s) after it in which what a fault lets through is spent: run the traffic until at least %s",
+				strings.Join(held, " and "), stopped, ms(w), ms(end+w)), true
+		}
+	}
+	return "", true
+}
+
+// ms is d to the millisecond, as reasons say a time.
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 // straddles reports whether shot b is shown to straddle the target's
 // window edge: the answers show the window rolling between its halves, or

@@ -62,8 +62,10 @@ type Facts struct {
 	// Unapplied says, one entry per fault, which planned faults could not
 	// be carried out and why; nil when every one was.
 	Unapplied []string
-	// Faults is how many faults the scenario planned.
-	Faults int
+	// Faults is how many faults the scenario planned, and Applied those
+	// the run carried out, as it recorded them.
+	Faults  int
+	Applied []Fault
 	// Interrupted is set when the run was cut short; Ran is how long its
 	// traffic ran and Planned how long the scenario meant it to.
 	Interrupted  bool

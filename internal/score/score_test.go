@@ -179,6 +179,16 @@ func TestValidityTable(t *testing.T) {
 			f.Boundaries = []Boundary{{At: time.Second, Aim: "answers", Span: 50 * time.Millisecond, Rolled: true}}
 			f.Metrics[metric.BoundaryAllowed], f.Metrics[metric.BoundaryAllowedUpper] = 3, 21
 		}, exitcode.Failed, "the late answers came from the embedded Redis, which answers inside rlctl"},
+		{"after-fault cap cut short", "covered", func(c *Claim) { c.Thresholds = ths(t, "after_fault_ceiling <= limit") }, func(f *Facts) {
+			f.Faults, f.Ran = 1, 2*time.Second
+			f.Applied = []Fault{{Action: "failover", At: 1200 * time.Millisecond, Stopped: 1200 * time.Millisecond, Answered: 1500 * time.Millisecond}}
+			f.Metrics[metric.AfterFaultCeiling], f.Metrics[metric.AfterFaultCeilingUpper] = 20, 20
+		}, exitcode.Failed, "after_fault_ceiling <= limit held, but the traffic stopped 500ms after the failover at 1.2s ended, short of the window (1s) after it in which what a fault lets through is spent: run the traffic until at least 2.5s"},
+		{"election never ended", "covered", func(c *Claim) { c.Thresholds = ths(t, "other_shards_after_fault_ceiling <= limit") }, func(f *Facts) {
+			f.Faults, f.Ran = 1, 5*time.Second
+			f.Applied = []Fault{{Action: "failover", At: time.Second, Stopped: time.Second}}
+			f.Metrics[metric.OtherShardsAfterFaultCeiling], f.Metrics[metric.OtherShardsAfterFaultCeilingUpper] = 20, 20
+		}, exitcode.Failed, "the failover at 1s never ended in the run"},
 		{"failover noticed late on the embedded Redis", "noticed", func(c *Claim) {
 			c.Endpoints = []Endpoint{{Name: "api", OnError: design.OnErrorClosed, OnFailover: design.OnFailoverDeny}}
 		}, func(f *Facts) {
@@ -563,5 +573,25 @@ func TestFailoverNoticeStandsOutsideTheEmbeddedRedis(t *testing.T) {
 	c.Endpoints[0].OnFailover = design.OnFailoverTrust
 	if v := run(true, 120); v.Status != StatusPass {
 		t.Errorf("gateways that trust the new primary: %s (%s)", v.Status, v.Reason)
+	}
+}
+
+// A cap on what a fault let through stands once the traffic ran a window
+// past the fault's end, and a flaw shown in a shorter run is shown: what
+// was seen already exceeds the limit.
+func TestAfterFaultFiguresSeenToTheEnd(t *testing.T) {
+	f := measured()
+	f.Faults, f.Ran = 1, 2600*time.Millisecond
+	f.Applied = []Fault{{Action: "failover", At: 1200 * time.Millisecond, Stopped: 1200 * time.Millisecond, Answered: 1500 * time.Millisecond}}
+	f.Metrics[metric.AfterFaultCeiling], f.Metrics[metric.AfterFaultCeilingUpper] = 20, 20
+	if v := Judge(claim(t, "after_fault_ceiling <= limit"), f); v.Status != StatusPass {
+		t.Errorf("a window past the election: %s (%s)", v.Status, v.Reason)
+	}
+	f.Ran = 1600 * time.Millisecond
+	f.Metrics[metric.AfterFaultCeiling], f.Metrics[metric.AfterFaultCeilingUpper] = 35, 35
+	flaw := claim(t, "after_fault_ceiling > limit")
+	flaw.Shows = design.ShowsFlaw
+	if v := Judge(flaw, f); v.Status != StatusPass || v.Words != FlawShown {
+		t.Errorf("a flaw shown before the run was cut: %s (%s)", v.Status, v.Reason)
 	}
 }
