@@ -467,6 +467,9 @@ limit: 10/1s
 target: {kind: simulated, algorithm: %s, gateways: 5, redis: %q, timeout: 1s}
 traffic: {rate: 100000/s, duration: 300ms, workers: 2}
 max_error_rate: 1   # the overload is the test: most of the plan is dropped
+# A loaded machine answers a handful, none denied: a cap would be pressed
+# by luck, so the claim is that every request sent was decided.
+thresholds: [errors == 0]
 `, design.RedisFixedWindow, srv.URL())))
 	requests, dropped := measured(t, out, metric.Requests), measured(t, out, metric.Dropped)
 	sent := measured(t, out, metric.Allowed) + measured(t, out, metric.Denied) + measured(t, out, metric.Errors)
