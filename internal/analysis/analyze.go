@@ -1221,12 +1221,12 @@ func (w *worker) afterFaultCeiling(iv intervals) (lower, upper int) {
 }
 
 // afterFaultSpan is where the windows after_fault_ceiling looks at start:
-// from one W before f began to one W before the end of the window after
-// it ended. A real failover ends when the new primary took its first
-// write (Fault.Answered), which may be long after it began: the counts it
-// lost are spent in the window after that.
+// from one W before f began to one W after it ended (Fault.End: a real
+// failover ends when the new primary took its first write, or the old
+// one, still taking writes, was demoted, which may be long after it
+// began): the counts it lost are spent in the window after that.
 func (a *analyzer) afterFaultSpan(f history.Fault) (lo, hi int64) {
-	return int64(f.At) - a.w, max(int64(f.At)+int64(f.For), int64(f.Answered)) + a.w
+	return int64(f.At) - a.w, int64(f.End()) + a.w
 }
 
 // upperCeiling is the most of the identity's allowed requests whose

@@ -178,3 +178,21 @@ func TestAfterFaultCeilingCoversALongElection(t *testing.T) {
 	}
 	wantMetrics(t, analyzed(t, h, Options{}).Metrics, Metrics{metric.AfterFaultCeiling: 10})
 }
+
+// A graceful Sentinel failover's new primary takes writes at once while
+// gateways still on the old one write there until it is demoted
+// (Fault.Demoted, 2.5s later): the windows after_fault_ceiling looks at
+// run to one W after the demotion.
+func TestAfterFaultCeilingCoversTheOldPrimarysDemotion(t *testing.T) {
+	t.Parallel()
+	meta := history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"},
+		Faults: []history.Fault{{At: time.Second, Action: "failover", Answered: 1010 * msec, Demoted: 3500 * msec}}}
+	h := history.New(meta, 0)
+	for at := 3300 * msec; at < 3350*msec; at += 10 * msec {
+		h.Append(by(at, at+msec, decision.Allowed, decision.ByRedis)) // on the old primary
+	}
+	for at := 3500 * msec; at < 3550*msec; at += 10 * msec {
+		h.Append(by(at, at+msec, decision.Allowed, decision.ByRedis)) // moved to the new one
+	}
+	wantMetrics(t, analyzed(t, h, Options{}).Metrics, Metrics{metric.AfterFaultCeiling: 10})
+}

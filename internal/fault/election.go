@@ -70,6 +70,31 @@ func WatchElection(ctx context.Context, w Watch, period time.Duration) Election 
 	}
 }
 
+// WatchStop probes old every period until it refuses or fails a write,
+// or until ctx ends (so bound ctx), and returns when it first did, zero
+// when it did not. A graceful Sentinel failover leaves the old primary
+// taking writes after the new one took its first, until Sentinel turns it
+// into a replica: gateways still on it write counts the new primary never
+// sees until then.
+func WatchStop(ctx context.Context, old Probe, period time.Duration) time.Time {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := old(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return now
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}
+		case <-tick.C:
+		}
+	}
+}
+
 // Unfinished says why a failover (action, planned at at and begun at
 // began) whose watch saw no new primary take a write was not carried out:
 // the run ended at ended, before the election did, or, ended zero, the

@@ -72,3 +72,29 @@ func TestWatchElectionSeesEachSide(t *testing.T) {
 		t.Errorf("nothing changed, yet the watch saw %+v", e)
 	}
 }
+
+// TestWatchStopSeesTheDemotion: the old primary of a graceful Sentinel
+// failover takes writes until it is turned into a replica; the watch
+// returns when it first refuses one, and zero when the run ends first.
+func TestWatchStopSeesTheDemotion(t *testing.T) {
+	var demoted atomic.Bool
+	old := func(context.Context) error {
+		if demoted.Load() {
+			return errors.New("READONLY You can't write against a read only replica.")
+		}
+		return nil
+	}
+	start := time.Now()
+	time.AfterFunc(40*time.Millisecond, func() { demoted.Store(true) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if at := WatchStop(ctx, old, 5*time.Millisecond); at.IsZero() || at.Sub(start) < 40*time.Millisecond || ctx.Err() != nil {
+		t.Errorf("demoted 40ms in: watch returned %v after %v (context %v)", at, at.Sub(start), ctx.Err())
+	}
+	demoted.Store(false)
+	short, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel2()
+	if at := WatchStop(short, old, 5*time.Millisecond); !at.IsZero() {
+		t.Errorf("never demoted, yet the watch saw it at %v", at)
+	}
+}

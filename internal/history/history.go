@@ -62,6 +62,11 @@ type Fault struct {
 	// first refused or failed a write and when the new one first took one:
 	// between them lies the election. Zero when not observed.
 	Stopped, Answered time.Duration
+	// Demoted, for a real failover whose old primary still took writes
+	// once the new one had taken its first (Sentinel's graceful failover),
+	// is when it first refused one: gateways still on it wrote counts the
+	// new primary never saw until then. Zero when not seen.
+	Demoted time.Duration
 	// Held, for a failover with a replica_lag, is when the replica was
 	// cut off from the primary: counts admitted after it never reached
 	// the replica. Zero when no lag was set up.
@@ -71,6 +76,11 @@ type Fault struct {
 	// started); "" elsewhere.
 	Shard string
 }
+
+// End is when f stopped acting on the deployment: its duration's end, and
+// for a real failover the new primary's first write or the old one's
+// demotion, whichever came last.
+func (f Fault) End() time.Duration { return max(f.At+f.For, f.Answered, f.Demoted) }
 
 // Meta describes the run a history belongs to.
 type Meta struct {

@@ -212,7 +212,7 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 			f.At += s.shift
 			// An election's ends and the lag's start are offsets too; zero
 			// means not seen.
-			for _, t := range []*time.Duration{&f.Stopped, &f.Answered, &f.Held} {
+			for _, t := range []*time.Duration{&f.Stopped, &f.Answered, &f.Demoted, &f.Held} {
 				if *t != 0 {
 					*t += s.shift
 				}
@@ -309,7 +309,7 @@ func joinFaults(fs []Fault) []Fault {
 				if f.Held != 0 && (p.Held == 0 || f.Held < p.Held) {
 					p.Held = f.Held
 				}
-				p.Answered = max(p.Answered, f.Answered)
+				p.Answered, p.Demoted = max(p.Answered, f.Answered), max(p.Demoted, f.Demoted)
 				continue
 			}
 		}

@@ -54,6 +54,7 @@ func splitHistory(whole *History, shiftB time.Duration) (a, b *History) {
 		f.At -= shiftB
 		f.Stopped -= shiftB
 		f.Answered -= shiftB
+		f.Demoted -= shiftB
 		mb.Faults = append(mb.Faults, f)
 	}
 	a, b = New(ma, 0), New(mb, 0)
@@ -94,7 +95,7 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 		Scenario: "m", Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Limit: rate.Limit{Count: 5, Window: time.Second},
 		Identities: []string{"u0", "u1", "u2"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
 		Boundaries: []time.Duration{time.Second}, BoundarySpan: time.Millisecond,
-		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover", Stopped: 1010 * time.Millisecond, Answered: 1500 * time.Millisecond, Held: 900 * time.Millisecond}}, Rounds: 2,
+		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover", Stopped: 1010 * time.Millisecond, Answered: 1500 * time.Millisecond, Demoted: 2500 * time.Millisecond, Held: 900 * time.Millisecond}}, Rounds: 2,
 	}, 0)
 	var at time.Duration
 	for range 3000 {
@@ -372,13 +373,13 @@ func TestMergeJoinsOneFaultAppliedOnEachMachine(t *testing.T) {
 	ms := time.Millisecond
 	a.Faults = []Fault{
 		{At: time.Second + 2*ms, For: time.Second, Planned: time.Second, Action: "redis-down"},
-		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3010 * ms, Answered: 3500 * ms, Held: 2003 * ms},
+		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3010 * ms, Answered: 3500 * ms, Demoted: 5 * time.Second, Held: 2003 * ms},
 		{At: 6 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
 	b.Faults = []Fault{
 		{At: time.Second + 5*ms, For: time.Second + ms, Planned: time.Second, Action: "redis-down"},
 		{At: time.Second + 5*ms, For: time.Second, Planned: time.Second, Action: "redis-latency"},
-		{At: 3*time.Second + 240*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Held: 2001 * ms},
+		{At: 3*time.Second + 240*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Demoted: 4800 * ms, Held: 2001 * ms},
 		{At: 3*time.Second + 300*ms, Planned: 3300 * ms, Action: "failover"},
 		{At: 9 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
@@ -397,7 +398,7 @@ func TestMergeJoinsOneFaultAppliedOnEachMachine(t *testing.T) {
 	want := []Fault{
 		{At: time.Second + 2*ms, For: time.Second + 4*ms, Planned: time.Second, Action: "redis-down"},
 		{At: time.Second + 5*ms, For: time.Second, Planned: time.Second, Action: "redis-latency"},
-		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Held: 2001 * ms},
+		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Demoted: 5 * time.Second, Held: 2001 * ms},
 		{At: 3*time.Second + 300*ms, Planned: 3300 * ms, Action: "failover"},
 		{At: 6 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 		{At: 9 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},

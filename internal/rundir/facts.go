@@ -48,7 +48,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	}
 	var faults []score.Fault
 	for _, ft := range m.Faults {
-		faults = append(faults, score.Fault{Action: ft.Action, At: ft.At, For: ft.For, Stopped: ft.Stopped, Answered: ft.Answered})
+		faults = append(faults, score.Fault{Action: ft.Action, At: ft.At, For: ft.For, Stopped: ft.Stopped, Answered: ft.Answered, Demoted: ft.Demoted})
 	}
 	f.Applied = faults
 	var planned []analysis.Span

@@ -98,7 +98,7 @@ var Checks = []Check{
 		Needs: "Simulated gateways that deny after a failover noticed it on time where rlctl runs the whole deployment (the embedded Redis): within one and a half of their marker-read interval (75ms), as they do on an idle machine; noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
 		test:  noticed, busy: always},
 	{Name: "covered", Code: exitcode.Failed,
-		Needs: "A cap on what a fault let through (after_fault_ceiling or its shard forms held at most to a bound) saw all of it: the traffic ran until one window after each fault ended (a real failover ends when the new primary took its first write; one whose new primary took none in the run never ended). What a fault lets through spills into the window after it; cut shorter, a cap held on the part that was seen.",
+		Needs: "A cap on what a fault let through (after_fault_ceiling or its shard forms held at most to a bound) saw all of it: the traffic ran until one window after each fault ended (a real failover ends when the new primary took its first write and an old primary still taking writes was demoted; one whose new primary took none in the run never ended). What a fault lets through spills into the window after it; cut shorter, a cap held on the part that was seen.",
 		test:  covered},
 	{Name: "measured", Code: exitcode.Failed,
 		Needs: "Every threshold's figure was measured: a threshold on one the run did not produce (after_fault_ceiling without a fault, race_excess without the race pattern, counts_lost where the counters could not be read) can neither hold nor fail, so its claim was not measured.",
@@ -548,7 +548,7 @@ func covered(c Claim, f Facts) (string, bool) {
 	}
 	w := c.Limit.Window
 	for _, ft := range f.Applied {
-		end := max(ft.At+ft.For, ft.Answered)
+		end := ft.End()
 		switch {
 		case ft.Stopped > 0 && ft.Answered == 0:
 			return fmt.Sprintf("%s held, but the %s at %s never ended in the run (the new primary took no write before the traffic stopped), so what it let through afterwards was not seen",

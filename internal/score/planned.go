@@ -26,7 +26,16 @@ type Fault struct {
 	// first failed a write and when the new one first took one (zero when
 	// not observed).
 	Stopped, Answered time.Duration
+	// Demoted, for a real failover, is when the old primary, still taking
+	// writes after the new one took its first, refused one (zero when not
+	// seen).
+	Demoted time.Duration
 }
+
+// End is when f stopped acting on the deployment: its duration's end, and
+// for a real failover the new primary's first write or the old one's
+// demotion, whichever came last.
+func (f Fault) End() time.Duration { return max(f.At+f.For, f.Answered, f.Demoted) }
 
 // Span is a stretch of a run, from its start.
 type Span struct{ From, To time.Duration }
@@ -35,8 +44,9 @@ type Span struct{ From, To time.Duration }
 // in which undecided requests are the fault's effect rather than an
 // outage: a timed fault for its duration, one without a duration until the
 // end (redis-down, redis-latency, gateway-down), a failover for the window
-// in which gateways may deny after noticing it or until its election ended
-// (the new primary took a write), whichever is later, an instantaneous
+// in which gateways may deny after noticing it or until it ended (the new
+// primary took a write, and an old primary still taking writes was
+// demoted: Fault.End), whichever is later, an instantaneous
 // reset for a moment. Each is widened by FaultGrace. A real failover whose
 // election never ended accounts for the rest of the run.
 func PlannedSpans(faults []Fault, window time.Duration) []Span {
@@ -49,7 +59,7 @@ func PlannedSpans(faults []Fault, window time.Duration) []Span {
 		case f.Action == design.FaultFailover && f.Stopped > 0 && f.Answered == 0:
 			// A real failover that elected no primary before the end.
 		case f.Action == design.FaultFailover || (f.Action == design.FaultKillPrimary && f.Answered > 0):
-			end = max(f.At+window, f.Answered) + FaultGrace
+			end = max(f.At+window, f.End()) + FaultGrace
 		case f.Action == design.FaultRedisReset:
 			end = f.At + FaultGrace
 		}

@@ -595,3 +595,21 @@ func TestAfterFaultFiguresSeenToTheEnd(t *testing.T) {
 		t.Errorf("a flaw shown before the run was cut: %s (%s)", v.Status, v.Reason)
 	}
 }
+
+// A graceful Sentinel failover lasts until its old primary, still taking
+// some gateways' writes, is demoted: what those gateways then meet is the
+// failover's (PlannedSpans), and a cap on what it let through needs a
+// window after the demotion (covered).
+func TestFailoverLastsUntilTheOldPrimaryIsDemoted(t *testing.T) {
+	f := Fault{Action: design.FaultFailover, At: 1500 * time.Millisecond, Answered: 2700 * time.Millisecond, Demoted: 3200 * time.Millisecond}
+	if got := PlannedSpans([]Fault{f}, time.Second); len(got) != 1 || got[0].From != f.At || got[0].To != f.Demoted+FaultGrace {
+		t.Errorf("planned spans %+v, want [%v, %v]", got, f.At, f.Demoted+FaultGrace)
+	}
+	facts := measured()
+	facts.Faults, facts.Applied, facts.Ran = 1, []Fault{f}, 3900*time.Millisecond
+	facts.Metrics[metric.AfterFaultCeiling], facts.Metrics[metric.AfterFaultCeilingUpper] = 20, 20
+	v := Judge(claim(t, "after_fault_ceiling <= limit"), facts)
+	if failedCheck(v) != "covered" || !strings.Contains(v.Reason, "run the traffic until at least 4.2s") {
+		t.Errorf("traffic stopped 700ms after the demotion: %s, check %q: %s", v.Status, failedCheck(v), v.Reason)
+	}
+}

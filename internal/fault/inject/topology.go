@@ -38,6 +38,11 @@ type election struct {
 	err          error
 	lagErr       error     // replica_lag could not be set up
 	held         time.Time // when replica_lag cut the replica off
+	// old is the primary a Sentinel or Cluster failover acted on, and
+	// demoted when it refused a write after the new one took its first
+	// (history.Fault.Demoted).
+	old     string
+	demoted time.Time
 	// shard is the Cluster shard the failover acted on (its primary's
 	// address before it), "" elsewhere: history.Fault.Shard.
 	shard string
@@ -67,6 +72,28 @@ func (e *election) watched(ctx context.Context, stopped time.Time, w fault.Elect
 	}
 }
 
+// awaitDemotion, after a failover whose new primary took a write while the
+// old one had refused none, watches the old one until it refuses one (a
+// graceful Sentinel failover leaves it taking writes until Sentinel turns
+// it into a replica), or until the run ends.
+func (e *election) awaitDemotion(ctx context.Context, tp *topology) {
+	e.mu.Lock()
+	addr, wait := e.old, !e.answered.IsZero() && e.stopped.IsZero()
+	e.mu.Unlock()
+	if !wait || addr == "" {
+		return
+	}
+	old, closeOld := tp.probe(addr)
+	defer closeOld()
+	ctx, cancel := context.WithTimeout(ctx, electionLimit)
+	defer cancel()
+	if t := fault.WatchStop(ctx, old, electionProbeEvery); !t.IsZero() {
+		e.mu.Lock()
+		e.demoted = t
+		e.mu.Unlock()
+	}
+}
+
 // RecordElections writes what the failover hooks saw into h's faults, as
 // offsets from the run's start, and returns the notes on them and, for
 // each failover that could not be carried out or whose election never
@@ -87,7 +114,7 @@ func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string)
 		}
 		el.mu.Lock()
 		f := &h.Meta.Faults[i]
-		f.Stopped, f.Answered, f.Held = offset(el.stopped), offset(el.answered), offset(el.held)
+		f.Stopped, f.Answered, f.Demoted, f.Held = offset(el.stopped), offset(el.answered), offset(el.demoted), offset(el.held)
 		f.Shard = el.shard
 		if el.lagErr != nil {
 			notes = append(notes, fmt.Sprintf("%s at %s ran without its replica_lag: %v", f.Action, f.At.Round(time.Millisecond), el.lagErr))
@@ -283,7 +310,9 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 			c := tp.cfg.NewClient()
 			return c, c.Close
 		}
-		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: action, Fn: e.countLostVia(reach, reach, func(ctx context.Context) {
+		// The counters are read right after the election, before the wait
+		// for the old primary's demotion.
+		failover := e.countLostVia(reach, reach, func(ctx context.Context) {
 			sh, err := tp.shard(ctx)
 			if err != nil {
 				el.set(time.Time{}, time.Time{}, err)
@@ -293,11 +322,12 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 				e.promoteSpawned(ctx, tp, action, el)
 				return
 			}
+			el.mu.Lock()
+			el.old = sh.Primary
 			if tp.cfg.Mode() == redisconn.ModeCluster {
-				el.mu.Lock()
 				el.shard = sh.Primary
-				el.mu.Unlock()
 			}
+			el.mu.Unlock()
 			sending := func() {
 				traffic.Applied(ctx)
 				el.begin()
@@ -308,7 +338,11 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 			}
 			w := tp.watch(ctx, sh)
 			el.watched(ctx, w.Stopped, w)
-		})})
+		})
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: action, Fn: func(ctx context.Context) {
+			failover(ctx)
+			el.awaitDemotion(ctx, tp)
+		}})
 	}
 	what := map[bool]string{true: "rlctl's own " + kind, false: "your " + kind + " (--allow-failover)"}[own]
 	e.Notes = append(e.Notes, fmt.Sprintf("failover faults were real, on %s: the election is the span from the old primary's first refused write to the first write the gateways' client got through again", what))
