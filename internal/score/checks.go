@@ -671,10 +671,6 @@ func concurrent(c Claim, f Facts) (string, bool) {
 	return "", true
 }
 
-// keptTime holds when rlctl's own send lag did not decide a figure that
-// rests on the schedule: the boundary shots' and herd_peak's counts
-// (keptSpan), and latency thresholds (keptLatency). Other figures rest on
-// when requests really left, not on when they were due.
 // noticeWithin is how long after a failover simulated gateways on the
 // embedded Redis may take to deny for it: a marker read every
 // FailoverCheckEvery, and half that again for the read and the next
@@ -697,6 +693,10 @@ func noticed(c Claim, f Facts) (string, bool) {
 	return "", true
 }
 
+// keptTime holds when rlctl's own send lag did not decide a figure that
+// rests on the schedule: the boundary shots' and herd_peak's counts
+// (keptSpan), and latency thresholds (keptLatency). Other figures rest on
+// when requests really left, not on when they were due.
 func keptTime(c Claim, f Facts) (string, bool) {
 	why, applies := keptSpan(f)
 	if why != "" {
