@@ -2,7 +2,9 @@ package fault
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 )
@@ -75,7 +77,8 @@ func WatchElection(ctx context.Context, w Watch, period time.Duration) Election 
 // when it did not. A graceful Sentinel failover leaves the old primary
 // taking writes after the new one took its first, until Sentinel turns it
 // into a replica: gateways still on it write counts the new primary never
-// sees until then.
+// sees until then. A probe that timed out is no refusal (a demoted
+// primary answers at once); a loaded machine's slow answer is not one.
 func WatchStop(ctx context.Context, old Probe, period time.Duration) time.Time {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -84,7 +87,9 @@ func WatchStop(ctx context.Context, old Probe, period time.Duration) time.Time {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		err := old(pctx)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		var ne net.Error
+		timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+		if err != nil && !timedOut && ctx.Err() == nil {
 			return now
 		}
 		select {

@@ -77,19 +77,25 @@ func TestWatchElectionSeesEachSide(t *testing.T) {
 // failover takes writes until it is turned into a replica; the watch
 // returns when it first refuses one, and zero when the run ends first.
 func TestWatchStopSeesTheDemotion(t *testing.T) {
-	var demoted atomic.Bool
-	old := func(context.Context) error {
+	var demoted, slow atomic.Bool
+	old := func(ctx context.Context) error {
+		if slow.Load() {
+			<-ctx.Done() // a probe that timed out is no demotion
+			return ctx.Err()
+		}
 		if demoted.Load() {
 			return errors.New("READONLY You can't write against a read only replica.")
 		}
 		return nil
 	}
 	start := time.Now()
-	time.AfterFunc(40*time.Millisecond, func() { demoted.Store(true) })
+	slow.Store(true)
+	time.AfterFunc(30*time.Millisecond, func() { slow.Store(false) })
+	time.AfterFunc(140*time.Millisecond, func() { demoted.Store(true) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if at := WatchStop(ctx, old, 5*time.Millisecond); at.IsZero() || at.Sub(start) < 40*time.Millisecond || ctx.Err() != nil {
-		t.Errorf("demoted 40ms in: watch returned %v after %v (context %v)", at, at.Sub(start), ctx.Err())
+	if at := WatchStop(ctx, old, 5*time.Millisecond); at.IsZero() || at.Sub(start) < 140*time.Millisecond || ctx.Err() != nil {
+		t.Errorf("a probe timed out, then demoted 140ms in: watch returned %v after %v (context %v)", at, at.Sub(start), ctx.Err())
 	}
 	demoted.Store(false)
 	short, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
