@@ -626,22 +626,27 @@ func straddled(c Claim, f Facts) (string, bool) {
 // because their answers came late: the edge was known, but most of the
 // shot aimed before it that was answered was decided after it.
 func answeredLate(c Claim, f Facts) bool {
-	if len(f.Boundaries) == 0 {
-		return false
-	}
-	b := f.Boundaries[0]
-	return b.aimed() && b.Before > 0 && !b.early()
+	b, late := lateShot(f)
+	return late && b.Before > 0
 }
 
 // embeddedLate reports whether the boundary shots fell in one window
 // because the embedded Redis, inside rlctl, answered them late (or not
 // at all before the edge).
 func embeddedLate(c Claim, f Facts) bool {
+	_, late := lateShot(f)
+	return late && f.Embedded
+}
+
+// lateShot is the run's first boundary shot, and whether its edge was
+// known but fewer than half of the requests aimed before it were decided
+// before it.
+func lateShot(f Facts) (Boundary, bool) {
 	if len(f.Boundaries) == 0 {
-		return false
+		return Boundary{}, false
 	}
 	b := f.Boundaries[0]
-	return f.Embedded && b.aimed() && !b.early()
+	return b, b.aimed() && !b.early()
 }
 
 // aimWhy says why a shot's aim is not known to straddle an edge.
