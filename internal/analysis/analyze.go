@@ -1050,7 +1050,9 @@ func (w *worker) identity(k int, each func(visitFn)) {
 		// curve, while its sorted times are at hand.
 		w.sliding = slidingSeries(times.cursor(), times.cursor(), a.w, a.start, a.end, a.interval)
 	}
-	if a.w > 0 {
+	// The long-run rate, and the burst above it, need a window after the
+	// first: a shorter run's admissions are mostly its first burst.
+	if a.w > 0 && a.end-a.start >= 2*a.w {
 		rate := sustainedRate(times.cursor(), times.n, a.start, a.end, a.w)
 		m.set(fSustainedRate, rate)
 		m.set(fBurst, burstFor(times.cursor(), rate))

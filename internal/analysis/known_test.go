@@ -261,8 +261,20 @@ func TestAbsentFigures(t *testing.T) {
 				h.Append(rec(0, 0, 0, decision.Allowed))
 				return h
 			}(),
-			absent:  []string{metric.RetryAfterMissing, metric.BoundaryAllowed, metric.RaceExcess, metric.FailOpen, metric.FailClosed, metric.AfterFaultCeiling, metric.RecoverMs},
-			present: []string{metric.Requests, metric.Ceiling, metric.CeilingUpper, metric.CeilingRatio, metric.Burst, metric.SustainedRate, metric.Slipped, metric.P50, metric.P90, metric.P99, metric.P999, metric.Max},
+			// One request: no window after the first, so no long-run
+			// rate or burst.
+			absent:  []string{metric.RetryAfterMissing, metric.BoundaryAllowed, metric.RaceExcess, metric.FailOpen, metric.FailClosed, metric.AfterFaultCeiling, metric.RecoverMs, metric.Burst, metric.SustainedRate},
+			present: []string{metric.Requests, metric.Ceiling, metric.CeilingUpper, metric.CeilingRatio, metric.Slipped, metric.P50, metric.P90, metric.P99, metric.P999, metric.Max},
+		},
+		{
+			name: "a run of two windows",
+			h: func() *history.History {
+				h := history.New(history.Meta{Limit: rate.Limit{Count: 5, Window: time.Second}, Identities: []string{"u"}}, 0)
+				h.Append(rec(0, 0, 0, decision.Allowed))
+				h.Append(rec(2*time.Second, 0, 0, decision.Allowed))
+				return h
+			}(),
+			present: []string{metric.Burst, metric.SustainedRate},
 		},
 		{
 			name: "no limit",

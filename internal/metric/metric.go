@@ -129,7 +129,7 @@ var Descriptions = map[string]Description{
 	Burst: {"requests", "The smallest token-bucket capacity b such that every interval of length t saw at most " +
 		"b + sustained_rate·t admitted for one identity: the burst the limiter really allowed."},
 	SustainedRate: {"requests/s", "Admitted requests per second for one identity after the run's first window: " +
-		"the long-run rate the limiter really allowed."},
+		"the long-run rate the limiter really allowed (runs of two windows or more, as burst)."},
 	BoundaryAllowed: {"requests", "The most requests one identity surely had admitted in the short span around one window boundary " +
 		"(boundary pattern only; its send-to-answer interval lies inside the span): up to 2L for a fixed window."},
 	BoundaryAllowedUpper: {"requests", "The same count including every request that may have been decided " +

@@ -273,7 +273,11 @@ func bucketNote(c Claim, m map[string]float64) string {
 	if slipped <= 0 {
 		return fmt.Sprintf("a bucket of capacity %s refilled at %s per %s admits up to %s in one sliding window: that is its envelope (burst + sustained rate), not a leak", textfmt.Num(C), textfmt.Num(L), c.Limit.Window, textfmt.Num(C+L-1))
 	}
-	return fmt.Sprintf("%s slipped beyond the envelope a bucket of capacity %s refilled at %s per %s can admit (measured burst %s, sustained %s/s): a leak, not the envelope", textfmt.Count(slipped, "request"), textfmt.Num(C), textfmt.Num(L), c.Limit.Window, textfmt.Num(m[metric.Burst]), textfmt.Num(m[metric.SustainedRate]))
+	measuredAs := ""
+	if rate, ok := m[metric.SustainedRate]; ok { // a run of two windows or more
+		measuredAs = fmt.Sprintf(" (measured burst %s, sustained %s/s)", textfmt.Num(m[metric.Burst]), textfmt.Num(rate))
+	}
+	return fmt.Sprintf("%s slipped beyond the envelope a bucket of capacity %s refilled at %s per %s can admit%s: a leak, not the envelope", textfmt.Count(slipped, "request"), textfmt.Num(C), textfmt.Num(L), c.Limit.Window, measuredAs)
 }
 
 // failoverNotes say what a failover did, in the failover figures' own
