@@ -43,11 +43,11 @@ type Span struct{ From, To time.Duration }
 // PlannedSpans are the stretches of a run its planned faults account for,
 // in which undecided requests are the fault's effect rather than an
 // outage: a timed fault for its duration, one without a duration until the
-// end (redis-down, redis-latency, gateway-down), a failover for the window
-// in which gateways may deny after noticing it or until it ended (the new
-// primary took a write, and an old primary still taking writes was
-// demoted: Fault.End), whichever is later, an instantaneous
-// reset for a moment. Each is widened by FaultGrace. A real failover whose
+// end (redis-down, redis-latency, gateway-down), a failover until one
+// window after it ended (the new primary took a write, and an old primary
+// still taking writes was demoted: Fault.End): gateways notice it only
+// once they reach the new primary, and may deny for a window from then;
+// an instantaneous reset for a moment. Each is widened by FaultGrace. A real failover whose
 // election never ended accounts for the rest of the run.
 func PlannedSpans(faults []Fault, window time.Duration) []Span {
 	var out []Span
@@ -59,7 +59,7 @@ func PlannedSpans(faults []Fault, window time.Duration) []Span {
 		case f.Action == design.FaultFailover && f.Stopped > 0 && f.Answered == 0:
 			// A real failover that elected no primary before the end.
 		case f.Action == design.FaultFailover || (f.Action == design.FaultKillPrimary && f.Answered > 0):
-			end = max(f.At+window, f.End()) + FaultGrace
+			end = f.End() + window + FaultGrace
 		case f.Action == design.FaultRedisReset:
 			end = f.At + FaultGrace
 		}

@@ -597,13 +597,21 @@ func TestAfterFaultFiguresSeenToTheEnd(t *testing.T) {
 }
 
 // A graceful Sentinel failover lasts until its old primary, still taking
-// some gateways' writes, is demoted: what those gateways then meet is the
+// some gateways' writes, is demoted: what the gateways meet until a window
+// after that (a deny policy refuses for one from when it notices) is the
 // failover's (PlannedSpans), and a cap on what it let through needs a
 // window after the demotion (covered).
 func TestFailoverLastsUntilTheOldPrimaryIsDemoted(t *testing.T) {
 	f := Fault{Action: design.FaultFailover, At: 1500 * time.Millisecond, Answered: 2700 * time.Millisecond, Demoted: 3200 * time.Millisecond}
-	if got := PlannedSpans([]Fault{f}, time.Second); len(got) != 1 || got[0].From != f.At || got[0].To != f.Demoted+FaultGrace {
-		t.Errorf("planned spans %+v, want [%v, %v]", got, f.At, f.Demoted+FaultGrace)
+	if got := PlannedSpans([]Fault{f}, time.Second); len(got) != 1 || got[0].From != f.At || got[0].To != f.Demoted+time.Second+FaultGrace {
+		t.Errorf("planned spans %+v, want [%v, %v]", got, f.At, f.Demoted+time.Second+FaultGrace)
+	}
+	// On spawn-sentinel the gateways noticed a failover 1.17s after it
+	// began, once they reached the new primary (1.13s), and denied for a
+	// window from then: to 3.68s, inside the span.
+	s := Fault{Action: design.FaultFailover, At: 1500 * time.Millisecond, Answered: 2630 * time.Millisecond}
+	if got := PlannedSpans([]Fault{s}, time.Second); got[0].To < 3680*time.Millisecond {
+		t.Errorf("planned span %+v ends before the deny policy's window after the election", got)
 	}
 	facts := measured()
 	facts.Faults, facts.Applied, facts.Ran = 1, []Fault{f}, 3900*time.Millisecond
