@@ -15,16 +15,10 @@ package analysis
 
 // sustainedRate is the long-run allowed rate in requests per second: the
 // allowed (n decision times, sorted, read by times) after the run's first
-// window, over the length of that part, [start+w, end]. A run shorter than
-// 2w is too short to leave its start out, so it uses all of [start, end].
+// window, over the length of that part, [start+w, end]. The run lasts two
+// windows at least (end-start >= 2w, w > 0): a shorter one has no rate
+// apart from its first burst.
 func sustainedRate(times *cursor, n int, start, end, w int64) float64 {
-	span := end - start
-	if span <= 0 {
-		return 0
-	}
-	if span < 2*w {
-		return float64(n) / (float64(span) / 1e9)
-	}
 	from := start + w
 	k := times.skipWhile(func(t int64) bool { return t < from })
 	return float64(n-k) / (float64(end-from) / 1e9)

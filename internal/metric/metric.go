@@ -140,7 +140,7 @@ var Descriptions = map[string]Description{
 		"envelope) could never have admitted: 0 for a design that holds, whatever its ceiling."},
 	FailOpen:   {"requests", "Requests admitted with no limit because Redis failed and the endpoint's on_error is open."},
 	FailClosed: {"requests", "Requests refused because Redis failed and the endpoint's on_error is closed."},
-	AfterFaultCeiling: {"requests per W", "The ceiling over the windows from one W before a fault to one W after it ends (a real failover ends when the new primary took its first write): " +
+	AfterFaultCeiling: {"requests per W", "The ceiling over the windows from one W before a fault to one W after it ends (a real failover ends when the new primary took its first write, or an old primary still taking writes was demoted): " +
 		"what a failover or outage let through (a definite lower bound, as ceiling)."},
 	AfterFaultCeilingUpper: {"requests per W", "The same count including every request that may have been decided inside those windows, " +
 		"as ceiling_upper: an upper bound."},
