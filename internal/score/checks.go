@@ -463,17 +463,6 @@ func admitted(c Claim, f Facts) (string, bool) {
 		answered, c.Limit), true
 }
 
-// capped are the figures of what the limiter admitted: a claim that holds
-// one of them at most to a bound (capOn) says the limiter held it there.
-var capped = map[string]bool{
-	metric.Ceiling: true, metric.CeilingUpper: true, metric.CeilingRatio: true,
-	metric.BoundaryAllowed: true, metric.BoundaryAllowedUpper: true,
-	metric.AfterFaultCeiling: true, metric.AfterFaultCeilingUpper: true,
-	metric.FailedShardAfterFaultCeiling: true, metric.FailedShardAfterFaultCeilingUpper: true,
-	metric.OtherShardsAfterFaultCeiling: true, metric.OtherShardsAfterFaultCeilingUpper: true,
-	metric.Burst: true, metric.SustainedRate: true, metric.Slipped: true, metric.RaceExcess: true,
-}
-
 // afterFault are the figures of what a fault let through.
 var afterFault = map[string]bool{
 	metric.AfterFaultCeiling: true, metric.AfterFaultCeilingUpper: true,
@@ -481,18 +470,43 @@ var afterFault = map[string]bool{
 	metric.OtherShardsAfterFaultCeiling: true, metric.OtherShardsAfterFaultCeilingUpper: true,
 }
 
-// capOn reports whether th holds a figure of what the limiter admitted at
-// most to a bound ("ceiling <= limit", "limit >= ceiling", "slipped ==
-// 0"): low traffic alone satisfies it.
-func capOn(th threshold.Threshold) bool { return capOf(th, capped) }
+// capped are the figures of what the limiter admitted, those of what a
+// fault let through among them: a claim that holds one of them at most
+// to a bound (capOf) says the limiter held it there.
+var capped = func() map[string]bool {
+	m := maps.Clone(afterFault)
+	for _, name := range []string{metric.Ceiling, metric.CeilingUpper, metric.CeilingRatio, metric.BoundaryAllowed,
+		metric.BoundaryAllowedUpper, metric.Burst, metric.SustainedRate, metric.Slipped, metric.RaceExcess} {
+		m[name] = true
+	}
+	return m
+}()
 
-// capOf reports whether th holds one of figures at most to a bound.
+// capOf reports whether th holds one of figures at most to a bound
+// ("ceiling <= limit", "limit >= ceiling", "slipped == 0"): for a figure
+// of what the limiter admitted (capped), low traffic alone satisfies it.
 func capOf(th threshold.Threshold, figures map[string]bool) bool {
 	atMost := func(side threshold.Operand, ops ...threshold.Op) bool {
 		return figures[side.Name] && side.Factor > 0 && slices.Contains(ops, th.Op)
 	}
 	return atMost(th.Left, threshold.Less, threshold.LessEqual, threshold.Equal) ||
 		atMost(th.Right, threshold.Greater, threshold.GreaterEqual, threshold.Equal)
+}
+
+// heldCaps counts the thresholds of ths that hold one of figures at most
+// to a bound (capOf), and lists those that held, leaving out the ones in
+// skip.
+func heldCaps(ths []threshold.Threshold, figures map[string]bool, c Claim, f Facts, skip map[string]bool) (caps int, held []string) {
+	for _, th := range ths {
+		if !capOf(th, figures) {
+			continue
+		}
+		caps++
+		if _, pass, err := th.Eval(f.Metrics, c.Limit); err == nil && pass && !skip[th.Expr] {
+			held = append(held, th.Expr)
+		}
+	}
+	return caps, held
 }
 
 // pressed fails a run whose cap held, on what may have been admitted too,
@@ -509,19 +523,9 @@ func pressed(c Claim, f Facts) (string, bool) {
 	for _, u := range unsettledClaims(c, f) {
 		reached[u.expr] = true
 	}
-	applies := false
-	var held []string
-	for _, th := range ths {
-		if !capOn(th) {
-			continue
-		}
-		applies = true
-		if _, pass, err := th.Eval(f.Metrics, c.Limit); err == nil && pass && !reached[th.Expr] {
-			held = append(held, th.Expr)
-		}
-	}
+	caps, held := heldCaps(ths, capped, c, f, reached)
 	if len(held) == 0 || f.Metrics[metric.Denied]-f.Metrics[metric.FailClosed] > 0 {
-		return "", applies
+		return "", caps > 0
 	}
 	_, _, _, answered := counts(f)
 	return fmt.Sprintf("the limiter denied none of the %d requests answered, so none of its counters reached its limit (%s): %s held on the traffic alone, as it would with no limiter at all; offer more than a counter allows (a higher rate, fewer identities, or for counters kept in each gateway, more through each one)",
@@ -534,15 +538,7 @@ func pressed(c Claim, f Facts) (string, bool) {
 // after an outage) comes in the window after it.
 func covered(c Claim, f Facts) (string, bool) {
 	ths, _ := claimOf(c)
-	var held []string
-	for _, th := range ths {
-		if !capOf(th, afterFault) {
-			continue
-		}
-		if _, pass, err := th.Eval(f.Metrics, c.Limit); err == nil && pass {
-			held = append(held, th.Expr)
-		}
-	}
+	_, held := heldCaps(ths, afterFault, c, f, nil)
 	if len(held) == 0 {
 		return "", false
 	}

@@ -353,12 +353,12 @@ func TestUnpressedRunsThatMeasure(t *testing.T) {
 		t.Errorf("latency bound: %s (%s): %s", v.Status, v.Words, v.Reason)
 	}
 	for _, expr := range []string{"ceiling >= 10", "p99 < 5ms", "ceiling != 3", "-1*ceiling <= 0"} {
-		if capOn(ths(t, expr)[0]) {
+		if capOf(ths(t, expr)[0], capped) {
 			t.Errorf("%s read as a cap on what the limiter admitted", expr)
 		}
 	}
 	for _, expr := range []string{"ceiling <= limit", "limit >= ceiling", "burst < 25", "race_excess == 0", "2*boundary_allowed <= 3*limit", "after_fault_ceiling_upper < limit"} {
-		if !capOn(ths(t, expr)[0]) {
+		if !capOf(ths(t, expr)[0], capped) {
 			t.Errorf("%s not read as a cap on what the limiter admitted", expr)
 		}
 	}
