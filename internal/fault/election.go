@@ -42,6 +42,13 @@ type Watch struct {
 // as a stalled watch.
 const probeTimeout = 100 * time.Millisecond
 
+// bounded runs probe f within probeTimeout of ctx.
+func bounded[T any](ctx context.Context, f func(context.Context) T) T {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return f(pctx)
+}
+
 // WatchElection probes every period until a write made through w.Via
 // lands on a new primary, or until ctx ends (so bound ctx), and records
 // when the old primary first failed a write on the way.
@@ -49,18 +56,13 @@ func WatchElection(ctx context.Context, w Watch, period time.Duration) Election 
 	var e Election
 	tick := time.NewTicker(period)
 	defer tick.Stop()
-	bounded := func(f func(context.Context) bool) bool {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		defer cancel()
-		return f(pctx)
-	}
 	for n := 0; ; n++ {
 		now := time.Now()
-		if e.Stopped.IsZero() && w.Old != nil && !bounded(func(ctx context.Context) bool { return w.Old(ctx) == nil }) {
+		if e.Stopped.IsZero() && w.Old != nil && bounded(ctx, w.Old) != nil {
 			e.Stopped = now
 		}
 		token := strconv.Itoa(n)
-		if bounded(func(ctx context.Context) bool { return w.Via(ctx, token) == nil && w.Landed(ctx, token) }) {
+		if bounded(ctx, func(ctx context.Context) bool { return w.Via(ctx, token) == nil && w.Landed(ctx, token) }) {
 			e.Answered = time.Now()
 			return e
 		}
@@ -84,9 +86,7 @@ func WatchStop(ctx context.Context, old Probe, period time.Duration) time.Time {
 	defer tick.Stop()
 	for {
 		now := time.Now()
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := old(pctx)
-		cancel()
+		err := bounded(ctx, old)
 		var ne net.Error
 		timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 		if err != nil && !timedOut && ctx.Err() == nil {
