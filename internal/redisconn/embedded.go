@@ -105,9 +105,7 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 	e := &Embedded{m: m, addr: m.Addr(), cancel: cancel, done: make(chan struct{}), last: time.Now()}
 	m.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
 		if e.clientCommand(c) {
-			now := time.Now()
-			e.catchUp(now)
-			e.expireNamed(now, cmd, args)
+			e.beforeCommand(time.Now(), cmd, args)
 		}
 		return false // the command runs as usual
 	})
@@ -122,6 +120,21 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 func (e *Embedded) catchUp(now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.catchUpLocked(now)
+}
+
+// beforeCommand catches up, when a step is due, and expires the keys cmd
+// names, under one hold of e.mu: a catch-up between the two would move
+// the TTLs' base.
+func (e *Embedded) beforeCommand(now time.Time, cmd string, args []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.catchUpLocked(now)
+	e.expireNamed(now, cmd, args)
+}
+
+// catchUpLocked is catchUp; the caller holds e.mu.
+func (e *Embedded) catchUpLocked(now time.Time) {
 	d := now.Sub(e.last)
 	if d < max(e.step, embeddedStep) {
 		return
@@ -140,11 +153,8 @@ func (e *Embedded) catchUp(now time.Time) {
 // miniredis keeps a TTL relative to the last catch-up, so the key's
 // deadline is that catch-up plus its TTL. Only database 0, the one rlctl
 // and limiters' scripts use, is looked at; a non-key argument costs one
-// lookup of a key that is not there.
+// lookup of a key that is not there. The caller holds e.mu.
 func (e *Embedded) expireNamed(now time.Time, cmd string, args []string) {
-	// e.mu holds off a catch-up, which would move the TTLs' base.
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	since := now.Sub(e.last)
 	if since <= 0 {
 		return
