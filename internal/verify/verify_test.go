@@ -94,7 +94,8 @@ func measured(t *testing.T, out *Outcome, name string) float64 {
 	t.Helper()
 	v, ok := out.Report.Metrics[name]
 	if !ok {
-		t.Fatalf("%s: metric %s not measured; have %v", out.Report.Name, name, out.Report.Metrics)
+		// The notes say why a figure is absent (a reading that failed).
+		t.Fatalf("%s: metric %s not measured; have %v; notes %q", out.Report.Name, name, out.Report.Metrics, out.Saved.Notes)
 	}
 	return v
 }
