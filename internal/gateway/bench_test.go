@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -32,10 +33,10 @@ func BenchmarkDecide(b *testing.B) {
 		{design.LocalFixedWindow, false},
 	} {
 		b.Run(tt.algo+"/context-"+strconv.FormatBool(tt.honoured), func(b *testing.B) {
-			s, err := New(context.Background(), Options{
+			s, err := gateway.New(context.Background(), gateway.Options{
 				N:         4,
 				Limiter:   limiter.Config{Algorithm: tt.algo, Limit: rate.Limit{Count: 1_000_000_000, Window: time.Second}},
-				Endpoints: []Endpoint{{Name: "api", Share: 1, Policy: limiter.Policy{OnError: limiter.OnErrorOpen}}},
+				Endpoints: []gateway.Endpoint{{Name: "api", Share: 1, Policy: limiter.Policy{OnError: limiter.OnErrorOpen}}},
 				NewClient: clientsOf(srv.Addr, tt.honoured),
 			})
 			if err != nil {

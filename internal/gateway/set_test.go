@@ -1,4 +1,4 @@
-package gateway
+package gateway_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/design"
 	"github.com/rlctl/rlctl/internal/exitcode"
+	"github.com/rlctl/rlctl/internal/gateway"
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
@@ -39,9 +40,9 @@ func clientsOf(addr string, honoured bool) func() redis.UniversalClient {
 	}
 }
 
-func newSet(t *testing.T, o Options) *Set {
+func newSet(t *testing.T, o gateway.Options) *gateway.Set {
 	t.Helper()
-	s, err := New(context.Background(), o)
+	s, err := gateway.New(context.Background(), o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -51,7 +52,7 @@ func newSet(t *testing.T, o Options) *Set {
 
 // admittedThrough sends n requests for id through every gateway of s and
 // returns how many each admitted.
-func admittedThrough(t *testing.T, s *Set, id string, n int) []int {
+func admittedThrough(t *testing.T, s *gateway.Set, id string, n int) []int {
 	t.Helper()
 	out := make([]int, len(s.Names()))
 	for g := range out {
@@ -84,7 +85,7 @@ func TestLocalDesignsAdmitNTimesL(t *testing.T) {
 	for _, algo := range []string{design.LocalFixedWindow, design.LocalTokenBucket} {
 		t.Run(algo, func(t *testing.T) {
 			now := newFakeNow(epoch)
-			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: L, Window: time.Second}}, Now: now.Now})
+			s := newSet(t, gateway.Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: L, Window: time.Second}}, Now: now.Now})
 			got := admittedThrough(t, s, "ann", 2*L)
 			for g, n := range got {
 				if n != L {
@@ -105,7 +106,7 @@ func TestLocalDesignsAdmitNTimesL(t *testing.T) {
 // default: the tests that count admissions through Redis are not about its
 // latency, and a first call (dial, script load) on a loaded machine can
 // take longer than the default timeout.
-var patient = []Endpoint{{Name: "default", Share: 1, Policy: limiter.Policy{Timeout: 10 * time.Second}}}
+var patient = []gateway.Endpoint{{Name: "default", Share: 1, Policy: limiter.Policy{Timeout: 10 * time.Second}}}
 
 // TestSharedDesignsAdmitL: the same traffic through a Redis design admits L
 // in all, however many gateways.
@@ -114,7 +115,7 @@ func TestSharedDesignsAdmitL(t *testing.T) {
 	const N, L = 4, 5
 	srv := redistest.Start(t)
 	now := newFakeNow(epoch)
-	s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Second}},
+	s := newSet(t, gateway.Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Second}},
 		NewClient: clientsOf(srv.Addr, false), Now: now.Now, Endpoints: patient})
 	if got := sum(admittedThrough(t, s, "ben", 2*L)); got != L {
 		t.Fatalf("admitted %d through %d gateways, want %d", got, N, L)
@@ -137,7 +138,7 @@ func TestClockSkewAcrossGateways(t *testing.T) {
 			// window, gw-02 (+100ms) already in the next one. An hour-long
 			// window keeps Redis's real clock away from its boundaries.
 			now := newFakeNow(epoch.Add(time.Hour - 50*time.Millisecond))
-			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: tt.clock + ":"},
+			s := newSet(t, gateway.Options{N: N, Limiter: limiter.Config{Algorithm: design.RedisClockWindow, Limit: rate.Limit{Count: L, Window: time.Hour}, Clock: tt.clock, Prefix: tt.clock + ":"},
 				NewClient: clientsOf(srv.Addr, false), ClockSkew: 100 * time.Millisecond, Now: now.Now, Endpoints: patient})
 			if s.Offset(0) != -100*time.Millisecond || s.Offset(1) != 0 || s.Offset(2) != 100*time.Millisecond {
 				t.Fatalf("offsets %v %v %v, want -100ms 0 +100ms", s.Offset(0), s.Offset(1), s.Offset(2))
@@ -151,11 +152,11 @@ func TestClockSkewAcrossGateways(t *testing.T) {
 
 // leasedSet is n leasing gateways (30/1m, slices of 5) on a real Redis,
 // each of which has leased a slice for id and spent 1 of it.
-func leasedSet(t *testing.T, n int, id string) *Set {
+func leasedSet(t *testing.T, n int, id string) *gateway.Set {
 	t.Helper()
 	srv := redistest.Start(t)
 	now := newFakeNow(epoch)
-	s := newSet(t, Options{N: n, Limiter: limiter.Config{Algorithm: design.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
+	s := newSet(t, gateway.Options{N: n, Limiter: limiter.Config{Algorithm: design.Leasing, Limit: rate.Limit{Count: 30, Window: time.Minute}, Lease: limiter.LeaseConfig{Size: 5}},
 		NewClient: clientsOf(srv.Addr, false), Now: now.Now, Endpoints: patient})
 	admittedThrough(t, s, id, 1)
 	return s
@@ -167,7 +168,7 @@ func TestKillStrandsLease(t *testing.T) {
 	t.Parallel()
 	s := leasedSet(t, 3, "dora")
 	s.Kill(1)
-	if _, err := s.Decide(context.Background(), 1, 0, "dora"); !errors.Is(err, ErrGatewayDown) {
+	if _, err := s.Decide(context.Background(), 1, 0, "dora"); !errors.Is(err, gateway.ErrGatewayDown) {
 		t.Fatalf("killed gateway answered %v, want ErrGatewayDown", err)
 	}
 	st := s.Stats()
@@ -213,10 +214,10 @@ func TestFailoverDetected(t *testing.T) {
 	primary := redistest.Start(t)
 	empty := redistest.Start(t)
 	fwd := newForwarder(t, primary.Addr)
-	s := newSet(t, Options{
+	s := newSet(t, gateway.Options{
 		N:       N,
 		Limiter: limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 1000, Window: window}},
-		Endpoints: []Endpoint{
+		Endpoints: []gateway.Endpoint{
 			{Name: "login", Share: 0.5, Policy: limiter.Policy{OnError: limiter.OnErrorClosed, OnFailover: limiter.OnFailoverDeny, CheckEvery: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}},
 			{Name: "feed", Share: 0.5, Policy: limiter.Policy{OnError: limiter.OnErrorOpen, Timeout: 300 * time.Millisecond}},
 		},
@@ -283,19 +284,19 @@ func TestNewErrors(t *testing.T) {
 	closed := redistest.FreePort(t)
 	tests := []struct {
 		name string
-		o    Options
+		o    gateway.Options
 		code exitcode.Code
 	}{
-		{"no gateways", Options{N: 0, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: l}}, exitcode.Usage},
-		{"unknown algorithm", Options{N: 1, Limiter: limiter.Config{Algorithm: "magic", Limit: l}}, exitcode.Usage},
-		{"no client for a Redis design", Options{N: 1, Limiter: limiter.Config{Algorithm: design.RedisGCRA, Limit: l}}, exitcode.Usage},
-		{"bad policy", Options{N: 1, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: l}, Endpoints: []Endpoint{{Name: "x", Policy: limiter.Policy{OnError: "shrug"}}}}, exitcode.Usage},
-		{"unreachable Redis", Options{N: 2, Limiter: limiter.Config{Algorithm: design.RedisGCRA, Limit: l},
-			NewClient: clientsOf(fmt.Sprintf("127.0.0.1:%d", closed), true), Endpoints: []Endpoint{{Name: "x", Policy: limiter.Policy{Timeout: 100 * time.Millisecond}}}}, exitcode.Unreachable},
+		{"no gateways", gateway.Options{N: 0, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: l}}, exitcode.Usage},
+		{"unknown algorithm", gateway.Options{N: 1, Limiter: limiter.Config{Algorithm: "magic", Limit: l}}, exitcode.Usage},
+		{"no client for a Redis design", gateway.Options{N: 1, Limiter: limiter.Config{Algorithm: design.RedisGCRA, Limit: l}}, exitcode.Usage},
+		{"bad policy", gateway.Options{N: 1, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: l}, Endpoints: []gateway.Endpoint{{Name: "x", Policy: limiter.Policy{OnError: "shrug"}}}}, exitcode.Usage},
+		{"unreachable Redis", gateway.Options{N: 2, Limiter: limiter.Config{Algorithm: design.RedisGCRA, Limit: l},
+			NewClient: clientsOf(fmt.Sprintf("127.0.0.1:%d", closed), true), Endpoints: []gateway.Endpoint{{Name: "x", Policy: limiter.Policy{Timeout: 100 * time.Millisecond}}}}, exitcode.Unreachable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(context.Background(), tt.o)
+			s, err := gateway.New(context.Background(), tt.o)
 			if err == nil {
 				s.Close()
 				t.Fatal("New succeeded, want an error")
@@ -309,7 +310,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestDecideBounds(t *testing.T) {
 	t.Parallel()
-	s := newSet(t, Options{N: 2, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: rate.Limit{Count: 1, Window: time.Second}}})
+	s := newSet(t, gateway.Options{N: 2, Limiter: limiter.Config{Algorithm: design.LocalFixedWindow, Limit: rate.Limit{Count: 1, Window: time.Second}}})
 	if got := s.Names(); len(got) != 2 || got[0] != "gw-00" || got[1] != "gw-01" {
 		t.Fatalf("Names() = %v", got)
 	}
@@ -337,7 +338,7 @@ func TestWarmOpensConnectionsAndLoadsScripts(t *testing.T) {
 			const N, conns = 3, 4
 			srv := redistest.Start(t)
 			admin := srv.Client(t)
-			s := newSet(t, Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: 1000, Window: time.Minute}},
+			s := newSet(t, gateway.Options{N: N, Limiter: limiter.Config{Algorithm: algo, Limit: rate.Limit{Count: 1000, Window: time.Minute}},
 				NewClient: clientsOf(srv.Addr, true), Endpoints: patient})
 			// Only what runs from Warm on counts: New's write check is an EVAL.
 			if err := admin.ScriptFlush(ctx).Err(); err != nil {
@@ -383,7 +384,7 @@ func TestNewRefusesRedisOutOfMemory(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	redistest.FillPastMaxmemory(t, srv)
-	_, err := New(context.Background(), Options{N: 2, Limiter: limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 10, Window: time.Second}},
+	_, err := gateway.New(context.Background(), gateway.Options{N: 2, Limiter: limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 10, Window: time.Second}},
 		NewClient: clientsOf(srv.Addr, true)})
 	if exitcode.Of(err) != exitcode.Unreachable || !strings.Contains(fmt.Sprint(err), "out of memory (OOM)") {
 		t.Fatalf("New on a Redis out of memory: %v (exit %d), want exit 3 naming OOM", err, exitcode.Of(err))

@@ -1,4 +1,4 @@
-package target
+package target_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/target"
 )
 
 // A shared run's history records where this machine's clock stood against
@@ -19,7 +20,7 @@ func TestShareClockRecordsTheOffset(t *testing.T) {
 	local := base
 	now := func() time.Time { local = local.Add(2 * time.Millisecond); return local } // each reading's round trip: 2ms
 	reads := 0
-	b := &Built{Clock: &Clock{Name: "test", Read: func(context.Context) (time.Time, time.Duration, error) {
+	b := &target.Built{Clock: &target.Clock{Name: "test", Read: func(context.Context) (time.Time, time.Duration, error) {
 		reads++
 		// The reference runs 10ms behind at the start and 14ms behind at
 		// the end (4ms of drift), to the millisecond.
@@ -50,10 +51,10 @@ func TestShareClockRecordsTheOffset(t *testing.T) {
 // Without a reference, or when it cannot be read, nothing is recorded and
 // the reason is said.
 func TestShareClockSaysWhyNot(t *testing.T) {
-	if err := (&Built{}).ShareClock(context.Background(), time.Now)(); err == nil || !strings.Contains(err.Error(), "no reference clock") {
+	if err := (&target.Built{}).ShareClock(context.Background(), time.Now)(); err == nil || !strings.Contains(err.Error(), "no reference clock") {
 		t.Errorf("no clock: %v", err)
 	}
-	b := &Built{Clock: &Clock{Name: "down", Read: func(context.Context) (time.Time, time.Duration, error) {
+	b := &target.Built{Clock: &target.Clock{Name: "down", Read: func(context.Context) (time.Time, time.Duration, error) {
 		return time.Time{}, 0, errors.New("connection refused")
 	}}}
 	errOf := b.ShareClock(context.Background(), time.Now)

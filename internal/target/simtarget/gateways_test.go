@@ -1,4 +1,4 @@
-package simtarget
+package simtarget_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/rlctl/rlctl/internal/redisconn"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/target"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 )
 
 // OpenGateways builds the gateways a target describes on the Redis it
@@ -30,7 +31,7 @@ func TestOpenGatewaysSharesOneLimitAndOutlivesCtx(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	spec := target.SpecOf(sc, redisconn.SpecEmbedded)
 	spec.RedisOptions = redisconn.Options{Timeout: time.Second}
-	set, stop, err := OpenGateways(ctx, spec)
+	set, stop, err := simtarget.OpenGateways(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestOpenGatewaysLocalDesignOpensNoRedis(t *testing.T) {
 		Kind: scenario.KindSimulated, Algorithm: design.LocalFixedWindow, Gateways: 1,
 		Endpoints: []scenario.Endpoint{{Name: "default", Share: 1, OnError: limiter.OnErrorClosed}},
 	}}
-	set, stop, err := OpenGateways(context.Background(), target.SpecOf(sc, "redis://127.0.0.1:1"))
+	set, stop, err := simtarget.OpenGateways(context.Background(), target.SpecOf(sc, "redis://127.0.0.1:1"))
 	if err != nil {
 		t.Fatal(err)
 	}

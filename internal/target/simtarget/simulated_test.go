@@ -1,4 +1,4 @@
-package simtarget
+package simtarget_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/rlctl/rlctl/internal/limiter"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
+	"github.com/rlctl/rlctl/internal/target/simtarget"
 	"github.com/rlctl/rlctl/internal/traffic"
 )
 
@@ -30,7 +31,7 @@ func TestLocalGateways(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt := New(set)
+	tgt := simtarget.New(set)
 	defer tgt.Close()
 	if g := tgt.Gateways(); len(g) != 2 || g[0] != "gw-00" {
 		t.Fatalf("gateways %v, want the set's two", g)
@@ -75,7 +76,7 @@ func TestRedisGatewaysWarmAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt := New(set)
+	tgt := simtarget.New(set)
 	admin := srv.Client(t)
 	before := redistest.Connections(t, admin)
 	w, ok := tgt.(traffic.Warmer)
@@ -119,7 +120,7 @@ func TestFromDecision(t *testing.T) {
 			traffic.Response{Outcome: decision.Denied, By: decision.ByFailClosed, RetryAfter: -1, Remaining: -1, Reset: -1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := FromDecision(tt.in); got != tt.want {
+			if got := simtarget.FromDecision(tt.in); got != tt.want {
 				t.Fatalf("FromDecision(%+v) = %+v, want %+v", tt.in, got, tt.want)
 			}
 		})
