@@ -151,9 +151,13 @@ func TestDiscoverEveryGatewayDesign(t *testing.T) {
 // late once the first two answers took 5ms or more). Four
 // late answers in a row are how a queue shows, but the burst goes on
 // quick: the run finds the fixed window, not a leaky bucket, and says so.
-// When the machine made the first two answers slow themselves (12.5ms or
-// more), the held ones were not late by that rule: the run must still
-// find the fixed window, with no stall to note.
+// When the machine made the first two answers slow themselves, the held
+// ones may not have been late by that rule: the run must still find the
+// fixed window, and the note is asked for only when the first answers
+// took under half of what would make 100ms late (6.25ms), since the
+// gateway times them from its handler and discover from its own send and
+// receive, later by the round trip and any stall between (a slow host's
+// first answers took 11.2ms at the handler and the note did not come).
 func TestDiscoverFirstBurstThroughAStall(t *testing.T) {
 	t.Parallel()
 	const stall = 100 * time.Millisecond
@@ -179,8 +183,8 @@ func TestDiscoverFirstBurstThroughAStall(t *testing.T) {
 	if res.Policy.Algorithm != FixedWindow || !within(float64(res.Policy.Limit), 20) {
 		t.Errorf("found %s of %d, want fixed-window of 20±10%%", res.Policy.Algorithm, res.Policy.Limit)
 	}
-	if late := lateFactor * quickest; late >= stall {
-		t.Logf("the first answers took %v: the held ones (%v more) were not late", quickest, stall)
+	if late := lateFactor * quickest; 2*late >= stall {
+		t.Logf("the first answers took %v at the gateway: the held ones (%v more) may not have been late as discover timed them", quickest, stall)
 		return
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "taken for a stall") }) {
