@@ -546,7 +546,7 @@ func covered(c Claim, f Facts) (string, bool) {
 	for _, ft := range f.Applied {
 		end := ft.End()
 		switch {
-		case ft.Stopped > 0 && ft.Answered == 0:
+		case ft.unended():
 			return fmt.Sprintf("%s held, but the %s at %s never ended in the run (the new primary took no write before the traffic stopped), so what it let through afterwards was not seen",
 				strings.Join(held, " and "), ft.Action, ms(ft.At)), true
 		case f.Ran < end+w:

@@ -37,6 +37,11 @@ type Fault struct {
 // demotion, whichever came last.
 func (f Fault) End() time.Duration { return max(f.At+f.For, f.Answered, f.Demoted) }
 
+// unended reports whether f's old primary was seen to stop taking writes
+// but no new one took a write before the run ended: an election that never
+// ended in the run.
+func (f Fault) unended() bool { return f.Stopped > 0 && f.Answered == 0 }
+
 // Span is a stretch of a run, from its start.
 type Span struct{ From, To time.Duration }
 
@@ -56,7 +61,7 @@ func PlannedSpans(faults []Fault, window time.Duration) []Span {
 		switch {
 		case f.For > 0:
 			end = f.At + f.For + FaultGrace
-		case f.Action == design.FaultFailover && f.Stopped > 0 && f.Answered == 0:
+		case f.Action == design.FaultFailover && f.unended():
 			// A real failover that elected no primary before the end.
 		case f.Action == design.FaultFailover || (f.Action == design.FaultKillPrimary && f.Answered > 0):
 			end = f.End() + window + FaultGrace
