@@ -49,9 +49,10 @@ func run(t *testing.T, sc *scenario.Scenario) *Outcome {
 // runCalm runs sc and fails the test unless it was measured. A run that a
 // starved test machine left unmeasured (a check failed busy: rlctl's own
 // slowness, such as kept-time), or whose answers came too late for a
-// figure (a check failed late, such as straddled), is run again, and so, when stall is above zero, is one in which the test binary
-// stalled more than stall (rlctl sent a request that late, or a watch's
-// timer fired that late, calmtest.Watch): a machine that froze the binary
+// figure (a check failed late, such as straddled), is run again, and so,
+// when stall is above zero, is one in which the test binary stalled more
+// than stall (rlctl sent a request that late, or a watch's timer fired
+// that late, calmtest.Watch): a machine that froze the binary
 // that long froze its clients' timers too, so timing figures judged
 // against a timeout measure the machine, not the design. Three runs in all
 // (calmtest.Retry: the later ones alone, on a calm machine); the third is
