@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/decision"
+	"github.com/rlctl/rlctl/internal/history"
 )
 
 // A shared run against an http target with no Redis named reads the
@@ -46,12 +48,23 @@ traffic: {rate: 50/s, duration: 100ms}
 thresholds: [errors == 0]
 `, srv.URL+"/"))
 			now := func() time.Time { return time.Now().Add(ahead) }
-			out, err := Run(context.Background(), sc, Options{StartAt: now().Add(time.Second), Now: now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := out.History.Meta.Clock
-			if c.Reference != tc.ref || c.Uncertainty <= 0 || c.Uncertainty > tc.maxUnc {
+			// A reading is uncertain by half its round trip, which a busy
+			// machine stretches past the bound: that try is run again
+			// (calmtest.Retry), three in all.
+			var c history.Clock
+			wide := calmtest.Retry(t, 3, func(int) string {
+				out, err := Run(context.Background(), sc, Options{StartAt: now().Add(time.Second), Now: now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c = out.History.Meta.Clock
+				out.History.Close()
+				if c.Reference == tc.ref && c.Uncertainty > tc.maxUnc {
+					return fmt.Sprintf("clock read uncertain by %v, over %v", c.Uncertainty, tc.maxUnc)
+				}
+				return ""
+			})
+			if c.Reference != tc.ref || c.Uncertainty <= 0 || wide != "" {
 				t.Fatalf("clock %+v; want one read from %s, uncertain by at most %v", c, tc.ref, tc.maxUnc)
 			}
 			if d := c.Offset - ahead; d < -c.Uncertainty || d > c.Uncertainty {
