@@ -31,6 +31,35 @@ func readReportJSON(t *testing.T, dir string) map[string]any {
 	return r
 }
 
+// verifyCalm runs verify on file into the report directory rd and returns
+// the run's directory; the test fails unless the run passed. The run is
+// only material for what the test checks: one refused because rlctl itself
+// was too busy (its embedded Redis went unanswered while the machine
+// stalled for seconds) is run again, three times in all (calmtest.Retry).
+func verifyCalm(t *testing.T, file, rd string, extra ...string) string {
+	t.Helper()
+	var code int
+	var errOut *syncBuffer
+	calmtest.Retry(t, 3, func(int) string {
+		os.RemoveAll(rd)
+		var f *Factory
+		f, errOut = testFactory(&syncBuffer{}, nil)
+		code = Run(f, append([]string{"verify", file, "--no-progress", "--report-dir", rd}, extra...), nil, noExit(t))
+		if code != 0 && busyRun(rd) {
+			return errOut.String()
+		}
+		return ""
+	})
+	if code != 0 {
+		t.Fatalf("verify %s %v exited %d: %s", file, extra, code, errOut.String())
+	}
+	runs, _ := filepath.Glob(filepath.Join(rd, "*"))
+	if len(runs) != 1 {
+		t.Fatalf("verify %s %v wrote %v, want one run", file, extra, runs)
+	}
+	return runs[0]
+}
+
 // busyRun reports whether the run under reports had a scenario refused
 // because rlctl itself was too busy to measure it (report.Scenario.Busy).
 func busyRun(reports string) bool {
@@ -60,30 +89,7 @@ target: {kind: simulated, algorithm: redis-fixed-window, gateways: 3, timeout: 1
 traffic: {rate: 120/s, duration: 2s, identities: 3}
 thresholds: [ceiling <= 2*limit]
 `), 0o644)
-	// The run is only material to split: one refused because rlctl itself
-	// was too busy (its embedded Redis went unanswered while the machine
-	// stalled for seconds) is run again, three times in all
-	// (calmtest.Retry).
-	var code int
-	var errOut *syncBuffer
-	calmtest.Retry(t, 3, func(int) string {
-		os.RemoveAll(filepath.Join(dir, "r"))
-		var f *Factory
-		f, errOut = testFactory(&syncBuffer{}, nil)
-		code = Run(f, []string{"verify", scen, "--no-progress", "--report-dir", filepath.Join(dir, "r")}, nil, noExit(t))
-		if code != 0 && busyRun(filepath.Join(dir, "r")) {
-			return errOut.String()
-		}
-		return ""
-	})
-	if code != 0 {
-		t.Fatalf("verify exited %d: %s", code, errOut.String())
-	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "r", "*"))
-	if len(runs) != 1 {
-		t.Fatalf("runs: %v", runs)
-	}
-	whole := runs[0]
+	whole := verifyCalm(t, scen, filepath.Join(dir, "r"))
 	h, err := history.ReadFile(filepath.Join(whole, rundir.HistoriesDir, "halves.rlh"))
 	if err != nil {
 		t.Fatal(err)
@@ -147,15 +153,9 @@ target: {kind: simulated, algorithm: redis-fixed-window, gateways: 2, timeout: 1
 traffic: {rate: 60/s, duration: 1s, identities: 2}
 thresholds: [ceiling <= 2*limit]
 `), 0o644)
-	out, errOut := testFactory(&syncBuffer{}, nil)
 	var segs []string
 	for i := range 2 {
-		rd := filepath.Join(dir, fmt.Sprintf("r%d", i))
-		if code := Run(out, []string{"verify", scen, "--no-progress", "--segment", fmt.Sprintf("%d/2", i), "--report-dir", rd}, nil, noExit(t)); code != 0 {
-			t.Fatalf("verify segment %d exited %d: %s", i, code, errOut.String())
-		}
-		runs, _ := filepath.Glob(filepath.Join(rd, "*"))
-		segs = append(segs, runs[0])
+		segs = append(segs, verifyCalm(t, scen, filepath.Join(dir, fmt.Sprintf("r%d", i)), "--segment", fmt.Sprintf("%d/2", i)))
 	}
 	copyDir(t, segs[0], filepath.Join(dir, "copy"))
 	before, _ := os.ReadFile(filepath.Join(segs[0], "report.json"))
@@ -205,15 +205,7 @@ thresholds: [ceiling <= 2*limit]
 	a, _ := os.ReadFile(scen)
 	b, _ := os.ReadFile(other)
 	os.WriteFile(both, append(append(a, []byte("---\n")...), b...), 0o644)
-	verifyInto := func(file, rd string, extra ...string) string {
-		f, errOut := testFactory(&syncBuffer{}, nil)
-		if code := Run(f, append([]string{"verify", file, "--no-progress", "--report-dir", rd}, extra...), nil, noExit(t)); code != 0 {
-			t.Fatalf("verify %s: exit %d %s", file, code, errOut.String())
-		}
-		runs, _ := filepath.Glob(filepath.Join(rd, "*"))
-		return runs[0]
-	}
-	secondHalf := verifyInto(both, filepath.Join(dir, "rb"), "--segment", "1/2")
+	secondHalf := verifyCalm(t, both, filepath.Join(dir, "rb"), "--segment", "1/2")
 	f, errOut := testFactory(&syncBuffer{}, nil)
 	if code := Run(f, []string{"report", "merge", segs[0], secondHalf, "--out", filepath.Join(dir, "partial")}, nil, noExit(t)); code != 1 {
 		t.Errorf("a merge missing half of one scenario exited %d, want 1: %s", code, errOut.String())
@@ -225,7 +217,7 @@ thresholds: [ceiling <= 2*limit]
 			t.Errorf("%s: status %v (%v), want %s", m["name"], m["status"], m["error"], want)
 		}
 	}
-	onlyOther := verifyInto(other, filepath.Join(dir, "ro"))
+	onlyOther := verifyCalm(t, other, filepath.Join(dir, "ro"))
 	f, errOut = testFactory(&syncBuffer{}, nil)
 	if code := Run(f, []string{"report", "merge", segs[0], onlyOther, "--out", filepath.Join(dir, "foreign")}, nil, noExit(t)); code != 2 || !strings.Contains(errOut.String(), "shares no scenario") {
 		t.Errorf("a run of another scenario: exit %d, %q", code, errOut.String())
