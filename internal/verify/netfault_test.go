@@ -66,8 +66,9 @@ func TestNetworkFaultsOnTopologies(t *testing.T) {
 		// test saw requests 900ms after the outage still on the policy.
 		// In the outage it retries a failed command up to three times
 		// (MaxRedirects), sleeping 10ms plus up to 20, 40 and 80ms before
-		// each: 170ms at most, on top of the 150ms the others allow. A
-		// decision that waited for the policy's 400ms timeout still fails.
+		// each: up to 170ms more than spawn's 150ms. It gets 300ms, the
+		// most that keeps the bound (with a stall's 100ms) at the policy's
+		// 400ms timeout, so a decision that waited for it still fails.
 		{"spawn-cluster", 1500 * time.Millisecond, 300 * time.Millisecond},
 		{"spawn", 300 * time.Millisecond, 150 * time.Millisecond},
 		{"unix://" + sock, 300 * time.Millisecond, 150 * time.Millisecond},
