@@ -18,6 +18,8 @@ cleanup() {
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+# median of an odd number of figures.
+median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 # The servers under test run in a session of their own, as a daemon would.
 # With the kernel's autogroup scheduling (on by default), a server left in
 # this script's session shares one CPU share with the load generator, per
@@ -76,7 +78,7 @@ for round in 1 2 3 4 5; do
 	loops+=("$(ratio "$lp" "$rb")")
 	echo "   round $round: redis-benchmark: $rb req/s   rlctl: $rl decisions/s (errors+dropped: $bad)   ratio: ${ratios[-1]}×   bare go-redis loop: $lp req/s, ${loops[-1]}×$failed"
 done
-echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 3p)× (target ≥ 1.0); bare go-redis loop: $(printf '%s\n' "${loops[@]}" | sort -n | sed -n 3p)×"
+echo "   median ratio: $(median "${ratios[@]}")× (target ≥ 1.0); bare go-redis loop: $(median "${loops[@]}")×"
 
 echo "== 1b. CPU µs per decision (user+sys of the whole process / decisions answered): rlctl closed and open model vs redis-benchmark per request"
 echo "   open model: a 1,000,000/s schedule far above what Redis serves, so most requests are dropped (tallied, not recorded);"
@@ -179,15 +181,15 @@ for round in 1 2 3; do
 	ratios+=("$(ratio "$rl" "$wk")")
 	echo "   round $round: wrk: $wk req/s   rlctl: $rl req/s (errors+dropped: $bad)   ratio: ${ratios[-1]}×$failed"
 done
-echo "   median ratio: $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)× (target ≥ 0.8)"
+echo "   median ratio: $(median "${ratios[@]}")× (target ≥ 0.8)"
 
 echo "== 2b. paced HTTP: rlctl's open model vs vegeta v12.13.0 at the same rate for 5 s, CPU µs per request answered (user+sys of each whole process); three rounds, the two one after the other, the medians the figures"
 VEGETA=${VEGETA:-$(go env GOPATH)/bin/vegeta}
-median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+echo "GET http://127.0.0.1:$hport/index.html" >"$work/targets.txt"
 for rate in 5000 20000; do
+	sed -e "s/PORT/$hport/" -e "s/RATE/$rate/" -e "s/COUNT/$((rate * 5))/" scripts/bench/http-paced.yaml >"$work/http-paced.yaml"
 	ratios=() vg_offs=() rl_offs=()
 	for round in 1 2 3; do
-		echo "GET http://127.0.0.1:$hport/index.html" >"$work/targets.txt"
 		# -max-workers 50: at most 50 requests in flight, as rlctl's 50 workers.
 		# Unbounded, vegeta grows its workers (and connections) whenever one is
 		# late, past nginx's 1,024 connections at 20,000/s on a busy machine,
@@ -206,7 +208,6 @@ for rate in 5000 20000; do
 		# or not at all. A host stall makes many of those in whichever
 		# tool's 5 s it falls, so each figure is the median of three rounds.
 		read -r vg_lag vg_late < <("$VEGETA" encode --to csv "$work/vg.bin" | go run ./scripts/benchtool sendlag "$rate")
-		sed -e "s/PORT/$hport/" -e "s/RATE/$rate/" -e "s/COUNT/$((rate * 5))/" scripts/bench/http-paced.yaml >"$work/http-paced.yaml"
 		bench_verify "$work/v2.err" "$work/r2" /usr/bin/time -f '%U %S' -o "$work/rh.cpu" "$RLCTL" verify "$work/http-paced.yaml" --no-progress --report-dir "$work/r2" --format json
 		{ read -r req bad; read -r lag; } < <(go run ./scripts/benchtool rate "$work"/r2/*/report.json send_lag_p99_ms)
 		rl_us=$(cpu_us "$work/rh.cpu" $((req - bad)))
@@ -216,7 +217,7 @@ for rate in 5000 20000; do
 		ratios+=("$(ratio "$rl_us" "$vg_us")")
 		echo "   $rate/s round $round: vegeta $vg_us µs/request ($vg_n of $vg_req answered 2xx, send lag p99 $vg_lag ms, ${vg_offs[-1]} late > 1 ms or not sent)   rlctl $rl_us µs/request ($((req - bad)) answered, $bad dropped or errors, send lag p99 $lag ms, ${rl_offs[-1]} late > 1 ms or dropped)   ratio: ${ratios[-1]}×$failed"
 	done
-	r=$(median3 "${ratios[@]}") vg_off=$(median3 "${vg_offs[@]}") rl_off=$(median3 "${rl_offs[@]}")
+	r=$(median "${ratios[@]}") vg_off=$(median "${vg_offs[@]}") rl_off=$(median "${rl_offs[@]}")
 	verdict=()
 	awk -v r="$r" 'BEGIN { exit !(r <= 1.0) }' || verdict+=("more CPU")
 	[ "$rl_off" -le "$vg_off" ] || verdict+=("more late or dropped")
