@@ -17,7 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a ~ /^[0-9.]+$/) printf "%.2f", a / b; else print "n/a" }'; }
 # median of an odd number of figures.
 median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 # The servers under test run in a session of their own, as a daemon would.
@@ -188,7 +188,7 @@ VEGETA=${VEGETA:-$(go env GOPATH)/bin/vegeta}
 echo "GET http://127.0.0.1:$hport/index.html" >"$work/targets.txt"
 for rate in 5000 20000; do
 	sed -e "s/PORT/$hport/" -e "s/RATE/$rate/" -e "s/COUNT/$((rate * 5))/" scripts/bench/http-paced.yaml >"$work/http-paced.yaml"
-	ratios=() vg_offs=() rl_offs=()
+	ratios=() vg_offs=() rl_offs=() empty=0
 	for round in 1 2 3; do
 		# -max-workers 50: at most 50 requests in flight, as rlctl's 50 workers.
 		# Unbounded, vegeta grows its workers (and connections) whenever one is
@@ -215,10 +215,14 @@ for rate in 5000 20000; do
 		vg_offs+=($((vg_late + rate * 5 - vg_req)))
 		rl_offs+=($((rl_late + rl_dropped)))
 		ratios+=("$(ratio "$rl_us" "$vg_us")")
+		# A round in which either tool had nothing answered has no CPU
+		# figure per request: it fails the target, whatever the median.
+		[ "$vg_n" -gt 0 ] && [ $((req - bad)) -gt 0 ] || empty=$((empty + 1))
 		echo "   $rate/s round $round: vegeta $vg_us µs/request ($vg_n of $vg_req answered 2xx, send lag p99 $vg_lag ms, ${vg_offs[-1]} late > 1 ms or not sent)   rlctl $rl_us µs/request ($((req - bad)) answered, $bad dropped or errors, send lag p99 $lag ms, ${rl_offs[-1]} late > 1 ms or dropped)   ratio: ${ratios[-1]}×$failed"
 	done
 	r=$(median "${ratios[@]}") vg_off=$(median "${vg_offs[@]}") rl_off=$(median "${rl_offs[@]}")
 	verdict=()
+	[ "$empty" = 0 ] || verdict+=("$empty rounds with nothing answered")
 	awk -v r="$r" 'BEGIN { exit !(r <= 1.0) }' || verdict+=("more CPU")
 	[ "$rl_off" -le "$vg_off" ] || verdict+=("more late or dropped")
 	[ ${#verdict[@]} = 0 ] && verdict="met" || verdict="not met: $(IFS=,; echo "${verdict[*]}" | sed 's/,/, /g')"
