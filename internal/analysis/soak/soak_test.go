@@ -1,6 +1,6 @@
 //go:build linux
 
-package analysis
+package soak
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/idletest"
@@ -106,7 +107,7 @@ func soakChild(records, mode string) int {
 		}
 	}
 	start := time.Now()
-	res, err := Analyze(h, Options{})
+	res, err := analysis.Analyze(h, analysis.Options{})
 	took := time.Since(start)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
