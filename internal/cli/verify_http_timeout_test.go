@@ -68,9 +68,15 @@ func TestVerifyHTTPRequestTimeout(t *testing.T) {
 			r := readReportJSON(t, runs[0])
 			sc := r["scenarios"].([]any)[0].(map[string]any)
 			m := sc["metrics"].(map[string]any)
+			// The gateway's own count shows the load reached it. Under a 30ms
+			// timeout, a request cut off closes its connection, and the next
+			// one's TLS handshake may itself outlast 30ms on a busy machine
+			// and never reach the handler: there rlctl's count of requests
+			// sent must show the load, and the gateway must have seen some.
 			sent := seen.Load() - before
-			if sent < 10 {
-				t.Fatalf("the gateway saw %d requests", sent)
+			requests, _ := m["requests"].(float64)
+			if tt.want == "" && sent < 10 || sent < 1 || requests < 10 {
+				t.Fatalf("the gateway saw %d requests, rlctl counted %v sent", sent, m["requests"])
 			}
 			msg, _ := sc["error"].(string)
 			if tt.want == "" {
