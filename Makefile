@@ -50,13 +50,8 @@ deps-bench:
 # (verify, cli, traffic), and `go test -race ./scenarios` on its own
 # passes too. Its build is the
 # module without the race detector, the flags of the Dockerfile's binary
-# (CGO_ENABLED=0, -trimpath), so that binary's test then reuses it.
-# The analysis's soak test (internal/analysis/soak) runs in the same go
-# test: its child, 50 million records analysed at idle CPU priority, is
-# that test binary itself, so it starts with the run and takes the cores
-# the compiles and tests leave. Run last among analysis's race tests, it
-# had its child built there and waited for cores at the end: about 80 s
-# there, the last of the run when the machine was busy.
+# (CGO_ENABLED=0, -trimpath), so that binary's test and analysis's soak
+# child then reuse it.
 # Once deps-test has fetched the modules, the commands run with the module
 # proxy off: a test run never needs the network.
 OFFLINE := GOPROXY=off
@@ -76,16 +71,17 @@ FIRST_TESTS := ./internal/verify ./internal/cli ./internal/discover ./internal/r
 	./internal/history ./internal/target/scripttarget ./internal/rundir ./internal/hotpath \
 	./internal/fault/toxiproxy ./internal/arch ./internal/target/httptarget ./internal/traffic \
 	./internal/redistest ./internal/gateway ./internal/redistest/thirdgw ./internal/calmtest
-SUITE := ./scenarios ./internal/analysis/soak
+SUITE := ./scenarios
 # -trimpath on vet, list and test: without it a package's directory is
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
-# The Dockerfile's static binary (cli's docker test), which a test builds
-# without the race detector, is not compiled here: the test builds it at
-# idle CPU priority (internal/idletest), in the cores the tests leave, and
-# finds the module already compiled by SUITE's build. Compiled here first
-# it was the whole module again, about two minutes of a cold run in which
-# no test could start.
+# The two things the tests build without the race detector, the
+# Dockerfile's static binary (cli's docker test) and analysis's soak child,
+# are not compiled here: the tests build them at idle CPU priority, one at
+# a time (internal/idletest), in the cores the tests leave, and find most
+# of the module already compiled by SUITE's build. Compiled here first
+# they were the whole module again, about two minutes of a cold run in
+# which no test could start.
 # TOXIPROXY is the server the fault tests start (internal/redistest/toxitest),
 # go.mod's tool, which verify's tests need at once. It is compiled as the
 # Dockerfile's binary is (toxitest builds it the same way), so it shares
@@ -110,7 +106,7 @@ NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
 # took 73 CPU-s on a cold cache here; without the symbol table too, 61.
 # NODWARF: the compiler writes no DWARF either, for every build make test
 # starts and every go command the tests run (toxiproxy, the Dockerfile's
-# binary, a race-built soak test's child), so all of them share one cache. The race
+# binary, the soak child), so all of them share one cache. The race
 # build alone on an empty cache took 313 CPU-s (161 s) without it against
 # 367 (189 s) with it here, mean of two pairs. The caller's own GOFLAGS
 # come after, so they win.
@@ -124,7 +120,7 @@ test: deps-test
 	$(OFFLINE) $(NODWARF) CGO_ENABLED=0 $(GO) test -trimpath -vet=off -timeout 8m $(SUITE) & suite=$$!; \
 	$(OFFLINE) $(NODWARF) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null && \
 	$(OFFLINE) $(NODWARF) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) && \
-	$(OFFLINE) $(NODWARF) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v $(foreach p,$(SUITE) $(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$')); \
+	$(OFFLINE) $(NODWARF) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$')); \
 	rc=$$?; wait $$suite || rc=1; exit $$rc
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing

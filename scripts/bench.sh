@@ -236,7 +236,7 @@ echo "== 3. analysis of 10 million history records (target ≤ 2 s, ≤ 48 bytes
 go test -run '^$' -bench 'Analyze10M' -benchtime 1x ./internal/analysis/ | grep -E 'Benchmark|ns/op'
 
 echo "== 3b. analysis of 50 million records: spilled to disk (a soak run's) vs held in memory (target ≤ 2× the time, RSS under 300 MB)"
-go test -c -o "$work/soak.test" ./internal/analysis/soak/
+go test -c -o "$work/analysis.test" ./internal/analysis/
 # Two rounds, each mode's faster one counted: the disk pass shares the
 # disk with whatever the kernel is still writing back (a build just
 # before it took one pass from 4 s to 13 s here).
@@ -244,7 +244,7 @@ for round in 1 2; do
 	for mode in disk memory; do
 		# The soak child generates the records, analyses them and prints its
 		# analysis time and its peak resident memory (VmHWM).
-		out=$(cd "$work" && RLCTL_SOAK_RECORDS=50000000 RLCTL_SOAK_MODE=$mode TMPDIR="$work" ./soak.test)
+		out=$(cd "$work" && RLCTL_SOAK_RECORDS=50000000 RLCTL_SOAK_MODE=$mode TMPDIR="$work" ./analysis.test)
 		secs=$(grep -oE 'analysis_s=[0-9.]+' <<<"$out" | cut -d= -f2)
 		rss=$(grep -oE 'peak_rss_mb=[0-9]+' <<<"$out" | cut -d= -f2)
 		best=$(eval "echo \${secs_$mode:-}")

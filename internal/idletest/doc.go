@@ -8,8 +8,7 @@
 //
 // On a fresh clone those builds compiled the whole module a second time
 // without the race detector before any test could start; now they take
-// only the cores the tests leave, and in make test they find the module
-// compiled already, by the built-in suite's test (the Makefile's SUITE).
-// make test runs the soak test itself without the race detector, in
-// SUITE, so its child needs no build there.
+// only the cores the tests leave, and in make test they find most of the
+// module compiled already, by the built-in suite's test (the Makefile's
+// SUITE).
 package idletest

@@ -1,6 +1,6 @@
 //go:build linux
 
-package soak
+package analysis
 
 import (
 	"bufio"
@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlctl/rlctl/internal/analysis"
 	"github.com/rlctl/rlctl/internal/decision"
 	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/idletest"
@@ -107,7 +106,7 @@ func soakChild(records, mode string) int {
 		}
 	}
 	start := time.Now()
-	res, err := analysis.Analyze(h, analysis.Options{})
+	res, err := Analyze(h, Options{})
 	took := time.Since(start)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
