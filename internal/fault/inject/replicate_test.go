@@ -1,8 +1,18 @@
 package inject
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/keyspace"
+	"github.com/rlctl/rlctl/internal/limiter"
+	"github.com/rlctl/rlctl/internal/metric"
+	"github.com/rlctl/rlctl/internal/rate"
+	"github.com/rlctl/rlctl/internal/redistest"
 )
 
 // lost counts what the new primary lacks among the counts that still
@@ -79,5 +89,45 @@ func TestLostCountsOnlyWhatStillCounted(t *testing.T) {
 				t.Errorf("lost %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// A failover whose hook starts as the run ends (its context already
+// cancelled, as a starved hook's is) is still carried out whole and
+// measured: the stand-in gets every count, and counts_lost is read.
+func TestFailoverLateInRunIsMeasured(t *testing.T) {
+	t.Parallel()
+	old, next := redistest.Start(t), redistest.Start(t)
+	lc := limiter.Config{Algorithm: design.RedisFixedWindow, Limit: rate.Limit{Count: 100, Window: time.Minute}}
+	pattern := limiter.KeyPattern(lc)
+	from := redis.NewClient(&redis.Options{Addr: old.Addr})
+	to := redis.NewClient(&redis.Options{Addr: next.Addr})
+	t.Cleanup(func() { from.Close(); to.Close() })
+	ctx := context.Background()
+	keys := limiter.Keys(lc, "user-1", time.Now())
+	if len(keys) != 1 {
+		t.Fatalf("fixed window's keys for one identity: %q", keys)
+	}
+	if err := from.Set(ctx, keys[0], 7, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	e := &Faults{lc: lc}
+	var copyErr error
+	hook := e.countLost(from, to, func(ctx context.Context) {
+		copyErr = copyKeys(ctx, keyspace.Patterns{pattern}, from, to)
+	})
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	hook(ended)
+
+	if copyErr != nil {
+		t.Errorf("copy under the run's end: %v", copyErr)
+	}
+	if n, err := to.Get(ctx, keys[0]).Int64(); err != nil || n != 7 {
+		t.Errorf("stand-in holds %d (%v), want the 7 copied", n, err)
+	}
+	if v, ok := e.Extra(nil)[metric.CountsLost]; !ok || v != 0 {
+		t.Errorf("counts_lost %v (measured %t), want 0 measured; notes %q", v, ok, e.RunNotes())
 	}
 }
