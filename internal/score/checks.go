@@ -95,7 +95,7 @@ var Checks = []Check{
 		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's; and every latency threshold (latency counts from the schedule) has the same outcome counted from when requests really left (the ceiling's bounds come from when requests really left, so lag does not void them).",
 		test:  keptTime, busy: always},
 	{Name: "noticed", Code: exitcode.Failed,
-		Needs: "Simulated gateways that deny after a failover noticed it on time where rlctl runs the whole deployment (the embedded Redis): within one and a half of their marker-read interval (75ms), as they do on an idle machine; noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
+		Needs: "rlctl's own gateways (simulated, or running your script) that deny after a failover noticed it on time: within one and a half of their marker-read interval (75ms), as they do on an idle machine, plus two of the Redis's round trips (p50 from send; none on the embedded Redis, inside rlctl); noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
 		test:  noticed, busy: always},
 	{Name: "covered", Code: exitcode.Failed,
 		Needs: "A cap on what a fault let through (after_fault_ceiling or its shard forms held at most to a bound) saw all of it: the traffic ran until one window after each fault ended (a real failover ends when the new primary took its first write and an old primary still taking writes was demoted; one whose new primary took none in the run never ended). What a fault lets through spills into the window after it; cut shorter, a cap held on the part that was seen.",
@@ -672,24 +672,40 @@ func concurrent(c Claim, f Facts) (string, bool) {
 	return "", true
 }
 
-// noticeWithin is how long after a failover simulated gateways on the
-// embedded Redis may take to deny for it: a marker read every
+// noticeWithin is how long after a failover simulated gateways may take
+// to deny for it, besides their Redis's round trips: a marker read every
 // FailoverCheckEvery, and half that again for the read and the next
 // request.
 const noticeWithin = design.FailoverCheckEvery * 3 / 2
 
-// noticed fails a run on the embedded Redis whose deny-after-failover
-// gateways, all inside rlctl, noticed the failover later than
-// noticeWithin: the requests that went through before are the
-// instrument's delay (after_fault_ceiling), not the design's.
+// noticed fails a run whose deny-after-failover gateways, rlctl's own
+// (simulated, or running the user's script), noticed the failover later
+// than noticeWithin plus two of the Redis's round trips (the marker read
+// and the request refused; none on the embedded Redis, inside rlctl): the
+// requests that went through meanwhile are the instrument's delay
+// (after_fault_ceiling), not the design's.
 func noticed(c Claim, f Facts) (string, bool) {
 	detect, ok := f.Metrics[metric.FailoverDetectMs]
-	if !f.Embedded || !ok || !slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.OnFailover == design.OnFailoverDeny }) {
+	if c.Kind == KindHTTP || !ok || !slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.OnFailover == design.OnFailoverDeny }) {
 		return "", false
 	}
-	if within := float64(noticeWithin.Milliseconds()); detect > within {
-		return fmt.Sprintf("the gateways denied for the failover %sms after it, later than the %sms their marker reads take on an idle machine: rlctl, running them and the embedded Redis, was too busy, and the requests that went through meanwhile are its delay, not the design's",
-			textfmt.Num(detect), textfmt.Num(within)), true
+	within := float64(noticeWithin.Milliseconds())
+	if f.Embedded {
+		if detect > within {
+			return fmt.Sprintf("the gateways denied for the failover %sms after it, later than the %sms their marker reads take on an idle machine: rlctl, running them and the embedded Redis, was too busy, and the requests that went through meanwhile are its delay, not the design's",
+				textfmt.Num(detect), textfmt.Num(within)), true
+		}
+		return "", true
+	}
+	// The round trip from when requests really left, so rlctl's own send
+	// lag does not widen the bound.
+	rt, ok := f.FromSent[metric.P50]
+	if !ok {
+		rt = f.Metrics[metric.P50]
+	}
+	if bound := within + 2*rt; detect > bound {
+		return fmt.Sprintf("the gateways denied for the failover %sms after it, later than the %sms their marker reads take on an idle machine with two of this Redis's round trips (p50 %sms from send): rlctl, running the gateways, was too busy, and the requests that went through meanwhile are its delay, not the design's",
+			textfmt.Num(detect), textfmt.Num(bound), textfmt.Num(rt)), true
 	}
 	return "", true
 }
