@@ -95,7 +95,7 @@ var Checks = []Check{
 		Needs: "rlctl kept the schedule where a figure rests on it: 99% of its requests left less late than the boundary shots' span, or herd_peak's 100ms: sent later, the shots miss the edge and the herd spreads by rlctl's own delay, not the target's; and every latency threshold (latency counts from the schedule) has the same outcome counted from when requests really left (the ceiling's bounds come from when requests really left, so lag does not void them).",
 		test:  keptTime, busy: always},
 	{Name: "noticed", Code: exitcode.Failed,
-		Needs: "rlctl's own gateways (simulated, or running your script) that deny after a failover noticed it on time: within one and a half of their marker-read interval (75ms), as they do on an idle machine, plus two of the Redis's round trips (p50 from send; none on the embedded Redis, inside rlctl); noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
+		Needs: "rlctl's own gateways (simulated, or running your script) that deny after a failover noticed an emulated one (no election: on the embedded Redis, or staged on a Redis given by URL) on time: within one and a half of their marker-read interval (75ms), as they do on an idle machine, plus two of the Redis's round trips (p50 from send; none on the embedded Redis, inside rlctl); noticed later, the gateways' reads waited on rlctl's own CPU, and what went through meanwhile is rlctl's slowness, not the design's.",
 		test:  noticed, busy: always},
 	{Name: "covered", Code: exitcode.Failed,
 		Needs: "A cap on what a fault let through (after_fault_ceiling or its shard forms held at most to a bound) saw all of it: the traffic ran until one window after each fault ended (a real failover ends when the new primary took its first write and an old primary still taking writes was demoted; one whose new primary took none in the run never ended). What a fault lets through spills into the window after it; cut shorter, a cap held on the part that was seen.",
@@ -679,14 +679,17 @@ func concurrent(c Claim, f Facts) (string, bool) {
 const noticeWithin = design.FailoverCheckEvery * 3 / 2
 
 // noticed fails a run whose deny-after-failover gateways, rlctl's own
-// (simulated, or running the user's script), noticed the failover later
-// than noticeWithin plus two of the Redis's round trips (the marker read
-// and the request refused; none on the embedded Redis, inside rlctl): the
-// requests that went through meanwhile are the instrument's delay
-// (after_fault_ceiling), not the design's.
+// (simulated, or running the user's script), noticed an emulated failover
+// later than noticeWithin plus two of the Redis's round trips (the marker
+// read and the request refused; none on the embedded Redis, inside
+// rlctl): the requests that went through meanwhile are the instrument's
+// delay (after_fault_ceiling), not the design's. A real election is not
+// judged: the gateways notice only once it is over, as long as the
+// topology and their client take.
 func noticed(c Claim, f Facts) (string, bool) {
 	detect, ok := f.Metrics[metric.FailoverDetectMs]
-	if c.Kind == KindHTTP || !ok || !slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.OnFailover == design.OnFailoverDeny }) {
+	if c.Kind == KindHTTP || !ok || !slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.OnFailover == design.OnFailoverDeny }) ||
+		slices.ContainsFunc(f.Applied, func(a Fault) bool { return a.Stopped > 0 || a.Answered > 0 }) {
 		return "", false
 	}
 	within := float64(noticeWithin.Milliseconds())

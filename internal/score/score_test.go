@@ -548,10 +548,10 @@ func TestThresholdsFromScenario(t *testing.T) {
 	}
 }
 
-// Deny-after-failover gateways run by rlctl noticed the failover in time
-// (on a Redis outside rlctl, allowing two of its round trips), or the
-// gateways are the user's, or they trust the new primary: the noticed
-// check holds or does not apply (its failure is a row of
+// Deny-after-failover gateways run by rlctl noticed an emulated failover
+// in time (on a Redis outside rlctl, allowing two of its round trips), or
+// the failover was a real election, or the gateways are the user's, or
+// they trust the new primary: the noticed check holds or does not apply (its failure is a row of
 // TestValidityTable).
 func TestFailoverNoticeAllowsTheRedisRoundTrip(t *testing.T) {
 	c := claim(t, "after_fault_ceiling < 1.5*limit")
@@ -577,6 +577,16 @@ func TestFailoverNoticeAllowsTheRedisRoundTrip(t *testing.T) {
 	}
 	if v := run(false, 120, 30); v.Status != StatusPass {
 		t.Errorf("noticed in 120ms on a Redis outside rlctl answering in 30ms: %s (%s)", v.Status, v.Reason)
+	}
+	// A real election took 1.2s: the gateways noticed 40ms after it.
+	f := measured()
+	f.Faults, f.Ran = 1, 4*time.Second
+	f.Applied = []Fault{{Action: "failover", At: 1500 * time.Millisecond, Stopped: 1510 * time.Millisecond, Answered: 2700 * time.Millisecond}}
+	f.Metrics[metric.AfterFaultCeiling], f.Metrics[metric.AfterFaultCeilingUpper] = 25, 25
+	f.Metrics[metric.FailoverDenied], f.Metrics[metric.FailoverDetectMs] = 90, 1240
+	f.FromSent = map[string]float64{metric.P50: 1}
+	if v := Judge(c, f); v.Status != StatusPass {
+		t.Errorf("noticed 40ms after a real election of 1.2s: %s (%s)", v.Status, v.Reason)
 	}
 	c.Kind = KindHTTP
 	if v := run(false, 120, 1); v.Status != StatusPass {
