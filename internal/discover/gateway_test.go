@@ -251,3 +251,35 @@ func TestDiscoverFirstBurstAcrossABoundary(t *testing.T) {
 		t.Errorf("no note says the first burst crossed a boundary: %q", res.Notes)
 	}
 }
+
+// TestDiscoverWindowOrLogThroughAStall holds the first request of every
+// identity 100ms, as a loaded machine's stall can: a window opened by a
+// first request then opens that much after it was sent, and a log's
+// first entries age out that much later. The probe telling the two
+// apart times its count from the first half's answers, so it still finds
+// each.
+func TestDiscoverWindowOrLogThroughAStall(t *testing.T) {
+	srv := startRedis(t)
+	for name, w := range map[string]want{
+		design.RedisFixedWindow: {class: FixedWindow, limit: 12, window: time.Second, aligned: AlignFirstRequest},
+		design.RedisSlidingLog:  {class: SlidingLog, limit: 12, window: time.Second, aligned: AlignNone},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := limiter.Config{Algorithm: name, Prefix: "rl:held:" + name + ":", Limit: lim(12, time.Second)}
+			urls := gatewayOf(t, srv.Addr, cfg, 1)
+			var mu sync.Mutex
+			seen := map[string]bool{}
+			res := discoverLogged(t, 300, &counting{request: func(r traffic.Request) {
+				mu.Lock()
+				first := !seen[r.ID]
+				seen[r.ID] = true
+				mu.Unlock()
+				if first {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}}, urls...)
+			check(t, res, w)
+		})
+	}
+}

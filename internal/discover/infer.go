@@ -338,8 +338,11 @@ func (e *engine) windows(ctx context.Context, a int, bA burstResult, ph phaseOne
 	wg.Go(func() { g = e.alignment(ctx, anchor, w, L) })
 	wg.Go(func() { fl = e.halves(ctx, anchor, w, L) })
 	wg.Wait()
+	if fl.again != nil {
+		e.note("the probe telling a window from a log ran twice: %v", fl.again)
+	}
 	for _, r := range []alignProbe{g, fl} {
-		if r.err != nil && !errors.Is(r.err, errBudget) && !errors.Is(r.err, errNoDenial) {
+		if r.err != nil && !errors.Is(r.err, errBudget) && !errors.Is(r.err, errNoDenial) && !errors.Is(r.err, errUnplaced) {
 			return r.err
 		}
 	}
@@ -433,6 +436,8 @@ type alignProbe struct {
 	first, second int
 	n             int
 	err           error
+	// again is why a first try was run again (nil when it was not).
+	again error
 }
 
 // at is the first instant anchor + frac·w + k·w (k ≥ 0) still ahead.
@@ -482,39 +487,87 @@ func (e *engine) alignment(ctx context.Context, anchor time.Time, w time.Duratio
 	return r
 }
 
-// halves sends half a fresh identity's quota just after a known reset and
-// the rest half a window later, then counts what comes back one window
-// after the start: a window gives the whole quota, a log only the first
-// half.
+// errUnplaced is a halves probe whose answers came too late to tell which
+// window, or which part of a log, each phase's requests counted in.
+var errUnplaced = errors.New("its answers came too late to place its requests in the window")
+
+// halves tells a fixed window from a sliding log, once more when the
+// first try's answers came too late to place (a stall) and time is left
+// for it; see halvesOnce.
 func (e *engine) halves(ctx context.Context, anchor time.Time, w time.Duration, L int) alignProbe {
+	r := e.halvesOnce(ctx, anchor, w, L)
+	if errors.Is(r.err, errUnplaced) && e.remaining() > w*23/10 {
+		again := r.err
+		r = e.halvesOnce(ctx, anchor, w, L)
+		r.again = again
+	}
+	return r
+}
+
+// halvesOnce sends half a fresh identity's quota just after a known reset
+// and the rest half a window later, then counts what comes back one
+// window after the first half: a window gives the whole quota, a log only
+// the first half. The later phases are timed from the first half's
+// answers, so a first half answered late still ages out of a log, and a
+// window that opened with its late first request has ended, before the
+// count. A probe whose answers came too late to keep each phase where it
+// belongs says so (errUnplaced).
+func (e *engine) halvesOnce(ctx context.Context, anchor time.Time, w time.Duration, L int) alignProbe {
 	var r alignProbe
 	id, err := e.p.newID()
 	if err != nil {
 		r.err = err
 		return r
 	}
-	if r.err = sleepUntil(ctx, at(anchor, w, 0.03)); r.err != nil {
+	t0 := at(anchor, w, 0.03)
+	if r.err = sleepUntil(ctx, t0); r.err != nil {
 		return r
 	}
-	t0 := time.Now()
-	k := (L + 1) / 2
-	b, err := e.burst(ctx, id, 0, k)
+	first, err := e.burst(ctx, id, 0, (L+1)/2)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	r.first = b.admitted
-	if r.err = sleepUntil(ctx, t0.Add(w/2)); r.err != nil {
+	r.first = first.admitted
+	answered := first.obs[len(first.obs)-1].recv
+	if r.err = sleepUntil(ctx, answered.Add(w/2)); r.err != nil {
 		return r
 	}
-	if r.second, _, r.err = e.drain(ctx, id, 0, min(L+10, e.p.left(id)-L-10)); r.err != nil {
+	second, err := e.burst(ctx, id, 0, min(L+10, e.p.left(id)-L-10))
+	if r.second, r.err = second.admitted, err; err != nil {
 		return r
 	}
-	if r.err = sleepUntil(ctx, t0.Add(w*108/100)); r.err != nil {
+	if r.err = sleepUntil(ctx, answered.Add(w*108/100)); r.err != nil {
 		return r
 	}
-	r.n, _, r.err = e.drain(ctx, id, 0, min(L+10, e.p.left(id)))
+	third, err := e.burst(ctx, id, 0, min(L+10, e.p.left(id)))
+	if r.n, r.err = third.admitted, err; err != nil {
+		return r
+	}
+	r.err = placed(first.obs, second.obs, third.obs, t0.Add(-w*3/100), w)
 	return r
+}
+
+// placed checks a halves probe's timing: the second half counted in the
+// first half's window, whether that window is shared (opened at edge) or
+// opened by the first request; and the count came before the second
+// half's log entries aged out. The first half's entries aged out, and a
+// window it opened ended, by the schedule (the count waits on its
+// answers).
+func placed(first, second, third []obs, edge time.Time, w time.Duration) error {
+	if len(first) == 0 || len(second) == 0 || len(third) == 0 {
+		return nil
+	}
+	lastSecond := second[len(second)-1].recv
+	switch {
+	case !lastSecond.Before(first[0].sent.Add(w)) || !lastSecond.Before(edge.Add(w)):
+		return fmt.Errorf("%w: the second half's last answer came %v after the first half was sent, not within the window (%v)",
+			errUnplaced, lastSecond.Sub(first[0].sent).Round(time.Millisecond), w)
+	case !third[len(third)-1].recv.Before(second[0].sent.Add(w)):
+		return fmt.Errorf("%w: the count's last answer came %v after the second half was sent, once its entries could have aged out (%v)",
+			errUnplaced, third[len(third)-1].recv.Sub(second[0].sent).Round(time.Millisecond), w)
+	}
+	return nil
 }
 
 // lockout handles denials that count: the quota comes back only after a
