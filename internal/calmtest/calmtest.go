@@ -122,21 +122,76 @@ func waitCalm(stall, calmFor, patience time.Duration) (worst time.Duration, ok b
 // longest stall of the test binary (or the machine) while it watched,
 // wherever it fell, not only where the code under test happened to look.
 func Watch() (stop func() time.Duration) {
+	stalls := WatchStalls()
+	return func() time.Duration { return stalls().Worst }
+}
+
+// Stalls are the stretches of a watch in which its timers fired 1ms late
+// or more: where the test binary (or the machine) stood still. A timer's
+// usual lateness (tens of microseconds) is no stall.
+type Stalls struct {
+	// Worst is the latest any timer fired.
+	Worst time.Duration
+	spans []span
+}
+
+// span is a stretch in which the watch stood still: it ended at end, and
+// lasted late.
+type span struct {
+	end  time.Time
+	late time.Duration
+}
+
+// Within is how much of [from, to] the watch saw stand still: the time a
+// measurement over that stretch waited on the binary, not on what it
+// measured.
+func (s Stalls) Within(from, to time.Time) time.Duration {
+	var in time.Duration
+	for _, sp := range s.spans {
+		start := sp.end.Add(-sp.late)
+		if lo, hi := maxTime(start, from), minTime(sp.end, to); hi.After(lo) {
+			in += hi.Sub(lo)
+		}
+	}
+	return in
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// WatchStalls is Watch that keeps where each stall fell; stop returns the
+// same Stalls however often it is called.
+func WatchStalls() (stop func() Stalls) {
 	done := make(chan struct{})
-	res := make(chan time.Duration, 1)
+	res := make(chan Stalls, 1)
 	go func() {
-		var worst time.Duration
+		var s Stalls
 		for {
 			select {
 			case <-done:
-				res <- worst
+				res <- s
 				return
 			default:
-				worst = max(worst, tick())
+				late := tick()
+				s.Worst = max(s.Worst, late)
+				if late >= time.Millisecond {
+					s.spans = append(s.spans, span{end: time.Now(), late: late})
+				}
 			}
 		}
 	}()
-	return sync.OnceValue(func() time.Duration {
+	return sync.OnceValue(func() Stalls {
 		close(done)
 		return <-res
 	})

@@ -57,38 +57,39 @@ func run(t *testing.T, sc *scenario.Scenario) *Outcome {
 // against a timeout measure the machine, not the design. Three runs in all
 // (calmtest.Retry: the later ones alone, on a calm machine); the third is
 // judged whatever its stalls. It returns the last run and, when stall is
-// above zero, the longest stall it saw, for bounds that must allow for it.
-func runCalm(t *testing.T, sc *scenario.Scenario, stall time.Duration) (*Outcome, time.Duration) {
+// above zero, where the binary stalled in it (Worst: the longest stall, or
+// rlctl's worst send lag), for bounds that must allow for them.
+func runCalm(t *testing.T, sc *scenario.Scenario, stall time.Duration) (*Outcome, calmtest.Stalls) {
 	t.Helper()
 	var out *Outcome
 	var err error
-	var stalled time.Duration
+	var stalls calmtest.Stalls
 	calmtest.Retry(t, 3, func(int) string {
 		if out != nil && out.History != nil {
 			out.History.Close()
 		}
-		watch := func() time.Duration { return 0 }
+		watch := func() calmtest.Stalls { return calmtest.Stalls{} }
 		if stall > 0 {
-			watch = calmtest.Watch()
+			watch = calmtest.WatchStalls()
 		}
 		out, err = Run(context.Background(), sc, Options{})
-		stalled = watch()
+		stalls = watch()
 		if err != nil {
 			if !out.Report.Busy() && answeredInTime(out) {
 				return ""
 			}
 			return fmt.Sprintf("verify %s: %v", sc.Name, err)
 		}
-		stalled = max(stalled, traffictest.WorstSendLag(out.History))
-		if stall > 0 && stalled > stall {
-			return fmt.Sprintf("verify %s: the test binary stalled %v (a busy machine)", sc.Name, stalled)
+		stalls.Worst = max(stalls.Worst, traffictest.WorstSendLag(out.History))
+		if stall > 0 && stalls.Worst > stall {
+			return fmt.Sprintf("verify %s: the test binary stalled %v (a busy machine)", sc.Name, stalls.Worst)
 		}
 		return ""
 	})
 	if err != nil {
 		t.Fatalf("verify %s: %v", sc.Name, err)
 	}
-	return out, stalled
+	return out, stalls
 }
 
 func measured(t *testing.T, out *Outcome, name string) float64 {
