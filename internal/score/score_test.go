@@ -549,7 +549,7 @@ func TestThresholdsFromScenario(t *testing.T) {
 }
 
 // Deny-after-failover gateways run by rlctl noticed an emulated failover
-// in time (on a Redis outside rlctl, allowing two of its round trips), or
+// in time (on a Redis outside rlctl, allowing six of its round trips), or
 // the failover was a real election, or the gateways are the user's, or
 // they trust the new primary: the noticed check holds or does not apply (its failure is a row of
 // TestValidityTable).
@@ -572,7 +572,7 @@ func TestFailoverNoticeAllowsTheRedisRoundTrip(t *testing.T) {
 	if v := run(true, 58, 0.1); v.Status != StatusPass {
 		t.Errorf("noticed in 58ms: %s (%s)", v.Status, v.Reason)
 	}
-	if v := run(false, 120, 1); failedCheck(v) != "noticed" || !strings.Contains(v.Reason, "77ms") {
+	if v := run(false, 120, 1); failedCheck(v) != "noticed" || !strings.Contains(v.Reason, "81ms") {
 		t.Errorf("noticed in 120ms on a Redis outside rlctl answering in 1ms: %s, check %q (%s)", v.Status, failedCheck(v), v.Reason)
 	}
 	if v := run(false, 120, 30); v.Status != StatusPass {
