@@ -105,6 +105,7 @@ type fileFault struct {
 	Answered int64  `json:"answered_ns,omitempty"`
 	Demoted  int64  `json:"demoted_ns,omitempty"`
 	Held     int64  `json:"held_ns,omitempty"`
+	Read     int64  `json:"read_ns,omitempty"`
 	Shard    string `json:"shard,omitempty"`
 }
 
@@ -141,7 +142,7 @@ func toFileMeta(m Meta) fileMeta {
 	}
 	for _, f := range m.Faults {
 		fm.Faults = append(fm.Faults, fileFault{At: int64(f.At), For: int64(f.For), Planned: int64(f.Planned), Action: f.Action,
-			Stopped: int64(f.Stopped), Answered: int64(f.Answered), Demoted: int64(f.Demoted), Held: int64(f.Held), Shard: f.Shard})
+			Stopped: int64(f.Stopped), Answered: int64(f.Answered), Demoted: int64(f.Demoted), Held: int64(f.Held), Read: int64(f.Read), Shard: f.Shard})
 	}
 	return fm
 }
@@ -174,7 +175,8 @@ func (fm fileMeta) meta() Meta {
 	}
 	for _, f := range fm.Faults {
 		m.Faults = append(m.Faults, Fault{At: time.Duration(f.At), For: time.Duration(f.For), Planned: time.Duration(f.Planned), Action: f.Action,
-			Stopped: time.Duration(f.Stopped), Answered: time.Duration(f.Answered), Demoted: time.Duration(f.Demoted), Held: time.Duration(f.Held), Shard: f.Shard})
+			Stopped: time.Duration(f.Stopped), Answered: time.Duration(f.Answered), Demoted: time.Duration(f.Demoted), Held: time.Duration(f.Held),
+			Read: time.Duration(f.Read), Shard: f.Shard})
 	}
 	return m
 }

@@ -71,6 +71,10 @@ type Fault struct {
 	// cut off from the primary: counts admitted after it never reached
 	// the replica. Zero when no lag was set up.
 	Held time.Duration
+	// Read, for a failover whose counts_lost was measured, is when the
+	// new primary's counters were read: a count that aged out of its
+	// window by then was not counted as lost. Zero when not read.
+	Read time.Duration
 	// Shard, for a real failover on a Redis Cluster, is the shard it acted
 	// on, named as in Meta.Shards (its primary's address when the run
 	// started); "" elsewhere.

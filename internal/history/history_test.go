@@ -151,7 +151,7 @@ func sampleHistory(rng *rand.Rand, n int) *History {
 		Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
 		Boundaries: []time.Duration{time.Second, 2 * time.Second}, BoundarySpan: 50 * time.Millisecond,
 		Faults: []Fault{{At: time.Second, For: 2 * time.Second, Action: "redis-down"},
-			{At: 3 * time.Second, Action: "kill-primary", Stopped: 3 * time.Second, Answered: 4200 * time.Millisecond, Demoted: 4500 * time.Millisecond, Held: 2010 * time.Millisecond, Shard: "127.0.0.1:7001"}}, Rounds: 3,
+			{At: 3 * time.Second, Action: "kill-primary", Stopped: 3 * time.Second, Answered: 4200 * time.Millisecond, Demoted: 4500 * time.Millisecond, Held: 2010 * time.Millisecond, Read: 4230 * time.Millisecond, Shard: "127.0.0.1:7001"}}, Rounds: 3,
 	}, n)
 	for range n {
 		h.Append(randomRecord(rng))

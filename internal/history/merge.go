@@ -210,9 +210,9 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 		}
 		for _, f := range h.Meta.Faults {
 			f.At += s.shift
-			// An election's ends and the lag's start are offsets too; zero
-			// means not seen.
-			for _, t := range []*time.Duration{&f.Stopped, &f.Answered, &f.Demoted, &f.Held} {
+			// An election's ends, the lag's start and the counters'
+			// reading are offsets too; zero means not seen.
+			for _, t := range []*time.Duration{&f.Stopped, &f.Answered, &f.Demoted, &f.Held, &f.Read} {
 				if *t != 0 {
 					*t += s.shift
 				}
@@ -309,7 +309,7 @@ func joinFaults(fs []Fault) []Fault {
 				if f.Held != 0 && (p.Held == 0 || f.Held < p.Held) {
 					p.Held = f.Held
 				}
-				p.Answered, p.Demoted = max(p.Answered, f.Answered), max(p.Demoted, f.Demoted)
+				p.Answered, p.Demoted, p.Read = max(p.Answered, f.Answered), max(p.Demoted, f.Demoted), max(p.Read, f.Read)
 				continue
 			}
 		}

@@ -55,6 +55,8 @@ func splitHistory(whole *History, shiftB time.Duration) (a, b *History) {
 		f.Stopped -= shiftB
 		f.Answered -= shiftB
 		f.Demoted -= shiftB
+		f.Held -= shiftB
+		f.Read -= shiftB
 		mb.Faults = append(mb.Faults, f)
 	}
 	a, b = New(ma, 0), New(mb, 0)
@@ -95,7 +97,7 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 		Scenario: "m", Start: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Limit: rate.Limit{Count: 5, Window: time.Second},
 		Identities: []string{"u0", "u1", "u2"}, Gateways: []string{"g0", "g1", "g2"}, Endpoints: []string{"e"},
 		Boundaries: []time.Duration{time.Second}, BoundarySpan: time.Millisecond,
-		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover", Stopped: 1010 * time.Millisecond, Answered: 1500 * time.Millisecond, Demoted: 2500 * time.Millisecond, Held: 900 * time.Millisecond}}, Rounds: 2,
+		Faults: []Fault{{At: time.Second, For: time.Second, Action: "failover", Stopped: 1010 * time.Millisecond, Answered: 1500 * time.Millisecond, Demoted: 2500 * time.Millisecond, Held: 900 * time.Millisecond, Read: 1520 * time.Millisecond}}, Rounds: 2,
 	}, 0)
 	var at time.Duration
 	for range 3000 {
@@ -132,6 +134,11 @@ func TestMergeHalvesEqualsWhole(t *testing.T) {
 			}
 			if len(got.Meta.Faults) != 1 || got.Meta.Faults[0].At+base != time.Second {
 				t.Fatalf("merged faults = %+v, want the one fault at 1s on the whole's clock", got.Meta.Faults)
+			}
+			// Its other offsets move with it.
+			f, w := got.Meta.Faults[0], whole.Meta.Faults[0]
+			if f.Stopped+base != w.Stopped || f.Answered+base != w.Answered || f.Demoted+base != w.Demoted || f.Held+base != w.Held || f.Read+base != w.Read {
+				t.Fatalf("shift %v: merged fault %+v, want %+v on the whole's clock", shiftB, f, w)
 			}
 			if len(got.Meta.Boundaries) != 1 || got.Meta.Boundaries[0]+base != time.Second {
 				t.Fatalf("merged boundaries = %v", got.Meta.Boundaries)
@@ -373,13 +380,13 @@ func TestMergeJoinsOneFaultAppliedOnEachMachine(t *testing.T) {
 	ms := time.Millisecond
 	a.Faults = []Fault{
 		{At: time.Second + 2*ms, For: time.Second, Planned: time.Second, Action: "redis-down"},
-		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3010 * ms, Answered: 3500 * ms, Demoted: 5 * time.Second, Held: 2003 * ms},
+		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3010 * ms, Answered: 3500 * ms, Demoted: 5 * time.Second, Held: 2003 * ms, Read: 3520 * ms},
 		{At: 6 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
 	b.Faults = []Fault{
 		{At: time.Second + 5*ms, For: time.Second + ms, Planned: time.Second, Action: "redis-down"},
 		{At: time.Second + 5*ms, For: time.Second, Planned: time.Second, Action: "redis-latency"},
-		{At: 3*time.Second + 240*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Demoted: 4800 * ms, Held: 2001 * ms},
+		{At: 3*time.Second + 240*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Demoted: 4800 * ms, Held: 2001 * ms, Read: 3610 * ms},
 		{At: 3*time.Second + 300*ms, Planned: 3300 * ms, Action: "failover"},
 		{At: 9 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 	}
@@ -398,7 +405,7 @@ func TestMergeJoinsOneFaultAppliedOnEachMachine(t *testing.T) {
 	want := []Fault{
 		{At: time.Second + 2*ms, For: time.Second + 4*ms, Planned: time.Second, Action: "redis-down"},
 		{At: time.Second + 5*ms, For: time.Second, Planned: time.Second, Action: "redis-latency"},
-		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Demoted: 5 * time.Second, Held: 2001 * ms},
+		{At: 3*time.Second + 1*ms, Planned: 3 * time.Second, Action: "failover", Stopped: 3005 * ms, Answered: 3600 * ms, Demoted: 5 * time.Second, Held: 2001 * ms, Read: 3610 * ms},
 		{At: 3*time.Second + 300*ms, Planned: 3300 * ms, Action: "failover"},
 		{At: 6 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},
 		{At: 9 * time.Second, Planned: 6 * time.Second, Action: "redis-reset"},

@@ -60,7 +60,10 @@ type Faults struct {
 	proxy *fault.Proxy
 	// elections hold, by index in the scenario's faults, what each real
 	// failover's hook saw (nil for other faults).
-	elections  []*election
+	elections []*election
+	// reads[k] is when failover k's counts_lost read the new primary's
+	// counters (zero when it did not).
+	reads      []time.Time
 	lc         limiter.Config
 	skew       time.Duration // the gateways' largest clock offset
 	extra      figures
@@ -123,7 +126,7 @@ const probeCleanupTimeout = 10 * time.Second
 // gateways find the primary as their clients do, and failover and
 // kill-primary are real (see realFailovers).
 func New(ctx context.Context, p *Plan, s Setup) (_ *Faults, err error) {
-	f := &Faults{lc: s.Limiter, skew: p.ClockSkew}
+	f := &Faults{lc: s.Limiter, skew: p.ClockSkew, reads: make([]time.Time, len(p.Faults))}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -186,8 +189,7 @@ func (e *Faults) build(ctx context.Context, p *Plan, s Setup) error {
 	}
 	admin := cfg.NewClient()
 	e.closers = append(e.closers, admin.Close)
-	for _, f := range p.Faults {
-		f := f
+	for i, f := range p.Faults {
 		switch f.Action {
 		case design.FaultGatewayDown:
 			if p.Kind != scenario.KindSimulated {
@@ -204,7 +206,7 @@ func (e *Faults) build(ctx context.Context, p *Plan, s Setup) error {
 				continue
 			}
 			if p.Replicate > 0 {
-				if err := e.replicatedFailover(ctx, p, s, proxy, admin, f); err != nil {
+				if err := e.replicatedFailover(ctx, p, s, proxy, admin, i, f); err != nil {
 					return err
 				}
 				continue
@@ -217,7 +219,7 @@ func (e *Faults) build(ctx context.Context, p *Plan, s Setup) error {
 				// own for it. The failover is staged on that Redis itself —
 				// every connection cut, and the run's own keys (marker
 				// included) gone, as on a replica that never received them.
-				e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(ctx context.Context) {
+				e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(i, admin, admin, func(ctx context.Context) {
 					_, _ = keys.Delete(ctx, admin)
 					proxy.SetUpstream(proxy.Upstream())
 				})})
@@ -228,7 +230,7 @@ func (e *Faults) build(ctx context.Context, p *Plan, s Setup) error {
 			if err != nil {
 				return err
 			}
-			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(context.Context) {
+			e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(i, admin, after, func(context.Context) {
 				proxy.SetUpstream(addr)
 			})})
 			e.Notes = append(e.Notes, "failover: an emulation, not a real promotion: the gateways' Redis was replaced by an empty one, as a promoted replica that had missed every count (empty counters, no marker; a replica_lag changes nothing here); --redis spawn, spawn-sentinel or spawn-cluster run a real failover")

@@ -149,14 +149,14 @@ func Replicate(ctx context.Context, cfg *redisconn.Config, lc *limiter.Config) (
 // promoted server holds the counts. rlctl's own replicas are promoted for
 // real; otherwise a stand-in gets a copy of the run's keys (or, on a given
 // Redis, keeps them, only the connections are cut).
-func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy *fault.Proxy, admin redis.UniversalClient, f scenario.Fault) error {
+func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy *fault.Proxy, admin redis.UniversalClient, i int, f scenario.Fault) error {
 	switch {
 	case s.Replicas != nil:
 		d := s.Replicas
 		old, next := d.Servers[0], d.Servers[1]
 		after := redis.NewClient(&redis.Options{Addr: next.Addr, DisableIdentity: true})
 		e.closers = append(e.closers, after.Close)
-		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(ctx context.Context) {
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(i, admin, after, func(ctx context.Context) {
 			// Best effort: a failover that cannot be carried out shows in
 			// the figures.
 			if d.Promote(ctx, 1) != nil {
@@ -169,7 +169,7 @@ func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy
 		})})
 		e.Notes = append(e.Notes, fmt.Sprintf("failover: a real one: the replica %s was promoted (REPLICAOF NO ONE), the gateways were redirected to it, and the old primary %s became its replica", next.Addr, old.Addr))
 	case redisconn.IsShared(s.Spec):
-		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, admin, func(context.Context) {
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(i, admin, admin, func(context.Context) {
 			proxy.SetUpstream(proxy.Upstream())
 		})})
 		e.Notes = append(e.Notes, "failover: staged on the given Redis by cutting every connection; the run's keys stayed, as on a promoted replica that acknowledged every admission")
@@ -178,7 +178,7 @@ func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy
 		if err != nil {
 			return err
 		}
-		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(admin, after, func(ctx context.Context) {
+		e.Hooks = append(e.Hooks, traffic.Hook{At: f.At, Name: f.Action, Fn: e.countLost(i, admin, after, func(ctx context.Context) {
 			// No admission may land between the copy and the switch: a
 			// replica that acknowledged every admission has them all.
 			proxy.SetDown(true)
@@ -193,20 +193,21 @@ func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy
 	return nil
 }
 
-// countLost wraps a failover: it reads the design's counters on the old
-// primary just before and on the new one just after, and adds what the
-// new one lacks to counts_lost. Designs whose state is not a count
-// (token bucket, GCRA) and targets of no design add nothing.
-func (e *Faults) countLost(before, after redis.UniversalClient, failover func(context.Context)) func(context.Context) {
+// countLost wraps failover k: it reads the design's counters on the old
+// primary just before and on the new one just after (and keeps when, for
+// the fault's Read), and adds what the new one lacks to counts_lost.
+// Designs whose state is not a count (token bucket, GCRA) and targets of
+// no design add nothing.
+func (e *Faults) countLost(k int, before, after redis.UniversalClient, failover func(context.Context)) func(context.Context) {
 	same := func() (redis.UniversalClient, func() error) { return before, func() error { return nil } }
 	then := func() (redis.UniversalClient, func() error) { return after, func() error { return nil } }
-	return e.countLostVia(same, then, failover)
+	return e.countLostVia(k, same, then, failover)
 }
 
 // countLostVia is countLost with clients made when each reading is taken
 // (and closed after it): a real failover's new primary is known only once
 // the topology has elected it.
-func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func() error), failover func(context.Context)) func(context.Context) {
+func (e *Faults) countLostVia(k int, before, after func() (redis.UniversalClient, func() error), failover func(context.Context)) func(context.Context) {
 	pattern, zset, ok := counterOf(e.lc)
 	if !ok {
 		return failover
@@ -236,6 +237,7 @@ func (e *Faults) countLostVia(before, after func() (redis.UniversalClient, func(
 			e.said.add(fmt.Sprintf("counts_lost is not measured: the new primary's counters could not be read after the failover: %v", err))
 			return
 		}
+		e.reads[k] = has.at
 		var total int64
 		for k, n := range lost(had, has, window-skew) {
 			total += n

@@ -112,9 +112,9 @@ func TestFailoverLateInRunIsMeasured(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e := &Faults{lc: lc}
+	e := &Faults{lc: lc, reads: make([]time.Time, 1)}
 	var copyErr error
-	hook := e.countLost(from, to, func(ctx context.Context) {
+	hook := e.countLost(0, from, to, func(ctx context.Context) {
 		copyErr = copyKeys(ctx, keyspace.Patterns{pattern}, from, to)
 	})
 	ended, cancel := context.WithCancel(ctx)
@@ -126,6 +126,9 @@ func TestFailoverLateInRunIsMeasured(t *testing.T) {
 	}
 	if n, err := to.Get(ctx, keys[0]).Int64(); err != nil || n != 7 {
 		t.Errorf("stand-in holds %d (%v), want the 7 copied", n, err)
+	}
+	if e.reads[0].IsZero() {
+		t.Error("no time kept for the new primary's reading")
 	}
 	if v, ok := e.Extra(nil)[metric.CountsLost]; !ok || v != 0 {
 		t.Errorf("counts_lost %v (measured %t), want 0 measured; notes %q", v, ok, e.RunNotes())

@@ -95,7 +95,8 @@ func (e *election) awaitDemotion(ctx context.Context, tp *topology) {
 }
 
 // RecordElections writes what the failover hooks saw into h's faults, as
-// offsets from the run's start, and returns the notes on them and, for
+// offsets from the run's start (the elections, and when counts_lost read
+// the new primary), and returns the notes on them and, for
 // each failover that could not be carried out or whose election never
 // finished, why.
 func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string) {
@@ -107,6 +108,11 @@ func (e *Faults) RecordElections(h *history.History) (notes, unapplied []string)
 			return 0
 		}
 		return max(t.Sub(h.Meta.Start), time.Nanosecond)
+	}
+	for i, t := range e.reads {
+		if i < len(h.Meta.Faults) {
+			h.Meta.Faults[i].Read = offset(t)
+		}
 	}
 	for i, el := range e.elections {
 		if el == nil || i >= len(h.Meta.Faults) {
@@ -312,7 +318,7 @@ func (e *Faults) realFailovers(ctx context.Context, p *Plan, tp *topology) error
 		}
 		// The counters are read right after the election, before the wait
 		// for the old primary's demotion.
-		failover := e.countLostVia(reach, reach, func(ctx context.Context) {
+		failover := e.countLostVia(i, reach, reach, func(ctx context.Context) {
 			sh, err := tp.shard(ctx)
 			if err != nil {
 				el.set(time.Time{}, time.Time{}, err)
