@@ -156,6 +156,29 @@ func indexOf(s []string, v string) int {
 	return -1
 }
 
+// A fault recorded by one machine only keeps every offset of it on the
+// merge's clock: when, how long, the election's ends, the lag's start and
+// the counters' reading, all moved by that machine's start.
+func TestMergeMovesAFaultSeenByOneMachine(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	first := Meta{Scenario: "s", Start: t0, Limit: rate.Limit{Count: 1, Window: time.Second}}
+	late := first
+	late.Start = t0.Add(250 * ms)
+	f := Fault{At: time.Second, Planned: time.Second, Action: "failover", Stopped: 1010 * ms, Answered: 1500 * ms, Demoted: 1700 * ms, Held: 10 * ms, Read: 1520 * ms}
+	late.Faults = []Fault{f}
+	m, err := Merge(New(first, 0), New(late, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := late.Start.Sub(m.Meta.Start)
+	want := Fault{At: f.At + d, Planned: f.Planned, Action: f.Action, Stopped: f.Stopped + d, Answered: f.Answered + d, Demoted: f.Demoted + d, Held: f.Held + d, Read: f.Read + d}
+	if len(m.Meta.Faults) != 1 || m.Meta.Faults[0] != want {
+		t.Errorf("merged faults %+v, want %+v", m.Meta.Faults, want)
+	}
+}
+
 func TestMergeRejectsMismatch(t *testing.T) {
 	t.Parallel()
 	l := rate.Limit{Count: 5, Window: time.Second}
