@@ -119,8 +119,9 @@ thresholds: [election < 7s]
 
 			admitted, maybe := limiterCounts(h)
 			lost := admitted - counted
-			// A request that errored may still have incremented (its
-			// answer lost); nothing else can.
+			// A request Redis did not answer (an error, or its policy's
+			// decision after a timeout) may still have incremented; nothing
+			// else can.
 			if counted > admitted+maybe {
 				t.Fatalf("the promoted node counted %d, more than the %d the limiter admitted (+%d Redis did not answer)", counted, admitted, maybe)
 			}

@@ -193,21 +193,21 @@ func (e *Faults) replicatedFailover(ctx context.Context, p *Plan, s Setup, proxy
 	return nil
 }
 
-// countLost wraps failover k: it reads the design's counters on the old
-// primary just before and on the new one just after (and keeps when, for
-// the fault's Read), and adds what the new one lacks to counts_lost.
-// Designs whose state is not a count (token bucket, GCRA) and targets of
-// no design add nothing.
-func (e *Faults) countLost(k int, before, after redis.UniversalClient, failover func(context.Context)) func(context.Context) {
+// countLost wraps failover i (its index in the scenario's faults): it
+// reads the design's counters on the old primary just before and on the
+// new one just after (and keeps when, for the fault's Read), and adds
+// what the new one lacks to counts_lost. Designs whose state is not a
+// count (token bucket, GCRA) and targets of no design add nothing.
+func (e *Faults) countLost(i int, before, after redis.UniversalClient, failover func(context.Context)) func(context.Context) {
 	same := func() (redis.UniversalClient, func() error) { return before, func() error { return nil } }
 	then := func() (redis.UniversalClient, func() error) { return after, func() error { return nil } }
-	return e.countLostVia(k, same, then, failover)
+	return e.countLostVia(i, same, then, failover)
 }
 
 // countLostVia is countLost with clients made when each reading is taken
 // (and closed after it): a real failover's new primary is known only once
 // the topology has elected it.
-func (e *Faults) countLostVia(k int, before, after func() (redis.UniversalClient, func() error), failover func(context.Context)) func(context.Context) {
+func (e *Faults) countLostVia(i int, before, after func() (redis.UniversalClient, func() error), failover func(context.Context)) func(context.Context) {
 	pattern, zset, ok := counterOf(e.lc)
 	if !ok {
 		return failover
@@ -237,7 +237,7 @@ func (e *Faults) countLostVia(k int, before, after func() (redis.UniversalClient
 			e.said.add(fmt.Sprintf("counts_lost is not measured: the new primary's counters could not be read after the failover: %v", err))
 			return
 		}
-		e.reads[k] = has.at
+		e.reads[i] = has.at
 		var total int64
 		for k, n := range lost(had, has, window-skew) {
 			total += n
