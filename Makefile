@@ -104,23 +104,32 @@ NOEXITSLEEP := GORACE="atexit_sleep_ms=0 $$GORACE"
 # traces and the race detector's reports name functions and lines from
 # the Go runtime's own tables, which stay. Without DWARF, the 45 links
 # took 73 CPU-s on a cold cache here; without the symbol table too, 61.
-# NODWARF: the compiler writes no DWARF either, for every build make test
-# starts and every go command the tests run (toxiproxy, the Dockerfile's
-# binary, the soak child), so all of them share one cache. The race
-# build alone on an empty cache took 313 CPU-s (161 s) without it against
-# 367 (189 s) with it here, mean of two pairs. The caller's own GOFLAGS
-# come after, so they win.
-NODWARF := GOFLAGS="-gcflags=all=-dwarf=false $$GOFLAGS"
+# BUILDFLAGS, for every build make test starts and every go command the
+# tests run (toxiproxy, the Dockerfile's binary, the soak child), so all
+# of them share one cache:
+# - the compiler writes no DWARF either. The race build alone on an empty
+#   cache took 313 CPU-s (161 s) without it against 367 (189 s) with it
+#   here, mean of two pairs.
+# - two client libraries' largest packages, go-redis and rueidis's
+#   command builders, are compiled without inlining (-l). Their thousands
+#   of small methods made them the two longest compiles of a cold run;
+#   neither is where a test's time goes, and the binaries users run
+#   (make build, the Dockerfile's) inline as before.
+# The caller's own GOFLAGS come after, so they win.
+NOINLINE := -dwarf=false -l
+BUILDFLAGS := GOFLAGS="-gcflags=all=-dwarf=false \
+	'-gcflags=github.com/redis/go-redis/v9=$(NOINLINE)' \
+	'-gcflags=github.com/redis/rueidis/internal/cmds=$(NOINLINE)' $$GOFLAGS"
 # -vet=off: go test's vet, run on every package on a cold cache, took
 # 50 CPU-s here in the middle of the timing-sensitive tests. make lint runs
 # the whole of go vet (a superset of go test's checks) on every platform,
 # and CI runs it after make test.
 test: deps-test
-	$(OFFLINE) $(NODWARF) CGO_ENABLED=0 $(GO) list -trimpath -test -export -deps $(SUITE) >/dev/null; \
-	$(OFFLINE) $(NODWARF) CGO_ENABLED=0 $(GO) test -trimpath -vet=off -timeout 8m $(SUITE) & suite=$$!; \
-	$(OFFLINE) $(NODWARF) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null && \
-	$(OFFLINE) $(NODWARF) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) && \
-	$(OFFLINE) $(NODWARF) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$')); \
+	$(OFFLINE) $(BUILDFLAGS) CGO_ENABLED=0 $(GO) list -trimpath -test -export -deps $(SUITE) >/dev/null; \
+	$(OFFLINE) $(BUILDFLAGS) CGO_ENABLED=0 $(GO) test -trimpath -vet=off -timeout 8m $(SUITE) & suite=$$!; \
+	$(OFFLINE) $(BUILDFLAGS) $(GO) list -race -trimpath -test -export -deps ./... >/dev/null && \
+	$(OFFLINE) $(BUILDFLAGS) CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null $(TOXIPROXY) && \
+	$(OFFLINE) $(BUILDFLAGS) $(NOEXITSLEEP) $(GO) test -race -trimpath -vet=off -ldflags="-s -w" -p 3 -parallel 4 -timeout 8m $(FIRST_TESTS) $$($(GO) list ./... | grep -v -e '/scenarios$$' $(foreach p,$(FIRST_TESTS),-e '$(patsubst ./%,/%,$(p))$$')); \
 	rc=$$?; wait $$suite || rc=1; exit $$rc
 
 # demo runs the main job: the built-in suite on the embedded Redis, nothing
@@ -142,8 +151,8 @@ fmt:
 # instead of compiling it twice more.
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
-	$(OFFLINE) $(NODWARF) CGO_ENABLED=0 $(GO) vet -trimpath ./... # make test's build without the race detector, reused
-	$(OFFLINE) $(NODWARF) $(GO) vet -race -trimpath ./... # the race-only files; make test's build, reused
+	$(OFFLINE) $(BUILDFLAGS) CGO_ENABLED=0 $(GO) vet -trimpath ./... # make test's build without the race detector, reused
+	$(OFFLINE) $(BUILDFLAGS) $(GO) vet -race -trimpath ./... # the race-only files; make test's build, reused
 	$(OFFLINE) GOOS=darwin $(GO) vet ./...
 	$(OFFLINE) GOOS=windows $(GO) vet ./...
 

@@ -19,7 +19,7 @@ func TestNewCmdPingArgs(t *testing.T) {
 		wantCount int
 		wantCode  exitcode.Code
 	}{
-		{"default", nil, 10, exitcode.OK},
+		{"default", []string{}, 10, exitcode.OK},
 		{"count", []string{"--count", "50"}, 50, exitcode.OK},
 		{"short", []string{"-c", "3"}, 3, exitcode.OK},
 		{"zero", []string{"--count", "0"}, 0, exitcode.Usage},
