@@ -10,13 +10,13 @@ import (
 
 // NewProbe returns a Probe for nc.
 func NewProbe(nc net.Conn) *Probe {
-	p := &Probe{nc: nc, rc: rawConn(nc)}
+	p := &Probe{rc: rawConn(nc)}
 	p.peek = p.peekFD
 	return p
 }
 
 // peekFD peeks at one byte without waiting and without consuming it.
-func (p *Probe) peekFD(fd uintptr) bool {
+func (p *Probe) peekFD(fd uintptr) {
 	n, err := peek(fd, &p.buf)
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
@@ -26,7 +26,6 @@ func (p *Probe) peekFD(fd uintptr) bool {
 	default:
 		p.seen = closed
 	}
-	return true // never wait: this is a peek
 }
 
 // rawConn returns the socket under nc (under its TLS layer too), or nil.

@@ -3,8 +3,9 @@
 package netcheck
 
 import (
-	"io"
+	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -61,24 +62,35 @@ func TestProbeSeesWhatThePeerDid(t *testing.T) {
 	}
 }
 
-// A read deadline that passed while the connection sat idle (the last
-// request's) does not make an open connection look dead, and the
-// connection reads afterwards.
-func TestProbeIgnoresPassedDeadline(t *testing.T) {
+// A read deadline does not make an open connection look dead, and the
+// probe leaves it as it found it, passed or to come: pools probe after
+// their request's client set the request's deadline, and one the probe
+// cleared let that request's read wait for as long as the server stayed
+// silent.
+func TestProbeKeepsTheReadDeadline(t *testing.T) {
 	t.Parallel()
-	client, server := loopback(t)
-	if err := client.SetDeadline(time.Unix(1, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if !NewProbe(client).Alive() {
-		t.Fatal("an open connection with a passed deadline reported dead")
-	}
-	if _, err := server.Write([]byte("y")); err != nil {
-		t.Fatal(err)
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(client, b[:]); err != nil || b[0] != 'y' {
-		t.Fatalf("read after the probe: %q, %v", b, err)
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // from now
+	}{
+		{"passed", -time.Millisecond},
+		{"to come", 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, _ := loopback(t)
+			if err := client.SetReadDeadline(time.Now().Add(tc.deadline)); err != nil {
+				t.Fatal(err)
+			}
+			if !NewProbe(client).Alive() {
+				t.Fatal("an open, quiet connection with a read deadline reported dead")
+			}
+			// Bounds the read below if the probe cleared the deadline.
+			stop := time.AfterFunc(5*time.Second, func() { client.Close() })
+			defer stop.Stop()
+			if _, err := client.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("read after the probe: %v, want the deadline's timeout", err)
+			}
+		})
 	}
 }
 

@@ -18,11 +18,10 @@ import (
 // nothing. A Probe is not safe for concurrent use, as its connection is
 // used by one caller at a time.
 type Probe struct {
-	nc net.Conn
 	rc syscall.RawConn // nil where the socket cannot be peeked at
 	// peek is the method value of the platform's peek, bound once so that
 	// a check allocates nothing; it leaves its answer in seen.
-	peek func(fd uintptr) bool
+	peek func(fd uintptr)
 	seen state
 	buf  [1]byte
 }
@@ -43,22 +42,16 @@ const (
 // reports true, and a dead connection shows on use.
 func (p *Probe) Alive() bool { return p.check() == quiet }
 
-// check peeks at the socket. A read deadline left from the connection's
-// last request that has passed since is cleared: it says nothing about the
-// connection, and the next request sets its own.
+// check peeks at the socket through RawConn's Control, which neither
+// consults nor changes the connection's deadlines: a pool probes after
+// its request's client set the request's own, and a read deadline that
+// has passed by then is that request's to meet, not the probe's to clear.
 func (p *Probe) check() state {
 	if p.rc == nil {
 		return quiet
 	}
 	p.seen = closed
-	err := p.rc.Read(p.peek)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		if p.nc.SetReadDeadline(time.Time{}) != nil {
-			return closed
-		}
-		err = p.rc.Read(p.peek)
-	}
-	if err != nil {
+	if p.rc.Control(p.peek) != nil {
 		return closed
 	}
 	return p.seen
@@ -73,7 +66,8 @@ func Alive(nc net.Conn) bool { return NewProbe(nc).Alive() }
 // from the socket they look like any record, a close_notify included. So
 // bytes waiting are read through tc, waiting at most wait for more: the
 // connection is alive when that read finds no application data and no
-// close.
+// close. That read sets a read deadline of its own and then clears it, so
+// AliveTLS is for a connection no request has set one on yet.
 func AliveTLS(tc *tls.Conn, wait time.Duration) bool {
 	switch NewProbe(tc).check() {
 	case quiet:
