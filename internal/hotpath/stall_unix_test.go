@@ -18,9 +18,9 @@ import (
 // machine, or the EVAL after a NOSCRIPT late in a call's time) still
 // ends at its deadline while the server stands still (SIGSTOP, as a
 // stalled Redis). The pool checks a connection that was read from before
-// writing on it; that check once cleared the read deadline it found
-// passed, which was the new request's own, and the call then waited for
-// as long as the server did: a looping user script held one for minutes.
+// it writes on it, after rueidis set the request's deadline; the check
+// must leave that deadline in place, or the call waits for as long as the
+// server does (a looping user script: for good).
 func TestDeadlinePassedBeforeTheWriteStillEndsTheCall(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
