@@ -687,10 +687,10 @@ const noticeTrips = 6
 // noticed fails a run whose deny-after-failover gateways, rlctl's own
 // (simulated, or running the user's script), noticed an emulated failover
 // later than noticeWithin plus noticeTrips of the Redis's round trips
-// (none on the embedded Redis, inside rlctl): the requests that went through meanwhile are the instrument's
-// delay (after_fault_ceiling), not the design's. A real election is not
-// judged: the gateways notice only once it is over, as long as the
-// topology and their client take.
+// (none on the embedded Redis, inside rlctl): the requests that went
+// through meanwhile are the instrument's delay (after_fault_ceiling), not
+// the design's. A real election is not judged: the gateways notice only
+// once it is over, as long as the topology and their client take.
 func noticed(c Claim, f Facts) (string, bool) {
 	detect, ok := f.Metrics[metric.FailoverDetectMs]
 	if c.Kind == KindHTTP || !ok || !slices.ContainsFunc(c.Endpoints, func(e Endpoint) bool { return e.OnFailover == design.OnFailoverDeny }) ||
