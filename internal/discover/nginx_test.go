@@ -3,6 +3,7 @@
 package discover
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -42,6 +43,24 @@ func startNginxKeyed(t *testing.T, key, rate, limitReq string) string {
 	if err != nil {
 		t.Fatalf("nginx not found on PATH: run `make test` (it installs Debian's nginx) or `apt-get install nginx`")
 	}
+	// A port free a moment ago can be taken by another test's server
+	// before nginx binds it; nginx then exits, and another port is tried.
+	for attempt := 1; ; attempt++ {
+		url, log, ok := runNginx(t, bin, key, rate, limitReq)
+		if ok {
+			return url
+		}
+		if attempt == 3 || !strings.Contains(log, "Address already in use") {
+			t.Fatalf("nginx exited before listening:\n%s", log)
+		}
+	}
+}
+
+// runNginx starts nginx on a free port in a directory of its own and
+// waits until it is ready. It returns nginx's error log and false when
+// nginx exited first.
+func runNginx(t *testing.T, bin, key, rate, limitReq string) (url, errorLog string, ok bool) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "rlctl-nginx-")
 	if err != nil {
 		t.Fatal(err)
@@ -115,23 +134,28 @@ http {
 			<-exited
 		}
 	})
+	// nginx writes its pid file only once its sockets are bound and
+	// listening, so the port answering is nginx, not whatever else took
+	// the port first.
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	pid := []byte(strconv.Itoa(cmd.Process.Pid))
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
 		select {
 		case <-exited:
 			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx exited before listening:\n%s", log)
+			return "", string(log), false
 		default:
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "nginx.pid")); err == nil && bytes.Equal(bytes.TrimSpace(b), pid) {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return "http://" + addr + "/", "", true
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nginx did not listen on %s", addr)
 		}
 	}
-	return "http://" + addr + "/"
 }
 
 // TestDiscoverNginxNodelay: limit_req with nodelay is a token bucket. Of
