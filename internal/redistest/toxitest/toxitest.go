@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,11 +92,29 @@ func API(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A port free a moment ago can be taken by another test's server
+	// before Toxiproxy binds it; Toxiproxy then exits, and another port
+	// is tried.
+	for attempt := 1; ; attempt++ {
+		api, logs, ok := runAPI(t, bin)
+		if ok {
+			return api
+		}
+		if attempt == 3 || !strings.Contains(logs, "address already in use") {
+			t.Fatalf("toxiproxy exited before answering on %s: %s", api, logs)
+		}
+	}
+}
+
+// runAPI starts Toxiproxy on a free port and waits until it answers. It
+// returns Toxiproxy's output and false when Toxiproxy exited first.
+func runAPI(t testing.TB, bin string) (api, logs string, ok bool) {
+	t.Helper()
 	port := redistest.FreePort(t)
-	var logs bytes.Buffer
+	var out bytes.Buffer
 	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), "LOG_LEVEL=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start toxiproxy: %v", err)
@@ -106,22 +125,40 @@ func API(t testing.TB) string {
 		cmd.Process.Kill()
 		<-exited
 	})
-	api := fmt.Sprintf("http://127.0.0.1:%d", port)
+	api = fmt.Sprintf("http://127.0.0.1:%d", port)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		resp, err := http.Get(api + "/version")
-		if err == nil {
-			resp.Body.Close()
-			return api
+		// A new Toxiproxy lists no proxies: another server that took the
+		// port would not answer that.
+		fresh, err := answersNoProxies(api)
+		if fresh {
+			return api, "", true
 		}
 		select {
 		case <-exited:
-			t.Fatalf("toxiproxy exited before answering on %s: %s", api, logs.String())
+			return api, out.String(), false
 		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("toxiproxy never answered on %s: %v", api, err)
 		}
 	}
+}
+
+// answersNoProxies reports whether api's proxy list is an empty JSON object.
+func answersNoProxies(api string) (bool, error) {
+	resp, err := http.Get(api + "/proxies")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var proxies map[string]json.RawMessage
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("GET /proxies: HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&proxies); err != nil {
+		return false, fmt.Errorf("GET /proxies: %v", err)
+	}
+	return proxies != nil && len(proxies) == 0, nil
 }
 
 // Call sends in (JSON, when not nil) to the Toxiproxy API api as another
