@@ -76,7 +76,7 @@ SUITE := ./scenarios
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
 # The two things the tests build without the race detector, the
-# Dockerfile's static binary (cli's docker test) and analysis's soak child,
+# Dockerfile's static binary (cli's docker test and scripts) and analysis's soak child,
 # are not compiled here: the tests build them at idle CPU priority, one at
 # a time (internal/idletest), in the cores the tests leave, and find most
 # of the module already compiled by SUITE's build. Compiled here first
