@@ -76,12 +76,12 @@ SUITE := ./scenarios
 # part of Go's cache keys, so a clone at a new path recompiles every rlctl
 # package (about two minutes here) though nothing in them changed.
 # The two things the tests build without the race detector, the
-# Dockerfile's static binary (cli's docker test and scripts) and analysis's soak child,
-# are not compiled here: the tests build them at idle CPU priority, one at
-# a time (internal/idletest), in the cores the tests leave, and find most
-# of the module already compiled by SUITE's build. Compiled here first
-# they were the whole module again, about two minutes of a cold run in
-# which no test could start.
+# Dockerfile's static binary (cli's docker test and scripts) and
+# analysis's soak child, are not compiled here: the tests build them at
+# idle CPU priority, one at a time (internal/idletest), in the cores the
+# tests leave, and find most of the module already compiled by SUITE's
+# build. Compiled here first they were the whole module again, about two
+# minutes of a cold run in which no test could start.
 # TOXIPROXY is the server the fault tests start (internal/redistest/toxitest),
 # go.mod's tool, which verify's tests need at once. It is compiled as the
 # Dockerfile's binary is (toxitest builds it the same way), so it shares
