@@ -42,9 +42,8 @@ func (r removingUserBinary) Run() int {
 // builds it, without the race detector: the scripts check what a user
 // sees of it (output, files, exit codes). The code behind each command
 // is raced in this package's own tests, which run the commands in
-// process (signals too), and in the packages beneath. Race-built, each
-// of the scripts' 121 rlctl processes took 0.15s of CPU only to start,
-// and TestScript 24s of CPU in all; with this binary, 10s.
+// process (signals too), and in the packages beneath. Race-built, the
+// start of each rlctl process alone was most of the scripts' CPU.
 func TestScript(t *testing.T) {
 	t.Parallel()
 	bin := cli.UserBinary(t)
