@@ -43,30 +43,24 @@ func startNginxKeyed(t *testing.T, key, rate, limitReq string) string {
 	if err != nil {
 		t.Fatalf("nginx not found on PATH: run `make test` (it installs Debian's nginx) or `apt-get install nginx`")
 	}
-	// A port free a moment ago can be taken by another test's server
-	// before nginx binds it; nginx then exits, and another port is tried.
-	for attempt := 1; ; attempt++ {
-		url, log, ok := runNginx(t, bin, key, rate, limitReq)
-		if ok {
-			return url
-		}
-		if attempt == 3 || !strings.Contains(log, "Address already in use") {
-			t.Fatalf("nginx exited before listening:\n%s", log)
-		}
-	}
+	var url string
+	redistest.StartOnFreePort(t, "Address already in use", func(port int) (log string, up bool) {
+		url, log, up = runNginx(t, bin, port, key, rate, limitReq)
+		return log, up
+	})
+	return url
 }
 
-// runNginx starts nginx on a free port in a directory of its own and
-// waits until it is ready. It returns nginx's error log and false when
-// nginx exited first.
-func runNginx(t *testing.T, bin, key, rate, limitReq string) (url, errorLog string, ok bool) {
+// runNginx starts nginx on port in a directory of its own and waits until
+// it is ready. It returns nginx's error log and false when nginx exited
+// first.
+func runNginx(t *testing.T, bin string, port int, key, rate, limitReq string) (url, errorLog string, ok bool) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "rlctl-nginx-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	port := redistest.FreePort(t)
 	www := filepath.Join(dir, "www")
 	if err := os.MkdirAll(www, 0o755); err != nil {
 		t.Fatal(err)

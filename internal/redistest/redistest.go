@@ -75,6 +75,24 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// StartOnFreePort calls start with a free port until the server it starts
+// there is up. A port free a moment ago can be taken by another test's
+// server before this one binds it; the server then exits, its log says
+// inUse, and another port is tried, three in all. start returns the
+// server's log and false when the server exited before it was up.
+func StartOnFreePort(t testing.TB, inUse string, start func(port int) (log string, up bool)) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		log, up := start(FreePort(t))
+		if up {
+			return
+		}
+		if attempt == 3 || !strings.Contains(log, inUse) {
+			t.Fatalf("the server exited before it was up:\n%s", log)
+		}
+	}
+}
+
 // Spawn starts the deployment opts describes, stopped when the test ends.
 func Spawn(t testing.TB, opts redisconn.SpawnOptions) *redisconn.Deployment {
 	t.Helper()

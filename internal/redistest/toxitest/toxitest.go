@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,25 +91,18 @@ func API(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A port free a moment ago can be taken by another test's server
-	// before Toxiproxy binds it; Toxiproxy then exits, and another port
-	// is tried.
-	for attempt := 1; ; attempt++ {
-		api, logs, ok := runAPI(t, bin)
-		if ok {
-			return api
-		}
-		if attempt == 3 || !strings.Contains(logs, "address already in use") {
-			t.Fatalf("toxiproxy exited before answering on %s: %s", api, logs)
-		}
-	}
+	var api string
+	redistest.StartOnFreePort(t, "address already in use", func(port int) (log string, up bool) {
+		api, log, up = runAPI(t, bin, port)
+		return log, up
+	})
+	return api
 }
 
-// runAPI starts Toxiproxy on a free port and waits until it answers. It
-// returns Toxiproxy's output and false when Toxiproxy exited first.
-func runAPI(t testing.TB, bin string) (api, logs string, ok bool) {
+// runAPI starts Toxiproxy on port and waits until it answers. It returns
+// Toxiproxy's output and false when Toxiproxy exited first.
+func runAPI(t testing.TB, bin string, port int) (api, logs string, ok bool) {
 	t.Helper()
-	port := redistest.FreePort(t)
 	var out bytes.Buffer
 	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), "LOG_LEVEL=warn")
