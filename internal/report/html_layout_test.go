@@ -5,7 +5,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"html"
 	"os"
 	"path/filepath"
@@ -94,7 +93,7 @@ type probe struct {
 	Charts           []probeChart
 }
 
-// measure opens report.html for r with the probe added, in a window of
+// measure opens report.html for r with the probe added, in a viewport of
 // the given size, and returns what the browser laid out.
 func measure(t *testing.T, r *Report, width, height int) probe {
 	t.Helper()
@@ -110,10 +109,10 @@ func measure(t *testing.T, r *Report, width, height int) probe {
 	if err := os.WriteFile(page, []byte(probed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom, stderr := chromium(t, page, "--dump-dom", fmt.Sprintf("--window-size=%d,%d", width, height))
-	m := regexp.MustCompile(`<pre id="probe">(.*?)</pre>`).FindStringSubmatch(dom)
+	pl := openPage(t, page, width, height, false)
+	m := regexp.MustCompile(`<pre id="probe">(.*?)</pre>`).FindStringSubmatch(pl.dom)
 	if m == nil {
-		t.Fatalf("the probe did not run; stderr:\n%s", stderr)
+		t.Fatalf("the probe did not run; the page logged:\n%s", strings.Join(pl.console, "\n"))
 	}
 	var p probe
 	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &p); err != nil {
@@ -132,9 +131,8 @@ func measure(t *testing.T, r *Report, width, height int) probe {
 func TestHTMLSummaryInOneScreen(t *testing.T) {
 	t.Parallel()
 	r := suiteReport(t)
-	// The window is taller than the screen measured against: the layout
-	// depends on the width only, and headless Chromium's viewport is
-	// smaller than its window by a version-dependent amount.
+	// The viewport is taller than the screen measured against: the layout
+	// depends on the width only.
 	const screen = 780
 	p := measure(t, r, 1400, 1200)
 	t.Logf("summary ends at %v, the questions at %v", p.SummaryBottom, p.QuestionsBottom)

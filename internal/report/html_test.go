@@ -4,66 +4,23 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"image"
 	"image/color"
 	"image/draw"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
-// chromium runs Debian's headless chromium on a local file with the flags
-// that keep it off the network, and returns its stdout and stderr. A
-// missing chromium fails the test with an instruction: never a skip.
-func chromium(t *testing.T, page string, extra ...string) (stdout, stderr string) {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is needed to check report.html in a real browser: install it with `apt-get install -y chromium` (scripts/deps.sh does this for make test): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	args := append([]string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-extensions", "--user-data-dir=" + t.TempDir(), "--hide-scrollbars",
-		"--enable-logging=stderr", "--v=0",
-	}, extra...)
-	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--window-size=") }) {
-		args = append(args, "--window-size=1400,2000")
-	}
-	args = append(args, "file://"+page)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	// Chromium forks helpers; a timeout must stop all of them, so it runs
-	// in its own process group and the group is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\nstderr:\n%s", extra, err, errb.String())
-	}
-	// Helpers may outlive the browser process briefly; let the group go
-	// before the temporary profile directory is removed.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	return out.String(), errb.String()
-}
-
-// consoleProblems picks the lines of chromium's log that say the page
-// misbehaved: console messages, uncaught errors, failed loads.
+// consoleProblems picks the lines of what a page logged that say it
+// misbehaved: console messages, uncaught errors, failed loads, refusals.
 var consoleRE = regexp.MustCompile(`(?i)CONSOLE|Uncaught|net::ERR_|Failed to load resource|Refused to`)
 
-func consoleProblems(stderr string) []string {
+func consoleProblems(logged []string) []string {
 	var out []string
-	for _, l := range strings.Split(stderr, "\n") {
+	for _, l := range logged {
 		if consoleRE.MatchString(l) {
 			out = append(out, l)
 		}
@@ -103,20 +60,12 @@ func abs(v int) int {
 	return v
 }
 
-func screenshot(t *testing.T, page string) (image.Image, string) {
+// screenshot is the page as the browser drew it in a 1400×2000 viewport,
+// and what the page logged.
+func screenshot(t *testing.T, page string) (image.Image, []string) {
 	t.Helper()
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	_, stderr := chromium(t, page, "--screenshot="+shot)
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v\n%s", err, stderr)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("decode screenshot: %v", err)
-	}
-	return img, stderr
+	pl := openPage(t, page, 1400, 2000, true)
+	return pl.shot, pl.console
 }
 
 // chartReport is one scenario with every chart, first on the page so all
@@ -148,8 +97,9 @@ func TestHTMLInBrowser(t *testing.T) {
 
 	t.Run("dom", func(t *testing.T) {
 		t.Parallel()
-		dom, stderr := chromium(t, page, "--dump-dom")
-		if p := consoleProblems(stderr); len(p) > 0 {
+		pl := openPage(t, page, 1400, 2000, false)
+		dom := pl.dom
+		if p := consoleProblems(pl.console); len(p) > 0 {
 			t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
 		}
 		for _, kind := range []string{ChartTimeline, ChartSliding, ChartLatency, ChartGateways} {
@@ -172,8 +122,8 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	t.Run("pixels", func(t *testing.T) {
 		t.Parallel()
-		img, stderr := screenshot(t, page)
-		if p := consoleProblems(stderr); len(p) > 0 {
+		img, logged := screenshot(t, page)
+		if p := consoleProblems(logged); len(p) > 0 {
 			t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
 		}
 		for _, c := range colours {
@@ -201,9 +151,9 @@ func TestHTMLInBrowser(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(`<!DOCTYPE html><html><body><script>console.error("boom")</script><img src="missing.png"></body></html>`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, stderr := chromium(t, bad, "--dump-dom")
-		if len(consoleProblems(stderr)) == 0 {
-			t.Errorf("a page logging console.error showed no console problem; stderr:\n%s", stderr)
+		logged := openPage(t, bad, 1400, 2000, false).console
+		if len(consoleProblems(logged)) == 0 {
+			t.Errorf("a page logging console.error showed no console problem; it logged:\n%s", strings.Join(logged, "\n"))
 		}
 	})
 }
