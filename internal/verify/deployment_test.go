@@ -156,12 +156,11 @@ func TestResetOnADeploymentDeletesOnlyTheRunsOwnCounters(t *testing.T) {
 	// Every counter stays below its limit, so the claim is that every
 	// request was decided, not a cap never pressed.
 	doc += "thresholds: [errors == 0]\n"
-	sent := func(id string) int64 { return sentBy(g, id) }
 	held := map[string]int64{} // each counter after the last run
 	for run, reset := range []bool{true, false} {
-		before := map[string]int64{}
+		before := map[string]counted{}
 		for _, id := range []string{"user-0", "user-1", "user-2"} {
-			before[id] = sent(id)
+			before[id] = countedBy(g, id)
 		}
 		out, err := Run(t.Context(), parse(t, doc), Options{AllowFaults: true})
 		if err != nil {
@@ -173,11 +172,16 @@ func TestResetOnADeploymentDeletesOnlyTheRunsOwnCounters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if reset && n >= sent(id) {
-				t.Errorf("run %d: %s's counter is %d after %d requests: the reset did not delete it", run, id, n, sent(id))
+			now := countedBy(g, id)
+			if reset && n >= now.sure+now.maybe {
+				t.Errorf("run %d: %s's counter is %d after %d requests: the reset did not delete it", run, id, n, now.sure+now.maybe)
 			}
-			if want := held[id] + sent(id) - before[id]; !reset && (n != want || !left) {
-				t.Errorf("run %d: %s's counter is %d, want the %d it held plus this run's %d requests (note %v): a counter from before the run was reset", run, id, n, held[id], sent(id)-before[id], left)
+			// A decision whose Redis call failed (the gateway's 200ms
+			// ran out on a busy machine) may or may not have counted.
+			least := held[id] + now.sure - before[id].sure
+			most := least + now.maybe - before[id].maybe
+			if !reset && (n < least || n > most || !left) {
+				t.Errorf("run %d: %s's counter is %d, want the %d it held plus this run's %d requests, %d of them failed in Redis (note %v): a counter from before the run was reset", run, id, n, held[id], most-held[id], most-least, left)
 			}
 			held[id] = n
 		}
@@ -305,15 +309,23 @@ func TestFailoverOfAnHTTPTargetsCluster(t *testing.T) {
 	t.Logf("counts_lost %g; before %v, after %v; election %s..%s", want, before, after, f.Stopped, f.Answered)
 }
 
-// sentBy counts the requests the gateway's log has of identity id.
-func sentBy(g *thirdgw.Gateway, id string) int64 {
-	var n int64
+// counted is how many of a gateway's decisions for an identity surely
+// reached its Redis counter (decided without an error), and how many may
+// have (the library's call failed: its command may have run, or not).
+type counted struct{ sure, maybe int64 }
+
+func countedBy(g *thirdgw.Gateway, id string) counted {
+	var c counted
 	for _, d := range g.Log() {
-		if d.ID == id {
-			n++
+		switch {
+		case d.ID != id:
+		case d.Err != "":
+			c.maybe++
+		default:
+			c.sure++
 		}
 	}
-	return n
+	return c
 }
 
 // directCounts reads ulule's counter of each identity with GET, on the
