@@ -185,7 +185,11 @@ func (b *browser) call(ctx context.Context, session, method string, params, out 
 	b.next++
 	id := b.next
 	b.answers[id] = c
-	msg, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params, "sessionId": session})
+	cmd := map[string]any{"id": id, "method": method, "params": params}
+	if session != "" {
+		cmd["sessionId"] = session
+	}
+	msg, err := json.Marshal(cmd)
 	if err == nil {
 		_, err = b.w.Write(append(msg, 0))
 	}
