@@ -79,6 +79,7 @@ type browser struct {
 	next     int
 	answers  map[int]chan cdpMessage
 	sessions map[string]chan cdpMessage
+	lost     map[string]bool // sessions whose events overflowed their channel
 }
 
 // sharedBrowser is the package's one browser, started on first use.
@@ -142,7 +143,7 @@ func startBrowser() (*browser, string, error) {
 	toR.Close()
 	fromW.Close()
 	b := &browser{cmd: cmd, w: toW, dead: make(chan struct{}),
-		answers: map[int]chan cdpMessage{}, sessions: map[string]chan cdpMessage{}}
+		answers: map[int]chan cdpMessage{}, sessions: map[string]chan cdpMessage{}, lost: map[string]bool{}}
 	go b.read(fromR)
 	return b, dir, nil
 }
@@ -170,7 +171,8 @@ func (b *browser) read(r io.ReadCloser) {
 		} else if c := b.sessions[m.SessionID]; c != nil {
 			select {
 			case c <- m:
-			default: // a tab that logs this much has failed its test already
+			default: // load fails the page: what it logged is not all there
+				b.lost[m.SessionID] = true
 			}
 		}
 		b.mu.Unlock()
@@ -234,6 +236,7 @@ func (b *browser) load(ctx context.Context, page string, width, height int, shot
 	defer func() {
 		b.mu.Lock()
 		delete(b.sessions, s)
+		delete(b.lost, s)
 		b.mu.Unlock()
 	}()
 	for _, m := range []string{"Page.enable", "Runtime.enable", "Log.enable"} {
@@ -283,6 +286,12 @@ func (b *browser) load(ctx context.Context, page string, width, height int, shot
 		case m := <-events:
 			pl.console = appendConsole(pl.console, m)
 		default:
+			b.mu.Lock()
+			lost := b.lost[s]
+			b.mu.Unlock()
+			if lost {
+				return pl, fmt.Errorf("the tab sent more events than were kept (%d): what the page logged is not all here", cap(events))
+			}
 			return pl, nil
 		}
 	}

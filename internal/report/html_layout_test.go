@@ -18,8 +18,9 @@ import (
 )
 
 // probeScript measures the page as the browser laid it out and writes the
-// figures into a <pre id="probe">, which --dump-dom then shows. It is added
-// to a copy of the page for the test only: report.html has no scripts.
+// figures into a <pre id="probe">, which the DOM read after load then
+// shows. It is added to a copy of the page for the test only: report.html
+// has no scripts.
 const probeScript = `<script>
 (function () {
   var out = {width: window.innerWidth, height: window.innerHeight, scrollY: window.scrollY};
