@@ -78,7 +78,7 @@ var Checks = []Check{
 		test:  decided, codeOf: decidedCode, busy: embeddedSilent},
 	{Name: "executed", Code: exitcode.Failed,
 		Needs: "The plan was executed: the share of its requests dropped (no worker free at its time) is within max_error_rate (exit 3 when every worker was waiting on a slow target; on the embedded Redis, which answers inside rlctl, that is rlctl's own slowness: exit 1).",
-		test:  executed, codeOf: executedCode, busy: rlctlDropped},
+		test:  executed, codeOf: executedCode, busy: rlctlDropped, late: slowDropped},
 	{Name: "admitted", Code: exitcode.Failed,
 		Needs: "Something was admitted: a limiter that admitted nothing has not been shown to hold at the published limit.",
 		test:  admitted},
@@ -290,6 +290,13 @@ func executedCode(c Claim, f Facts) exitcode.Code {
 // Redis, which answers inside it.
 func rlctlDropped(c Claim, f Facts) bool {
 	return f.Drops == nil || !f.Drops.SlowTarget || f.Embedded
+}
+
+// slowDropped reports whether the plan's requests were dropped because
+// every worker was waiting on answers: they came too late for the plan
+// (the target's, or the embedded Redis's inside rlctl, then busy too).
+func slowDropped(c Claim, f Facts) bool {
+	return f.Drops != nil && f.Drops.SlowTarget
 }
 
 func firstErrors(f Facts) string {
