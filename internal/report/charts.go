@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"html/template"
 	"image/color"
 	"math"
 	"strconv"
@@ -51,13 +50,13 @@ var (
 
 func hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
-// chart is one rendered chart for the HTML template.
+// chart is one rendered chart for report.html.
 type chart struct {
 	Kind    string
 	ID      string
 	Title   string
 	Caption string
-	SVG     template.HTML
+	SVG     markup
 }
 
 // span is a shaded stretch of a time chart, in seconds from the start; an
@@ -210,7 +209,7 @@ type canvas struct {
 func newCanvas(title string) *canvas {
 	c := &canvas{left: marginLeft, right: svgWidth - marginRight, top: marginTop, bott: svgHeight - marginBottom}
 	fmt.Fprintf(&c.b, `<svg class="chart-svg" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
-		svgWidth, svgHeight, template.HTMLEscapeString(title))
+		svgWidth, svgHeight, escape(title))
 	fmt.Fprintf(&c.b, `<rect class="plot-area" x="%s" y="%s" width="%s" height="%s" fill="#ffffff" stroke="#d0d7de"/>`,
 		f1(c.left), f1(c.top), f1(c.right-c.left), f1(c.bott-c.top))
 	return c
@@ -230,10 +229,10 @@ func (c *canvas) py(y float64) float64 {
 	return c.bott - (y-c.y0)/(c.y1-c.y0)*(c.bott-c.top)
 }
 
-func (c *canvas) svg() template.HTML {
+func (c *canvas) svg() markup {
 	c.b.WriteString(`</svg>`)
 	// Every text written into the drawing was escaped on the way in.
-	return template.HTML(c.b.String())
+	return markup(c.b.String())
 }
 
 // f1 prints an SVG coordinate with one decimal.
@@ -247,10 +246,10 @@ func (c *canvas) yAxis(ticks []tick, label string) {
 		y := f1(c.py(t.v))
 		fmt.Fprintf(&c.b, `<line class="grid" x1="%s" x2="%s" y1="%s" y2="%s" stroke="#eaeef2"/>`, f1(c.left), f1(c.right), y, y)
 		fmt.Fprintf(&c.b, `<text class="tick-label" x="%s" y="%s" text-anchor="end" dominant-baseline="middle" font-size="11" fill="#57606a">%s</text>`,
-			f1(c.left-6), y, template.HTMLEscapeString(t.label))
+			f1(c.left-6), y, escape(t.label))
 	}
 	fmt.Fprintf(&c.b, `<text class="axis-label" transform="translate(13 %s) rotate(-90)" text-anchor="middle" font-size="11" fill="#57606a">%s</text>`,
-		f1((c.top+c.bott)/2), template.HTMLEscapeString(label))
+		f1((c.top+c.bott)/2), escape(label))
 	c.b.WriteString(`</g>`)
 }
 
@@ -262,10 +261,10 @@ func (c *canvas) xAxis(ticks []tick, label string) {
 		x := f1(c.px(t.v))
 		fmt.Fprintf(&c.b, `<line class="tick" x1="%s" x2="%s" y1="%s" y2="%s" stroke="#8c959f"/>`, x, x, f1(c.bott), f1(c.bott+4))
 		fmt.Fprintf(&c.b, `<text class="tick-label" x="%s" y="%s" text-anchor="middle" font-size="11" fill="#57606a">%s</text>`,
-			x, f1(c.bott+16), template.HTMLEscapeString(t.label))
+			x, f1(c.bott+16), escape(t.label))
 	}
 	fmt.Fprintf(&c.b, `<text class="axis-label" x="%s" y="%s" text-anchor="middle" font-size="11" fill="#57606a">%s</text>`,
-		f1((c.left+c.right)/2), f1(svgHeight-6), template.HTMLEscapeString(label))
+		f1((c.left+c.right)/2), f1(svgHeight-6), escape(label))
 	c.b.WriteString(`</g>`)
 }
 
@@ -286,7 +285,7 @@ func (c *canvas) legend(items []legendItem) {
 		default:
 			fmt.Fprintf(&c.b, `<rect x="%s" y="%s" width="12" height="10" fill="%s"/>`, f1(x+3), f1(y-5), it.color)
 		}
-		fmt.Fprintf(&c.b, `<text x="%s" y="%s" dominant-baseline="middle" font-size="11" fill="#1b1f24">%s</text>`, f1(x+22), f1(y), template.HTMLEscapeString(it.label))
+		fmt.Fprintf(&c.b, `<text x="%s" y="%s" dominant-baseline="middle" font-size="11" fill="#1b1f24">%s</text>`, f1(x+22), f1(y), escape(it.label))
 		x += 22 + 6.2*float64(len([]rune(it.label))) + 16
 	}
 	c.b.WriteString(`</g>`)
@@ -310,8 +309,8 @@ func (c *canvas) spans(spans []span) {
 		if from > c.x1 || to < c.x0 {
 			continue
 		}
-		title := template.HTMLEscapeString(s.Title)
-		action := template.HTMLEscapeString(s.Label)
+		title := escape(s.Title)
+		action := escape(s.Label)
 		if s.From == s.To {
 			x := f1(c.px(from))
 			fmt.Fprintf(&c.b, `<g class="%s instant" data-action="%s"><title>%s</title><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="4 2"/>`,
@@ -382,7 +381,7 @@ func (c *canvas) path(class string, xs, ys []float64, stroke string, width float
 // timeChart draws a series over time in seconds against a horizontal
 // limit, with faults and outages shaded. The limit is drawn first, so the
 // measured line is never hidden under it.
-func timeChart(title, yLabel string, pts []analysis.Point, limit, end float64, spans []span) template.HTML {
+func timeChart(title, yLabel string, pts []analysis.Point, limit, end float64, spans []span) markup {
 	pts = reduce(pts, maxPoints)
 	c := newCanvas(title)
 	var xs, ys []float64
@@ -436,7 +435,7 @@ func nines(p float64) float64 {
 
 // latencyChart draws latency by percentile with the tail stretched; "" when
 // there is nothing to draw.
-func latencyChart(pcts []analysis.PercentilePoint) template.HTML {
+func latencyChart(pcts []analysis.PercentilePoint) markup {
 	var xs, ys []float64
 	top := 0.0
 	for _, p := range pcts {
@@ -468,7 +467,7 @@ func latencyChart(pcts []analysis.PercentilePoint) template.HTML {
 }
 
 // gatewayChart draws allowed requests per gateway as bars.
-func gatewayChart(gws []analysis.GatewayResult) template.HTML {
+func gatewayChart(gws []analysis.GatewayResult) markup {
 	c := newCanvas("allowed per gateway")
 	top := 0.0
 	for _, g := range gws {
@@ -494,7 +493,7 @@ func gatewayChart(gws []analysis.GatewayResult) template.HTML {
 		x := c.px(float64(i)+0.5) - w/2
 		y := c.py(float64(g.Allowed))
 		fmt.Fprintf(&c.b, `<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s: %d allowed</title></rect>`,
-			f1(x), f1(y), f1(w), f1(c.bott-y), hex(barColor), template.HTMLEscapeString(g.Gateway), g.Allowed)
+			f1(x), f1(y), f1(w), f1(c.bott-y), hex(barColor), escape(g.Gateway), g.Allowed)
 	}
 	c.b.WriteString(`</g>`)
 	return c.svg()

@@ -51,6 +51,17 @@ func TestMarkdownGolden(t *testing.T) {
 	golden(t, "report.md.golden", buf.Bytes())
 }
 
+// TestHTMLGolden pins report.html's markup: the page is written directly,
+// so a change to it shows here as a diff to read.
+func TestHTMLGolden(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := HTML(&buf, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.html.golden", buf.Bytes())
+}
+
 func TestTerminalGolden(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
