@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -48,6 +49,27 @@ func TestDockerImageIsAStaticBinaryOnScratch(t *testing.T) {
 	}
 	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
 		t.Errorf("the binary needs shared libraries %v (%v): it would not run FROM scratch", libs, err)
+	}
+}
+
+// TestUserBinaryKeepsOnlyTheMethodsItCalls: the linker drops the methods
+// nothing calls, unless the binary can execute a text or html template,
+// whose method lookup by name at run time makes it keep every exported
+// method of every type, go-redis's and rueidis's thousands of commands
+// among them (twice the binary's size). The function that does that
+// lookup must not be linked in; its name would be in the binary's own
+// function table, which -s keeps.
+func TestUserBinaryKeepsOnlyTheMethodsItCalls(t *testing.T) {
+	t.Parallel()
+	bin, err := os.ReadFile(UserBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(bin, []byte("runtime.main")) {
+		t.Fatal("the binary has no function table to search: runtime.main is not named")
+	}
+	if bytes.Contains(bin, []byte("text/template.(*state).evalField")) {
+		t.Error("rlctl links text/template's execution: something renders a template (cobra's Set*Template, html/template), so every library method is kept")
 	}
 }
 

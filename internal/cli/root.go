@@ -189,7 +189,6 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 ` + exitCodesHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if f.Output != "table" && f.Output != "json" {
 				return usageError("-o %q: want table or json", f.Output)
@@ -224,11 +223,19 @@ true ceiling, boundary bursts, races, failover, fail-open/closed and latency.
 	}
 	root.AddCommand(newHelpTopics()...)
 	root.SetHelpCommand(newHelpCmd(root))
-	// cobra's template would print "rlctl version dev", unlike `rlctl
-	// version`; the line is computed now, so a template brace in a build's
-	// version string is printed, not parsed.
-	root.SetVersionTemplate(strings.NewReplacer("{", "{{`{`}}", "}", "{{`}`}}").Replace(versionLine()) + "\n")
+	// --version is rlctl's own flag, not cobra's: cobra's prints through a
+	// text template, whose reflection keeps every method of every library
+	// in the binary, and words it unlike `rlctl version`.
+	var showVersion bool
+	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print rlctl's version, as the version command does")
 	guardGroups(root)
+	help := root.RunE
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if showVersion {
+			return runVersion(&versionOptions{f: f})
+		}
+		return help(cmd, args)
+	}
 	registerCompletions(root)
 	// Every command's help ends with the exit codes.
 	var addExit func(c *cobra.Command)
