@@ -294,21 +294,12 @@ func (p page) failover(id string, f *Failover) {
 		p.f("<th class=\"n\">%v</th>", wbr(c))
 	}
 	p.f("</tr></thead>\n<tbody>")
-	row := func(label string, m map[string]float64) {
-		p.f("\n<tr><td>%v</td>", label)
+	for _, row := range f.rows() {
+		p.f("\n<tr><td>%v</td>", row.label)
 		for _, c := range FailoverColumns {
-			p.f("<td class=\"n\">%v</td>", metricCell(m, c))
+			p.f("<td class=\"n\">%v</td>", metricCell(row.metrics, c))
 		}
 		p.f("</tr>")
-	}
-	for _, e := range f.Endpoints {
-		row("endpoint "+e.Name, e.Metrics)
-	}
-	for _, s := range f.Shards {
-		row(shardLabel(s), s.Metrics)
-	}
-	for _, w := range f.WorstIdentities() {
-		row("identity "+w.Name, w.Metrics)
 	}
 	p.f("\n</tbody>\n</table>\n</div>\n")
 }

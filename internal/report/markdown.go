@@ -123,21 +123,12 @@ func Markdown(w io.Writer, r *Report) error {
 		if f := sc.Failover; f != nil {
 			fmt.Fprintf(b, "| part | %s |\n", strings.Join(FailoverColumns, " | "))
 			fmt.Fprintf(b, "|---|%s\n", strings.Repeat("---:|", len(FailoverColumns)))
-			row := func(name string, m map[string]float64) {
-				fmt.Fprintf(b, "| %s |", mdCell(name))
+			for _, row := range f.rows() {
+				fmt.Fprintf(b, "| %s |", mdCell(row.label))
 				for _, c := range FailoverColumns {
-					fmt.Fprintf(b, " %s |", metricCell(m, c))
+					fmt.Fprintf(b, " %s |", metricCell(row.metrics, c))
 				}
 				fmt.Fprintln(b)
-			}
-			for _, e := range f.Endpoints {
-				row("endpoint "+e.Name, e.Metrics)
-			}
-			for _, s := range f.Shards {
-				row(shardLabel(s), s.Metrics)
-			}
-			for _, id := range f.WorstIdentities() {
-				row("identity "+id.Name, id.Metrics)
 			}
 			fmt.Fprintln(b)
 			if more := f.MoreIdentities(); more > 0 {

@@ -132,6 +132,28 @@ func (f *Failover) WorstIdentities() []FailoverPart {
 	return ids[:min(len(ids), failoverTableIdentities)]
 }
 
+// failoverRow is one row of a failover table: what it is, and its figures.
+type failoverRow struct {
+	label   string
+	metrics map[string]float64
+}
+
+// rows are f's table rows, as report.md and report.html show them: each
+// endpoint, each Cluster shard, then the worst identities.
+func (f *Failover) rows() []failoverRow {
+	var out []failoverRow
+	for _, e := range f.Endpoints {
+		out = append(out, failoverRow{"endpoint " + e.Name, e.Metrics})
+	}
+	for _, s := range f.Shards {
+		out = append(out, failoverRow{shardLabel(s), s.Metrics})
+	}
+	for _, id := range f.WorstIdentities() {
+		out = append(out, failoverRow{"identity " + id.Name, id.Metrics})
+	}
+	return out
+}
+
 // MoreIdentities is how many of f's identities WorstIdentities leaves out.
 func (f *Failover) MoreIdentities() int { return max(0, len(f.Identities)-failoverTableIdentities) }
 
