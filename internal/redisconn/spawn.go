@@ -425,8 +425,7 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	var lastErr error
-	for try := 0; try < 5; try++ {
+	p, err := d.onFreePorts(ctx, func() (*Process, error) {
 		p := &Process{Role: role, Dir: pdir}
 		var err error
 		if p.Port, err = freePort(); err != nil {
@@ -450,19 +449,35 @@ func (d *Deployment) startServer(ctx context.Context, role Role, name string, re
 		if err := d.run(p, d.opts.Binary, args...); err != nil {
 			return nil, err
 		}
-		lastErr = d.waitReady(ctx, p, false)
+		err = d.waitReady(ctx, p, false)
 		// Read once at start, the credentials need not stay on disk.
 		os.Remove(conf)
-		if lastErr == nil {
-			return p, nil
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+// onFreePorts starts one process with start, which picks free ports for
+// it: again on other ports, five times in all, when the process could not
+// bind one (another process took it after it was picked). start returns
+// the process it started with the error that kept it from becoming
+// ready, or no process when it could not start one; a process that did
+// not become ready is killed and forgotten.
+func (d *Deployment) onFreePorts(ctx context.Context, start func() (*Process, error)) (*Process, error) {
+	for try := 1; ; try++ {
+		p, err := start()
+		if p == nil || err == nil {
+			return p, err
 		}
 		p.kill()
 		d.remove(p)
-		if !strings.Contains(readTail(p.LogFile()), "Address already in use") || ctx.Err() != nil {
-			break
+		if try == 5 || !strings.Contains(readTail(p.LogFile()), "Address already in use") || ctx.Err() != nil {
+			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("%s: %w", name, lastErr)
 }
 
 // run starts the process in its own process group, on Linux with SIGKILL
@@ -735,11 +750,10 @@ func (d *Deployment) startSentinel(ctx context.Context, i int, mhost, mport stri
 		return err
 	}
 	quorum := d.opts.Sentinels/2 + 1
-	var lastErr error
-	for try := 0; try < 5; try++ {
+	_, err := d.onFreePorts(ctx, func() (*Process, error) {
 		port, err := freePort()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p := &Process{Role: RoleSentinel, Dir: pdir, Port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 		m := d.opts.MasterName
@@ -756,22 +770,18 @@ func (d *Deployment) startSentinel(ctx context.Context, i int, mhost, mport stri
 		cfgPath := filepath.Join(pdir, "sentinel.conf")
 		// 0600: the file may hold the password.
 		if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
-			return err
+			return nil, err
 		}
 		os.Remove(p.LogFile())
 		if err := d.run(p, d.opts.Binary, cfgPath, "--sentinel"); err != nil {
-			return err
+			return nil, err
 		}
-		if lastErr = d.waitReady(ctx, p, true); lastErr == nil {
-			return nil
-		}
-		p.kill()
-		d.remove(p)
-		if !strings.Contains(readTail(p.LogFile()), "Address already in use") || ctx.Err() != nil {
-			break
-		}
+		return p, d.waitReady(ctx, p, true)
+	})
+	if err != nil {
+		return fmt.Errorf("sentinel%d: %w", i, err)
 	}
-	return fmt.Errorf("sentinel%d: %w", i, lastErr)
+	return nil
 }
 
 // Mode is the deployment's mode, as its URL names it.
@@ -1073,7 +1083,9 @@ func randomHex(n int) string {
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
+// freePort is a loopback port free when asked; a variable so that a test
+// can hand out one another process holds.
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

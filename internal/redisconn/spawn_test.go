@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,5 +271,64 @@ func TestSpawnTakesOnlyItsOwnServerAsReady(t *testing.T) {
 	err = redisconn.IsOwn(context.Background(), c, other.Addr, os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), "another server") {
 		t.Errorf("a process that is not the one answering: %v, want it refused", err)
+	}
+}
+
+// TestSpawnRetriesAPortTakenMeanwhile: the port picked for a server or a
+// Sentinel was free when picked, but another process can bind it before
+// the server does. The server then exits ("Address already in use"), and
+// the spawn starts it again on another port. Here the first port each of
+// them gets is one this test holds. Not parallel: it swaps the spawn's
+// port finder, and the parallel tests wait until it is done.
+func TestSpawnRetriesAPortTakenMeanwhile(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	go func() {
+		// Refused at once, a readiness ping moves on to find the server
+		// gone, rather than wait out its timeout.
+		for {
+			c, err := held.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	taken := held.Addr().(*net.TCPAddr).Port
+	var mu sync.Mutex
+	calls, handed := 0, 0
+	restore := redisconn.SetFreePort(func(next func() (int, error)) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		// The primary's first port, then the Sentinel's: calls 1 and 3
+		// (a primary has no cluster bus port).
+		if calls == 1 || calls == 3 {
+			handed++
+			return taken, nil
+		}
+		return next()
+	})
+	defer restore()
+
+	d := redistest.Spawn(t, redisconn.SpawnOptions{Sentinels: 1})
+	if handed != 2 {
+		t.Fatalf("the held port was handed out %d times, want 2 (the primary's and the Sentinel's first)", handed)
+	}
+	for _, p := range []*redisconn.Process{d.Servers[0], d.Sentinels[0]} {
+		if p.Port == taken {
+			t.Errorf("%s runs on the held port %d", p.Role, taken)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := redis.NewSentinelClient(&redis.Options{Addr: d.Sentinels[0].Addr})
+	defer s.Close()
+	addr, err := s.GetMasterAddrByName(ctx, d.MasterName).Result()
+	if err != nil || len(addr) != 2 || net.JoinHostPort(addr[0], addr[1]) != d.Servers[0].Addr {
+		t.Errorf("the Sentinel names %v (%v) as the primary, want %s", addr, err, d.Servers[0].Addr)
 	}
 }
