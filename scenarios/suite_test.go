@@ -164,7 +164,17 @@ func verifySuite(t *testing.T, extra ...string) map[string]any {
 	f := &cli.Factory{IO: &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		Getenv: func(string) string { return "" }, Now: time.Now}
 	args := append([]string{"verify", "--no-progress", "--report-dir", filepath.Join(dir, "reports")}, extra...)
+	start := time.Now()
 	code := cli.Run(f, args, nil, func(int) {})
+	// The wall clock (Redis TIME, the gateways' clocks) against the
+	// steady one the figures are timed by: a machine whose wall clock was
+	// stepped or slewed meanwhile (a VM catching up) moves windows keyed
+	// on it, and its designs can seem not to hold.
+	steady := time.Since(start)
+	clockNote := ""
+	if moved := time.Now().Round(0).Sub(start.Round(0)) - steady; moved.Abs() > time.Millisecond {
+		clockNote = fmt.Sprintf("\nthis machine's wall clock moved %v against its steady clock over the run's %v", moved, steady.Round(time.Millisecond))
+	}
 	var rep map[string]any
 	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*-builtin", "report.json"))
 	if len(files) == 1 {
@@ -176,7 +186,7 @@ func verifySuite(t *testing.T, extra ...string) map[string]any {
 	if code != 0 && (rep == nil || len(busyMisses(rep)) == 0 || !onlyBusyMisses(rep)) {
 		// The failing lines first: a CI log that keeps only the head and
 		// tail of a long table still says which scenario failed and why.
-		t.Fatalf("rlctl %s exited %d\n%s\n%s\n%s", strings.Join(args, " "), code, failingLines(out.String()), out.String(), errOut.String())
+		t.Fatalf("rlctl %s exited %d%s\n%s\n%s\n%s", strings.Join(args, " "), code, clockNote, failingLines(out.String()), out.String(), errOut.String())
 	}
 	if rep == nil {
 		t.Fatalf("want one reports/*-builtin/report.json, found %v", files)
