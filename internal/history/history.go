@@ -129,6 +129,14 @@ type Meta struct {
 	// --start-at) the run's clock started: zero when on time or when
 	// there was none.
 	Late time.Duration
+	// WallMoved is how far this machine's wall clock moved against its
+	// steady clock while the run's traffic lasted: its wall time elapsed
+	// minus its steady time elapsed, near zero on a machine whose clock is
+	// kept by slewing. A step, or a VM catching its clock up, shows here;
+	// limiters on this machine that read the wall clock (Redis TIME, the
+	// embedded Redis, rlctl's own gateways) saw their windows move by it,
+	// while every offset in the history is on the steady clock.
+	WallMoved time.Duration
 	// Clock is this machine's clock against a reference shared by the
 	// machines of one run, the zero Clock when not measured.
 	Clock Clock

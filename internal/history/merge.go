@@ -230,6 +230,9 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 			out.Meta.Rounds = max(out.Meta.Rounds, h.Meta.Rounds)
 		}
 		out.Meta.Late = max(out.Meta.Late, h.Meta.Late)
+		if h.Meta.WallMoved.Abs() > out.Meta.WallMoved.Abs() {
+			out.Meta.WallMoved = h.Meta.WallMoved
+		}
 		if out.Meta.Clock.Reference == "" {
 			// The merge is on the reference's time line now, with the
 			// uncertainty spent on its records.

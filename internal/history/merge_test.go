@@ -223,21 +223,26 @@ func TestMergeMovesClocksOntoTheReference(t *testing.T) {
 	}
 	a, b := New(ma, 1), New(mb, 1)
 	a.Append(rec(11 * time.Millisecond))
-	// The clock, segment and lateness survive the file.
-	mb.Late = 3 * time.Microsecond
+	// The clock, segment, lateness and the wall clock's move survive the
+	// file.
+	mb.Late, mb.WallMoved = 3*time.Microsecond, -25*time.Millisecond
 	var buf bytes.Buffer
 	if _, err := New(mb, 0).WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if back, err := Read(&buf); err != nil || back.Meta.Clock != mb.Clock || back.Meta.Segment != mb.Segment || back.Meta.Late != mb.Late {
-		t.Fatalf("read back %+v, %v; want clock %+v, segment %s, late %v", back.Meta, err, mb.Clock, mb.Segment, mb.Late)
+	if back, err := Read(&buf); err != nil || back.Meta.Clock != mb.Clock || back.Meta.Segment != mb.Segment || back.Meta.Late != mb.Late || back.Meta.WallMoved != mb.WallMoved {
+		t.Fatalf("read back %+v, %v; want clock %+v, segment %s, late %v, wall moved %v", back.Meta, err, mb.Clock, mb.Segment, mb.Late, mb.WallMoved)
 	}
 	// The target decided b's request at t0+11ms on its clock: 89ms before
 	// b's own start reading.
 	b.Append(rec(11*time.Millisecond - ahead))
+	a.Meta.WallMoved, b.Meta.WallMoved = 2*time.Millisecond, mb.WallMoved
 	m, err := Merge(a, b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m.Meta.WallMoved != mb.WallMoved {
+		t.Errorf("merged wall clock move %v, want the larger, %v", m.Meta.WallMoved, mb.WallMoved)
 	}
 	if !m.Meta.Start.Equal(t0) || m.Meta.Rounds != 5 || m.Meta.Clock.Reference != "redis TIME" || m.Meta.Clock.Offset != 0 {
 		t.Fatalf("merged meta: start %v, rounds %d, clock %+v; want %v, 5, on redis TIME", m.Meta.Start, m.Meta.Rounds, m.Meta.Clock, t0)

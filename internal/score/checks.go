@@ -67,6 +67,9 @@ var Checks = []Check{
 	{Name: "sent", Code: exitcode.Failed,
 		Needs: "Requests were scheduled, and at least one was sent.",
 		test:  sent},
+	{Name: "steady-clock", Code: exitcode.Failed,
+		Needs: "This machine's wall clock kept pace with its steady clock while the traffic lasted (rlctl's own gateways and a Redis on this machine, the embedded one included, read the wall clock; rlctl times every figure on the steady clock): moved by more than NTP's slewing does (500 ppm at most; the bound is twice that, and 2ms), it was stepped, and every window keyed on it moved with it, so a figure counted on the steady clock says nothing of the design. Not checked for an http target, whose gateways may keep their own clock.",
+		test:  steadyClock},
 	{Name: "classified", Code: exitcode.Failed,
 		Needs: "The target's answers can be read: answers that are neither an admission (2xx) nor a denial (denied_status), such as redirects, are within max_error_rate.",
 		test:  classified},
@@ -304,6 +307,31 @@ func firstErrors(f Facts) string {
 		return ""
 	}
 	return "; first errors: " + strings.Join(f.FirstErrors, "; ")
+}
+
+// maxWallRate is how fast the wall clock may run against the steady one,
+// as a fraction: twice the 500 ppm NTP slews at, at most.
+const maxWallRate = 0.001
+
+// steadyClock fails a run of rlctl's own gateways during which this
+// machine's wall clock moved against its steady clock by more than
+// slewing explains (and 2ms): a step, or a VM catching its clock up.
+func steadyClock(c Claim, f Facts) (string, bool) {
+	if c.Kind == KindHTTP || f.Ran <= 0 {
+		return "", false
+	}
+	moved := f.WallMoved.Abs()
+	if moved <= 2*time.Millisecond || float64(moved) <= maxWallRate*float64(f.Ran) {
+		return "", true
+	}
+	way := "ahead"
+	if f.WallMoved < 0 {
+		way = "back"
+	}
+	return fmt.Sprintf("this machine's wall clock moved %s %s against its steady clock over the run's %s (%.0f ppm; NTP's slewing stays within 500): "+
+		"stepped, or caught up by its VM, it moved the windows of the limiters here that read it (Redis TIME, the embedded Redis, rlctl's own gateways), "+
+		"so what was counted on the steady clock says nothing of the design; run it again once the clock is steady",
+		moved.Round(10*time.Microsecond), way, f.Ran.Round(time.Millisecond), float64(moved)/float64(f.Ran)*1e6), true
 }
 
 func answered(c Claim, f Facts) (string, bool) {

@@ -70,6 +70,9 @@ type Facts struct {
 	// traffic ran and Planned how long the scenario meant it to.
 	Interrupted  bool
 	Ran, Planned time.Duration
+	// WallMoved is how far this machine's wall clock moved against its
+	// steady clock while the traffic lasted (history.Meta.WallMoved).
+	WallMoved time.Duration
 	// FirstErrors are the first distinct errors the requests met.
 	FirstErrors []string
 	// Statuses counts an http target's answers by status code; nil for

@@ -91,6 +91,10 @@ func TestValidityTable(t *testing.T) {
 			f.Metrics[metric.Dropped] = 600
 			f.Drops, f.Embedded = &Drops{Dropped: 600, SlowTarget: true}, true
 		}, exitcode.Failed, "waiting on the embedded Redis, which answers inside rlctl: rlctl's own process was too slow (its own CPU or scheduling), not a target"},
+		{"wall clock stepped", "steady-clock", nil, func(f *Facts) { f.Ran, f.WallMoved = 5*time.Second, 25*time.Millisecond },
+			exitcode.Failed, "this machine's wall clock moved 25ms ahead against its steady clock over the run's 5s (5000 ppm"},
+		{"wall clock stepped back", "steady-clock", func(c *Claim) { c.Kind = KindRedisScript }, func(f *Facts) { f.Ran, f.WallMoved = time.Minute, -90*time.Millisecond },
+			exitcode.Failed, "moved 90ms back"},
 		{"nothing answered", "answered", nil, func(f *Facts) {
 			f.Metrics[metric.Allowed], f.Metrics[metric.Denied], f.Metrics[metric.Errors] = 0, 0, 1000
 			f.FirstErrors = []string{"dial tcp: connection refused"}
@@ -645,5 +649,40 @@ func TestFailoverLastsUntilTheOldPrimaryIsDemoted(t *testing.T) {
 	v := Judge(claim(t, "after_fault_ceiling <= limit"), facts)
 	if failedCheck(v) != "covered" || !strings.Contains(v.Reason, "run the traffic until at least 4.2s") {
 		t.Errorf("traffic stopped 700ms after the demotion: %s, check %q: %s", v.Status, failedCheck(v), v.Reason)
+	}
+}
+
+// TestSteadyClockAllowsSlewing: a wall clock slewed as NTP slews it (500
+// ppm at most), or moved by 2ms or less, keeps the run's verdict; an http
+// target's gateways keep their own clock, so this machine's is not
+// checked for it.
+func TestSteadyClockAllowsSlewing(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		kind      string
+		ran, move time.Duration
+		applies   bool
+	}{
+		{"slewed over a minute", KindSimulated, time.Minute, -30 * time.Millisecond, true},
+		{"2ms in a second", KindSimulated, time.Second, 2 * time.Millisecond, true},
+		{"an http target", KindHTTP, 5 * time.Second, time.Second, false},
+		{"a steady clock", KindSimulated, 5 * time.Second, 0, true},
+		{"nothing ran", KindSimulated, 0, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, f := claim(t, "ceiling <= limit"), measured()
+			c.Kind, f.Ran, f.WallMoved = tt.kind, tt.ran, tt.move
+			v := Judge(c, f)
+			if v.Status != StatusPass {
+				t.Fatalf("status %s: %s", v.Status, v.Reason)
+			}
+			applied := false
+			for _, ch := range v.Checks {
+				applied = applied || ch.Name == "steady-clock"
+			}
+			if applied != tt.applies {
+				t.Errorf("steady-clock applied: %v, want %v", applied, tt.applies)
+			}
+		})
 	}
 }
