@@ -87,9 +87,10 @@ func BenchmarkEngineOverload(b *testing.B) {
 		Duration: time.Hour, MaxRequests: int64(b.N), Workers: 50, Identities: 16,
 	}
 	b.ResetTimer()
-	cpu := processCPU()
+	before, _ := processCPU()
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
-	cpu = processCPU() - cpu
+	after, _ := processCPU()
+	cpu := after - before
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -107,9 +108,10 @@ func BenchmarkEngineClosedSlow(b *testing.B) {
 	lim.delay = 200 * time.Microsecond
 	plan := Plan{Model: workload.ModelClosed, Concurrency: 50, Duration: time.Hour, MaxRequests: int64(b.N), Identities: 16}
 	b.ResetTimer()
-	cpu := processCPU()
+	before, _ := processCPU()
 	h, err := Run(context.Background(), lim, plan, RunOptions{})
-	cpu = processCPU() - cpu
+	after, _ := processCPU()
+	cpu := after - before
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -404,6 +404,8 @@ func (e *engine) startProgress(progress func(Stats), every time.Duration) (stop 
 // the worker pool and closes its jobs when done.
 func (e *engine) produce(h *history.History) {
 	p := e.p
+	m := govern.join()
+	defer govern.leave(m)
 	switch {
 	case p.Model == workload.ModelClosed && (p.Retry != nil || p.Think > 0):
 		e.retry = workload.RetryPolicy{MaxAttempts: 1} // think time alone: no retries
@@ -424,6 +426,8 @@ func (e *engine) produce(h *history.History) {
 			e.pc = BurstPacer{Size: uint64(p.BurstSize * p.Identities), Every: p.Limit.Window, Duration: p.Duration}
 		}
 		if e.pc != nil {
+			stop := govern.watch(m)
+			defer stop()
 			e.runPaced()
 			return
 		}
