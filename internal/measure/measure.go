@@ -131,11 +131,16 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 }
 
 // refused is the error of a run that was not measured: one refused
-// because rlctl itself was too busy (a validity check marked busy) says
-// so first, since the same measurement on a quieter machine may succeed.
+// because of this machine (a validity check marked again: rlctl too busy,
+// the clock stepped) says so first, since the same measurement run again
+// may succeed.
 func refused(out *verify.Outcome, err error) error {
-	if out != nil && out.Report.Busy() {
+	switch {
+	case out == nil:
+	case out.Report.Busy():
 		return fmt.Errorf("this machine was too busy for rlctl to measure (run it again when it is quieter): %w", err)
+	case out.Report.Again():
+		return fmt.Errorf("this machine, not the target, failed the run (run it again): %w", err)
 	}
 	return err
 }

@@ -213,7 +213,7 @@ func (p page) scenario(r *Report, i int) {
 	case sc.Status == score.StatusSkipped:
 		p.f("<p class=\"skipped\" id=\"skipped-%v\">Skipped: %v</p>", id, sc.Error)
 	case sc.Error != "":
-		p.f("<p class=\"error-box\">Error%v: %v</p>", sc.BusyNote(), sc.Error)
+		p.f("<p class=\"error-box\">Error%v: %v</p>", sc.AgainNote(), sc.Error)
 	}
 	p.f("\n<div class=\"facts\">\n<div>\n")
 	if len(sc.Thresholds) > 0 {

@@ -125,11 +125,15 @@ func JUnit(w io.Writer, r *Report) error {
 			// Marking the first case keeps the counts honest: the
 			// scenario erred once, not once per threshold.
 			if s.Cases[0].Error == nil {
-				// A CI job may run a scenario rlctl was too busy to
-				// measure again, and no other error.
+				// A CI job may run a scenario that this machine
+				// failed again (rlctl too busy, the clock stepped), and
+				// no other error.
 				kind := "scenario-error"
-				if sc.Busy() {
+				switch {
+				case sc.Busy():
 					kind = "rlctl-busy"
+				case sc.Again():
+					kind = "rlctl-again"
 				}
 				s.Cases[0].Failure = nil
 				s.Cases[0].Error = &junitProblem{Message: sc.Error, Type: kind, Text: sc.Error}

@@ -143,25 +143,28 @@ func TestJUnitScenarioErrorWithoutThresholds(t *testing.T) {
 	}
 }
 
-// busyAndDown are two scenarios not measured: one because rlctl itself
-// was too busy, one because nothing answered.
+// busyAndDown are three scenarios not measured: one because rlctl itself
+// was too busy, one because the machine's clock was stepped, one because
+// nothing answered.
 func busyAndDown() *Report {
 	busy := Scenario{Name: "late", Status: score.StatusError, Error: "rlctl itself sent late",
-		Validity: []score.CheckResult{{Name: "complete", Held: true}, {Name: "kept-time", Reason: "rlctl itself sent late", Busy: true}}}
+		Validity: []score.CheckResult{{Name: "complete", Held: true}, {Name: "kept-time", Reason: "rlctl itself sent late", Busy: true, Again: true}}}
+	clock := Scenario{Name: "clock", Status: score.StatusError, Error: "the wall clock moved",
+		Validity: []score.CheckResult{{Name: "steady-clock", Reason: "the wall clock moved", Again: true}}}
 	down := Scenario{Name: "down", Status: score.StatusError, Error: "nothing answered",
 		Validity: []score.CheckResult{{Name: "answered", Reason: "nothing answered"}}}
-	return &Report{Scenarios: []Scenario{busy, down}}
+	return &Report{Scenarios: []Scenario{busy, clock, down}}
 }
 
-// A scenario refused because rlctl itself was too busy says so in its
-// error's type, so a CI job can tell it from any other error.
+// A scenario that this machine failed says so in its error's type, so a
+// CI job can tell it from any other error and run it again.
 func TestJUnitBusyRefusal(t *testing.T) {
 	t.Parallel()
 	doc, _ := writeJUnit(t, busyAndDown())
-	if len(doc.Suites) != 2 {
-		t.Fatalf("doc = %+v, want two suites", doc)
+	if len(doc.Suites) != 3 {
+		t.Fatalf("doc = %+v, want three suites", doc)
 	}
-	for i, want := range []string{"rlctl-busy", "scenario-error"} {
+	for i, want := range []string{"rlctl-busy", "rlctl-again", "scenario-error"} {
 		if c := doc.Suites[i].Cases[0]; c.Error == nil || c.Error.Type != want {
 			t.Errorf("%s: error %+v, want type %s", doc.Suites[i].Name, c.Error, want)
 		}

@@ -82,7 +82,7 @@ func Markdown(w io.Writer, r *Report) error {
 		case sc.Status == score.StatusSkipped:
 			fmt.Fprintf(b, "> **Skipped:** %s\n\n", mdText(sc.Error))
 		case sc.Error != "":
-			fmt.Fprintf(b, "> **Error%s:** %s\n\n", mdText(sc.BusyNote()), mdText(sc.Error))
+			fmt.Fprintf(b, "> **Error%s:** %s\n\n", mdText(sc.AgainNote()), mdText(sc.Error))
 		}
 		if len(sc.Faults) > 0 {
 			// Unplanned outages are in the notes, with what failed.

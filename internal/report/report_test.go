@@ -139,7 +139,8 @@ func TestWritersShowTheVerdictAsDecided(t *testing.T) {
 
 // The terminal, report.md and report.html say beside the busy scenario's
 // error, and only there, that rlctl was too busy and another run may
-// measure it.
+// measure it; beside the one whose clock was stepped, that the machine
+// failed it.
 func TestBusyRefusalSaysSoInEveryFormat(t *testing.T) {
 	t.Parallel()
 	r := busyAndDown()
@@ -156,6 +157,9 @@ func TestBusyRefusalSaysSoInEveryFormat(t *testing.T) {
 		out := buf.String()
 		if n := strings.Count(out, "rlctl was too busy to measure: run it again when the machine is quieter"); n != 1 {
 			t.Errorf("%s says rlctl was too busy %d times, want once (the late scenario):\n%s", name, n, out)
+		}
+		if n := strings.Count(out, "this machine failed the run, not the target: run it again"); n != 1 {
+			t.Errorf("%s says the machine failed a run %d times, want once (the clock scenario):\n%s", name, n, out)
 		}
 		if !strings.Contains(out, "nothing answered") {
 			t.Errorf("%s lost the other scenario's error", name)

@@ -101,7 +101,7 @@ func Terminal(w io.Writer, r *Report, color bool) error {
 		}
 		if sc.Error != "" {
 			// Its thresholds were never checked; the error says why.
-			failed = append(failed, fmt.Sprintf("  %s: error%s: %s", sc.Name, sc.BusyNote(), sc.Error))
+			failed = append(failed, fmt.Sprintf("  %s: error%s: %s", sc.Name, sc.AgainNote(), sc.Error))
 			continue
 		}
 		for _, th := range sc.Thresholds {

@@ -17,12 +17,27 @@ func (sc Scenario) Busy() bool {
 	return false
 }
 
-// BusyNote is what reports put after "Error" for sc: when rlctl itself was
-// too busy to measure it, words saying so and that another run may; ""
+// Again reports whether sc was not measured because of this machine, not
+// the target or the scenario (rlctl too busy, the wall clock stepped): a
+// validity check it failed is marked again (score.CheckResult).
+func (sc Scenario) Again() bool {
+	for _, c := range sc.Validity {
+		if !c.Held && c.Again {
+			return true
+		}
+	}
+	return false
+}
+
+// AgainNote is what reports put after "Error" for sc: when this machine
+// failed the run (Again), words saying so and that another run may; ""
 // otherwise.
-func (sc Scenario) BusyNote() string {
-	if sc.Busy() {
+func (sc Scenario) AgainNote() string {
+	switch {
+	case sc.Busy():
 		return " (rlctl was too busy to measure: run it again when the machine is quieter)"
+	case sc.Again():
+		return " (this machine failed the run, not the target: run it again)"
 	}
 	return ""
 }

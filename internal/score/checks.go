@@ -40,6 +40,11 @@ type Check struct {
 	// late, when set, reports whether a run failing the check failed it
 	// because the answers came late (CheckResult.Late).
 	late func(c Claim, f Facts) bool
+	// again, when set, reports whether a run failing the check failed it
+	// because of this machine other than rlctl's own load (its wall clock
+	// stepped), so it may measure when run again (CheckResult.Again, which
+	// busy implies).
+	again func(c Claim, f Facts) bool
 }
 
 // always is the busy of a check only rlctl's own slowness can fail.
@@ -69,7 +74,7 @@ var Checks = []Check{
 		test:  sent},
 	{Name: "steady-clock", Code: exitcode.Failed,
 		Needs: "This machine's wall clock kept pace with its steady clock while the traffic lasted (rlctl's own gateways and a Redis on this machine, the embedded one included, read the wall clock; rlctl times every figure on the steady clock): moved by more than NTP's slewing does (500 ppm at most; the bound is twice that, and 2ms), it was stepped, and every window keyed on it moved with it, so a figure counted on the steady clock says nothing of the design. Not checked for an http target, whose gateways may keep their own clock.",
-		test:  steadyClock},
+		test:  steadyClock, again: always},
 	{Name: "classified", Code: exitcode.Failed,
 		Needs: "The target's answers can be read: answers that are neither an admission (2xx) nor a denial (denied_status), such as redirects, are within max_error_rate.",
 		test:  classified},
@@ -124,6 +129,10 @@ type CheckResult struct {
 	// measure (its own CPU or scheduling), not because of the target: the
 	// same scenario on a quieter machine, or at a lower rate, may measure.
 	Busy bool `json:"busy,omitempty"`
+	// Again marks a check that this machine failed, not the target or the
+	// scenario: rlctl was too busy (Busy), or the machine's wall clock was
+	// stepped. The same scenario run again may measure.
+	Again bool `json:"again,omitempty"`
 	// Late marks a check failed because the answers came too late for
 	// the figure (a boundary shot decided after its edge, a figure most
 	// of whose admissions could not be placed): the target's slowness,

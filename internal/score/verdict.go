@@ -72,8 +72,9 @@ func Judge(c Claim, f Facts) Verdict {
 		if !applies {
 			continue
 		}
+		busy := why != "" && ch.busy != nil && ch.busy(c, f)
 		v.Checks = append(v.Checks, CheckResult{Name: ch.Name, Held: why == "", Reason: why,
-			Busy: why != "" && ch.busy != nil && ch.busy(c, f),
+			Busy: busy, Again: busy || why != "" && ch.again != nil && ch.again(c, f),
 			Late: why != "" && ch.late != nil && ch.late(c, f)})
 		switch {
 		case why == "":

@@ -24,7 +24,6 @@ import (
 	"github.com/rlctl/rlctl/internal/metric"
 	"github.com/rlctl/rlctl/internal/rate"
 	"github.com/rlctl/rlctl/internal/redistest"
-	"github.com/rlctl/rlctl/internal/report"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/internal/score"
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
@@ -37,18 +36,6 @@ func parse(t *testing.T, doc string) *scenario.Scenario {
 		t.Fatalf("scenario: %v\n%s", err, doc)
 	}
 	return scs[0]
-}
-
-// unsteadyClock reports whether sc was not measured because this machine's
-// wall clock was stepped while it ran (score's steady-clock check): run
-// again, it may measure.
-func unsteadyClock(sc report.Scenario) bool {
-	for _, c := range sc.Validity {
-		if !c.Held && c.Name == "steady-clock" {
-			return true
-		}
-	}
-	return false
 }
 
 // run runs sc and fails the test unless it was measured: runCalm with
@@ -88,7 +75,7 @@ func runCalm(t *testing.T, sc *scenario.Scenario, stall time.Duration) (*Outcome
 		out, err = Run(context.Background(), sc, Options{})
 		stalls = watch()
 		if err != nil {
-			if !out.Report.Busy() && !unsteadyClock(out.Report) && answeredInTime(out) {
+			if !out.Report.Again() && answeredInTime(out) {
 				return ""
 			}
 			return fmt.Sprintf("verify %s: %v", sc.Name, err)
