@@ -48,9 +48,15 @@ type election struct {
 	shard string
 }
 
+// set records what the failover's step saw. A step cancelled because the
+// run ended while it was under way is no fault of the deployment: the run
+// ended then, before the election (see RecordElections).
 func (e *election) set(stopped, answered time.Time, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if errors.Is(err, context.Canceled) {
+		e.ended, err = time.Now(), nil
+	}
 	e.stopped, e.answered, e.err = stopped, answered, err
 }
 

@@ -2,6 +2,7 @@ package httptarget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -77,6 +78,17 @@ type election struct {
 	ended time.Time // the run ended before the new primary took a write
 	seen  deploy.Election
 	err   error
+}
+
+// fail records why the failover could not be carried out, unless the
+// run's end cancelled it while under way: no fault of the deployment, the
+// run ended then, before the election.
+func (el *election) fail(err error) {
+	if errors.Is(err, context.Canceled) {
+		el.ended = time.Now()
+		return
+	}
+	el.err = err
 }
 
 // openDeployment opens the Redis s names, reads the run identities'
@@ -302,7 +314,7 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 	}
 	obs, err := deploy.Observe(ctx, d.cfg, opts)
 	if err != nil {
-		el.err = err
+		el.fail(err)
 		return
 	}
 	defer obs.Stop()
@@ -311,7 +323,7 @@ func (d *deployment) failover(ctx context.Context, el *election) {
 		el.asked = time.Now()
 	}
 	if _, err := deploy.Failover(ctx, d.cfg, sending, keys...); err != nil {
-		el.err = err
+		el.fail(err)
 		return
 	}
 	// The counters are read again as soon as the new primary takes writes;

@@ -2,6 +2,8 @@ package httptarget
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,35 @@ func TestUnfinishedFailoverIsUnappliedAndSaysWhetherTheRunEndedFirst(t *testing.
 			}
 			if h.Meta.Faults[0].Stopped != 1500*time.Millisecond || h.Meta.Faults[0].Answered != 0 {
 				t.Errorf("election recorded as %+v, want stopped at 1.5s and never answered", h.Meta.Faults[0])
+			}
+		})
+	}
+}
+
+// A failover step that the run's end cancelled says the run ended first
+// (or during it); a step the deployment refused says it could not be
+// carried out, with the deployment's error, never "context canceled".
+func TestCancelledFailoverSaysTheRunEnded(t *testing.T) {
+	start := time.Now()
+	for _, tt := range []struct {
+		name  string
+		asked time.Time
+		err   error
+		want  string
+	}{
+		{"cancelled before it was asked", time.Time{}, fmt.Errorf("observe: %w", context.Canceled), "failover at 1.5s was not carried out: the run ended first"},
+		{"cancelled once asked", start.Add(1500 * time.Millisecond), fmt.Errorf("SENTINEL FAILOVER: %w", context.Canceled), "failover at 1.5s did not finish: the run ended"},
+		{"refused", start.Add(1500 * time.Millisecond), errors.New("NOGOODSLAVE No suitable replica to promote"), "failover at 1.5s could not be carried out: NOGOODSLAVE"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := history.New(history.Meta{Start: start, Faults: []history.Fault{{At: 1500 * time.Millisecond, Action: "failover"}}}, 0)
+			el := &election{asked: tt.asked}
+			el.fail(tt.err)
+			d := &deployment{elections: map[int]*election{0: el}}
+			var f target.Finished
+			d.finish(context.Background(), h, &f)
+			if len(f.Unapplied) != 1 || !strings.Contains(f.Unapplied[0], tt.want) || strings.Contains(f.Unapplied[0], "context canceled") {
+				t.Errorf("unapplied %q, want one entry saying %q", f.Unapplied, tt.want)
 			}
 		})
 	}
