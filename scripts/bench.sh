@@ -136,13 +136,14 @@ for model in closed open paced; do
 	esac
 	echo "   $model model: rlctl $rl_us µs/decision   redis-benchmark: $rb_us µs/request (medians)   median ratio: $(median "${x[@]}")× ($target)"
 done
+paced_median=$rl_us
 # The paced run's shape with each request split into its send and its
 # answer (benchtool pacedfloor): one goroutine writes every request due at
 # a wake on its own gateway's connection, back to back, then reads the
-# replies, so Redis wakes once per wake of the pacer, not once per request.
-# rlctl's Target.Do cannot be split today; this is what splitting buys.
+# replies, so Redis wakes once per wake of the pacer, not once per request:
+# the floor of the shape, whatever rlctl does on top of it.
 read -r pf_us pf_lag < <(go run ./scripts/benchtool pacedfloor "127.0.0.1:$rport" "$sha" 20000)
-echo "   paced, split into send and answer (a bare loop, nothing recorded): $pf_us µs/request, send lag p99 $pf_lag ms   ratio: $(ratio "$pf_us" "$rb_us")× redis-benchmark: what a paced run whose requests go out per wake, not per worker, could cost"
+echo "   paced, split into send and answer (a bare loop, nothing recorded): $pf_us µs/request, send lag p99 $pf_lag ms   ratio: $(ratio "$pf_us" "$rb_us")× redis-benchmark: the paced shape's wire work alone; rlctl's paced run costs $(ratio "$paced_median" "$pf_us")× that"
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 
 # clients_table BENCH: runs scripts/clientbench's benchmark BENCH five
