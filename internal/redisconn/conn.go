@@ -389,6 +389,10 @@ func Classify(err error) string {
 		return "sentinel lookup failed"
 	case strings.Contains(msg, "no such host"):
 		return "unknown host"
+	case strings.Contains(msg, "redis: can't parse"), strings.Contains(msg, "redis: invalid reply"):
+		// Something else listens there (an HTTP gateway's port, say):
+		// its answer, which go-redis quotes, says what.
+		return "not a Redis server"
 	default:
 		return "failed"
 	}

@@ -3,6 +3,8 @@ package redisconn_test
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -110,6 +112,8 @@ func TestCheckFailures(t *testing.T) {
 	acl := redistest.StartACL(t)
 	tlsSrv := redistest.StartTLS(t)
 	silent, _ := redistest.Silent(t)
+	web := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(web.Close)
 
 	tests := []struct {
 		name, url, tlsCA, kind string
@@ -120,6 +124,7 @@ func TestCheckFailures(t *testing.T) {
 		{"silent server", "redis://:silent-secret@" + silent, "", "timed out"},
 		{"untrusted certificate", tlsSrv.URL(), "", "TLS handshake failed"},
 		{"plain to tls port", "redis://" + tlsSrv.Addr, "", ""},
+		{"an http server", "redis://:web-secret@" + web.Listener.Addr().String(), "", `not a Redis server: redis: can't parse map reply: "HTTP/1.1 400 Bad Request"`},
 		{"no sentinel listens", "redis+sentinel://127.0.0.1:1/m?sentinel_password=sent-secret", "", "sentinel 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused"},
 		{"cluster nothing listens", "redis+cluster://:cl-secret@127.0.0.1:1,127.0.0.1:2", "", ""},
 	}
