@@ -12,23 +12,83 @@ import (
 	"github.com/rlctl/rlctl/internal/traffic/traffictest"
 )
 
-func TestCalmer(t *testing.T) {
+func TestUnderBusyAndLateWindow(t *testing.T) {
 	w := 50 * time.Millisecond
 	for _, c := range []struct {
 		name      string
-		calm      int
 		cpu, wall time.Duration
-		want      int
+		want      bool
 	}{
-		{"a quiet window adds one", 0, w / 2, w, 1},
-		{"and again", 1, w / 2, w, 2},
-		{"just under the bound", 2, w*3/4 - 1, w, 3},
-		{"at the bound starts over", 3, w * 3 / 4, w, 0},
-		{"more than a core starts over", 3, 2 * w, w, 0},
-		{"no time passed starts over", 3, 0, 0, 0},
+		{"half a core", w / 2, w, true},
+		{"just under the bound", w*3/4 - 1, w, true},
+		{"at the bound", w * 3 / 4, w, false},
+		{"more than a core", 2 * w, w, false},
+		{"no time passed", 0, 0, false},
 	} {
-		if got := calmer(c.calm, c.cpu, c.wall); got != c.want {
-			t.Errorf("%s: calmer(%d, %v, %v) = %d, want %d", c.name, c.calm, c.cpu, c.wall, got, c.want)
+		if got := underBusy(c.cpu, c.wall); got != c.want {
+			t.Errorf("%s: underBusy(%v, %v) = %v, want %v", c.name, c.cpu, c.wall, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		late, all uint64
+		want      bool
+	}{
+		{"none waited", 0, 300, false},
+		{"a few waited", 6, 300, false},
+		{"too many waited", 7, 300, true},
+		{"nothing sampled", 0, 0, false},
+	} {
+		if got := lateWindow(c.late, c.all); got != c.want {
+			t.Errorf("%s: lateWindow(%d, %d) = %v, want %v", c.name, c.late, c.all, got, c.want)
+		}
+	}
+}
+
+// A run is content with one P after two calm windows in a row, no longer
+// after one over procsBusy or the second late one in a row, and needs
+// twice as many calm ones after each time it had to widen, up to 2<<4.
+func TestCalmnessBacksOffAfterEachWidening(t *testing.T) {
+	var c calmness
+	// windows feeds n windows and returns the last answer.
+	windows := func(n int, underBusy, late bool) bool {
+		var content bool
+		for range n {
+			content = c.after(underBusy, late)
+		}
+		return content
+	}
+	if windows(1, true, false) {
+		t.Fatal("content after one calm window")
+	}
+	if !windows(1, true, false) {
+		t.Fatal("not content after two")
+	}
+	// One late window alone (a collection on one P) changes nothing.
+	if !windows(1, true, true) || !windows(1, true, false) {
+		t.Fatal("one late window widened")
+	}
+	// Three windows over procsBusy are one widening: the last two came
+	// while wide.
+	if windows(3, false, false) {
+		t.Fatal("content after a busy window")
+	}
+	if windows(3, true, false) || !windows(1, true, false) {
+		t.Fatal("after one widening, not content after exactly four calm windows")
+	}
+	// The second late window in a row widens.
+	if !windows(1, true, true) || windows(1, true, true) {
+		t.Fatal("two late windows in a row did not widen")
+	}
+	for _, need := range []int{8, 16, 32, 32} {
+		if windows(need-1, true, false) {
+			t.Fatalf("content after %d calm windows, want %d", need-1, need)
+		}
+		if !windows(1, true, false) {
+			t.Fatalf("not content after %d calm windows", need)
+		}
+		if windows(1, false, false) {
+			t.Fatal("content after a busy window")
 		}
 	}
 }
