@@ -24,8 +24,9 @@
 // measured request. Waits end on a precise sleeper (a timerfd on Linux),
 // since the runtime's timers wake only to the millisecond (see sleep.go).
 // While every run in the process is a paced one and the process uses less
-// than three quarters of a core, it runs on one P, which spares a second
-// thread's wake-up per request (see procs.go).
+// than three quarters of a core, its goroutines not kept waiting to run,
+// it runs on one P, which spares a second thread's wake-up per request
+// (see procs.go).
 //
 // The boundary pattern first learns where the target's windows roll
 // (epoch-aligned, opened by a first request, or told by RateLimit-Reset and
