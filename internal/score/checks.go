@@ -47,7 +47,8 @@ type Check struct {
 	again func(c Claim, f Facts) bool
 }
 
-// always is the busy of a check only rlctl's own slowness can fail.
+// always marks every failure of a check: the busy of one only rlctl's own
+// slowness can fail, the again of one only this machine can.
 func always(Claim, Facts) bool { return true }
 
 // Checks is the validity table, in the order a run is checked: the first
