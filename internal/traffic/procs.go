@@ -52,6 +52,7 @@ type governor struct {
 	runs     int  // runs in progress
 	content  int  // of which are content with one P
 	narrowed bool // GOMAXPROCS was set to 1 here
+	prev     int  // what it was before
 }
 
 // A member is one run's place in the governor.
@@ -94,7 +95,8 @@ func (g *governor) set(m *member, content bool) {
 }
 
 // apply narrows the process to one P when every run is content with it,
-// and gives the runtime's default back otherwise. g.mu is held.
+// and gives back what it was otherwise: the runtime's default, which
+// follows the CPU limit, when it was that. g.mu is held.
 func (g *governor) apply() {
 	narrow := !g.off && g.runs > 0 && g.content == g.runs
 	if narrow == g.narrowed {
@@ -105,9 +107,12 @@ func (g *governor) apply() {
 	}
 	g.narrowed = narrow
 	if narrow {
-		runtime.GOMAXPROCS(1)
-	} else {
-		runtime.SetDefaultGOMAXPROCS()
+		g.prev = runtime.GOMAXPROCS(1)
+		return
+	}
+	runtime.SetDefaultGOMAXPROCS()
+	if runtime.GOMAXPROCS(0) != g.prev {
+		runtime.GOMAXPROCS(g.prev) // set by the program (go test -cpu)
 	}
 }
 
