@@ -81,6 +81,7 @@ type fileMeta struct {
 	Segment      string        `json:"segment,omitempty"`
 	LateNanos    int64         `json:"late_ns,omitempty"`
 	WallMoved    int64         `json:"wall_moved_ns,omitempty"`
+	RedisMoved   int64         `json:"redis_moved_ns,omitempty"`
 	ClockOffset  int64         `json:"clock_offset_ns,omitempty"`
 	ClockError   int64         `json:"clock_uncertainty_ns,omitempty"`
 	ClockRef     string        `json:"clock_reference,omitempty"`
@@ -122,7 +123,7 @@ func toFileMeta(m Meta) fileMeta {
 		Identities: m.Identities, Shards: m.Shards, Gateways: m.Gateways, Endpoints: m.Endpoints,
 		BoundarySpan: int64(m.BoundarySpan), Rounds: m.Rounds, Workers: m.Workers,
 		HeaderForms: m.HeaderForms, Retry: m.Retry, Statuses: m.Statuses,
-		Segment: m.Segment, LateNanos: int64(m.Late), WallMoved: int64(m.WallMoved),
+		Segment: m.Segment, LateNanos: int64(m.Late), WallMoved: int64(m.WallMoved), RedisMoved: int64(m.RedisMoved),
 		ClockOffset: int64(m.Clock.Offset), ClockError: int64(m.Clock.Uncertainty), ClockRef: m.Clock.Reference,
 	}
 	if !m.Start.IsZero() {
@@ -154,7 +155,7 @@ func (fm fileMeta) meta() Meta {
 		Identities: fm.Identities, Shards: fm.Shards, Gateways: fm.Gateways, Endpoints: fm.Endpoints,
 		BoundarySpan: time.Duration(fm.BoundarySpan), Rounds: fm.Rounds, Workers: fm.Workers,
 		HeaderForms: fm.HeaderForms, Retry: fm.Retry, Statuses: fm.Statuses,
-		Segment: fm.Segment, Late: time.Duration(fm.LateNanos), WallMoved: time.Duration(fm.WallMoved),
+		Segment: fm.Segment, Late: time.Duration(fm.LateNanos), WallMoved: time.Duration(fm.WallMoved), RedisMoved: time.Duration(fm.RedisMoved),
 		Clock: Clock{Offset: time.Duration(fm.ClockOffset), Uncertainty: time.Duration(fm.ClockError), Reference: fm.ClockRef},
 	}
 	if fm.StartNanos != 0 {

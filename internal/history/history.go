@@ -137,6 +137,12 @@ type Meta struct {
 	// embedded Redis, rlctl's own gateways) saw their windows move by it,
 	// while every offset in the history is on the steady clock.
 	WallMoved time.Duration
+	// RedisMoved is how far the target's Redis clock (TIME, read as the
+	// traffic started and once it was over) moved against this machine's
+	// steady clock, less what the readings' round trips leave uncertain:
+	// zero when it kept pace as far as they tell, or was not read. A
+	// Redis on another machine whose clock was stepped shows here.
+	RedisMoved time.Duration
 	// Clock is this machine's clock against a reference shared by the
 	// machines of one run, the zero Clock when not measured.
 	Clock Clock

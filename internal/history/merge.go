@@ -233,6 +233,9 @@ func mergeMeta(hs []*History, capacity int) (*History, []mergeSource, error) {
 		if h.Meta.WallMoved.Abs() > out.Meta.WallMoved.Abs() {
 			out.Meta.WallMoved = h.Meta.WallMoved
 		}
+		if h.Meta.RedisMoved.Abs() > out.Meta.RedisMoved.Abs() {
+			out.Meta.RedisMoved = h.Meta.RedisMoved
+		}
 		if out.Meta.Clock.Reference == "" {
 			// The merge is on the reference's time line now, with the
 			// uncertainty spent on its records.

@@ -225,24 +225,28 @@ func TestMergeMovesClocksOntoTheReference(t *testing.T) {
 	a.Append(rec(11 * time.Millisecond))
 	// The clock, segment, lateness and the wall clock's move survive the
 	// file.
-	mb.Late, mb.WallMoved = 3*time.Microsecond, -25*time.Millisecond
+	mb.Late, mb.WallMoved, mb.RedisMoved = 3*time.Microsecond, -25*time.Millisecond, 40*time.Millisecond
 	var buf bytes.Buffer
 	if _, err := New(mb, 0).WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if back, err := Read(&buf); err != nil || back.Meta.Clock != mb.Clock || back.Meta.Segment != mb.Segment || back.Meta.Late != mb.Late || back.Meta.WallMoved != mb.WallMoved {
-		t.Fatalf("read back %+v, %v; want clock %+v, segment %s, late %v, wall moved %v", back.Meta, err, mb.Clock, mb.Segment, mb.Late, mb.WallMoved)
+	if back, err := Read(&buf); err != nil || back.Meta.Clock != mb.Clock || back.Meta.Segment != mb.Segment || back.Meta.Late != mb.Late || back.Meta.WallMoved != mb.WallMoved || back.Meta.RedisMoved != mb.RedisMoved {
+		t.Fatalf("read back %+v, %v; want clock %+v, segment %s, late %v, wall moved %v, redis moved %v", back.Meta, err, mb.Clock, mb.Segment, mb.Late, mb.WallMoved, mb.RedisMoved)
 	}
 	// The target decided b's request at t0+11ms on its clock: 89ms before
 	// b's own start reading.
 	b.Append(rec(11*time.Millisecond - ahead))
 	a.Meta.WallMoved, b.Meta.WallMoved = 2*time.Millisecond, mb.WallMoved
+	a.Meta.RedisMoved, b.Meta.RedisMoved = -60*time.Millisecond, mb.RedisMoved
 	m, err := Merge(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Meta.WallMoved != mb.WallMoved {
 		t.Errorf("merged wall clock move %v, want the larger, %v", m.Meta.WallMoved, mb.WallMoved)
+	}
+	if m.Meta.RedisMoved != a.Meta.RedisMoved {
+		t.Errorf("merged Redis clock move %v, want the larger, %v", m.Meta.RedisMoved, a.Meta.RedisMoved)
 	}
 	if !m.Meta.Start.Equal(t0) || m.Meta.Rounds != 5 || m.Meta.Clock.Reference != "redis TIME" || m.Meta.Clock.Offset != 0 {
 		t.Fatalf("merged meta: start %v, rounds %d, clock %+v; want %v, 5, on redis TIME", m.Meta.Start, m.Meta.Rounds, m.Meta.Clock, t0)

@@ -41,7 +41,7 @@ func factsOf(h *history.History, s Saved, res *analysis.Result) score.Facts {
 	}
 	var lastSent time.Duration
 	f.Ran, lastSent = spans(h)
-	f.WallMoved = m.WallMoved
+	f.WallMoved, f.RedisMoved = m.WallMoved, m.RedisMoved
 	f.Embedded = s.Embedded
 	f.BoundaryPattern = m.BoundarySpan > 0
 	if s.Embedded && lastSent > 0 {

@@ -74,7 +74,7 @@ var Checks = []Check{
 		Needs: "Requests were scheduled, and at least one was sent.",
 		test:  sent},
 	{Name: "steady-clock", Code: exitcode.Failed,
-		Needs: "This machine's wall clock kept pace with its steady clock while the traffic lasted (rlctl's own gateways and a Redis on this machine, the embedded one included, read the wall clock; rlctl times every figure on the steady clock): moved by more than NTP's slewing does (500 ppm at most; the bound is twice that, and 2ms), it was stepped, and every window keyed on it moved with it, so a figure counted on the steady clock says nothing of the design. Not checked for an http target, whose gateways may keep their own clock.",
+		Needs: "This machine's wall clock kept pace with its steady clock while the traffic lasted (rlctl's own gateways and a Redis on this machine, the embedded one included, read the wall clock; rlctl times every figure on the steady clock): moved by more than NTP's slewing does (500 ppm at most; the bound is twice that, and 2ms), it was stepped, and every window keyed on it moved with it, so a figure counted on the steady clock says nothing of the design. The same holds of the target's Redis clock (TIME, read as the traffic starts and once it is over), beyond what the readings' round trips leave uncertain: a Redis on another machine may be stepped alone. Not checked for an http target, whose gateways may keep their own clock.",
 		test:  steadyClock, again: always},
 	{Name: "classified", Code: exitcode.Failed,
 		Needs: "The target's answers can be read: answers that are neither an admission (2xx) nor a denial (denied_status), such as redirects, are within max_error_rate.",
@@ -324,24 +324,48 @@ func firstErrors(f Facts) string {
 const maxWallRate = 0.001
 
 // steadyClock fails a run of rlctl's own gateways during which this
-// machine's wall clock moved against its steady clock by more than
-// slewing explains (and 2ms): a step, or a VM catching its clock up.
+// machine's wall clock, or the target's Redis clock, moved against this
+// machine's steady clock by more than slewing explains (and 2ms): a step,
+// or a VM catching its clock up.
 func steadyClock(c Claim, f Facts) (string, bool) {
 	if c.Kind == KindHTTP || f.Ran <= 0 {
 		return "", false
 	}
-	moved := f.WallMoved.Abs()
-	if moved <= 2*time.Millisecond || float64(moved) <= maxWallRate*float64(f.Ran) {
-		return "", true
+	if stepped(f.WallMoved, f.Ran) {
+		return fmt.Sprintf("this machine's wall clock moved %s against its steady clock over the run's %s (%s): "+
+			"stepped, or caught up by its VM, it moved the windows of the limiters here that read it (Redis TIME, the embedded Redis, rlctl's own gateways), "+
+			"so what was counted on the steady clock says nothing of the design; run it again once the clock is steady",
+			movedWay(f.WallMoved), f.Ran.Round(time.Millisecond), movedRate(f.WallMoved, f.Ran)), true
 	}
+	if stepped(f.RedisMoved, f.Ran) {
+		return fmt.Sprintf("the target's Redis clock (TIME) moved at least %s against this machine's steady clock over the run's %s (%s): "+
+			"stepped, it moved the windows and the key expiries of the limiters that read it, "+
+			"so what was counted on the steady clock says nothing of the design; run it again once that Redis's clock is steady",
+			movedWay(f.RedisMoved), f.Ran.Round(time.Millisecond), movedRate(f.RedisMoved, f.Ran)), true
+	}
+	return "", true
+}
+
+// stepped reports whether a clock that moved by moved against the steady
+// one over ran moved more than slewing explains, and 2ms.
+func stepped(moved, ran time.Duration) bool {
+	moved = moved.Abs()
+	return moved > 2*time.Millisecond && float64(moved) > maxWallRate*float64(ran)
+}
+
+// movedWay says how far and which way a clock moved.
+func movedWay(moved time.Duration) string {
 	way := "ahead"
-	if f.WallMoved < 0 {
+	if moved < 0 {
 		way = "back"
 	}
-	return fmt.Sprintf("this machine's wall clock moved %s %s against its steady clock over the run's %s (%.0f ppm; NTP's slewing stays within 500): "+
-		"stepped, or caught up by its VM, it moved the windows of the limiters here that read it (Redis TIME, the embedded Redis, rlctl's own gateways), "+
-		"so what was counted on the steady clock says nothing of the design; run it again once the clock is steady",
-		moved.Round(10*time.Microsecond), way, f.Ran.Round(time.Millisecond), float64(moved)/float64(f.Ran)*1e6), true
+	return moved.Abs().Round(10*time.Microsecond).String() + " " + way
+}
+
+// movedRate says at what rate a clock that moved by moved over ran moved,
+// beside the most slewing does.
+func movedRate(moved, ran time.Duration) string {
+	return fmt.Sprintf("%.0f ppm; NTP's slewing stays within 500", float64(moved.Abs())/float64(ran)*1e6)
 }
 
 func answered(c Claim, f Facts) (string, bool) {

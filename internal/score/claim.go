@@ -73,6 +73,10 @@ type Facts struct {
 	// WallMoved is how far this machine's wall clock moved against its
 	// steady clock while the traffic lasted (history.Meta.WallMoved).
 	WallMoved time.Duration
+	// RedisMoved is how far the target's Redis clock moved against this
+	// machine's steady clock over the run, beyond what its readings leave
+	// uncertain (history.Meta.RedisMoved).
+	RedisMoved time.Duration
 	// FirstErrors are the first distinct errors the requests met.
 	FirstErrors []string
 	// Statuses counts an http target's answers by status code; nil for

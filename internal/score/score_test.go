@@ -95,6 +95,8 @@ func TestValidityTable(t *testing.T) {
 			exitcode.Failed, "this machine's wall clock moved 25ms ahead against its steady clock over the run's 5s (5000 ppm"},
 		{"wall clock stepped back", "steady-clock", func(c *Claim) { c.Kind = KindRedisScript }, func(f *Facts) { f.Ran, f.WallMoved = time.Minute, -90*time.Millisecond },
 			exitcode.Failed, "moved 90ms back"},
+		{"redis clock stepped", "steady-clock", nil, func(f *Facts) { f.Ran, f.RedisMoved = 5*time.Second, -40*time.Millisecond },
+			exitcode.Failed, "the target's Redis clock (TIME) moved at least 40ms back against this machine's steady clock over the run's 5s (8000 ppm"},
 		{"nothing answered", "answered", nil, func(f *Facts) {
 			f.Metrics[metric.Allowed], f.Metrics[metric.Denied], f.Metrics[metric.Errors] = 0, 0, 1000
 			f.FirstErrors = []string{"dial tcp: connection refused"}
@@ -221,7 +223,7 @@ func TestValidityTable(t *testing.T) {
 	}
 	// The rows this machine failed, which may measure when run again
 	// (CheckResult.Again): the busy ones, and a stepped clock.
-	again := map[string]bool{"wall clock stepped": true, "wall clock stepped back": true}
+	again := map[string]bool{"wall clock stepped": true, "wall clock stepped back": true, "redis clock stepped": true}
 	for name := range busy {
 		again[name] = true
 	}
@@ -667,20 +669,21 @@ func TestFailoverLastsUntilTheOldPrimaryIsDemoted(t *testing.T) {
 // checked for it.
 func TestSteadyClockAllowsSlewing(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		kind      string
-		ran, move time.Duration
-		applies   bool
+		name             string
+		kind             string
+		ran, move, redis time.Duration
+		applies          bool
 	}{
-		{"slewed over a minute", KindSimulated, time.Minute, -30 * time.Millisecond, true},
-		{"2ms in a second", KindSimulated, time.Second, 2 * time.Millisecond, true},
-		{"an http target", KindHTTP, 5 * time.Second, time.Second, false},
-		{"a steady clock", KindSimulated, 5 * time.Second, 0, true},
-		{"nothing ran", KindSimulated, 0, 0, false},
+		{"slewed over a minute", KindSimulated, time.Minute, -30 * time.Millisecond, 0, true},
+		{"2ms in a second", KindSimulated, time.Second, 2 * time.Millisecond, 0, true},
+		{"Redis slewed over a minute", KindRedisScript, time.Minute, 0, 40 * time.Millisecond, true},
+		{"an http target", KindHTTP, 5 * time.Second, time.Second, time.Second, false},
+		{"a steady clock", KindSimulated, 5 * time.Second, 0, 0, true},
+		{"nothing ran", KindSimulated, 0, 0, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, f := claim(t, "ceiling <= limit"), measured()
-			c.Kind, f.Ran, f.WallMoved = tt.kind, tt.ran, tt.move
+			c.Kind, f.Ran, f.WallMoved, f.RedisMoved = tt.kind, tt.ran, tt.move, tt.redis
 			v := Judge(c, f)
 			if v.Status != StatusPass {
 				t.Fatalf("status %s: %s", v.Status, v.Reason)

@@ -34,6 +34,61 @@ func (b *Built) ShareClock(ctx context.Context, now func() time.Time) func() err
 	return func() error { return err }
 }
 
+// WatchRedisClock reads the target's Redis clock now (call it just
+// before the traffic) and again once the traffic is over (a Finish step),
+// and records in h.Meta.RedisMoved how far that clock moved against this
+// machine's steady clock in between, less what the readings leave
+// uncertain (score's steady-clock check). Only a Redis is read: an http
+// target's clock would cost the user's limiter a request. A reading that
+// fails leaves the move unmeasured, zero.
+func (b *Built) WatchRedisClock(ctx context.Context) {
+	if b.Clock == nil || b.Clock.Name != redisTime {
+		return
+	}
+	start, err := readSteady(ctx, b.Clock)
+	if err != nil {
+		return
+	}
+	b.OnFinish(func(ctx context.Context, h *history.History, _ *Finished) {
+		if end, err := readSteady(ctx, b.Clock); err == nil {
+			h.Meta.RedisMoved = end.movedSince(start)
+		}
+	})
+}
+
+// steadyReading is one reading of a clock against this machine's steady
+// clock: the clock read at, and the steady instant halfway through the
+// round trip that read it, within ±uncertain.
+type steadyReading struct {
+	at, mid   time.Time
+	uncertain time.Duration
+}
+
+func readSteady(ctx context.Context, ref *Clock) (steadyReading, error) {
+	t0 := time.Now()
+	at, res, err := ref.Read(ctx)
+	t1 := time.Now()
+	if err != nil {
+		return steadyReading{}, err
+	}
+	half := t1.Sub(t0) / 2
+	return steadyReading{at: at, mid: t0.Add(half), uncertain: half + res}, nil
+}
+
+// movedSince is how far the clock moved against the steady one from s to
+// r, less the two readings' uncertainty: zero when within it.
+func (r steadyReading) movedSince(s steadyReading) time.Duration {
+	moved := r.at.Sub(s.at) - r.mid.Sub(s.mid)
+	slack := r.uncertain + s.uncertain
+	switch {
+	case moved > slack:
+		return moved - slack
+	case moved < -slack:
+		return moved + slack
+	}
+	return 0
+}
+
 // clockReading is one reading of a reference: this machine's clock minus
 // the reference's, within ±uncertainty.
 type clockReading struct {

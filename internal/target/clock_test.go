@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rlctl/rlctl/internal/history"
+	"github.com/rlctl/rlctl/internal/redisconn"
+	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/target"
 )
 
@@ -65,5 +67,69 @@ func TestShareClockSaysWhyNot(t *testing.T) {
 	}
 	if h.Meta.Clock != (history.Clock{}) {
 		t.Errorf("recorded %+v from a clock that could not be read", h.Meta.Clock)
+	}
+}
+
+// A real Redis's clock keeps pace with this machine's steady clock: the
+// run records no move.
+func TestWatchRedisClockOnARealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg, err := redisconn.Parse(redisconn.Options{URL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &target.Built{Clock: target.RedisClock(cfg)}
+	b.WatchRedisClock(context.Background())
+	time.Sleep(50 * time.Millisecond)
+	h := &history.History{}
+	b.Finish(context.Background(), h)
+	if h.Meta.RedisMoved != 0 {
+		t.Errorf("a steady Redis clock moved %v", h.Meta.RedisMoved)
+	}
+}
+
+// A Redis clock stepped during the run is recorded as its step, less the
+// readings' round trips and resolution; a clock that is not a Redis's is
+// not read, and one that cannot be read records nothing.
+func TestWatchRedisClockRecordsAStep(t *testing.T) {
+	stepped := target.RedisClock(nil)
+	reads := 0
+	stepped.Read = func(context.Context) (time.Time, time.Duration, error) {
+		reads++
+		now := time.Now()
+		if reads > 1 {
+			now = now.Add(-40 * time.Millisecond) // stepped back
+		}
+		return now, time.Microsecond, nil
+	}
+	b := &target.Built{Clock: stepped}
+	b.WatchRedisClock(context.Background())
+	h := &history.History{}
+	b.Finish(context.Background(), h)
+	if got := h.Meta.RedisMoved; got > -39*time.Millisecond || got < -40*time.Millisecond {
+		t.Errorf("moved %v, want 40ms back less the readings' uncertainty", got)
+	}
+
+	httpReads := 0
+	web := &target.Built{Clock: &target.Clock{Name: "http Date", Read: func(context.Context) (time.Time, time.Duration, error) {
+		httpReads++
+		return time.Now(), time.Second, nil
+	}}}
+	web.WatchRedisClock(context.Background())
+	web.Finish(context.Background(), &history.History{})
+	if httpReads != 0 {
+		t.Errorf("an http target's clock was read %d times: each read costs the user's limiter a request", httpReads)
+	}
+
+	down := target.RedisClock(nil)
+	down.Read = func(context.Context) (time.Time, time.Duration, error) {
+		return time.Time{}, 0, errors.New("connection refused")
+	}
+	h = &history.History{}
+	b = &target.Built{Clock: down}
+	b.WatchRedisClock(context.Background())
+	b.Finish(context.Background(), h)
+	if h.Meta.RedisMoved != 0 {
+		t.Errorf("an unreadable clock recorded a move of %v", h.Meta.RedisMoved)
 	}
 }

@@ -150,10 +150,13 @@ type Clock struct {
 	Read func(ctx context.Context) (t time.Time, resolution time.Duration, err error)
 }
 
+// redisTime is the name of a Redis's clock (RedisClock).
+const redisTime = "redis TIME"
+
 // RedisClock reads Redis TIME (to the microsecond). Reading it writes
 // nothing.
 func RedisClock(cfg *redisconn.Config) *Clock {
-	return &Clock{Name: "redis TIME", Read: func(ctx context.Context) (time.Time, time.Duration, error) {
+	return &Clock{Name: redisTime, Read: func(ctx context.Context) (time.Time, time.Duration, error) {
 		c := cfg.NewClient()
 		defer c.Close()
 		t, err := c.Time(ctx).Result()

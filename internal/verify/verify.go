@@ -118,6 +118,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if o.shared() {
 		clockErr = built.ShareClock(ctx, now)
 	}
+	if known && !kind.Remote() {
+		// rlctl's own gateways decide on its Redis's clock (score's
+		// steady-clock check); real gateways may keep their own.
+		built.WatchRedisClock(ctx)
+	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}
 	for _, f := range sc.Faults {
 		meta.Faults = append(meta.Faults, history.Fault{At: f.At, For: f.For, Planned: f.At, Action: f.Action})
