@@ -27,6 +27,13 @@ const (
 	StallAll   = "all"
 )
 
+// MovesPrimary reports whether action hands the gateways over to another
+// Redis server (a failover, a kill of the primary), which keeps a clock of
+// its own.
+func MovesPrimary(action string) bool {
+	return action == FaultFailover || action == FaultKillPrimary
+}
+
 // InstantFault reports whether action happens at one moment (a failover,
 // a kill, a reset) rather than lasting for a while.
 func InstantFault(action string) bool {

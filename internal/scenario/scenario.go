@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"slices"
 	"time"
 
 	"github.com/rlctl/rlctl/internal/design"
@@ -214,4 +215,10 @@ type Fault struct {
 	// Mode is what a redis-stall pauses: write (the default) or all.
 	Mode string
 	Line int
+}
+
+// MovesPrimary reports whether s plans a fault that hands its gateways
+// over to another Redis server (design.MovesPrimary).
+func (s *Scenario) MovesPrimary() bool {
+	return slices.ContainsFunc(s.Faults, func(f Fault) bool { return design.MovesPrimary(f.Action) })
 }

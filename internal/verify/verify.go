@@ -118,9 +118,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 	if o.shared() {
 		clockErr = built.ShareClock(ctx, now)
 	}
-	if known && !kind.Remote() {
+	if known && !kind.Remote() && !sc.MovesPrimary() {
 		// rlctl's own gateways decide on its Redis's clock (score's
-		// steady-clock check); real gateways may keep their own.
+		// steady-clock check); real gateways may keep their own, and after
+		// a failover another server's clock answers.
 		built.WatchRedisClock(ctx)
 	}
 	meta := history.Meta{Scenario: sc.Name, Limit: sc.Limit}

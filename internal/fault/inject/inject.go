@@ -294,9 +294,7 @@ func NeedsReplica(p *Plan) bool {
 }
 
 // isFailover reports whether a fault changes which node is primary.
-func isFailover(action string) bool {
-	return action == design.FaultFailover || action == design.FaultKillPrimary
-}
+func isFailover(action string) bool { return design.MovesPrimary(action) }
 
 // Refuse says, before anything is started, why p's faults cannot run on
 // the Redis spec names; nil when they can. allowFailover is
