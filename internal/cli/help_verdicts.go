@@ -31,7 +31,7 @@ func verdictsHelp() string {
 	}
 	b.WriteString("\n")
 	para("A run passes only when at least one scenario ran and every one that ran passed; a run with no scenario, or whose every scenario was skipped, fails with exit 2. Its exit code is the worst its scenarios call for.")
-	para("What a run must have measured before its thresholds count, in the order it is checked (the first check a run fails gives its reason and exit code; report.json's validity lists each check that applied, and marks busy one failed by rlctl's own slowness rather than the target's: its CPU or scheduling, the embedded Redis inside it included; such a scenario may measure on a quieter machine; and marks again one this machine failed, busy or with its wall clock stepped, which may measure when run again):")
+	para("What a run must have measured before its thresholds count, in the order it is checked (the first check a run fails gives its reason and exit code; report.json's validity lists each check that applied, and marks busy one failed by rlctl's own slowness rather than the target's: its CPU or scheduling, the embedded Redis inside it included; such a scenario may measure on a quieter machine; and marks again one the machines failed, busy or with a clock stepped, which may measure when run again):")
 	for _, c := range score.Checks {
 		effect := fmt.Sprintf("exit %d when it fails", c.Code)
 		if c.NoteOnly {

@@ -131,16 +131,16 @@ func Run(ctx context.Context, pl Plan, o Options) (*Result, error) {
 }
 
 // refused is the error of a run that was not measured: one refused
-// because of this machine (a validity check marked again: rlctl too busy,
-// the clock stepped) says so first, since the same measurement run again
-// may succeed.
+// because of the machines it used (a validity check marked again: rlctl
+// too busy, a clock stepped) says so first, since the same measurement run
+// again may succeed.
 func refused(out *verify.Outcome, err error) error {
 	switch {
 	case out == nil:
 	case out.Report.Busy():
 		return fmt.Errorf("this machine was too busy for rlctl to measure (run it again when it is quieter): %w", err)
 	case out.Report.Again():
-		return fmt.Errorf("this machine, not the target, failed the run (run it again): %w", err)
+		return fmt.Errorf("a stepped clock, not the design, failed the run (run it again): %w", err)
 	}
 	return err
 }

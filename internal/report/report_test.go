@@ -158,7 +158,7 @@ func TestBusyRefusalSaysSoInEveryFormat(t *testing.T) {
 		if n := strings.Count(out, "rlctl was too busy to measure: run it again when the machine is quieter"); n != 1 {
 			t.Errorf("%s says rlctl was too busy %d times, want once (the late scenario):\n%s", name, n, out)
 		}
-		if n := strings.Count(out, "this machine failed the run, not the target: run it again"); n != 1 {
+		if n := strings.Count(out, "a stepped clock or a busy machine failed the run, not the design: run it again"); n != 1 {
 			t.Errorf("%s says the machine failed a run %d times, want once (the clock scenario):\n%s", name, n, out)
 		}
 		if !strings.Contains(out, "nothing answered") {

@@ -17,8 +17,8 @@ func (sc Scenario) Busy() bool {
 	return false
 }
 
-// Again reports whether sc was not measured because of this machine, not
-// the target or the scenario (rlctl too busy, the wall clock stepped): a
+// Again reports whether sc was not measured because of the machines it ran
+// on, not the design or the scenario (rlctl too busy, a clock stepped): a
 // validity check it failed is marked again (score.CheckResult).
 func (sc Scenario) Again() bool {
 	for _, c := range sc.Validity {
@@ -29,15 +29,15 @@ func (sc Scenario) Again() bool {
 	return false
 }
 
-// AgainNote is what reports put after "Error" for sc: when this machine
-// failed the run (Again), words saying so and that another run may; ""
-// otherwise.
+// AgainNote is what reports put after "Error" for sc: when the machines
+// it ran on failed the run (Again), words saying so and that another run
+// may; "" otherwise.
 func (sc Scenario) AgainNote() string {
 	switch {
 	case sc.Busy():
 		return " (rlctl was too busy to measure: run it again when the machine is quieter)"
 	case sc.Again():
-		return " (this machine failed the run, not the target: run it again)"
+		return " (a stepped clock or a busy machine failed the run, not the design: run it again)"
 	}
 	return ""
 }

@@ -41,14 +41,14 @@ type Check struct {
 	// because the answers came late (CheckResult.Late).
 	late func(c Claim, f Facts) bool
 	// again, when set, reports whether a run failing the check failed it
-	// because of this machine other than rlctl's own load (its wall clock
-	// stepped), so it may measure when run again (CheckResult.Again, which
-	// busy implies).
+	// because of the machines it used, other than rlctl's own load (a
+	// clock stepped), so it may measure when run again (CheckResult.Again,
+	// which busy implies).
 	again func(c Claim, f Facts) bool
 }
 
 // always marks every failure of a check: the busy of one only rlctl's own
-// slowness can fail, the again of one only this machine can.
+// slowness can fail, the again of one only the machines can.
 func always(Claim, Facts) bool { return true }
 
 // Checks is the validity table, in the order a run is checked: the first
@@ -130,9 +130,10 @@ type CheckResult struct {
 	// measure (its own CPU or scheduling), not because of the target: the
 	// same scenario on a quieter machine, or at a lower rate, may measure.
 	Busy bool `json:"busy,omitempty"`
-	// Again marks a check that this machine failed, not the target or the
-	// scenario: rlctl was too busy (Busy), or the machine's wall clock was
-	// stepped. The same scenario run again may measure.
+	// Again marks a check that the machines the run used failed, not the
+	// design or the scenario: rlctl was too busy (Busy), or a clock was
+	// stepped (this machine's, or its Redis's). The same scenario run
+	// again may measure.
 	Again bool `json:"again,omitempty"`
 	// Late marks a check failed because the answers came too late for
 	// the figure (a boundary shot decided after its edge, a figure most
