@@ -26,9 +26,9 @@ func (b *Built) ShareClock(ctx context.Context, now func() time.Time) func() err
 		if err != nil {
 			return
 		}
-		var atEnd clockReading
+		var atEnd reading
 		if atEnd, err = readClock(ctx, b.Clock, now); err == nil {
-			h.Meta.Clock = combineClock(b.Clock.Name, atStart, atEnd)
+			h.Meta.Clock = combineClock(b.Clock.Name, atStart.offset(), atEnd.offset())
 		}
 	})
 	return func() error { return err }
@@ -45,41 +45,25 @@ func (b *Built) WatchRedisClock(ctx context.Context) {
 	if b.Clock == nil || b.Clock.Name != redisTime {
 		return
 	}
-	start, err := readSteady(ctx, b.Clock)
+	// time.Now's readings carry the steady clock, which movedSince uses.
+	start, err := readClock(ctx, b.Clock, time.Now)
 	if err != nil {
 		return
 	}
 	b.OnFinish(func(ctx context.Context, h *history.History, _ *Finished) {
-		if end, err := readSteady(ctx, b.Clock); err == nil {
+		if end, err := readClock(ctx, b.Clock, time.Now); err == nil {
 			h.Meta.RedisMoved = end.movedSince(start)
 		}
 	})
 }
 
-// steadyReading is one reading of a clock against this machine's steady
-// clock: the clock read at, and the steady instant halfway through the
-// round trip that read it, within ±uncertain.
-type steadyReading struct {
-	at, mid   time.Time
-	uncertain time.Duration
-}
-
-func readSteady(ctx context.Context, ref *Clock) (steadyReading, error) {
-	t0 := time.Now()
-	at, res, err := ref.Read(ctx)
-	t1 := time.Now()
-	if err != nil {
-		return steadyReading{}, err
-	}
-	half := t1.Sub(t0) / 2
-	return steadyReading{at: at, mid: t0.Add(half), uncertain: half + res}, nil
-}
-
-// movedSince is how far the clock moved against the steady one from s to
-// r, less the two readings' uncertainty: zero when within it.
-func (r steadyReading) movedSince(s steadyReading) time.Duration {
+// movedSince is how far the reference moved against this machine's
+// steady clock from s to r, less what the two readings leave uncertain
+// (their round trips and the reference's resolution): zero when within
+// it. Both were read with time.Now.
+func (r reading) movedSince(s reading) time.Duration {
 	moved := r.at.Sub(s.at) - r.mid.Sub(s.mid)
-	slack := r.uncertain + s.uncertain
+	slack := r.half + r.res + s.half + s.res
 	switch {
 	case moved > slack:
 		return moved - slack
@@ -89,28 +73,38 @@ func (r steadyReading) movedSince(s steadyReading) time.Duration {
 	return 0
 }
 
-// clockReading is one reading of a reference: this machine's clock minus
-// the reference's, within ±uncertainty.
-type clockReading struct {
-	offset, uncertainty time.Duration
+// reading is one reading of a reference: what it said (at, to its
+// resolution res), and the local time halfway through the round trip that
+// read it (mid, half the round trip away from either end): the reference
+// was read somewhere in that round trip.
+type reading struct {
+	at, mid   time.Time
+	res, half time.Duration
 }
 
-// readClock reads ref once. The reference was read somewhere between the
-// two local readings around the request, so the offset is taken at their
-// middle and is uncertain by half the round trip, plus half the
-// reference's resolution.
-func readClock(ctx context.Context, ref *Clock, now func() time.Time) (clockReading, error) {
+// readClock reads ref once, between two readings of now.
+func readClock(ctx context.Context, ref *Clock, now func() time.Time) (reading, error) {
 	t0 := now()
 	at, res, err := ref.Read(ctx)
 	t1 := now()
 	if err != nil {
-		return clockReading{}, fmt.Errorf("read the reference clock (%s): %w", ref.Name, err)
+		return reading{}, fmt.Errorf("read the reference clock (%s): %w", ref.Name, err)
 	}
 	half := t1.Sub(t0) / 2
-	return clockReading{
-		offset:      t0.Add(half).Sub(at.Add(res / 2)),
-		uncertainty: half + res/2,
-	}, nil
+	return reading{at: at, mid: t0.Add(half), res: res, half: half}, nil
+}
+
+// clockReading is this machine's clock minus a reference's, within
+// ±uncertainty.
+type clockReading struct {
+	offset, uncertainty time.Duration
+}
+
+// offset is this machine's clock minus the reference's at r, taken at the
+// middle of the round trip: uncertain by half of it, plus half the
+// reference's resolution.
+func (r reading) offset() clockReading {
+	return clockReading{offset: r.mid.Sub(r.at.Add(r.res / 2)), uncertainty: r.half + r.res/2}
 }
 
 // combineClock is what the readings at a run's start and end say of its
