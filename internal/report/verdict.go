@@ -1,6 +1,11 @@
 package report
 
-import "github.com/rlctl/rlctl/internal/design"
+import (
+	"slices"
+
+	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/score"
+)
 
 // Flaw reports whether sc demonstrates a flaw rather than proving a design
 // holds.
@@ -8,25 +13,16 @@ func (sc Scenario) Flaw() bool { return sc.Shows == design.ShowsFlaw }
 
 // Busy reports whether sc was not measured because rlctl itself was too
 // busy: a validity check it failed is marked busy (score.CheckResult).
-func (sc Scenario) Busy() bool {
-	for _, c := range sc.Validity {
-		if !c.Held && c.Busy {
-			return true
-		}
-	}
-	return false
-}
+func (sc Scenario) Busy() bool { return sc.failed(func(c score.CheckResult) bool { return c.Busy }) }
 
 // Again reports whether sc was not measured because of the machines it ran
 // on, not the design or the scenario (rlctl too busy, a clock stepped): a
 // validity check it failed is marked again (score.CheckResult).
-func (sc Scenario) Again() bool {
-	for _, c := range sc.Validity {
-		if !c.Held && c.Again {
-			return true
-		}
-	}
-	return false
+func (sc Scenario) Again() bool { return sc.failed(func(c score.CheckResult) bool { return c.Again }) }
+
+// failed reports whether a validity check sc failed carries mark.
+func (sc Scenario) failed(mark func(score.CheckResult) bool) bool {
+	return slices.ContainsFunc(sc.Validity, func(c score.CheckResult) bool { return !c.Held && mark(c) })
 }
 
 // AgainNote is what reports put after "Error" for sc: when the machines
