@@ -14,6 +14,7 @@ import (
 	"github.com/rlctl/rlctl/internal/calmtest"
 	"github.com/rlctl/rlctl/internal/cli"
 	"github.com/rlctl/rlctl/internal/design"
+	"github.com/rlctl/rlctl/internal/history"
 	"github.com/rlctl/rlctl/internal/redistest"
 	"github.com/rlctl/rlctl/internal/scenario"
 	"github.com/rlctl/rlctl/scenarios"
@@ -170,10 +171,10 @@ func verifySuite(t *testing.T, extra ...string) map[string]any {
 	// steady one the figures are timed by: a machine whose wall clock was
 	// stepped or slewed meanwhile (a VM catching up) moves windows keyed
 	// on it, and its designs can seem not to hold.
-	steady := time.Since(start)
+	end := time.Now()
 	clockNote := ""
-	if moved := time.Now().Round(0).Sub(start.Round(0)) - steady; moved.Abs() > time.Millisecond {
-		clockNote = fmt.Sprintf("\nthis machine's wall clock moved %v against its steady clock over the run's %v", moved, steady.Round(time.Millisecond))
+	if moved := history.WallMoved(start, end); moved.Abs() > time.Millisecond {
+		clockNote = fmt.Sprintf("\nthis machine's wall clock moved %v against its steady clock over the run's %v", moved, end.Sub(start).Round(time.Millisecond))
 	}
 	var rep map[string]any
 	files, _ := filepath.Glob(filepath.Join(dir, "reports", "*-builtin", "report.json"))

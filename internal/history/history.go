@@ -179,3 +179,10 @@ type Clock struct {
 	// "http Date"), "" when nothing was.
 	Reference string
 }
+
+// WallMoved is how far the wall clock moved against the steady one from
+// start to end (both read by time.Now): the wall time between them minus
+// the steady time (Meta.WallMoved).
+func WallMoved(start, end time.Time) time.Duration {
+	return end.Round(0).Sub(start.Round(0)) - end.Sub(start)
+}

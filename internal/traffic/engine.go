@@ -484,14 +484,7 @@ func (e *engine) finish(h *history.History, hooks []Hook, applied []history.Faul
 	h.Meta.Rounds = e.rounds
 	h.Meta.HeaderForms = Form(e.forms.Load()).Names()
 	h.Meta.Statuses = e.statusCounts()
-	h.Meta.WallMoved = wallMoved(e.start, time.Now())
-}
-
-// wallMoved is how far the wall clock moved against the steady one from
-// start to end (both read by time.Now): the wall time between them minus
-// the steady time.
-func wallMoved(start, end time.Time) time.Duration {
-	return end.Round(0).Sub(start.Round(0)) - end.Sub(start)
+	h.Meta.WallMoved = history.WallMoved(e.start, time.Now())
 }
 
 // appliedKey carries, in a hook's context, the function Applied calls.
